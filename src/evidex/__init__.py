@@ -1,0 +1,46 @@
+"""evidex: knowledge retrieval in which every passage and answer traces back to its source.
+
+The public surface is re-exported here; submodules are implementation detail.
+"""
+
+from .kb import KnowledgeBase
+from .model import (
+    VISIBILITIES,
+    Actor,
+    CitationError,
+    Document,
+    DocumentError,
+    EvidexError,
+    Filters,
+    Hit,
+    IngestReport,
+    Passage,
+    QueryError,
+    Resolution,
+    SearchResults,
+    StoreError,
+)
+from .query import ANALYZERS, QueryLimits
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ANALYZERS",
+    "VISIBILITIES",
+    "Actor",
+    "CitationError",
+    "Document",
+    "DocumentError",
+    "EvidexError",
+    "Filters",
+    "Hit",
+    "IngestReport",
+    "KnowledgeBase",
+    "Passage",
+    "QueryError",
+    "QueryLimits",
+    "Resolution",
+    "SearchResults",
+    "StoreError",
+    "__version__",
+]

@@ -1,0 +1,283 @@
+"""The ``evidex`` command: a thin layer of commands over the library.
+
+Every command takes ``--json`` for machine-readable output; errors print one line to stderr and
+exit non-zero. Human output strips control characters from document text so a hostile document
+cannot drive the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from . import __version__
+from .ingest import FRONT_MATTER_KEYS, load_paths
+from .kb import KnowledgeBase
+from .model import Actor, EvidexError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="evidex: retrieval where every passage traces back to its source.",
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _State:
+    db: str = "evidex.db"
+    analyzer: str | None = None
+
+
+state = _State()
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant of the caller.")]
+GroupsOpt = Annotated[str, typer.Option("--groups", help="Comma-separated groups of the caller.")]
+VisOpt = Annotated[
+    str, typer.Option("--visibilities", help="Comma-separated visibilities the caller may read.")
+]
+
+
+def _safe(text: str) -> str:
+    """Printable form of untrusted text for a terminal: control characters become spaces."""
+    return "".join(ch if ch == "\n" or ch.isprintable() else " " for ch in text)
+
+
+def _split_csv(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def _actor(tenant: str, groups: str, visibilities: str) -> Actor:
+    return Actor(tenant, frozenset(_split_csv(groups)),
+                 visibilities=frozenset(_split_csv(visibilities)))
+
+
+def _emit(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message.splitlines()[0] if message else 'failed'}", err=True)
+    return typer.Exit(1)
+
+
+def _errors(fn: F) -> F:
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except EvidexError as exc:
+            raise _fail(str(exc)) from None
+        except OSError as exc:
+            raise _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
+        except json.JSONDecodeError as exc:
+            raise _fail(f"invalid JSON input: {exc}") from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _open() -> KnowledgeBase:
+    return KnowledgeBase.open(state.db, analyzer=state.analyzer)
+
+
+@app.callback()
+def main_options(
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="Store location (default: $EVIDEX_DB, then ./evidex.db)."),
+    ] = None,
+    analyzer: Annotated[
+        str | None,
+        typer.Option("--analyzer", help="Analyzer for a new store: exact, english, german."),
+    ] = None,
+    version: Annotated[bool, typer.Option("--version", help="Show the version.")] = False,
+) -> None:
+    if version:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+    state.db = db or os.environ.get("EVIDEX_DB") or "evidex.db"
+    state.analyzer = analyzer
+
+
+@app.command()
+@_errors
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.md, .txt, .jsonl).")],
+    tenant: Annotated[str | None, typer.Option(help="Tenant for documents that set none.")] = None,
+    groups: Annotated[str | None, typer.Option(help="Comma-separated groups.")] = None,
+    visibility: Annotated[str | None, typer.Option(help="public, internal, ...")] = None,
+    language: Annotated[str | None, typer.Option(help="Language tag, e.g. en or de.")] = None,
+    version: Annotated[str | None, typer.Option(help="Version for documents that set none.")] = None,
+    split: Annotated[str, typer.Option(help="paragraph, heading or document.")] = "paragraph",
+    as_json: JsonOpt = False,
+) -> None:
+    """Ingest documents: new ones are added, changed ones supersede, unchanged ones are skipped.
+
+    Markdown and text files may start with YAML front matter setting
+    id, version, groups, visibility, language, title, source_url, tags, published_at.
+    """
+    defaults: dict[str, Any] = {
+        "tenant": tenant,
+        "groups": _split_csv(groups) or None,
+        "visibility": visibility,
+        "language": language,
+        "version": version,
+    }
+    loaded = load_paths(list(paths), defaults)
+    with _open() as kb:
+        report = _ingest_with_progress(kb, loaded.documents, split, show=not as_json)
+    summary = {**report.as_dict(), "rejected": len(loaded.rejected)}
+    if as_json:
+        _emit({**summary, "rejections": [r.__dict__ for r in loaded.rejected]})
+    else:
+        for r in loaded.rejected:
+            typer.echo(f"rejected {r.source}: {r.reason}", err=True)
+        typer.echo(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary.items()))
+    if loaded.rejected:
+        raise typer.Exit(1)
+
+
+def _ingest_with_progress(kb: KnowledgeBase, docs: list[Any], split: str, show: bool) -> Any:
+    """One atomic batch for small inputs; large inputs go in batches with a progress bar (each
+    batch atomic, duplicates across the whole input checked before anything is written)."""
+    from .model import DocumentError, IngestReport
+
+    seen: set[tuple[str, str]] = set()
+    for d in docs:
+        if (d.tenant, d.id) in seen:
+            raise DocumentError(f"document {d.id!r} of tenant {d.tenant!r} appears twice in the "
+                                "input; nothing was written")
+        seen.add((d.tenant, d.id))
+    batch = 500
+    if len(docs) <= batch:
+        return kb.ingest(docs, split=split)
+    from rich.progress import Progress
+
+    total = IngestReport()
+    with Progress(disable=not (show and sys.stderr.isatty()), transient=True) as bar:
+        task = bar.add_task("ingesting", total=len(docs))
+        for i in range(0, len(docs), batch):
+            r = kb.ingest(docs[i : i + batch], split=split)
+            total = IngestReport(total.added + r.added, total.superseded + r.superseded,
+                                 total.unchanged + r.unchanged,
+                                 total.passages_written + r.passages_written)
+            bar.advance(task, len(docs[i : i + batch]))
+    return total
+
+
+@app.command()
+@_errors
+def search(
+    query: Annotated[str, typer.Argument(help="Words to search for (no operators).")],
+    tenant: TenantOpt,
+    groups: GroupsOpt,
+    visibilities: VisOpt = "public,internal",
+    limit: Annotated[int, typer.Option(help="Number of passages.")] = 6,
+    match: Annotated[str, typer.Option(help="any or all query words.")] = "any",
+    language: Annotated[str | None, typer.Option(help="Only documents in this language.")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="Only documents with this tag.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the passages the caller may read."""
+    actor = _actor(tenant, groups, visibilities)
+    filters = {"language": language, "tags": tag or []}
+    with _open() as kb:
+        hits = kb.search(actor, query, limit=limit, match=match, filters=filters)
+    if as_json:
+        _emit({"hits": [h.as_dict() for h in hits]})
+        return
+    if not hits:
+        typer.echo("No passage you may read matches this query.")
+        return
+    for h in hits:
+        where = " > ".join(h.heading_path) or f"passage {h.passage}"
+        typer.echo(f"{h.rank}. [{_safe(h.document_id)} v{_safe(h.version)} #{h.passage}] "
+                   f"{_safe(h.title or '')}  ({_safe(where)}; score {h.score:.3f})")
+        quote = _safe(h.quote).strip().replace("\n", " ")
+        typer.echo(f"   {quote[:300]}{'…' if len(quote) > 300 else ''}")
+
+
+@app.command()
+@_errors
+def resolve(
+    tenant: TenantOpt,
+    groups: GroupsOpt,
+    visibilities: VisOpt = "public,internal",
+    as_json: JsonOpt = False,
+) -> None:
+    """Re-check a citation read as JSON from standard input."""
+    citation = json.loads(sys.stdin.read() or "null")
+    with _open() as kb:
+        res = kb.resolve(_actor(tenant, groups, visibilities), citation)
+    if as_json:
+        _emit(res.as_dict())
+    else:
+        typer.echo("ok: the citation holds" if res.ok else f"{res.reason}: {_safe(res.detail)}")
+    if not res.ok:
+        raise typer.Exit(2)
+
+
+@app.command()
+@_errors
+def remove(
+    document_id: Annotated[str, typer.Argument(help="Document id.")],
+    tenant: TenantOpt,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete a document with all its passages and history."""
+    with _open() as kb:
+        existed = kb.remove(tenant, document_id)
+    if as_json:
+        _emit({"removed": existed, "document_id": document_id})
+    elif existed:
+        typer.echo(f"removed {document_id}")
+    if not existed:
+        raise _fail(f"no document {document_id!r} in tenant {tenant!r}")
+
+
+@app.command()
+@_errors
+def stats(as_json: JsonOpt = False) -> None:
+    """Counts of documents, passages, versions and index segments."""
+    with _open() as kb:
+        data = kb.stats()
+    if as_json:
+        _emit(data)
+    else:
+        for k, v in data.items():
+            typer.echo(f"{k}: {v}")
+
+
+@app.command("eval")
+@_errors
+def evaluate(
+    beir: Annotated[Path, typer.Option("--beir", help="BEIR folder (corpus, queries, qrels).")],
+    mode: Annotated[str, typer.Option(help="Retrieval mode.")] = "keyword",
+    analyzer: Annotated[str, typer.Option("--analyzer", help="Analyzer.")] = "english",
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure nDCG@10, Recall@100 and MRR@10 on a BEIR-format set (temporary store)."""
+    from .evaluation import evaluate_beir
+
+    result = evaluate_beir(beir, mode=mode, analyzer=analyzer)
+    if as_json:
+        _emit(result)
+    else:
+        for k, v in result.items():
+            typer.echo(f"{k}: {v}")
+
+
+def main() -> None:
+    app()
+
+
+__all__ = ["FRONT_MATTER_KEYS", "app", "main"]

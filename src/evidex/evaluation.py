@@ -1,0 +1,144 @@
+"""Retrieval evaluation on BEIR-format sets with trec_eval's measures (pytrec-eval-terrier).
+
+The corpus is loaded into a temporary store through the public API, exactly as a user would, and
+every query goes through ``KnowledgeBase.search``: the figures measure the product, not a
+side-path. BEIR queries are whole sentences, so the interactive query limits are lifted here
+(and only here).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytrec_eval
+
+from .kb import KnowledgeBase
+from .model import Actor, Document, EvidexError
+from .query import QueryLimits
+
+__all__ = ["BeirSet", "evaluate_beir", "load_beir"]
+
+EVAL_LIMITS = QueryLimits(max_chars=100_000, max_words=10_000, max_word_chars=10_000)
+_TENANT = "eval"
+_GROUP = "eval"
+
+
+@dataclass
+class BeirSet:
+    corpus: list[tuple[str, str, str]]  # (id, title, text)
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def load_beir(directory: str | Path, split: str = "test") -> BeirSet:
+    root = Path(directory)
+    paths = {
+        "corpus": root / "corpus.jsonl",
+        "queries": root / "queries.jsonl",
+        "qrels": root / "qrels" / f"{split}.tsv",
+    }
+    for name, p in paths.items():
+        if not p.is_file():
+            raise EvidexError(f"{root} is not a BEIR folder: {name} file {p} is missing")
+    qrels: dict[str, dict[str, int]] = {}
+    with paths["qrels"].open(encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            parts = line.rstrip("\n").split("\t")
+            if i == 0 and parts[0] == "query-id":
+                continue
+            if len(parts) != 3:
+                raise EvidexError(f"{paths['qrels']}:{i + 1}: expected 3 tab-separated columns")
+            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    queries = {}
+    for rec in _jsonl(paths["queries"]):
+        if str(rec["_id"]) in qrels:
+            queries[str(rec["_id"])] = rec["text"]
+    corpus = [(str(r["_id"]), r.get("title") or "", r.get("text") or "") for r in _jsonl(paths["corpus"])]
+    return BeirSet(corpus, queries, qrels)
+
+
+def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def corpus_documents(beir: BeirSet) -> Iterator[Document]:
+    for doc_id, title, text in beir.corpus:
+        full = f"{title}\n\n{text}" if title else text
+        if full.strip():
+            yield Document(doc_id, _TENANT, {_GROUP}, "1", full, title=title or None)
+
+
+def run_queries(
+    kb: KnowledgeBase, beir: BeirSet, *, mode: str = "keyword", depth: int = 100,
+    **search: Any,
+) -> tuple[dict[str, dict[str, float]], float]:
+    """TREC run (query -> doc -> score; ranks turned into descending scores so trec_eval's own
+    tie-breaking cannot reorder evidex's deterministic order) and the wall time of the searches."""
+    actor = Actor(_TENANT, {_GROUP})
+    run: dict[str, dict[str, float]] = {}
+    t0 = time.perf_counter()
+    for qid, text in beir.queries.items():
+        hits = kb.search(actor, text, limit=depth, mode=mode, max_per_document=1, **search)
+        run[qid] = {h.document_id: float(depth - i) for i, h in enumerate(hits)}
+    return run, time.perf_counter() - t0
+
+
+def metrics(beir: BeirSet, run: dict[str, dict[str, float]]) -> dict[str, float]:
+    ev = pytrec_eval.RelevanceEvaluator(beir.qrels, {"ndcg_cut.10", "recall.100"})
+    ev_rr = pytrec_eval.RelevanceEvaluator(beir.qrels, {"recip_rank"})
+    top10 = {q: dict(sorted(d.items(), key=lambda kv: -kv[1])[:10]) for q, d in run.items()}
+    per = ev.evaluate(run)
+    per_rr = ev_rr.evaluate(top10)
+    n = len(beir.queries)
+
+    def mean(table: dict[str, dict[str, float]], key: str) -> float:
+        return sum(table.get(q, {}).get(key, 0.0) for q in beir.queries) / n
+
+    return {
+        "ndcg@10": round(mean(per, "ndcg_cut_10"), 4),
+        "recall@100": round(mean(per, "recall_100"), 4),
+        "mrr@10": round(mean(per_rr, "recip_rank"), 4),
+    }
+
+
+def evaluate_beir(
+    directory: str | Path,
+    *,
+    mode: str = "keyword",
+    analyzer: str = "english",
+    progress: Callable[[int, int], None] | None = None,
+    **search: Any,
+) -> dict[str, Any]:
+    beir = load_beir(directory)
+    with tempfile.TemporaryDirectory(prefix="evidex-eval-") as tmp:
+        kb = KnowledgeBase.open(Path(tmp) / "eval.db", analyzer=analyzer, max_limit=100,
+                                query_limits=EVAL_LIMITS)
+        try:
+            docs = list(corpus_documents(beir))
+            step = 2000
+            for i in range(0, len(docs), step):
+                kb.ingest(docs[i : i + step], split="document")
+                if progress:
+                    progress(min(i + step, len(docs)), len(docs))
+            kb.optimize()
+            run, seconds = run_queries(kb, beir, mode=mode, **search)
+        finally:
+            kb.close()
+    out: dict[str, Any] = metrics(beir, run)
+    out.update(
+        queries=len(beir.queries),
+        queries_per_second=round(len(beir.queries) / seconds, 1) if seconds else None,
+        mode=mode,
+        analyzer=analyzer,
+        documents=len(beir.corpus),
+    )
+    return out

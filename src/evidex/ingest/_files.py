@@ -1,0 +1,148 @@
+"""Reading documents from files: Markdown and text (with YAML front matter) and JSONL records.
+
+Loading never writes: it yields documents and per-file rejections, so a caller can report bad
+files and still ingest the good ones as one atomic batch.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..model import Document, EvidexError, sha256_text
+
+__all__ = ["FRONT_MATTER_KEYS", "LoadResult", "Rejected", "iter_files", "load_paths"]
+
+TEXT_SUFFIXES = {".md", ".markdown", ".txt"}
+RECORD_SUFFIXES = {".jsonl"}
+FRONT_MATTER_KEYS = frozenset(
+    {"id", "version", "groups", "visibility", "language", "title", "source_url", "tags",
+     "published_at"}
+)
+_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Rejected:
+    source: str
+    reason: str
+
+
+@dataclass
+class LoadResult:
+    documents: list[Document]
+    rejected: list[Rejected]
+    sources: dict[str, str]  # document id -> file (for error messages and duplicate reports)
+
+
+def iter_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
+    """(file, root) pairs: folders recursively in sorted order, files as given."""
+    for p in paths:
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES | RECORD_SUFFIXES:
+                    yield f, p
+        else:
+            yield p, p.parent
+
+
+def _front_matter(raw: str, source: str) -> tuple[dict[str, Any], str]:
+    m = _FRONT.match(raw)
+    if not m:
+        return {}, raw
+    try:
+        meta = yaml.safe_load(m.group(1)) or {}
+    except yaml.YAMLError as exc:
+        raise EvidexError(f"{source}: invalid YAML front matter: {exc}".splitlines()[0]) from None
+    if not isinstance(meta, dict):
+        raise EvidexError(f"{source}: front matter must be a mapping")
+    unknown = set(meta) - FRONT_MATTER_KEYS
+    if unknown:
+        raise EvidexError(
+            f"{source}: unknown front matter keys {sorted(unknown)}; allowed: "
+            f"{sorted(FRONT_MATTER_KEYS)}"
+        )
+    return meta, raw[m.end():]
+
+
+def _text_document(path: Path, root: Path, defaults: dict[str, Any]) -> Document:
+    source = str(path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise EvidexError(f"{source}: not UTF-8 text") from None
+    meta, body = _front_matter(raw, source)
+    for key in ("version", "id"):
+        if key in meta and not isinstance(meta[key], str):
+            meta[key] = str(meta[key])
+    if "published_at" in meta and meta["published_at"] is not None:
+        meta["published_at"] = str(meta["published_at"])
+    fields: dict[str, Any] = {**{k: v for k, v in defaults.items() if v is not None}, **meta}
+    fields.setdefault("id", path.relative_to(root).as_posix())
+    if "title" not in fields and path.suffix.lower() in {".md", ".markdown"}:
+        h1 = _H1.search(body)
+        if h1:
+            fields["title"] = h1.group(1).strip()
+    fields["text"] = body
+    if "version" not in fields:
+        # Without an explicit version the content decides: an edited file is a new version.
+        fields["version"] = sha256_text(body)[:12]
+    try:
+        return Document.from_mapping(fields)
+    except EvidexError as exc:
+        raise EvidexError(f"{source}: {exc}") from None
+
+
+def load_paths(paths: list[Path], defaults: dict[str, Any]) -> LoadResult:
+    """Load every supported file below ``paths``; ``defaults`` (tenant, groups, ...) fill what a
+    file does not set itself. Files with unknown suffixes given explicitly are rejected."""
+    result = LoadResult([], [], {})
+    for path, root in iter_files(paths):
+        suffix = path.suffix.lower()
+        if not path.exists():
+            result.rejected.append(Rejected(str(path), "no such file or folder"))
+            continue
+        if suffix in RECORD_SUFFIXES:
+            _load_jsonl(path, defaults, result)
+        elif suffix in TEXT_SUFFIXES:
+            try:
+                doc = _text_document(path, root, defaults)
+            except EvidexError as exc:
+                result.rejected.append(Rejected(str(path), str(exc)))
+                continue
+            result.documents.append(doc)
+            result.sources.setdefault(doc.id, str(path))
+        else:
+            result.rejected.append(
+                Rejected(str(path), f"unsupported file type {suffix or '(none)'}; "
+                         f"supported: {sorted(TEXT_SUFFIXES | RECORD_SUFFIXES)}")
+            )
+    return result
+
+
+def _load_jsonl(path: Path, defaults: dict[str, Any], result: LoadResult) -> None:
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise EvidexError("a JSONL line must be a JSON object")
+                text = record.get("text")
+                if "version" not in record and defaults.get("version") is None and isinstance(text, str):
+                    record = {**record, "version": sha256_text(text)[:12]}
+                doc = Document.from_mapping(record, **defaults)
+            except (json.JSONDecodeError, EvidexError, TypeError) as exc:
+                result.rejected.append(Rejected(where, str(exc).splitlines()[0]))
+                continue
+            result.documents.append(doc)
+            result.sources.setdefault(doc.id, where)

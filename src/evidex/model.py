@@ -1,0 +1,375 @@
+"""Domain types shared by every layer.
+
+Everything here is plain data with validation at construction time, so a bad value is rejected
+where it enters the system (with a message that names the field) instead of deep inside a store
+transaction. Nothing in this module touches storage, ranking or I/O.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "VISIBILITIES",
+    "Actor",
+    "CitationError",
+    "Document",
+    "DocumentError",
+    "EvidexError",
+    "Filters",
+    "Hit",
+    "IngestReport",
+    "Passage",
+    "QueryError",
+    "Resolution",
+    "SearchResults",
+    "StoreError",
+    "can_access",
+    "sha256_text",
+]
+
+#: Visibility levels a document may carry. An actor sees a document only when the document's
+#: level is in ``actor.visibilities``; the set is closed so a typo ("pubic") is an error instead
+#: of a document nobody can ever see.
+VISIBILITIES = frozenset({"public", "internal", "confidential", "restricted"})
+
+_NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,256}$")
+_LANG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+
+
+class EvidexError(ValueError):
+    """Base of every input error evidex raises; a ``ValueError`` so callers can catch broadly."""
+
+
+class QueryError(EvidexError):
+    """The query string or a search parameter breaks the query contract."""
+
+
+class DocumentError(EvidexError):
+    """A document (or a batch of documents) is invalid; nothing of the batch was written."""
+
+
+class CitationError(EvidexError):
+    """A citation is not a citation at all (not a mapping, or missing its identifying fields)."""
+
+
+class StoreError(EvidexError):
+    """The store cannot be opened as asked (other analyzer, newer schema, unreadable file)."""
+
+
+def sha256_text(text: str) -> str:
+    """SHA-256 hex digest of the UTF-8 bytes: the fingerprint every citation is checked against."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _name(value: Any, what: str, err: type[EvidexError]) -> str:
+    if not isinstance(value, str) or not _NAME.match(value) or value.strip() != value:
+        raise err(
+            f"{what} must be a non-empty string of at most 256 characters without control "
+            f"characters or surrounding spaces, got {value!r}"
+        )
+    return value
+
+
+def _names(values: Any, what: str, err: type[EvidexError], *, allow_empty: bool) -> frozenset[str]:
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise err(f"{what} must be a list of strings, got {values!r}")
+    out = frozenset(_name(v, f"each of {what}", err) for v in values)
+    if not out and not allow_empty:
+        raise err(f"{what} must not be empty")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who is asking. Built by trusted server code (configuration, verified credentials), never
+    from request data: every access decision in evidex is taken from this object alone."""
+
+    tenant: str
+    groups: frozenset[str]
+    active: bool = True
+    visibilities: frozenset[str] = frozenset({"public", "internal"})
+
+    def __post_init__(self) -> None:
+        _name(self.tenant, "Actor.tenant", EvidexError)
+        object.__setattr__(
+            self, "groups", _names(self.groups, "Actor.groups", EvidexError, allow_empty=True)
+        )
+        if not isinstance(self.active, bool):
+            raise EvidexError(f"Actor.active must be a bool, got {self.active!r}")
+        vis = _names(self.visibilities, "Actor.visibilities", EvidexError, allow_empty=True)
+        unknown = vis - VISIBILITIES
+        if unknown:
+            raise EvidexError(
+                f"Actor.visibilities has unknown levels {sorted(unknown)}; known: {sorted(VISIBILITIES)}"
+            )
+        object.__setattr__(self, "visibilities", vis)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One source document as the caller hands it in; ``(tenant, id)`` identifies it."""
+
+    id: str
+    tenant: str
+    groups: frozenset[str]
+    version: str
+    text: str
+    title: str | None = None
+    source_url: str | None = None
+    language: str | None = None
+    visibility: str = "internal"
+    published_at: str | None = None
+    tags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        err = DocumentError
+        _name(self.id, "Document.id", err)
+        _name(self.tenant, "Document.tenant", err)
+        object.__setattr__(
+            self,
+            "groups",
+            _names(self.groups, f"Document.groups of {self.id!r}", err, allow_empty=False),
+        )
+        _name(self.version, f"Document.version of {self.id!r}", err)
+        if not isinstance(self.text, str):
+            raise err(f"Document.text of {self.id!r} must be a string")
+        if "\x00" in self.text:
+            raise err(f"Document.text of {self.id!r} contains a NUL character")
+        for opt in ("title", "source_url"):
+            val = getattr(self, opt)
+            if val is not None and (not isinstance(val, str) or not val.strip()):
+                raise err(f"Document.{opt} of {self.id!r} must be a non-empty string or None")
+        if self.language is not None and (
+            not isinstance(self.language, str) or not _LANG.match(self.language)
+        ):
+            raise err(
+                f"Document.language of {self.id!r} must be a language tag like 'en' or 'de-CH', "
+                f"got {self.language!r}"
+            )
+        if self.visibility not in VISIBILITIES:
+            raise err(
+                f"Document.visibility of {self.id!r} must be one of {sorted(VISIBILITIES)}, "
+                f"got {self.visibility!r}"
+            )
+        pub = self.published_at
+        if isinstance(pub, _dt.datetime | _dt.date):
+            object.__setattr__(self, "published_at", pub.isoformat())
+        elif pub is not None:
+            try:
+                _dt.datetime.fromisoformat(str(pub))
+            except ValueError:
+                raise err(
+                    f"Document.published_at of {self.id!r} must be an ISO 8601 date, got {pub!r}"
+                ) from None
+        tags = self.tags
+        if isinstance(tags, str) or not isinstance(tags, Iterable):
+            raise err(f"Document.tags of {self.id!r} must be a list of strings")
+        object.__setattr__(
+            self, "tags", tuple(sorted(_names(tags, f"Document.tags of {self.id!r}", err,
+                                              allow_empty=True)))
+        )
+
+    @property
+    def content_sha256(self) -> str:
+        return sha256_text(self.text)
+
+    def metadata(self) -> dict[str, Any]:
+        """Everything but the text, JSON-ready; a change here re-indexes even at equal version,
+        because groups and visibility decide who may see the passages."""
+        return {
+            "title": self.title,
+            "source_url": self.source_url,
+            "language": self.language,
+            "visibility": self.visibility,
+            "groups": sorted(self.groups),
+            "tags": list(self.tags),
+            "published_at": self.published_at,
+        }
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], **defaults: Any) -> Document:
+        """Build from a JSON-like record; ``defaults`` fill absent keys (CLI options)."""
+        allowed = set(cls.__dataclass_fields__)
+        unknown = set(data) - allowed
+        if unknown:
+            raise DocumentError(f"unknown document fields {sorted(unknown)}; allowed: {sorted(allowed)}")
+        merged = {**{k: v for k, v in defaults.items() if v is not None}, **data}
+        missing = {"id", "tenant", "groups", "version", "text"} - set(merged)
+        if missing:
+            raise DocumentError(f"document is missing required fields {sorted(missing)}")
+        return cls(**merged)
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A span of a document's full text that is indexed and cited as a unit.
+
+    ``quote == document.text[start:end]`` always holds; ``number`` is the passage number within
+    the document's split (paragraph numbers keep gaps for empty parts so citations stay stable).
+    """
+
+    number: int
+    start: int
+    end: int
+    text: str
+    heading_path: tuple[str, ...] = ()
+    anchor: str | None = None
+    page: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IngestReport:
+    added: int = 0
+    superseded: int = 0
+    unchanged: int = 0
+    passages_written: int = 0
+    documents: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "added": self.added,
+            "superseded": self.superseded,
+            "unchanged": self.unchanged,
+            "passages_written": self.passages_written,
+        }
+
+
+ResolveReason = Literal["unavailable", "source_changed", "quote_mismatch"]
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """Outcome of re-checking a citation now. ``reason`` is None exactly when ``ok``."""
+
+    ok: bool
+    reason: ResolveReason | None = None
+    detail: str = ""
+    current_version: str | None = None
+    matched_version: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "reason": self.reason,
+            "detail": self.detail,
+            "current_version": self.current_version,
+            "matched_version": self.matched_version,
+        }
+
+
+def nfc_lower(text: str) -> str:
+    """The one normalisation used for both indexing and querying."""
+    return unicodedata.normalize("NFC", text).lower()
+
+
+def can_access(actor: Actor, tenant: str, groups: Iterable[str], visibility: str) -> bool:
+    """The one access rule: active, same tenant, a shared group, an allowed visibility.
+
+    Every read path (search statistics, hits, resolution, document views) goes through this.
+    """
+    return (
+        actor.active
+        and tenant == actor.tenant
+        and not actor.groups.isdisjoint(groups)
+        and visibility in actor.visibilities
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Optional narrowing applied before ranking, with the same guarantee as access: statistics
+    come only from passages that pass. ``tags``: the document must carry every listed tag."""
+
+    language: str | None = None
+    tags: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.language is not None and (
+            not isinstance(self.language, str) or not _LANG.match(self.language)
+        ):
+            raise QueryError(f"filter language must be a language tag like 'en', got {self.language!r}")
+        object.__setattr__(self, "tags", _names(self.tags, "filter tags", QueryError,
+                                                 allow_empty=True))
+
+    @classmethod
+    def of(cls, value: Filters | Mapping[str, Any] | None) -> Filters:
+        if value is None:
+            return cls()
+        if isinstance(value, Filters):
+            return value
+        if not isinstance(value, Mapping):
+            raise QueryError(f"filters must be a mapping, got {type(value).__name__}")
+        unknown = set(value) - {"language", "tags"}
+        if unknown:
+            raise QueryError(f"unknown filters {sorted(unknown)}; allowed: language, tags")
+        return cls(value.get("language"), value.get("tags") or frozenset())
+
+    def admits(self, language: str | None, tags: Iterable[str]) -> bool:
+        if self.language is not None and language != self.language:
+            return False
+        return self.tags.issubset(tags)
+
+
+@dataclass(slots=True)
+class Hit:
+    """One retrieved passage with everything needed to cite it and check the citation later."""
+
+    document_id: str
+    version: str
+    content_sha256: str
+    passage: int
+    quote: str
+    start: int
+    end: int
+    heading_path: tuple[str, ...]
+    anchor: str | None
+    title: str | None
+    source_url: str | None
+    language: str | None
+    #: An ordering value of this run (BM25 for keyword search); never a probability.
+    score: float
+    rank: int
+    page: int | None = None
+    flags: tuple[str, ...] = ()
+    explain: dict[str, Any] | None = None
+
+    def citation(self) -> dict[str, Any]:
+        """JSON-ready citation: enough to re-resolve the exact quote later."""
+        return {
+            "document_id": self.document_id,
+            "version": self.version,
+            "content_sha256": self.content_sha256,
+            "passage": self.passage,
+            "quote": self.quote,
+            "start": self.start,
+            "end": self.end,
+            "heading_path": list(self.heading_path),
+            "anchor": self.anchor,
+            "title": self.title,
+            "source_url": self.source_url,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        out = self.citation()
+        out.update(score=self.score, rank=self.rank, language=self.language,
+                   page=self.page, flags=list(self.flags))
+        if self.explain is not None:
+            out["explain"] = self.explain
+        return out
+
+
+class SearchResults(list[Hit]):
+    """The hits of one search, best first, plus what the search was made of."""
+
+    def __init__(self, hits: Iterable[Hit] = (), *, terms: Iterable[str] = (),
+                 evidence: str = "none") -> None:
+        super().__init__(hits)
+        self.terms: tuple[str, ...] = tuple(terms)
+        self.evidence = evidence

@@ -1,0 +1,15 @@
+"""Query side of text handling: analyzers (text -> terms) and the query contract."""
+
+from ._analyzers import ANALYZERS, Analyzer, get_analyzer, word_spans, words
+from ._parse import DEFAULT_LIMITS, QueryLimits, parse_query
+
+__all__ = [
+    "ANALYZERS",
+    "DEFAULT_LIMITS",
+    "Analyzer",
+    "QueryLimits",
+    "get_analyzer",
+    "parse_query",
+    "word_spans",
+    "words",
+]

@@ -1,0 +1,102 @@
+"""Analyzers: how text becomes index terms.
+
+An analyzer is a per-store setting fixed when the store is created, because postings written with
+one analyzer cannot be searched with another. Each analyzer is a small pipeline over the same word
+splitter so the query contract (what a "word" is) never depends on the analyzer:
+
+* ``exact`` (default): NFC, lower case, words = runs of letters and digits. No stemming, no
+  diacritic folding, no stop words: "Übernachtung" and "Ubernachtung" are different words, and
+  "ERR-401" is the two words "err" and "401".
+* ``english``: ``exact`` words minus Lucene's 33 English stop words and single-character words,
+  then the Snowball English stemmer ("returns", "returned" -> "return").
+* ``german``: ``exact`` words minus the Snowball German stop words, then the Snowball German
+  stemmer, which also removes umlauts after stemming ("Übernachtungen" -> "ubernachtung"), so
+  in this analyzer "Ubernachtung" does match "Übernachtung".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import Stemmer
+
+from ..model import StoreError, nfc_lower
+
+__all__ = ["ANALYZERS", "Analyzer", "get_analyzer", "words"]
+
+# \w in Python's re is Unicode-aware letters, digits and underscore; excluding "_" leaves runs of
+# letters and digits, which is the contract's definition of a word.
+_WORD = re.compile(r"[^\W_]+")
+
+
+def words(text: str) -> list[str]:
+    """Normalised words of ``text`` in order (duplicates kept)."""
+    return _WORD.findall(nfc_lower(text))
+
+
+def word_spans(text: str) -> list[tuple[str, int, int]]:
+    """Words with their offsets in the NFC-normalised, lower-cased text.
+
+    Only used for display-side matching (coverage, highlighting), where the offsets index the
+    normalised string; for ASCII and already-NFC input that is the original string.
+    """
+    return [(m.group(), m.start(), m.end()) for m in _WORD.finditer(nfc_lower(text))]
+
+
+def _stopwords(name: str) -> frozenset[str]:
+    raw = resources.files("evidex").joinpath("data", f"stopwords-{name}.txt").read_text("utf-8")
+    return frozenset(
+        line.strip() for line in raw.splitlines() if line.strip() and not line.startswith("#")
+    )
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    name: str
+    terms_of: Callable[[list[str]], list[str]]
+
+    def terms(self, text: str) -> list[str]:
+        """Index terms of ``text`` in order (duplicates kept, for term frequencies)."""
+        return self.terms_of(words(text))
+
+    def query_terms(self, query_words: list[str]) -> list[str]:
+        """Distinct index terms for already-validated query words, sorted so that scores are
+        summed in the same order on every run (bit-for-bit reproducible floats)."""
+        return sorted(set(self.terms_of(query_words)))
+
+
+def _exact() -> Analyzer:
+    return Analyzer("exact", lambda ws: ws)
+
+
+def _snowball(name: str, lang: str, min_len: int) -> Analyzer:
+    stop = _stopwords(lang)
+    stemmer = Stemmer.Stemmer(name)
+    stem_words = stemmer.stemWords
+
+    def terms_of(ws: list[str]) -> list[str]:
+        return stem_words([w for w in ws if len(w) >= min_len and w not in stop])
+
+    return Analyzer(name, terms_of)
+
+
+_FACTORIES: dict[str, Callable[[], Analyzer]] = {
+    "exact": _exact,
+    "english": lambda: _snowball("english", "en", 2),
+    "german": lambda: _snowball("german", "de", 1),
+}
+
+ANALYZERS: tuple[str, ...] = tuple(_FACTORIES)
+
+
+@cache
+def get_analyzer(name: str) -> Analyzer:
+    try:
+        factory = _FACTORIES[name]
+    except (KeyError, TypeError):
+        raise StoreError(f"unknown analyzer {name!r}; known analyzers: {', '.join(ANALYZERS)}") from None
+    return factory()

@@ -1,0 +1,48 @@
+"""From an actor and filters to the set of access signatures it may read, and their statistics.
+
+This is where "filter before ranking" happens: the result is a boolean lookup table indexed by
+signature id (offset by one so that -1, a dead passage, is always False) and the exact passage
+count and total length over exactly those signatures. Nothing about other signatures leaks into
+either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import Actor, Filters, can_access
+from ..store import ReadView
+
+__all__ = ["Allowed", "allowed_signatures"]
+
+
+@dataclass(frozen=True, slots=True)
+class Allowed:
+    table: np.ndarray  # bool, index = signature id + 1
+    passages: int
+    total_length: int
+
+    @property
+    def avgdl(self) -> float:
+        return self.total_length / self.passages if self.passages else 0.0
+
+    def mask(self, sig_of_pid: np.ndarray, pids: np.ndarray) -> np.ndarray:
+        """True for the passages in ``pids`` that are live and allowed."""
+        sigs = sig_of_pid[pids]
+        return self.table[np.minimum(sigs + 1, len(self.table) - 1)]
+
+
+def allowed_signatures(view: ReadView, actor: Actor, filters: Filters) -> Allowed:
+    ok = [
+        s
+        for s in view.signatures(actor.tenant)
+        if can_access(actor, s.tenant, s.groups, s.visibility) and filters.admits(s.language, s.tags)
+    ]
+    # One spare slot at the end stands for every signature id beyond the table: never allowed.
+    size = max((s.id for s in ok), default=0) + 3
+    table = np.zeros(size, dtype=bool)
+    for s in ok:
+        table[s.id + 1] = True
+    return Allowed(table, sum(s.passages for s in ok), sum(s.total_length for s in ok))

@@ -1,0 +1,67 @@
+"""Keyword search: analyzer terms -> permission-exact BM25 -> selection -> cited hits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..model import Actor, Filters, Hit
+from ..store import ReadView
+from ._access import allowed_signatures
+from ._bm25 import BM25
+from ._select import select_top
+
+__all__ = ["Candidates", "hits_from", "keyword_candidates"]
+
+
+class Candidates:
+    """Ranked passage ids of one retrieval leg, with the leg's own scores."""
+
+    def __init__(self, pids: np.ndarray, scores: np.ndarray, info: dict[str, Any]) -> None:
+        self.pids = pids
+        self.scores = scores
+        self.info = info
+
+
+def keyword_candidates(
+    view: ReadView,
+    bm25: BM25,
+    actor: Actor,
+    terms: Sequence[str],
+    filters: Filters,
+    match: str,
+) -> Candidates:
+    allowed = allowed_signatures(view, actor, filters)
+    pids, scores, dfs = bm25.score(terms, view.postings, view.sig, view.length, allowed, match)
+    return Candidates(pids, scores, {"df": dfs, "passages": allowed.passages})
+
+
+def hits_from(
+    view: ReadView,
+    cand: Candidates,
+    limit: int,
+    max_per_document: int | None,
+) -> list[Hit]:
+    """Select the best candidates and turn them into hits with full citation data."""
+    pids = cand.pids
+    chosen = select_top(cand.scores, view.dkey[pids], view.number[pids], limit,
+                        max_per_document, view.doc_ids)
+    sel = [int(pids[i]) for i in chosen]
+    passages = view.passages(sel)
+    docs = view.documents({p.dkey for p in passages.values()})
+    hits = []
+    for rank, (i, pid) in enumerate(zip(chosen, sel, strict=True), start=1):
+        p = passages[pid]
+        d = docs[p.dkey]
+        hits.append(
+            Hit(
+                document_id=d.id, version=d.version, content_sha256=d.content_sha256,
+                passage=p.number, quote=p.text, start=p.start, end=p.end,
+                heading_path=p.heading_path, anchor=p.anchor, title=d.title,
+                source_url=d.source_url, language=d.language, score=float(cand.scores[i]),
+                rank=rank, page=p.page, flags=p.flags,
+            )
+        )
+    return hits

@@ -1,0 +1,38 @@
+"""Storage backends behind one contract (see ``_contract``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._contract import (
+    DocumentWrite,
+    HistoryEntry,
+    PassageWrite,
+    ReadView,
+    Signature,
+    Store,
+    StoredDocument,
+    StoredPassage,
+)
+from ._sqlite import SQLiteStore
+
+__all__ = [
+    "DocumentWrite",
+    "HistoryEntry",
+    "PassageWrite",
+    "ReadView",
+    "SQLiteStore",
+    "Signature",
+    "Store",
+    "StoredDocument",
+    "StoredPassage",
+    "open_store",
+]
+
+
+def open_store(location: str | Path, *, analyzer: str | None = None) -> Store:
+    """Pick the backend from the location: a file path (or ``sqlite:///path``) is SQLite."""
+    loc = str(location)
+    if loc.startswith("sqlite:///"):
+        loc = loc[len("sqlite:///") :]
+    return SQLiteStore(loc, analyzer=analyzer)

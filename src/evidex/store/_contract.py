@@ -1,0 +1,161 @@
+"""The store contract every backend (SQLite, PostgreSQL) implements.
+
+The store owns durability and atomicity; it knows nothing of ranking. What it hands the ranking
+core is deliberately low-level (postings arrays per term, per-passage arrays of access signature,
+length and document, per-signature counts) so that permission-exact BM25 statistics are *sums*
+the retriever computes for each actor, never numbers baked into the index.
+
+Vocabulary:
+
+* access signature: (tenant, groups, visibility, language, tags) of a document. Every filter
+  evidex applies before ranking is a predicate over signatures, so "what may this actor see under
+  these filters" is a set of small integers.
+* segment: an immutable batch of postings written by one transaction. New writes add segments;
+  superseded passages are tombstoned (their signature becomes -1 in the passage arrays) until a
+  merge rewrites segments without them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..model import Document, IngestReport, Passage
+
+__all__ = [
+    "DocumentWrite",
+    "HistoryEntry",
+    "PassageWrite",
+    "ReadView",
+    "Signature",
+    "Store",
+    "StoredDocument",
+    "StoredPassage",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PassageWrite:
+    passage: Passage
+    terms: dict[str, int]  # index term -> term frequency in this passage
+    length: int  # number of index terms: the BM25 document length
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentWrite:
+    document: Document
+    split: str  # the split configuration, e.g. "paragraph" or "heading:2000"
+    passages: tuple[PassageWrite, ...]
+
+    def index_key(self) -> tuple[str, str, str, str]:
+        """What must be equal for a re-ingest to be a no-op."""
+        d = self.document
+        meta = json.dumps(d.metadata(), sort_keys=True, ensure_ascii=False)
+        return d.version, d.content_sha256, meta, self.split
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    id: int
+    tenant: str
+    groups: frozenset[str]
+    visibility: str
+    language: str | None
+    tags: frozenset[str]
+    passages: int
+    total_length: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    dkey: int
+    tenant: str
+    id: str
+    version: str
+    content_sha256: str
+    title: str | None
+    source_url: str | None
+    language: str | None
+    visibility: str
+    groups: frozenset[str]
+    tags: tuple[str, ...]
+    published_at: str | None
+    split: str
+    indexed_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPassage:
+    pid: int
+    dkey: int
+    number: int
+    start: int
+    end: int
+    text: str
+    heading_path: tuple[str, ...]
+    anchor: str | None
+    page: int | None
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    version: str
+    content_sha256: str
+    text: str
+    split: str
+    superseded_at: str
+
+
+class ReadView(Protocol):
+    """A consistent snapshot: everything read through one view belongs to one committed state."""
+
+    #: Per-passage arrays indexed by passage id; ``sig[pid] == -1`` for dead or unused ids.
+    sig: np.ndarray
+    length: np.ndarray
+    dkey: np.ndarray
+    number: np.ndarray
+
+    def signatures(self, tenant: str) -> Sequence[Signature]: ...
+
+    def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
+        """(passage ids, term frequencies) per live segment; may include dead passages."""
+        ...
+
+    def doc_ids(self, dkeys: Iterable[int]) -> dict[int, str]: ...
+
+    def documents(self, dkeys: Iterable[int]) -> dict[int, StoredDocument]: ...
+
+    def passages(self, pids: Iterable[int]) -> dict[int, StoredPassage]: ...
+
+    def document(self, tenant: str, doc_id: str) -> StoredDocument | None: ...
+
+    def document_text(self, dkey: int) -> str: ...
+
+    def passage(self, dkey: int, number: int) -> StoredPassage | None: ...
+
+    def history(self, tenant: str, doc_id: str) -> list[HistoryEntry]: ...
+
+
+class Store(Protocol):
+    analyzer: str
+
+    def read(self) -> AbstractContextManager[ReadView]: ...
+
+    def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool) -> IngestReport: ...
+
+    def remove(self, tenant: str, doc_id: str) -> bool: ...
+
+    def optimize(self) -> None: ...
+
+    def stats(self) -> dict[str, object]: ...
+
+    def iter_documents(self, tenant: str | None = None) -> Iterator[StoredDocument]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,133 @@
+"""In-memory view of the immutable segments, shared by every backend.
+
+A backend stores segments (per-passage arrays plus one postings row per term) and tombstones;
+this cache mirrors the per-passage arrays in numpy, indexed by passage id, and keeps an LRU of
+decoded postings. Because segments are immutable, a cached postings array can never be stale
+while its segment is live; the cache is refreshed only when the store's generation changes, and
+then only by the difference (segments added or removed, tombstones since the last refresh).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ._contract import Signature
+
+__all__ = ["SegmentArrays", "SegmentCache", "SegmentSource", "decode", "encode"]
+
+PID = np.dtype("<i4")
+TF = np.dtype("<u2")
+
+
+def encode(a: np.ndarray, dtype: np.dtype) -> bytes:
+    return np.ascontiguousarray(a, dtype=dtype).tobytes()
+
+
+def decode(b: bytes, dtype: np.dtype) -> np.ndarray:
+    return np.frombuffer(b, dtype=dtype)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentArrays:
+    id: int
+    pids: np.ndarray
+    sigs: np.ndarray
+    lengths: np.ndarray
+    dkeys: np.ndarray
+    numbers: np.ndarray
+
+
+class SegmentSource(Protocol):
+    """What a backend answers inside one read snapshot for the cache to refresh itself."""
+
+    def segment_ids(self) -> list[int]: ...
+
+    def segment_arrays(self, ids: Sequence[int]) -> Iterable[SegmentArrays]: ...
+
+    def tombstones_after(self, seq: int) -> tuple[np.ndarray, int]: ...
+
+    def all_signatures(self) -> list[Signature]: ...
+
+    def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]: ...
+
+
+class SegmentCache:
+    def __init__(self, max_postings_bytes: int = 256 << 20) -> None:
+        self.generation: int | None = None
+        self.segments: dict[int, np.ndarray] = {}
+        self.tomb_seq = 0
+        self.sig = np.full(0, -1, dtype=np.int32)
+        self.length = np.zeros(0, dtype=np.int32)
+        self.dkey = np.zeros(0, dtype=np.int32)
+        self.number = np.zeros(0, dtype=np.int32)
+        self.by_tenant: dict[str, list[Signature]] = {}
+        self.doc_ids: dict[int, str] = {}  # dkey -> document id; dkeys are never reused
+        # Row caches: a passage row never changes while its id lives (a new version gets new
+        # ids), so it may be kept across generations; a document row changes on supersede, so
+        # that cache lives for one generation only.
+        self.passage_rows: OrderedDict[int, Any] = OrderedDict()
+        self.document_rows: dict[int, Any] = {}
+        self.max_passage_rows = 20_000
+        self._postings: OrderedDict[str, list[tuple[np.ndarray, np.ndarray]]] = OrderedDict()
+        self._postings_bytes = 0
+        self._max_postings_bytes = max_postings_bytes
+
+    def _grow(self, max_pid: int) -> None:
+        need = max_pid + 1
+        if need <= len(self.sig):
+            return
+        cap = max(need, 2 * len(self.sig), 1024)
+        for name, fill in (("sig", -1), ("length", 0), ("dkey", 0), ("number", 0)):
+            old = getattr(self, name)
+            new = np.full(cap, fill, dtype=np.int32)
+            new[: len(old)] = old
+            setattr(self, name, new)
+
+    def refresh(self, source: SegmentSource, generation: int) -> None:
+        """Bring the arrays to ``generation``; must run inside the snapshot that reported it."""
+        if generation == self.generation:
+            return
+        live = set(source.segment_ids())
+        removed = [s for s in self.segments if s not in live]
+        added = sorted(live - set(self.segments))
+        # Removal first: a merge moves live passages from removed to added segments.
+        for seg in removed:
+            self.sig[self.segments.pop(seg)] = -1
+        for arr in source.segment_arrays(added):
+            if len(arr.pids):
+                self._grow(int(arr.pids.max()))
+                self.sig[arr.pids] = arr.sigs
+                self.length[arr.pids] = arr.lengths
+                self.dkey[arr.pids] = arr.dkeys
+                self.number[arr.pids] = arr.numbers
+            self.segments[arr.id] = arr.pids
+        dead, self.tomb_seq = source.tombstones_after(self.tomb_seq)
+        dead = dead[dead < len(self.sig)]
+        self.sig[dead] = -1
+        if removed or added:
+            self._postings.clear()
+            self._postings_bytes = 0
+        self.document_rows.clear()
+        self.by_tenant = {}
+        for s in source.all_signatures():
+            self.by_tenant.setdefault(s.tenant, []).append(s)
+        self.generation = generation
+
+    def postings(self, source: SegmentSource, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        hit = self._postings.get(term)
+        if hit is not None:
+            self._postings.move_to_end(term)
+            return hit
+        rows = source.fetch_postings(term)
+        size = sum(p.nbytes + t.nbytes for p, t in rows) + 64
+        self._postings[term] = rows
+        self._postings_bytes += size
+        while self._postings_bytes > self._max_postings_bytes and len(self._postings) > 1:
+            _, old = self._postings.popitem(last=False)
+            self._postings_bytes -= sum(p.nbytes + t.nbytes for p, t in old) + 64
+        return rows

@@ -1,0 +1,607 @@
+"""The embedded backend: one SQLite file in WAL mode.
+
+Layout (see ``_SCHEMA``): documents and passages as ordinary rows, superseded versions in
+``history``, and the keyword index as immutable segments: one row of per-passage arrays per
+segment plus one row of (passage ids, term frequencies) blobs per (term, segment). Every write is
+one ``BEGIN IMMEDIATE`` transaction that changes rows, segments, tombstones, signature counts and
+the generation counter together, so a reader (in any process) sees either all of it or none.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..model import IngestReport, StoreError
+from ._contract import (
+    DocumentWrite,
+    HistoryEntry,
+    Signature,
+    StoredDocument,
+    StoredPassage,
+)
+from ._segments import PID, TF, SegmentArrays, SegmentCache, decode, encode
+
+__all__ = ["SQLiteStore"]
+
+SCHEMA_VERSION = 1
+MERGE_FACTOR = 8
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE signatures (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL UNIQUE,
+    tenant TEXT NOT NULL,
+    groups TEXT NOT NULL,
+    visibility TEXT NOT NULL,
+    language TEXT,
+    tags TEXT NOT NULL,
+    passages INTEGER NOT NULL DEFAULT 0,
+    total_length INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE documents (
+    dkey INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    version TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    split TEXT NOT NULL,
+    sig INTEGER NOT NULL REFERENCES signatures(id),
+    text TEXT NOT NULL,
+    indexed_at TEXT NOT NULL,
+    UNIQUE (tenant, doc_id)
+);
+CREATE TABLE passages (
+    pid INTEGER PRIMARY KEY AUTOINCREMENT,
+    dkey INTEGER NOT NULL REFERENCES documents(dkey),
+    number INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    end INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    heading_path TEXT NOT NULL,
+    anchor TEXT,
+    page INTEGER,
+    flags TEXT NOT NULL DEFAULT '[]',
+    UNIQUE (dkey, number)
+);
+CREATE TABLE history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    version TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    split TEXT NOT NULL,
+    text TEXT NOT NULL,
+    superseded_at TEXT NOT NULL
+);
+CREATE INDEX history_doc ON history (tenant, doc_id);
+CREATE TABLE segments (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    n INTEGER NOT NULL,
+    pids BLOB NOT NULL,
+    sigs BLOB NOT NULL,
+    lengths BLOB NOT NULL,
+    dkeys BLOB NOT NULL,
+    numbers BLOB NOT NULL
+);
+CREATE TABLE postings (
+    term TEXT NOT NULL,
+    segment INTEGER NOT NULL,
+    pids BLOB NOT NULL,
+    tfs BLOB NOT NULL,
+    PRIMARY KEY (term, segment)
+) WITHOUT ROWID;
+CREATE INDEX postings_segment ON postings (segment);
+CREATE TABLE tombstones (seq INTEGER PRIMARY KEY AUTOINCREMENT, pid INTEGER NOT NULL);
+"""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _sig_key(tenant: str, groups: Iterable[str], visibility: str, language: str | None,
+             tags: Iterable[str]) -> str:
+    return json.dumps([tenant, sorted(groups), visibility, language, sorted(tags)],
+                      ensure_ascii=False)
+
+
+class _View:
+    """ReadView over one SQLite read transaction."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self._s = store
+        self._c = store._conn
+        cache = store._cache
+        self.sig = cache.sig
+        self.length = cache.length
+        self.dkey = cache.dkey
+        self.number = cache.number
+
+    # -- SegmentSource ------------------------------------------------------------------------
+    def segment_ids(self) -> list[int]:
+        return [r[0] for r in self._c.execute("SELECT id FROM segments")]
+
+    def segment_arrays(self, ids: Sequence[int]) -> Iterator[SegmentArrays]:
+        for sid in ids:
+            row = self._c.execute(
+                "SELECT pids, sigs, lengths, dkeys, numbers FROM segments WHERE id = ?", (sid,)
+            ).fetchone()
+            yield SegmentArrays(sid, *(decode(b, PID) for b in row))
+
+    def tombstones_after(self, seq: int) -> tuple[np.ndarray, int]:
+        rows = self._c.execute(
+            "SELECT seq, pid FROM tombstones WHERE seq > ? ORDER BY seq", (seq,)
+        ).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), seq
+        return np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)), rows[-1][0]
+
+    def all_signatures(self) -> list[Signature]:
+        return [
+            Signature(r[0], r[1], frozenset(json.loads(r[2])), r[3], r[4],
+                      frozenset(json.loads(r[5])), r[6], r[7])
+            for r in self._c.execute(
+                "SELECT id, tenant, groups, visibility, language, tags, passages, total_length "
+                "FROM signatures WHERE passages > 0"
+            )
+        ]
+
+    def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [
+            (decode(p, PID), decode(t, TF))
+            for p, t in self._c.execute("SELECT pids, tfs FROM postings WHERE term = ?", (term,))
+        ]
+
+    # -- ReadView -----------------------------------------------------------------------------
+    def signatures(self, tenant: str) -> Sequence[Signature]:
+        return self._s._cache.by_tenant.get(tenant, ())
+
+    def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
+        return self._s._cache.postings(self, term)
+
+    def doc_ids(self, dkeys: Iterable[int]) -> dict[int, str]:
+        known = self._s._cache.doc_ids
+        missing = [int(k) for k in set(dkeys) if k not in known]
+        for chunk in _chunks(missing):
+            q = f"SELECT dkey, doc_id FROM documents WHERE dkey IN ({','.join('?' * len(chunk))})"
+            known.update(self._c.execute(q, chunk).fetchall())
+        return known
+
+    def documents(self, dkeys: Iterable[int]) -> dict[int, StoredDocument]:
+        cached = self._s._cache.document_rows
+        want = {int(k) for k in dkeys}
+        missing = [k for k in want if k not in cached]
+        for chunk in _chunks(missing):
+            q = f"{_DOC_SELECT} WHERE dkey IN ({','.join('?' * len(chunk))})"
+            for r in self._c.execute(q, chunk):
+                cached[r[0]] = _doc(r)
+        return {k: cached[k] for k in want if k in cached}
+
+    def passages(self, pids: Iterable[int]) -> dict[int, StoredPassage]:
+        cache = self._s._cache
+        rows = cache.passage_rows
+        want = {int(p) for p in pids}
+        missing = [p for p in want if p not in rows]
+        for chunk in _chunks(missing):
+            q = f"{_PASSAGE_SELECT} WHERE pid IN ({','.join('?' * len(chunk))})"
+            for r in self._c.execute(q, chunk):
+                rows[r[0]] = _passage(r)
+        out = {p: rows[p] for p in want if p in rows}
+        while len(rows) > cache.max_passage_rows:
+            rows.popitem(last=False)
+        return out
+
+    def document(self, tenant: str, doc_id: str) -> StoredDocument | None:
+        r = self._c.execute(f"{_DOC_SELECT} WHERE tenant = ? AND doc_id = ?",
+                            (tenant, doc_id)).fetchone()
+        return _doc(r) if r else None
+
+    def document_text(self, dkey: int) -> str:
+        r = self._c.execute("SELECT text FROM documents WHERE dkey = ?", (dkey,)).fetchone()
+        return r[0] if r else ""
+
+    def passage(self, dkey: int, number: int) -> StoredPassage | None:
+        r = self._c.execute(f"{_PASSAGE_SELECT} WHERE dkey = ? AND number = ?",
+                            (dkey, number)).fetchone()
+        return _passage(r) if r else None
+
+    def history(self, tenant: str, doc_id: str) -> list[HistoryEntry]:
+        return [
+            HistoryEntry(*r)
+            for r in self._c.execute(
+                "SELECT version, content_sha256, text, split, superseded_at FROM history "
+                "WHERE tenant = ? AND doc_id = ? ORDER BY id DESC",
+                (tenant, doc_id),
+            )
+        ]
+
+
+_DOC_SELECT = (
+    "SELECT d.dkey, d.tenant, d.doc_id, d.version, d.content_sha256, d.meta, d.split, "
+    "d.indexed_at FROM documents d"
+)
+_PASSAGE_SELECT = (
+    "SELECT pid, dkey, number, start, end, text, heading_path, anchor, page, flags FROM passages"
+)
+
+
+def _doc(r: tuple[Any, ...]) -> StoredDocument:
+    m = json.loads(r[5])
+    return StoredDocument(
+        dkey=r[0], tenant=r[1], id=r[2], version=r[3], content_sha256=r[4],
+        title=m["title"], source_url=m["source_url"], language=m["language"],
+        visibility=m["visibility"], groups=frozenset(m["groups"]), tags=tuple(m["tags"]),
+        published_at=m["published_at"], split=r[6], indexed_at=r[7],
+    )
+
+
+def _passage(r: tuple[Any, ...]) -> StoredPassage:
+    return StoredPassage(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], r[8],
+                         tuple(json.loads(r[9])))
+
+
+def _chunks(items: list[int], size: int = 500) -> Iterator[list[int]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _level(n: int) -> int:
+    return int(math.log(max(n, 1), MERGE_FACTOR))
+
+
+class SQLiteStore:
+    """One SQLite file; safe for many reader processes and serialised writers."""
+
+    def __init__(self, path: str | Path, *, analyzer: str | None = None,
+                 busy_timeout_ms: int = 30_000) -> None:
+        self.path = str(path)
+        try:
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self.analyzer = self._init_schema(analyzer)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open {self.path} as an evidex store: {exc}") from None
+        self._lock = threading.RLock()
+        self._cache = SegmentCache()
+
+    # -- schema -------------------------------------------------------------------------------
+    def _init_schema(self, analyzer: str | None) -> str:
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            exists = c.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+            ).fetchone()
+            if not exists:
+                other = c.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+                if other:
+                    raise StoreError(f"{self.path} is an SQLite file but not an evidex store")
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        c.execute(stmt)
+                chosen = analyzer or "exact"
+                c.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [("schema_version", str(SCHEMA_VERSION)), ("analyzer", chosen),
+                     ("generation", "0"), ("created_at", _now())],
+                )
+                c.execute("COMMIT")
+                return chosen
+            meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        version = int(meta.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {version}; this evidex supports up to "
+                f"{SCHEMA_VERSION}: upgrade evidex"
+            )
+        stored = meta["analyzer"]
+        if analyzer is not None and analyzer != stored:
+            raise StoreError(
+                f"{self.path} was created with the analyzer {stored!r}; it cannot be searched "
+                f"with {analyzer!r} (re-create the store to change analyzers)"
+            )
+        return stored
+
+    # -- reading ------------------------------------------------------------------------------
+    @contextmanager
+    def read(self) -> Iterator[_View]:
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN")
+            try:
+                gen = int(c.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+                view = _View(self)
+                if gen != self._cache.generation:
+                    self._cache.refresh(view, gen)
+                    view = _View(self)  # arrays may have been reallocated by the refresh
+                yield view
+            finally:
+                c.execute("COMMIT")
+
+    # -- writing ------------------------------------------------------------------------------
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; it bumps the generation (readers refresh their caches) only
+        when it changed something, so a no-op re-ingest leaves the file untouched."""
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN IMMEDIATE")
+            self._changes_before = c.total_changes
+            try:
+                yield c
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            if c.total_changes != self._changes_before:
+                c.execute(
+                    "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+                )
+                c.execute("COMMIT")
+            else:
+                c.execute("ROLLBACK")
+
+    def _signature(self, c: sqlite3.Connection, w: DocumentWrite) -> int:
+        d = w.document
+        key = _sig_key(d.tenant, d.groups, d.visibility, d.language, d.tags)
+        row = c.execute("SELECT id FROM signatures WHERE key = ?", (key,)).fetchone()
+        if row:
+            return int(row[0])
+        cur = c.execute(
+            "INSERT INTO signatures (key, tenant, groups, visibility, language, tags) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (key, d.tenant, json.dumps(sorted(d.groups)), d.visibility, d.language,
+             json.dumps(sorted(d.tags))),
+        )
+        return int(cur.lastrowid or 0)
+
+    def _drop_passages(self, c: sqlite3.Connection, dkey: int, sig: int) -> None:
+        rows = c.execute("SELECT pid, length FROM passages WHERE dkey = ?", (dkey,)).fetchall()
+        if not rows:
+            return
+        c.executemany("INSERT INTO tombstones (pid) VALUES (?)", [(r[0],) for r in rows])
+        c.execute(
+            "UPDATE signatures SET passages = passages - ?, total_length = total_length - ? "
+            "WHERE id = ?",
+            (len(rows), sum(r[1] for r in rows), sig),
+        )
+        c.execute("DELETE FROM passages WHERE dkey = ?", (dkey,))
+
+    def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool = True) -> IngestReport:
+        added = superseded = unchanged = written = 0
+        if not writes:
+            return IngestReport()
+        with self._write() as c:
+            seq = c.execute("SELECT seq FROM sqlite_sequence WHERE name = 'passages'").fetchone()
+            next_pid = (seq[0] if seq else 0) + 1
+            seg_rows: list[tuple[int, int, int, int, int, dict[str, int]]] = []
+            for w in writes:
+                d = w.document
+                version, sha, meta, split = w.index_key()
+                row = c.execute(
+                    "SELECT dkey, version, content_sha256, meta, split, sig FROM documents "
+                    "WHERE tenant = ? AND doc_id = ?",
+                    (d.tenant, d.id),
+                ).fetchone()
+                if row and tuple(row[1:5]) == (version, sha, meta, split):
+                    unchanged += 1
+                    continue
+                sig = self._signature(c, w)
+                if row:
+                    dkey = int(row[0])
+                    if keep_history:
+                        c.execute(
+                            "INSERT INTO history (tenant, doc_id, version, content_sha256, meta, "
+                            "split, text, superseded_at) SELECT tenant, doc_id, version, "
+                            "content_sha256, meta, split, text, ? FROM documents WHERE dkey = ?",
+                            (_now(), dkey),
+                        )
+                    self._drop_passages(c, dkey, int(row[5]))
+                    c.execute(
+                        "UPDATE documents SET version = ?, content_sha256 = ?, meta = ?, "
+                        "split = ?, sig = ?, text = ?, indexed_at = ? WHERE dkey = ?",
+                        (version, sha, meta, split, sig, d.text, _now(), dkey),
+                    )
+                    superseded += 1
+                else:
+                    cur = c.execute(
+                        "INSERT INTO documents (tenant, doc_id, version, content_sha256, meta, "
+                        "split, sig, text, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (d.tenant, d.id, version, sha, meta, split, sig, d.text, _now()),
+                    )
+                    dkey = int(cur.lastrowid or 0)
+                    added += 1
+                prow = []
+                total = 0
+                for pw in w.passages:
+                    p = pw.passage
+                    prow.append((next_pid, dkey, p.number, p.start, p.end, pw.length, p.text,
+                                 json.dumps(list(p.heading_path), ensure_ascii=False), p.anchor,
+                                 p.page, json.dumps(list(pw.flags))))
+                    seg_rows.append((next_pid, sig, pw.length, dkey, p.number, pw.terms))
+                    total += pw.length
+                    next_pid += 1
+                c.executemany(
+                    "INSERT INTO passages (pid, dkey, number, start, end, length, text, "
+                    "heading_path, anchor, page, flags) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    prow,
+                )
+                c.execute(
+                    "UPDATE signatures SET passages = passages + ?, total_length = total_length + ? "
+                    "WHERE id = ?",
+                    (len(prow), total, sig),
+                )
+                written += len(prow)
+            if seg_rows:
+                self._write_segment(c, seg_rows)
+        if written:
+            self._merge_tiers()
+        return IngestReport(added, superseded, unchanged, written)
+
+    def _write_segment(self, c: sqlite3.Connection,
+                       rows: list[tuple[int, int, int, int, int, dict[str, int]]]) -> None:
+        cols = np.array([r[:5] for r in rows], dtype=np.int64).T
+        cur = c.execute(
+            "INSERT INTO segments (n, pids, sigs, lengths, dkeys, numbers) VALUES (?, ?, ?, ?, ?, ?)",
+            (len(rows), *(encode(col, PID) for col in cols)),
+        )
+        seg = int(cur.lastrowid or 0)
+        inverted: dict[str, tuple[list[int], list[int]]] = {}
+        for pid, _s, _l, _d, _n, terms in rows:  # rows are in increasing pid order
+            for term, tf in terms.items():
+                entry = inverted.get(term)
+                if entry is None:
+                    inverted[term] = ([pid], [tf])
+                else:
+                    entry[0].append(pid)
+                    entry[1].append(tf)
+        c.executemany(
+            "INSERT INTO postings (term, segment, pids, tfs) VALUES (?, ?, ?, ?)",
+            (
+                (term, seg, encode(np.array(p), PID), encode(np.minimum(np.array(t), 65535), TF))
+                for term, (p, t) in inverted.items()
+            ),
+        )
+
+    def remove(self, tenant: str, doc_id: str) -> bool:
+        with self._write() as c:
+            row = c.execute(
+                "SELECT dkey, sig FROM documents WHERE tenant = ? AND doc_id = ?", (tenant, doc_id)
+            ).fetchone()
+            if not row:
+                return False
+            self._drop_passages(c, int(row[0]), int(row[1]))
+            c.execute("DELETE FROM documents WHERE dkey = ?", (row[0],))
+            c.execute("DELETE FROM history WHERE tenant = ? AND doc_id = ?", (tenant, doc_id))
+        return True
+
+    # -- merging ------------------------------------------------------------------------------
+    def _merge_tiers(self) -> None:
+        """Log-structured merging: whenever MERGE_FACTOR segments share a size tier, fold them
+        into one, so a term is spread over O(log n) segments and rewrites stay amortised."""
+        while True:
+            tiers: dict[int, list[int]] = {}
+            for sid, n in self._conn.execute("SELECT id, n FROM segments ORDER BY id"):
+                tiers.setdefault(_level(n), []).append(sid)
+            full = [ids for ids in tiers.values() if len(ids) >= MERGE_FACTOR]
+            if not full:
+                return
+            self._merge(full[0])
+
+    def optimize(self) -> None:
+        """Merge every segment into one and drop all tombstoned postings."""
+        ids = [r[0] for r in self._conn.execute("SELECT id FROM segments ORDER BY id")]
+        tomb = self._conn.execute("SELECT count(*) FROM tombstones").fetchone()[0]
+        if len(ids) > 1 or (ids and tomb):
+            self._merge(ids)
+
+    def _merge(self, ids: list[int]) -> None:
+        with self._write() as c:
+            marks = ",".join("?" * len(ids))
+            present = [r[0] for r in c.execute(f"SELECT id FROM segments WHERE id IN ({marks})", ids)]
+            if sorted(present) != sorted(ids):
+                return  # another process merged meanwhile
+            arrays = [
+                [decode(b, PID) for b in row]
+                for row in c.execute(
+                    f"SELECT pids, sigs, lengths, dkeys, numbers FROM segments WHERE id IN ({marks})",
+                    ids,
+                )
+            ]
+            cols = [np.concatenate([a[i] for a in arrays]) for i in range(5)]
+            tomb = np.fromiter((r[0] for r in c.execute("SELECT pid FROM tombstones")),
+                               dtype=np.int64)
+            dead_mask = np.isin(cols[0], tomb)
+            dead = cols[0][dead_mask]
+            keep = ~dead_mask
+            order = np.argsort(cols[0][keep], kind="stable")
+            cols = [col[keep][order] for col in cols]
+            cur = c.execute(
+                "INSERT INTO segments (n, pids, sigs, lengths, dkeys, numbers) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (len(cols[0]), *(encode(col, PID) for col in cols)),
+            )
+            new = int(cur.lastrowid or 0)
+            c.executemany("INSERT INTO postings (term, segment, pids, tfs) VALUES (?, ?, ?, ?)",
+                          self._merged_postings(c, ids, dead, new))
+            c.execute(f"DELETE FROM postings WHERE segment IN ({marks})", ids)
+            c.execute(f"DELETE FROM segments WHERE id IN ({marks})", ids)
+            for chunk in _chunks([int(p) for p in dead]):
+                c.execute(f"DELETE FROM tombstones WHERE pid IN ({','.join('?' * len(chunk))})",
+                          chunk)
+
+    def _merged_postings(self, c: sqlite3.Connection, ids: list[int], dead: np.ndarray,
+                         new: int) -> Iterator[tuple[str, int, bytes, bytes]]:
+        marks = ",".join("?" * len(ids))
+        rows = c.execute(
+            f"SELECT term, pids, tfs FROM postings WHERE segment IN ({marks}) ORDER BY term", ids
+        ).fetchall()
+        i = 0
+        while i < len(rows):
+            term = rows[i][0]
+            j = i
+            while j < len(rows) and rows[j][0] == term:
+                j += 1
+            pids = np.concatenate([decode(r[1], PID) for r in rows[i:j]])
+            tfs = np.concatenate([decode(r[2], TF) for r in rows[i:j]])
+            if len(dead):
+                keep = ~np.isin(pids, dead)
+                pids, tfs = pids[keep], tfs[keep]
+            if len(pids):
+                order = np.argsort(pids, kind="stable")
+                yield term, new, encode(pids[order], PID), encode(tfs[order], TF)
+            i = j
+
+    # -- inspection ---------------------------------------------------------------------------
+    def stats(self) -> dict[str, object]:
+        c = self._conn
+        one = lambda q: c.execute(q).fetchone()[0]  # noqa: E731
+        return {
+            "backend": "sqlite",
+            "path": self.path,
+            "analyzer": self.analyzer,
+            "schema_version": SCHEMA_VERSION,
+            "documents": one("SELECT count(*) FROM documents"),
+            "passages": one("SELECT count(*) FROM passages"),
+            "tenants": one("SELECT count(DISTINCT tenant) FROM documents"),
+            "history_versions": one("SELECT count(*) FROM history"),
+            "segments": one("SELECT count(*) FROM segments"),
+            "tombstones": one("SELECT count(*) FROM tombstones"),
+            "terms": one("SELECT count(DISTINCT term) FROM postings"),
+            "file_bytes": Path(self.path).stat().st_size if Path(self.path).exists() else 0,
+        }
+
+    def iter_documents(self, tenant: str | None = None) -> Iterator[StoredDocument]:
+        if tenant is None:
+            rows = self._conn.execute(f"{_DOC_SELECT} ORDER BY tenant, doc_id").fetchall()
+        else:
+            rows = self._conn.execute(f"{_DOC_SELECT} WHERE tenant = ? ORDER BY doc_id",
+                                      (tenant,)).fetchall()
+        for r in rows:
+            yield _doc(r)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
