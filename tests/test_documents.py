@@ -1,0 +1,188 @@
+"""Documents, versions, supersede, remove and history on a real SQLite file."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from evidex import Actor, Document, DocumentError, EvidexError, KnowledgeBase, StoreError
+from evidex.model import sha256_text
+
+
+def doc(id: str = "d1", version: str = "1", text: str = "alpha beta\n\ngamma delta", **kw: object) -> Document:
+    fields: dict[str, object] = {"tenant": "t", "groups": {"g"}, **kw}
+    return Document(id, version=version, text=text, **fields)  # type: ignore[arg-type]
+
+
+A = Actor("t", frozenset({"g"}))
+
+
+def generation(path: Path) -> int:
+    with sqlite3.connect(path) as c:
+        return int(c.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+
+
+def test_open_creates_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    assert not path.exists()
+    KnowledgeBase.open(path).close()
+    assert path.exists()
+
+
+def test_report_counts_added_superseded_unchanged(kb: KnowledgeBase) -> None:
+    r = kb.ingest([doc("a"), doc("b")])
+    assert (r.added, r.superseded, r.unchanged, r.passages_written) == (2, 0, 0, 4)
+    r = kb.ingest([doc("a"), doc("b", version="2", text="new text")])
+    assert (r.added, r.superseded, r.unchanged, r.passages_written) == (0, 1, 1, 1)
+
+
+def test_same_version_and_fingerprint_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "kb.db"
+    kb = KnowledgeBase.open(path)
+    kb.ingest([doc()])
+    before = generation(path)
+    size = path.stat().st_size
+    assert kb.ingest([doc()]).unchanged == 1
+    assert generation(path) == before
+    assert path.stat().st_size == size
+
+
+def test_same_version_with_other_text_supersedes(kb: KnowledgeBase) -> None:
+    kb.ingest([doc(text="alpha")])
+    assert kb.ingest([doc(text="omega")]).superseded == 1
+    assert kb.search(A, "alpha") == []
+    assert [h.quote for h in kb.search(A, "omega")] == ["omega"]
+
+
+def test_access_change_at_same_version_reindexes(kb: KnowledgeBase) -> None:
+    """Revoking a group must take effect even when version and text are equal."""
+    kb.ingest([doc(groups={"g"})])
+    assert kb.search(A, "alpha")
+    assert kb.ingest([doc(groups={"other"})]).superseded == 1
+    assert kb.search(A, "alpha") == []
+
+
+def test_supersede_replaces_all_passages(kb: KnowledgeBase) -> None:
+    kb.ingest([doc(text="old one\n\nold two\n\nold three")])
+    kb.ingest([doc(version="2", text="new one")])
+    assert kb.search(A, "old") == []
+    hits = kb.search(A, "new")
+    assert [(h.version, h.passage) for h in hits] == [("2", 1)]
+    assert kb.stats()["passages"] == 1
+
+
+def test_duplicate_ids_in_one_batch_reject_the_whole_batch(tmp_path: Path) -> None:
+    path = tmp_path / "kb.db"
+    kb = KnowledgeBase.open(path)
+    kb.ingest([doc("x")])
+    before = (generation(path), kb.stats()["passages"])
+    with pytest.raises(DocumentError, match="appears twice"):
+        kb.ingest([doc("new"), doc("a"), doc("a", version="2")])
+    assert (generation(path), kb.stats()["passages"]) == before
+    assert kb.search(A, "alpha")[0].document_id == "x"
+
+
+def test_same_id_in_two_tenants_is_two_documents(kb: KnowledgeBase) -> None:
+    kb.ingest([doc("a"), doc("a", tenant="u")])
+    assert kb.stats()["documents"] == 2
+    assert {h.document_id for h in kb.search(Actor("u", frozenset({"g"})), "alpha")} == {"a"}
+
+
+def test_content_sha256_is_sha256_of_utf8_text(kb: KnowledgeBase) -> None:
+    text = "Grüße aus Köln\n\nzweiter Absatz"
+    kb.ingest([doc(text=text)])
+    hit = kb.search(A, "grüße")[0]
+    assert hit.content_sha256 == sha256_text(text)
+    import hashlib
+
+    assert hit.content_sha256 == hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_remove_deletes_passages_and_history(tmp_path: Path) -> None:
+    path = tmp_path / "kb.db"
+    kb = KnowledgeBase.open(path)
+    kb.ingest([doc(text="alpha one")])
+    kb.ingest([doc(version="2", text="alpha two")])
+    kb.ingest([doc("other", text="alpha three")])
+    assert kb.stats()["history_versions"] == 1
+    assert kb.remove("t", "d1") is True
+    assert kb.remove("t", "d1") is False
+    assert [h.document_id for h in kb.search(A, "alpha")] == ["other"]
+    with sqlite3.connect(path) as c:
+        assert c.execute("SELECT count(*) FROM history WHERE doc_id = 'd1'").fetchone()[0] == 0
+        assert c.execute(
+            "SELECT count(*) FROM passages p JOIN documents d USING (dkey) WHERE d.doc_id = 'd1'"
+        ).fetchone()[0] == 0
+        assert c.execute("SELECT count(*) FROM documents WHERE doc_id = 'd1'").fetchone()[0] == 0
+    kb.optimize()
+    with sqlite3.connect(path) as c:
+        # After a merge the removed passages are gone from the keyword index too.
+        blob_pids = [bytes(r[0]) for r in c.execute("SELECT pids FROM postings WHERE term = 'alpha'")]
+        assert len(blob_pids) == 1 and len(blob_pids[0]) == 4
+
+
+def test_history_can_be_turned_off(tmp_path: Path) -> None:
+    kb = KnowledgeBase.open(tmp_path / "kb.db", keep_history=False)
+    kb.ingest([doc()])
+    kb.ingest([doc(version="2", text="x")])
+    assert kb.stats()["history_versions"] == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"groups": set()}, "must not be empty"),
+        ({"visibility": "pubic"}, "visibility"),
+        ({"language": "English"}, "language"),
+        ({"published_at": "yesterday"}, "ISO 8601"),
+        ({"tags": "policy"}, "tags"),
+        ({"title": "  "}, "title"),
+    ],
+)
+def test_invalid_documents_raise_document_error(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(DocumentError, match=message):
+        doc(**kwargs)
+
+
+@pytest.mark.parametrize("bad_id", ["", " padded", "a\nb", 7, None, "x" * 257])
+def test_invalid_ids(bad_id: object) -> None:
+    with pytest.raises(DocumentError, match="Document.id"):
+        Document(bad_id, "t", {"g"}, "1", "text")  # type: ignore[arg-type]
+
+
+def test_non_document_in_batch_is_rejected(kb: KnowledgeBase) -> None:
+    with pytest.raises(DocumentError, match="not a Document"):
+        kb.ingest([doc(), {"id": "x"}])  # type: ignore[list-item]
+    assert kb.stats()["documents"] == 0
+
+
+def test_unknown_split_is_rejected(kb: KnowledgeBase) -> None:
+    with pytest.raises(DocumentError, match="split must be one of"):
+        kb.ingest([doc()], split="sentence")
+
+
+def test_store_keeps_its_analyzer(tmp_path: Path) -> None:
+    path = tmp_path / "kb.db"
+    KnowledgeBase.open(path, analyzer="english").close()
+    assert KnowledgeBase.open(path).analyzer == "english"
+    with pytest.raises(StoreError, match="created with the analyzer 'english'"):
+        KnowledgeBase.open(path, analyzer="exact")
+
+
+def test_a_foreign_file_is_not_opened(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(StoreError):
+        KnowledgeBase.open(junk)
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as c:
+        c.execute("CREATE TABLE x (y)")
+    with pytest.raises(StoreError, match="not an evidex store"):
+        KnowledgeBase.open(other)
+
+
+def test_errors_are_value_errors() -> None:
+    for err in (DocumentError, StoreError, EvidexError):
+        assert issubclass(err, ValueError)
