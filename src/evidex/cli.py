@@ -20,7 +20,7 @@ import typer
 from . import __version__
 from .ingest import FRONT_MATTER_KEYS, load_paths
 from .kb import KnowledgeBase
-from .model import Actor, EvidexError
+from .model import Actor, DocumentError, EvidexError, IngestReport
 
 app = typer.Typer(
     add_completion=False,
@@ -48,8 +48,9 @@ VisOpt = Annotated[
 
 
 def _safe(text: str) -> str:
-    """Printable form of untrusted text for a terminal: control characters become spaces."""
-    return "".join(ch if ch == "\n" or ch.isprintable() else " " for ch in text)
+    """One printable line of untrusted text for a terminal: control characters and line breaks
+    become spaces, so a document can neither drive the terminal nor forge output lines."""
+    return "".join(ch if ch.isprintable() else " " for ch in text)
 
 
 def _split_csv(value: str | None) -> list[str]:
@@ -132,6 +133,9 @@ def ingest(
         "language": language,
         "version": version,
     }
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise EvidexError(f"no such file or folder: {_safe(missing[0])}; nothing was ingested")
     loaded = load_paths(list(paths), defaults)
     with _open() as kb:
         report = _ingest_with_progress(kb, loaded.documents, split, show=not as_json)
@@ -140,7 +144,7 @@ def ingest(
         _emit({**summary, "rejections": [r.__dict__ for r in loaded.rejected]})
     else:
         for r in loaded.rejected:
-            typer.echo(f"rejected {r.source}: {r.reason}", err=True)
+            typer.echo(f"rejected {_safe(r.source)}: {_safe(r.reason)}", err=True)
         typer.echo(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary.items()))
     if loaded.rejected:
         raise typer.Exit(1)
@@ -149,8 +153,6 @@ def ingest(
 def _ingest_with_progress(kb: KnowledgeBase, docs: list[Any], split: str, show: bool) -> Any:
     """One atomic batch for small inputs; large inputs go in batches with a progress bar (each
     batch atomic, duplicates across the whole input checked before anything is written)."""
-    from .model import DocumentError, IngestReport
-
     seen: set[tuple[str, str]] = set()
     for d in docs:
         if (d.tenant, d.id) in seen:
@@ -202,7 +204,7 @@ def search(
         where = " > ".join(h.heading_path) or f"passage {h.passage}"
         typer.echo(f"{h.rank}. [{_safe(h.document_id)} v{_safe(h.version)} #{h.passage}] "
                    f"{_safe(h.title or '')}  ({_safe(where)}; score {h.score:.3f})")
-        quote = _safe(h.quote).strip().replace("\n", " ")
+        quote = " ".join(_safe(h.quote).split())
         typer.echo(f"   {quote[:300]}{'…' if len(quote) > 300 else ''}")
 
 
@@ -262,13 +264,15 @@ def stats(as_json: JsonOpt = False) -> None:
 def evaluate(
     beir: Annotated[Path, typer.Option("--beir", help="BEIR folder (corpus, queries, qrels).")],
     mode: Annotated[str, typer.Option(help="Retrieval mode.")] = "keyword",
-    analyzer: Annotated[str, typer.Option("--analyzer", help="Analyzer.")] = "english",
+    analyzer: Annotated[
+        str | None, typer.Option("--analyzer", help="Analyzer (default: english).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure nDCG@10, Recall@100 and MRR@10 on a BEIR-format set (temporary store)."""
     from .evaluation import evaluate_beir
 
-    result = evaluate_beir(beir, mode=mode, analyzer=analyzer)
+    result = evaluate_beir(beir, mode=mode, analyzer=analyzer or state.analyzer or "english")
     if as_json:
         _emit(result)
     else:
@@ -277,7 +281,18 @@ def evaluate(
 
 
 def main() -> None:
-    app()
+    """Run the app with click's own error printing replaced by one ``error:`` line."""
+    try:
+        code = app(standalone_mode=False)
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except typer.TyperException as exc:  # usage errors: bad option values, missing options
+        typer.echo(f"error: {_safe(exc.format_message())}", err=True)
+        code = exc.exit_code
+    except typer.Abort:
+        typer.echo("error: aborted", err=True)
+        code = 1
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 __all__ = ["FRONT_MATTER_KEYS", "app", "main"]

@@ -52,12 +52,16 @@ def load_beir(directory: str | Path, split: str = "test") -> BeirSet:
             parts = line.rstrip("\n").split("\t")
             if i == 0 and parts[0] == "query-id":
                 continue
-            if len(parts) != 3:
-                raise EvidexError(f"{paths['qrels']}:{i + 1}: expected 3 tab-separated columns")
+            if len(parts) != 3 or not parts[2].lstrip("-").isdigit():
+                raise EvidexError(
+                    f"{paths['qrels']}:{i + 1}: expected query-id, corpus-id and an integer score"
+                )
             qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
     queries = {}
     for rec in _jsonl(paths["queries"]):
         if str(rec["_id"]) in qrels:
+            if not isinstance(rec.get("text"), str):
+                raise EvidexError(f"{paths['queries']}: query {rec['_id']!r} has no text")
             queries[str(rec["_id"])] = rec["text"]
     corpus = [(str(r["_id"]), r.get("title") or "", r.get("text") or "") for r in _jsonl(paths["corpus"])]
     return BeirSet(corpus, queries, qrels)
@@ -65,9 +69,16 @@ def load_beir(directory: str | Path, split: str = "test") -> BeirSet:
 
 def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise EvidexError(f"{path}:{n}: invalid JSON: {exc}") from None
+            if not isinstance(rec, dict) or "_id" not in rec:
+                raise EvidexError(f"{path}:{n}: a BEIR record must be an object with an _id")
+            yield rec
 
 
 def corpus_documents(beir: BeirSet) -> Iterator[Document]:

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ..model import Document, EvidexError, sha256_text
+from ._split import first_heading
 
 __all__ = ["FRONT_MATTER_KEYS", "LoadResult", "Rejected", "iter_files", "load_paths"]
 
@@ -26,7 +27,6 @@ FRONT_MATTER_KEYS = frozenset(
      "published_at"}
 )
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
-_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -53,32 +53,33 @@ def iter_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
             yield p, p.parent
 
 
-def _front_matter(raw: str, source: str) -> tuple[dict[str, Any], str]:
+def _front_matter(raw: str) -> tuple[dict[str, Any], str]:
     m = _FRONT.match(raw)
     if not m:
         return {}, raw
     try:
         meta = yaml.safe_load(m.group(1)) or {}
     except yaml.YAMLError as exc:
-        raise EvidexError(f"{source}: invalid YAML front matter: {exc}".splitlines()[0]) from None
+        raise EvidexError(f"invalid YAML front matter: {exc}".splitlines()[0]) from None
     if not isinstance(meta, dict):
-        raise EvidexError(f"{source}: front matter must be a mapping")
+        raise EvidexError("front matter must be a mapping")
     unknown = set(meta) - FRONT_MATTER_KEYS
     if unknown:
         raise EvidexError(
-            f"{source}: unknown front matter keys {sorted(unknown)}; allowed: "
+            f"unknown front matter keys {sorted(unknown)}; allowed: "
             f"{sorted(FRONT_MATTER_KEYS)}"
         )
     return meta, raw[m.end():]
 
 
 def _text_document(path: Path, root: Path, defaults: dict[str, Any]) -> Document:
-    source = str(path)
     try:
-        raw = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark must not hide the front matter (and with it the groups
+        # and visibility). Line ends are normalised to "\n"; the fingerprint is of that text.
+        raw = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
-        raise EvidexError(f"{source}: not UTF-8 text") from None
-    meta, body = _front_matter(raw, source)
+        raise EvidexError("not UTF-8 text") from None
+    meta, body = _front_matter(raw)
     for key in ("version", "id"):
         if key in meta and not isinstance(meta[key], str):
             meta[key] = str(meta[key])
@@ -87,17 +88,14 @@ def _text_document(path: Path, root: Path, defaults: dict[str, Any]) -> Document
     fields: dict[str, Any] = {**{k: v for k, v in defaults.items() if v is not None}, **meta}
     fields.setdefault("id", path.relative_to(root).as_posix())
     if "title" not in fields and path.suffix.lower() in {".md", ".markdown"}:
-        h1 = _H1.search(body)
-        if h1:
-            fields["title"] = h1.group(1).strip()
+        title = first_heading(body)
+        if title:
+            fields["title"] = title
     fields["text"] = body
     if "version" not in fields:
         # Without an explicit version the content decides: an edited file is a new version.
         fields["version"] = sha256_text(body)[:12]
-    try:
-        return Document.from_mapping(fields)
-    except EvidexError as exc:
-        raise EvidexError(f"{source}: {exc}") from None
+    return Document.from_mapping(fields)
 
 
 def load_paths(paths: list[Path], defaults: dict[str, Any]) -> LoadResult:
@@ -128,21 +126,26 @@ def load_paths(paths: list[Path], defaults: dict[str, Any]) -> LoadResult:
 
 
 def _load_jsonl(path: Path, defaults: dict[str, Any], result: LoadResult) -> None:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise EvidexError("a JSONL line must be a JSON object")
-                text = record.get("text")
-                if "version" not in record and defaults.get("version") is None and isinstance(text, str):
-                    record = {**record, "version": sha256_text(text)[:12]}
-                doc = Document.from_mapping(record, **defaults)
-            except (json.JSONDecodeError, EvidexError, TypeError) as exc:
-                result.rejected.append(Rejected(where, str(exc).splitlines()[0]))
-                continue
-            result.documents.append(doc)
-            result.sources.setdefault(doc.id, where)
+    try:
+        # split("\n"), not splitlines(): U+2028 may appear raw inside a JSON string.
+        lines = path.read_text(encoding="utf-8-sig").split("\n")
+    except UnicodeDecodeError:
+        result.rejected.append(Rejected(str(path), "not UTF-8 text"))
+        return
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise EvidexError("a JSONL line must be a JSON object")
+            text = record.get("text")
+            if "version" not in record and defaults.get("version") is None and isinstance(text, str):
+                record = {**record, "version": sha256_text(text)[:12]}
+            doc = Document.from_mapping(record, **defaults)
+        except (json.JSONDecodeError, EvidexError, TypeError) as exc:
+            result.rejected.append(Rejected(where, str(exc).splitlines()[0]))
+            continue
+        result.documents.append(doc)
+        result.sources.setdefault(doc.id, where)

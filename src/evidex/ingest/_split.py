@@ -77,10 +77,17 @@ def slugify(title: str) -> str:
 
 
 def _line_offsets(text: str) -> list[int]:
+    """Start offset of every line, with line ends counted as markdown-it counts them (it
+    normalises "\r\n" and a lone "\r" to "\n" before parsing)."""
     offsets = [0]
-    for m in re.finditer("\n", text):
+    for m in re.finditer(r"\r\n?|\n", text):
         offsets.append(m.end())
     return offsets
+
+
+def first_heading(text: str, level: int = 1) -> str | None:
+    """Plain text of the first heading of ``level`` as CommonMark sees it (used as a title)."""
+    return next((t for _, lv, t in _headings(text) if lv == level and t), None)
 
 
 def _headings(text: str) -> list[tuple[int, int, str]]:
@@ -110,7 +117,7 @@ def split_headings(text: str, max_chars: int) -> list[Passage]:
     bounds = [(0, 0, "")] if not heads or heads[0][0] > 0 else []
     bounds += heads
     stack: list[tuple[int, str]] = []
-    seen: dict[str, int] = {}
+    used: set[str] = set()
     out: list[Passage] = []
     for idx, (start, level, title) in enumerate(bounds):
         end = bounds[idx + 1][0] if idx + 1 < len(bounds) else len(text)
@@ -118,16 +125,24 @@ def split_headings(text: str, max_chars: int) -> list[Passage]:
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
-            base = slugify(title)
-            n = seen.get(base, 0)
-            seen[base] = n + 1
-            anchor: str | None = base if n == 0 else f"{base}-{n}"
+            anchor: str | None = _unique(slugify(title), used)
         else:
             anchor = None
         path = tuple(t for _, t in stack)
         for s, e in _pieces(text, start, end, max_chars):
             out.append(Passage(len(out) + 1, s, e, text[s:e], path, anchor))
     return out
+
+
+def _unique(base: str, used: set[str]) -> str:
+    """``base``, or ``base-1``, ``base-2``... whichever is not taken yet (GitHub's scheme, made
+    robust against a heading that is literally called "A-1")."""
+    anchor, n = base, 0
+    while anchor in used:
+        n += 1
+        anchor = f"{base}-{n}"
+    used.add(anchor)
+    return anchor
 
 
 def _pieces(text: str, start: int, end: int, max_chars: int) -> list[tuple[int, int]]:

@@ -25,6 +25,11 @@ class Allowed:
     total_length: int
 
     @property
+    def key(self) -> bytes:
+        """Identifies the visible set within one store generation (for exact caching)."""
+        return self.table.tobytes()
+
+    @property
     def avgdl(self) -> float:
         return self.total_length / self.passages if self.passages else 0.0
 

@@ -34,7 +34,9 @@ def keyword_candidates(
     match: str,
 ) -> Candidates:
     allowed = allowed_signatures(view, actor, filters)
-    pids, scores, dfs = bm25.score(terms, view.postings, view.sig, view.length, allowed, match)
+    pids, scores, dfs = bm25.score(
+        terms, view.postings, view.sig, view.length, allowed, match, view.generation
+    )
     return Candidates(pids, scores, {"df": dfs, "passages": allowed.passages})
 
 

@@ -121,6 +121,8 @@ class ReadView(Protocol):
     length: np.ndarray
     dkey: np.ndarray
     number: np.ndarray
+    #: Changes with every committed write; equal generations mean equal content.
+    generation: object
 
     def signatures(self, tenant: str) -> Sequence[Signature]: ...
 

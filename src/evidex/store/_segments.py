@@ -18,7 +18,16 @@ import numpy as np
 
 from ._contract import Signature
 
-__all__ = ["SegmentArrays", "SegmentCache", "SegmentSource", "decode", "encode"]
+__all__ = [
+    "PackedPostings",
+    "SegmentArrays",
+    "SegmentCache",
+    "SegmentSource",
+    "decode",
+    "encode",
+    "pack_postings",
+    "unpack_postings",
+]
 
 PID = np.dtype("<i4")
 TF = np.dtype("<u2")
@@ -32,6 +41,9 @@ def decode(b: bytes, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(b, dtype=dtype)
 
 
+PackedPostings = dict[str, tuple[np.ndarray, np.ndarray]]
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentArrays:
     id: int
@@ -40,6 +52,31 @@ class SegmentArrays:
     lengths: np.ndarray
     dkeys: np.ndarray
     numbers: np.ndarray
+    #: Postings of a small segment, stored in its own row and held in memory whole; None for a
+    #: large segment whose postings are one stored row per term.
+    packed: PackedPostings | None = None
+
+
+def pack_postings(postings: PackedPostings) -> tuple[str, bytes, bytes, bytes]:
+    """(terms joined by newlines, end offsets, passage ids, term frequencies): a small segment's
+    whole inverted index as four values, so writing it is one row instead of one per term."""
+    terms = sorted(postings)
+    ends = np.cumsum([len(postings[t][0]) for t in terms], dtype=np.int64)
+    pids = np.concatenate([postings[t][0] for t in terms]) if terms else np.zeros(0)
+    tfs = np.concatenate([postings[t][1] for t in terms]) if terms else np.zeros(0)
+    return "\n".join(terms), encode(ends, PID), encode(pids, PID), encode(tfs, TF)
+
+
+def unpack_postings(terms: str, ends: bytes, pids: bytes, tfs: bytes) -> PackedPostings:
+    names = terms.split("\n") if terms else []
+    e = decode(ends, PID)
+    p, t = decode(pids, PID), decode(tfs, TF)
+    out: PackedPostings = {}
+    start = 0
+    for name, end in zip(names, e.tolist(), strict=True):
+        out[name] = (p[start:end], t[start:end])
+        start = end
+    return out
 
 
 class SegmentSource(Protocol):
@@ -53,13 +90,16 @@ class SegmentSource(Protocol):
 
     def all_signatures(self) -> list[Signature]: ...
 
-    def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]: ...
+    def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Postings of ``term`` in the large (row-per-term) segments."""
+        ...
 
 
 class SegmentCache:
     def __init__(self, max_postings_bytes: int = 256 << 20) -> None:
         self.generation: int | None = None
         self.segments: dict[int, np.ndarray] = {}
+        self.packed: dict[int, PackedPostings] = {}
         self.tomb_seq = 0
         self.sig = np.full(0, -1, dtype=np.int32)
         self.length = np.zeros(0, dtype=np.int32)
@@ -98,6 +138,7 @@ class SegmentCache:
         # Removal first: a merge moves live passages from removed to added segments.
         for seg in removed:
             self.sig[self.segments.pop(seg)] = -1
+            self.packed.pop(seg, None)
         for arr in source.segment_arrays(added):
             if len(arr.pids):
                 self._grow(int(arr.pids.max()))
@@ -106,6 +147,8 @@ class SegmentCache:
                 self.dkey[arr.pids] = arr.dkeys
                 self.number[arr.pids] = arr.numbers
             self.segments[arr.id] = arr.pids
+            if arr.packed is not None:
+                self.packed[arr.id] = arr.packed
         dead, self.tomb_seq = source.tombstones_after(self.tomb_seq)
         dead = dead[dead < len(self.sig)]
         self.sig[dead] = -1
@@ -124,6 +167,7 @@ class SegmentCache:
             self._postings.move_to_end(term)
             return hit
         rows = source.fetch_postings(term)
+        rows += [seg[term] for seg in self.packed.values() if term in seg]
         size = sum(p.nbytes + t.nbytes for p, t in rows) + 64
         self._postings[term] = rows
         self._postings_bytes += size

@@ -29,12 +29,28 @@ from ._contract import (
     StoredDocument,
     StoredPassage,
 )
-from ._segments import PID, TF, SegmentArrays, SegmentCache, decode, encode
+from ._segments import (
+    PID,
+    TF,
+    PackedPostings,
+    SegmentArrays,
+    SegmentCache,
+    decode,
+    encode,
+    pack_postings,
+    unpack_postings,
+)
 
 __all__ = ["SQLiteStore"]
 
 SCHEMA_VERSION = 1
 MERGE_FACTOR = 8
+#: Segments of at most this many passages keep their postings packed in the segment row.
+PACK_LIMIT = 4096
+#: Merges that rewrite more passages than this do not run inside an ingest call.
+INLINE_MERGE_LIMIT = 65536
+#: ...unless the number of segments grows beyond this (bounding the fan-out of every query).
+MAX_SEGMENTS = 48
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,9 +74,12 @@ CREATE TABLE documents (
     meta TEXT NOT NULL,
     split TEXT NOT NULL,
     sig INTEGER NOT NULL REFERENCES signatures(id),
-    text TEXT NOT NULL,
     indexed_at TEXT NOT NULL,
     UNIQUE (tenant, doc_id)
+);
+CREATE TABLE document_texts (
+    dkey INTEGER PRIMARY KEY REFERENCES documents(dkey),
+    text TEXT NOT NULL
 );
 CREATE TABLE passages (
     pid INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -69,11 +88,11 @@ CREATE TABLE passages (
     start INTEGER NOT NULL,
     end INTEGER NOT NULL,
     length INTEGER NOT NULL,
-    text TEXT NOT NULL,
     heading_path TEXT NOT NULL,
     anchor TEXT,
     page INTEGER,
     flags TEXT NOT NULL DEFAULT '[]',
+    text TEXT NOT NULL,
     UNIQUE (dkey, number)
 );
 CREATE TABLE history (
@@ -95,7 +114,11 @@ CREATE TABLE segments (
     sigs BLOB NOT NULL,
     lengths BLOB NOT NULL,
     dkeys BLOB NOT NULL,
-    numbers BLOB NOT NULL
+    numbers BLOB NOT NULL,
+    terms TEXT,
+    term_ends BLOB,
+    term_pids BLOB,
+    term_tfs BLOB
 );
 CREATE TABLE postings (
     term TEXT NOT NULL,
@@ -130,6 +153,7 @@ class _View:
         self.length = cache.length
         self.dkey = cache.dkey
         self.number = cache.number
+        self.generation = cache.generation
 
     # -- SegmentSource ------------------------------------------------------------------------
     def segment_ids(self) -> list[int]:
@@ -138,9 +162,12 @@ class _View:
     def segment_arrays(self, ids: Sequence[int]) -> Iterator[SegmentArrays]:
         for sid in ids:
             row = self._c.execute(
-                "SELECT pids, sigs, lengths, dkeys, numbers FROM segments WHERE id = ?", (sid,)
+                "SELECT pids, sigs, lengths, dkeys, numbers, terms, term_ends, term_pids, term_tfs "
+                "FROM segments WHERE id = ?",
+                (sid,),
             ).fetchone()
-            yield SegmentArrays(sid, *(decode(b, PID) for b in row))
+            packed = unpack_postings(*row[5:]) if row[5] is not None else None
+            yield SegmentArrays(sid, *(decode(b, PID) for b in row[:5]), packed=packed)
 
     def tombstones_after(self, seq: int) -> tuple[np.ndarray, int]:
         rows = self._c.execute(
@@ -211,7 +238,7 @@ class _View:
         return _doc(r) if r else None
 
     def document_text(self, dkey: int) -> str:
-        r = self._c.execute("SELECT text FROM documents WHERE dkey = ?", (dkey,)).fetchone()
+        r = self._c.execute("SELECT text FROM document_texts WHERE dkey = ?", (dkey,)).fetchone()
         return r[0] if r else ""
 
     def passage(self, dkey: int, number: int) -> StoredPassage | None:
@@ -277,6 +304,10 @@ class SQLiteStore:
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
+            # Reads go through a memory map and a 64 MiB page cache: postings blobs and the
+            # small document rows are read at random on every query.
+            self._conn.execute("PRAGMA cache_size = -65536")
+            self._conn.execute("PRAGMA mmap_size = 4294967296")
             self.analyzer = self._init_schema(analyzer)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open {self.path} as an evidex store: {exc}") from None
@@ -414,24 +445,27 @@ class SQLiteStore:
                     if keep_history:
                         c.execute(
                             "INSERT INTO history (tenant, doc_id, version, content_sha256, meta, "
-                            "split, text, superseded_at) SELECT tenant, doc_id, version, "
-                            "content_sha256, meta, split, text, ? FROM documents WHERE dkey = ?",
+                            "split, text, superseded_at) SELECT d.tenant, d.doc_id, d.version, "
+                            "d.content_sha256, d.meta, d.split, t.text, ? FROM documents d "
+                            "JOIN document_texts t USING (dkey) WHERE dkey = ?",
                             (_now(), dkey),
                         )
                     self._drop_passages(c, dkey, int(row[5]))
                     c.execute(
                         "UPDATE documents SET version = ?, content_sha256 = ?, meta = ?, "
-                        "split = ?, sig = ?, text = ?, indexed_at = ? WHERE dkey = ?",
-                        (version, sha, meta, split, sig, d.text, _now(), dkey),
+                        "split = ?, sig = ?, indexed_at = ? WHERE dkey = ?",
+                        (version, sha, meta, split, sig, _now(), dkey),
                     )
+                    c.execute("UPDATE document_texts SET text = ? WHERE dkey = ?", (d.text, dkey))
                     superseded += 1
                 else:
                     cur = c.execute(
                         "INSERT INTO documents (tenant, doc_id, version, content_sha256, meta, "
-                        "split, sig, text, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (d.tenant, d.id, version, sha, meta, split, sig, d.text, _now()),
+                        "split, sig, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (d.tenant, d.id, version, sha, meta, split, sig, _now()),
                     )
                     dkey = int(cur.lastrowid or 0)
+                    c.execute("INSERT INTO document_texts (dkey, text) VALUES (?, ?)", (dkey, d.text))
                     added += 1
                 prow = []
                 total = 0
@@ -462,12 +496,6 @@ class SQLiteStore:
 
     def _write_segment(self, c: sqlite3.Connection,
                        rows: list[tuple[int, int, int, int, int, dict[str, int]]]) -> None:
-        cols = np.array([r[:5] for r in rows], dtype=np.int64).T
-        cur = c.execute(
-            "INSERT INTO segments (n, pids, sigs, lengths, dkeys, numbers) VALUES (?, ?, ?, ?, ?, ?)",
-            (len(rows), *(encode(col, PID) for col in cols)),
-        )
-        seg = int(cur.lastrowid or 0)
         inverted: dict[str, tuple[list[int], list[int]]] = {}
         for pid, _s, _l, _d, _n, terms in rows:  # rows are in increasing pid order
             for term, tf in terms.items():
@@ -477,13 +505,31 @@ class SQLiteStore:
                 else:
                     entry[0].append(pid)
                     entry[1].append(tf)
-        c.executemany(
-            "INSERT INTO postings (term, segment, pids, tfs) VALUES (?, ?, ?, ?)",
-            (
-                (term, seg, encode(np.array(p), PID), encode(np.minimum(np.array(t), 65535), TF))
-                for term, (p, t) in inverted.items()
-            ),
+        cols = np.array([r[:5] for r in rows], dtype=np.int64).T
+        postings = {
+            t: (np.array(p, dtype=np.int32), np.minimum(np.array(f), 65535).astype(np.uint16))
+            for t, (p, f) in inverted.items()
+        }
+        self._insert_segment(c, list(cols), postings)
+
+    def _insert_segment(self, c: sqlite3.Connection, cols: list[np.ndarray],
+                        postings: PackedPostings) -> int:
+        """Store one segment: small ones with their postings packed into the segment row (one
+        write instead of hundreds of scattered index rows), large ones with a row per term."""
+        n = len(cols[0])
+        packed = pack_postings(postings) if n <= PACK_LIMIT else (None, None, None, None)
+        cur = c.execute(
+            "INSERT INTO segments (n, pids, sigs, lengths, dkeys, numbers, terms, term_ends, "
+            "term_pids, term_tfs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (n, *(encode(col, PID) for col in cols), *packed),
         )
+        seg = int(cur.lastrowid or 0)
+        if n > PACK_LIMIT:
+            c.executemany(
+                "INSERT INTO postings (term, segment, pids, tfs) VALUES (?, ?, ?, ?)",
+                ((t, seg, encode(p, PID), encode(f, TF)) for t, (p, f) in postings.items()),
+            )
+        return seg
 
     def remove(self, tenant: str, doc_id: str) -> bool:
         with self._write() as c:
@@ -493,22 +539,32 @@ class SQLiteStore:
             if not row:
                 return False
             self._drop_passages(c, int(row[0]), int(row[1]))
+            c.execute("DELETE FROM document_texts WHERE dkey = ?", (row[0],))
             c.execute("DELETE FROM documents WHERE dkey = ?", (row[0],))
             c.execute("DELETE FROM history WHERE tenant = ? AND doc_id = ?", (tenant, doc_id))
         return True
 
     # -- merging ------------------------------------------------------------------------------
     def _merge_tiers(self) -> None:
-        """Log-structured merging: whenever MERGE_FACTOR segments share a size tier, fold them
-        into one, so a term is spread over O(log n) segments and rewrites stay amortised."""
+        """Log-structured merging: when MERGE_FACTOR segments share a size tier they are folded
+        into one, so a term is spread over O(log n) segments. Only merges of at most
+        INLINE_MERGE_LIMIT passages run inside an ingest call (keeping a one-document supersede
+        fast); larger ones wait for ``optimize`` unless the segment count passes MAX_SEGMENTS."""
         while True:
+            sizes = dict(self._conn.execute("SELECT id, n FROM segments ORDER BY id").fetchall())
             tiers: dict[int, list[int]] = {}
-            for sid, n in self._conn.execute("SELECT id, n FROM segments ORDER BY id"):
+            for sid, n in sizes.items():
                 tiers.setdefault(_level(n), []).append(sid)
-            full = [ids for ids in tiers.values() if len(ids) >= MERGE_FACTOR]
-            if not full:
+            cheap = [
+                ids for ids in tiers.values()
+                if len(ids) >= MERGE_FACTOR and sum(sizes[i] for i in ids) <= INLINE_MERGE_LIMIT
+            ]
+            if cheap:
+                self._merge(cheap[0])
+            elif len(sizes) > MAX_SEGMENTS:
+                self._merge(sorted(sizes, key=lambda i: sizes[i])[:MERGE_FACTOR])
+            else:
                 return
-            self._merge(full[0])
 
     def optimize(self) -> None:
         """Merge every segment into one and drop all tombstoned postings."""
@@ -520,59 +576,46 @@ class SQLiteStore:
     def _merge(self, ids: list[int]) -> None:
         with self._write() as c:
             marks = ",".join("?" * len(ids))
-            present = [r[0] for r in c.execute(f"SELECT id FROM segments WHERE id IN ({marks})", ids)]
-            if sorted(present) != sorted(ids):
+            rows = c.execute(
+                "SELECT id, pids, sigs, lengths, dkeys, numbers, terms, term_ends, term_pids, "
+                f"term_tfs FROM segments WHERE id IN ({marks})",
+                ids,
+            ).fetchall()
+            if len(rows) != len(ids):
                 return  # another process merged meanwhile
-            arrays = [
-                [decode(b, PID) for b in row]
-                for row in c.execute(
-                    f"SELECT pids, sigs, lengths, dkeys, numbers FROM segments WHERE id IN ({marks})",
-                    ids,
-                )
-            ]
-            cols = [np.concatenate([a[i] for a in arrays]) for i in range(5)]
-            tomb = np.fromiter((r[0] for r in c.execute("SELECT pid FROM tombstones")),
-                               dtype=np.int64)
+            cols = [np.concatenate([decode(r[i], PID) for r in rows]) for i in range(1, 6)]
+            tomb = np.fromiter((r[0] for r in c.execute("SELECT pid FROM tombstones")), dtype=np.int64)
             dead_mask = np.isin(cols[0], tomb)
             dead = cols[0][dead_mask]
             keep = ~dead_mask
             order = np.argsort(cols[0][keep], kind="stable")
             cols = [col[keep][order] for col in cols]
-            cur = c.execute(
-                "INSERT INTO segments (n, pids, sigs, lengths, dkeys, numbers) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (len(cols[0]), *(encode(col, PID) for col in cols)),
-            )
-            new = int(cur.lastrowid or 0)
-            c.executemany("INSERT INTO postings (term, segment, pids, tfs) VALUES (?, ?, ?, ?)",
-                          self._merged_postings(c, ids, dead, new))
-            c.execute(f"DELETE FROM postings WHERE segment IN ({marks})", ids)
+            parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+            for r in rows:
+                if r[6] is not None:
+                    for term, pt in unpack_postings(*r[6:]).items():
+                        parts.setdefault(term, []).append(pt)
+            large = [r[0] for r in rows if r[6] is None]
+            if large:
+                q = f"SELECT term, pids, tfs FROM postings WHERE segment IN ({','.join('?' * len(large))})"
+                for term, p, f in c.execute(q, large):
+                    parts.setdefault(term, []).append((decode(p, PID), decode(f, TF)))
+            postings: PackedPostings = {}
+            for term, segs in parts.items():
+                pids = np.concatenate([p for p, _ in segs])
+                tfs = np.concatenate([f for _, f in segs])
+                if len(dead):
+                    alive = ~np.isin(pids, dead)
+                    pids, tfs = pids[alive], tfs[alive]
+                if len(pids):
+                    o = np.argsort(pids, kind="stable")
+                    postings[term] = (pids[o], tfs[o])
+            self._insert_segment(c, cols, postings)
+            if large:
+                c.execute(f"DELETE FROM postings WHERE segment IN ({','.join('?' * len(large))})", large)
             c.execute(f"DELETE FROM segments WHERE id IN ({marks})", ids)
             for chunk in _chunks([int(p) for p in dead]):
-                c.execute(f"DELETE FROM tombstones WHERE pid IN ({','.join('?' * len(chunk))})",
-                          chunk)
-
-    def _merged_postings(self, c: sqlite3.Connection, ids: list[int], dead: np.ndarray,
-                         new: int) -> Iterator[tuple[str, int, bytes, bytes]]:
-        marks = ",".join("?" * len(ids))
-        rows = c.execute(
-            f"SELECT term, pids, tfs FROM postings WHERE segment IN ({marks}) ORDER BY term", ids
-        ).fetchall()
-        i = 0
-        while i < len(rows):
-            term = rows[i][0]
-            j = i
-            while j < len(rows) and rows[j][0] == term:
-                j += 1
-            pids = np.concatenate([decode(r[1], PID) for r in rows[i:j]])
-            tfs = np.concatenate([decode(r[2], TF) for r in rows[i:j]])
-            if len(dead):
-                keep = ~np.isin(pids, dead)
-                pids, tfs = pids[keep], tfs[keep]
-            if len(pids):
-                order = np.argsort(pids, kind="stable")
-                yield term, new, encode(pids[order], PID), encode(tfs[order], TF)
-            i = j
+                c.execute(f"DELETE FROM tombstones WHERE pid IN ({','.join('?' * len(chunk))})", chunk)
 
     # -- inspection ---------------------------------------------------------------------------
     def stats(self) -> dict[str, object]:

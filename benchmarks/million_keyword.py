@@ -1,0 +1,190 @@
+"""1,000,000 synthetic passages, half allowed: keyword latency, exactness, supersede cost, memory.
+
+Run by hand (takes several minutes and a few GB of disk in benchmarks/.work/):
+
+    .venv/bin/python benchmarks/million_keyword.py [--passages 1000000] [--queries 1000]
+
+What it does, all through the public API:
+1. Generates documents of 10 passages, each passage ~60 tokens drawn from a Zipf(1.1) vocabulary
+   of 50,000 words; documents alternate between group "a" and group "b" of one tenant (and a
+   third of them carry a second group, so several access signatures exist).
+2. Ingests them into store F (full) in batches; builds store V with only the documents visible to
+   the actor (group "a"): the "index built only on the allowed passages".
+3. Runs 2-3 word queries (words sampled from the same Zipf distribution, so common and rare words
+   both occur) against F as the actor and against V; asserts identical (document, passage, score)
+   lists, then reports p50/p95 latency of F with cold caches (first touch of each term) and warm.
+4. Supersedes single documents (new version, 10 new passages) and reports the time per ingest call.
+5. Records peak RSS and the file size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from evidex import Actor, Document, KnowledgeBase
+
+WORK = Path(__file__).resolve().parent / ".work"
+
+
+def vocabulary(size: int) -> np.ndarray:
+    rng = np.random.default_rng(7)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = set()
+    while len(words) < size:
+        n = int(rng.integers(3, 10))
+        words.add("".join(rng.choice(letters, n)))
+    return np.array(sorted(words))
+
+
+def zipf_ids(rng: np.random.Generator, n: int, vocab: int) -> np.ndarray:
+    ids = rng.zipf(1.1, size=n * 2)
+    ids = ids[ids <= vocab][:n] - 1
+    while len(ids) < n:
+        extra = rng.zipf(1.1, size=n)
+        ids = np.concatenate([ids, extra[extra <= vocab] - 1])[:n]
+    return ids
+
+
+def documents(n_passages: int, vocab: np.ndarray, seed: int = 1) -> list[Document]:
+    rng = np.random.default_rng(seed)
+    per_doc = 10
+    n_docs = n_passages // per_doc
+    lengths = rng.integers(40, 81, size=n_passages)
+    ids = zipf_ids(rng, int(lengths.sum()), len(vocab))
+    words = vocab[ids]
+    out = []
+    pos = 0
+    for d in range(n_docs):
+        paras = []
+        for p in range(per_doc):
+            ln = int(lengths[d * per_doc + p])
+            paras.append(" ".join(words[pos : pos + ln]))
+            pos += ln
+        groups = {"a"} if d % 2 == 0 else {"b"}
+        if d % 3 == 0:
+            groups |= {"x"}
+        out.append(Document(f"doc{d:07d}", "bench", groups, "1", "\n\n".join(paras)))
+    return out
+
+
+def load(path: Path, docs: list[Document], batch: int = 2000) -> float:
+    if path.exists():
+        path.unlink()
+    kb = KnowledgeBase.open(path)
+    t = time.perf_counter()
+    for i in range(0, len(docs), batch):
+        kb.ingest(docs[i : i + batch])
+    kb.close()
+    return time.perf_counter() - t
+
+
+def queries(n: int, vocab: np.ndarray, seed: int = 3) -> list[str]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        k = int(rng.integers(2, 4))
+        out.append(" ".join(vocab[zipf_ids(rng, k, len(vocab))]))
+    return out
+
+
+def timed(kb: KnowledgeBase, actor: Actor, qs: list[str], limit: int) -> tuple[list, list[float]]:
+    results, times = [], []
+    for q in qs:
+        t = time.perf_counter()
+        hits = kb.search(actor, q, limit=limit)
+        times.append((time.perf_counter() - t) * 1000)
+        results.append([(h.document_id, h.passage, h.score) for h in hits])
+    return results, times
+
+
+def pct(values: list[float], p: float) -> float:
+    return float(np.percentile(values, p))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--passages", type=int, default=1_000_000)
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--limit", type=int, default=10)
+    ap.add_argument("--keep", action="store_true", help="reuse stores built by an earlier run")
+    args = ap.parse_args()
+    WORK.mkdir(exist_ok=True)
+    full, visible = WORK / "million-full.db", WORK / "million-visible.db"
+    vocab = vocabulary(50_000)
+    t = time.perf_counter()
+    docs = documents(args.passages, vocab)
+    gen_s = time.perf_counter() - t
+    report: dict[str, object] = {
+        "machine": f"{platform.node()} {platform.machine()} {platform.processor() or ''}".strip(),
+        "cores": __import__("os").cpu_count(),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "passages": args.passages,
+        "documents": len(docs),
+        "generate_s": round(gen_s, 1),
+    }
+    actor = Actor("bench", frozenset({"a"}))
+    allowed = [d for d in docs if "a" in d.groups]
+    report["allowed_passages"] = len(allowed) * 10
+    def holds(path: Path, n: int) -> bool:
+        if not path.exists():
+            return False
+        with KnowledgeBase.open(path) as kb:
+            return kb.stats()["passages"] == n
+
+    if not (args.keep and holds(full, args.passages) and holds(visible, len(allowed) * 10)):
+        report["ingest_full_s"] = round(load(full, docs), 1)
+        report["ingest_visible_s"] = round(load(visible, allowed), 1)
+    qs = queries(args.queries, vocab)
+    kf = KnowledgeBase.open(full)
+    kv = KnowledgeBase.open(visible)
+    report["segments_full"] = kf.stats()["segments"]
+    res_v, _ = timed(kv, actor, qs, args.limit)
+    res_cold, t_cold = timed(kf, actor, qs, args.limit)
+    res_warm, t_warm = timed(kf, actor, qs, args.limit)
+    identical = sum(a == b for a, b in zip(res_cold, res_v, strict=True))
+    report["identical_to_visible_only_index"] = f"{identical}/{len(qs)}"
+    report["nonempty_queries"] = sum(bool(r) for r in res_cold)
+    report["keyword_cold_p50_ms"] = round(pct(t_cold, 50), 2)
+    report["keyword_cold_p95_ms"] = round(pct(t_cold, 95), 2)
+    report["keyword_warm_p50_ms"] = round(pct(t_warm, 50), 2)
+    report["keyword_warm_p95_ms"] = round(pct(t_warm, 95), 2)
+    assert res_warm == res_cold
+    # Supersede: a new version of single documents, 10 new passages each.
+    sup = []
+    rng = np.random.default_rng(11)
+    for i in range(30):
+        d = docs[int(rng.integers(0, len(docs)))]
+        new = Document(d.id, d.tenant, d.groups, f"v{i + 2}", d.text + f"\n\nrevision {i}")
+        t = time.perf_counter()
+        kf.ingest([new])
+        sup.append((time.perf_counter() - t) * 1000)
+    report["supersede_one_doc_p50_ms"] = round(statistics.median(sup), 1)
+    report["supersede_one_doc_max_ms"] = round(max(sup), 1)
+    _, t_after = timed(kf, actor, qs[:200], args.limit)
+    report["keyword_after_supersedes_p50_ms"] = round(pct(t_after, 50), 2)
+    t = time.perf_counter()
+    kf.optimize()
+    report["optimize_s"] = round(time.perf_counter() - t, 1)
+    _, t_opt = timed(kf, actor, qs, args.limit)
+    report["keyword_optimized_warm_p50_ms"] = round(pct(t_opt, 50), 2)
+    report["keyword_optimized_warm_p95_ms"] = round(pct(t_opt, 95), 2)
+    report["file_bytes_full"] = full.stat().st_size
+    report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    kf.close()
+    kv.close()
+    print(json.dumps(report, indent=2))
+    if not args.keep:
+        for p in WORK.glob("million-*.db*"):
+            p.unlink()
+
+
+if __name__ == "__main__":
+    main()
