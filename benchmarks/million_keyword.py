@@ -86,12 +86,16 @@ def load(path: Path, docs: list[Document], batch: int = 2000) -> float:
     return time.perf_counter() - t
 
 
-def queries(n: int, vocab: np.ndarray, seed: int = 3) -> list[str]:
+def queries(n: int, vocab: np.ndarray, seed: int = 3, uniform: bool = False) -> list[str]:
+    """2-3 word queries. Zipf-sampled words follow the corpus distribution (so most queries
+    contain a word found in most passages, like "the"); uniform ones draw every word with equal
+    chance (content words: most are rare)."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):
         k = int(rng.integers(2, 4))
-        out.append(" ".join(vocab[zipf_ids(rng, k, len(vocab))]))
+        ids = rng.integers(0, len(vocab), k) if uniform else zipf_ids(rng, k, len(vocab))
+        out.append(" ".join(vocab[ids]))
     return out
 
 
@@ -152,6 +156,12 @@ def main() -> None:
     identical = sum(a == b for a, b in zip(res_cold, res_v, strict=True))
     report["identical_to_visible_only_index"] = f"{identical}/{len(qs)}"
     report["nonempty_queries"] = sum(bool(r) for r in res_cold)
+    uq = queries(args.queries, vocab, seed=4, uniform=True)
+    res_uv, _ = timed(kv, actor, uq, args.limit)
+    res_u, t_u = timed(kf, actor, uq, args.limit)
+    report["uniform_identical_to_visible_only_index"] = f"{sum(a == b for a, b in zip(res_u, res_uv, strict=True))}/{len(uq)}"
+    report["uniform_keyword_cold_p50_ms"] = round(pct(t_u, 50), 2)
+    report["uniform_keyword_cold_p95_ms"] = round(pct(t_u, 95), 2)
     report["keyword_cold_p50_ms"] = round(pct(t_cold, 50), 2)
     report["keyword_cold_p95_ms"] = round(pct(t_cold, 95), 2)
     report["keyword_warm_p50_ms"] = round(pct(t_warm, 50), 2)

@@ -159,7 +159,7 @@ class KnowledgeBase:
         if not terms or not actor.active:
             return SearchResults(terms=terms)
         with self.store.read() as view:
-            cand = keyword_candidates(view, self._bm25, actor, terms, flt, match)
+            cand = keyword_candidates(view, self._bm25, actor, terms, flt, match, limit, max_per_document)
             hits = hits_from(view, cand, limit, max_per_document)
         return SearchResults(hits, terms=terms)
 

@@ -78,6 +78,11 @@ class BM25:
             keep = allowed.mask(sig_of_pid, pids)
             pids = pids[keep]
             tf = tfs[keep].astype(np.float64)
+            if len(parts) > 1:
+                # Segments are sorted runs; a stable sort merges them in near-linear time and
+                # lets later lookups use binary search.
+                order = np.argsort(pids, kind="stable")
+                pids, tf = pids[order], tf[order]
         if not parts or len(pids) == 0:
             out = (_EMPTY_P, _EMPTY_W)
         else:
@@ -111,8 +116,14 @@ class BM25:
         allowed: Allowed,
         match: str,
         generation: object = None,
+        top: Callable[[np.ndarray, np.ndarray], tuple[bool, float]] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
-        """(passage ids, scores, document frequency per term) of matching allowed passages."""
+        """(passage ids, scores, document frequency per term) of matching allowed passages.
+
+        With ``top`` (a function telling whether the selection made from the given candidates is
+        full, and its lowest score) only a subset of the candidates may be returned: one that is
+        guaranteed to contain that selection (MaxScore pruning, see ``_prune``).
+        """
         if not terms or allowed.passages == 0:
             return _EMPTY_P.astype(np.int64), _EMPTY_W, {}
         per_term = [
@@ -122,17 +133,78 @@ class BM25:
         present = [pw for pw in per_term if len(pw[0])]
         if not present or (match == "all" and len(present) < len(terms)):
             return _EMPTY_P.astype(np.int64), _EMPTY_W, dfs
+        if match == "all":
+            # Every match contains the rarest term: probe the others for its passages only.
+            rarest = min(present, key=lambda pw: len(pw[0]))[0]
+            scores, hits = _probe(rarest, present)
+            keep = hits == len(present)
+            return rarest[keep].astype(np.int64), scores[keep], dfs
+        if top is not None and len(present) > 1:
+            pruned = _prune(present, top)
+            if pruned is not None:
+                return pruned[0], pruned[1], dfs
+        return (*self._accumulate(present, len(sig_of_pid)), dfs)
+
+    def _accumulate(
+        self, present: list[tuple[np.ndarray, np.ndarray]], size: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Exhaustive disjunction: every passage containing any term, scored in term order."""
         with self._lock:
-            self._scratch(len(sig_of_pid))
-            acc, cnt = self._acc, self._cnt
+            self._scratch(size)
+            acc, seen = self._acc, self._cnt
             fresh: list[np.ndarray] = []
             for p, w in present:
-                fresh.append(p[cnt[p] == 0])
+                fresh.append(p[seen[p] == 0])
                 acc[p] += w
-                cnt[p] += 1
-            touched = np.concatenate(fresh) if len(fresh) > 1 else fresh[0]
-            cand = touched[cnt[touched] == len(present)] if match == "all" else touched
+                seen[p] = 1
+            cand = np.concatenate(fresh) if len(fresh) > 1 else fresh[0]
             scores = acc[cand]
-            acc[touched] = 0.0
-            cnt[touched] = 0
-        return cand.astype(np.int64), scores, dfs
+            acc[cand] = 0.0
+            seen[cand] = 0
+        return cand.astype(np.int64), scores
+
+
+def _probe(cand: np.ndarray, present: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Exact scores of ``cand`` (sorted ids) and how many terms each contains, by binary search
+    in every term's sorted postings. Weights are added in term order starting from 0.0, the same
+    float operations as the exhaustive path, so both give bit-identical scores."""
+    scores = np.zeros(len(cand), dtype=np.float64)
+    hits = np.zeros(len(cand), dtype=np.int32)
+    for p, w in present:
+        idx = np.minimum(np.searchsorted(p, cand), len(p) - 1)
+        found = p[idx] == cand
+        scores += np.where(found, w[idx], 0.0)
+        hits += found
+    return scores, hits
+
+
+#: Pruning gives up (and scores exhaustively) once its candidate set grows beyond this.
+_PRUNE_MAX_CANDIDATES = 200_000
+
+
+def _prune(
+    present: list[tuple[np.ndarray, np.ndarray]],
+    top: Callable[[np.ndarray, np.ndarray], tuple[bool, float]],
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """MaxScore for a disjunction: score only the passages of the rarer ("essential") terms.
+
+    A passage that contains none of the essential terms scores at most the sum of the other
+    terms' largest weights. If the selection made from the essential candidates is full and its
+    lowest score is strictly above that bound, no other passage can enter it (nor tie with it),
+    so the candidates suffice. Otherwise one more term becomes essential; with all terms
+    essential the caller falls back to the exhaustive path. Typical win: a query with a very
+    common word, whose bound is tiny because its idf is.
+    """
+    by_df = sorted(present, key=lambda pw: len(pw[0]))
+    upper = [float(w.max()) for _, w in by_df]
+    for e in range(1, len(by_df)):
+        bound = sum(upper[e:])
+        size = sum(len(p) for p, _ in by_df[:e])
+        if size > _PRUNE_MAX_CANDIDATES:
+            return None
+        cand = np.unique(np.concatenate([p for p, _ in by_df[:e]])) if e > 1 else by_df[0][0]
+        scores, _ = _probe(cand, present)
+        full, lowest = top(cand, scores)
+        if full and lowest > bound:
+            return cand.astype(np.int64), scores
+    return None

@@ -32,10 +32,21 @@ def keyword_candidates(
     terms: Sequence[str],
     filters: Filters,
     match: str,
+    window: int | None = None,
+    max_per_document: int | None = None,
 ) -> Candidates:
+    """Keyword candidates; with ``window`` they are only guaranteed to contain the best
+    ``window`` passages under ``max_per_document`` (which lets BM25 prune)."""
     allowed = allowed_signatures(view, actor, filters)
+
+    def top(pids: np.ndarray, scores: np.ndarray) -> tuple[bool, float]:
+        chosen = select_top(scores, view.dkey[pids], view.number[pids], window or 0,
+                            max_per_document, view.doc_ids)
+        return len(chosen) == window, float(scores[chosen[-1]]) if chosen else 0.0
+
     pids, scores, dfs = bm25.score(
-        terms, view.postings, view.sig, view.length, allowed, match, view.generation
+        terms, view.postings, view.sig, view.length, allowed, match, view.generation,
+        top if window else None,
     )
     return Candidates(pids, scores, {"df": dfs, "passages": allowed.passages})
 

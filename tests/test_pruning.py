@@ -1,0 +1,46 @@
+"""MaxScore pruning must never change a result: compare with the exhaustive disjunction."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evidex import Actor, Document, KnowledgeBase
+from evidex.model import Filters
+from evidex.query import words
+from evidex.retrieve import hits_from, keyword_candidates
+
+VOCAB = ["the", "a", "of", "kiwi", "mango", "plum", "pear", "fig", "lime", "date"]
+# Skewed so that "the" and "a" behave like very common words, the fruit like rare ones.
+WORD = st.sampled_from(VOCAB[:3] * 6 + VOCAB[3:])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    docs=st.lists(st.lists(st.lists(WORD, min_size=1, max_size=12), min_size=1, max_size=4),
+                  min_size=1, max_size=25),
+    query=st.lists(st.sampled_from(VOCAB), min_size=2, max_size=4),
+    limit=st.integers(1, 8),
+    cap=st.sampled_from([1, 2, None]),
+)
+def test_pruned_search_equals_exhaustive(docs: list[list[list[str]]], query: list[str], limit: int,
+                                          cap: int | None) -> None:
+    actor = Actor("t", frozenset({"g"}))
+    with tempfile.TemporaryDirectory() as tmp:
+        kb = KnowledgeBase.open(Path(tmp) / "kb.db")
+        kb.ingest([
+            Document(f"d{i:02d}", "t", {"g"}, "1", "\n\n".join(" ".join(p) for p in paras))
+            for i, paras in enumerate(docs)
+        ])
+        q = " ".join(query)
+        got = [(h.document_id, h.passage, h.score) for h in kb.search(actor, q, limit=limit,
+                                                                      max_per_document=cap)]
+        terms = kb._analyzer.query_terms(words(q))
+        with kb.store.read() as view:
+            full = keyword_candidates(view, kb._bm25, actor, terms, Filters(), "any")  # no window
+            want = [(h.document_id, h.passage, h.score) for h in hits_from(view, full, limit, cap)]
+        kb.close()
+    assert got == want
