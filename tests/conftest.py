@@ -47,3 +47,11 @@ def customer() -> Actor:
 @pytest.fixture
 def hr() -> Actor:
     return Actor("acme", frozenset({"hr"}), visibilities=frozenset({"public", "internal", "confidential"}))
+
+
+# Unit tests run on the tiny deterministic embedder unless a test asks for a real model, and
+# keep their embedding cache out of the user's home.
+@pytest.fixture(autouse=True)
+def _test_embedder(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    monkeypatch.setenv("EVIDEX_EMBEDDER", "hash-test")
+    monkeypatch.setenv("EVIDEX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "embed-cache"))

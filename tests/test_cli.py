@@ -85,7 +85,7 @@ def summary(text: str) -> dict[str, int]:
 
 
 def hits_of(db: Path, query: str, actor: Sequence[str], *extra: str) -> list[dict[str, Any]]:
-    return ok_json(evidex("search", query, *actor, *extra, "--json", db=db))["hits"]
+    return ok_json(evidex("search", query, "--mode", "keyword", *actor, *extra, "--json", db=db))["hits"]
 
 
 def example_docs(folder: str) -> dict[str, Any]:
@@ -188,8 +188,8 @@ def test_bad_files_are_rejected_one_line_each_and_good_files_still_ingested(tmp_
         assert line.startswith("rejected "), line
         assert needle in line, line
     found, bad = evidex_parallel([
-        (("search", "zephyr quokka wombat narwhal", *STAFF, "--limit", "10", "--json"), {"db": db}),
-        (("search", "marmoset", *STAFF, "--json"), {"db": db})])
+        (("search", "zephyr quokka wombat narwhal", "--mode", "keyword", *STAFF, "--limit", "10", "--json"), {"db": db}),
+        (("search", "marmoset", "--mode", "keyword", *STAFF, "--json"), {"db": db})])
     assert {h["document_id"] for h in ok_json(found)["hits"]} == {"good-one", "plain.txt", "jrec1", "jrec3"}
     assert ok_json(bad)["hits"] == []
 
@@ -232,10 +232,11 @@ def test_heading_split_of_text_with_lone_carriage_returns_does_not_crash(tmp_pat
 # --------------------------------------------------------------------------------------------
 
 def test_search_human_output(examples: SimpleNamespace) -> None:
-    proc, none = evidex_parallel([(("search", "ERR-401", *CUSTOMER), {"db": examples.db}),
-                                  (("search", "xylophone", *CUSTOMER), {"db": examples.db})])
+    proc, none = evidex_parallel([(("search", "ERR-401", "--mode", "keyword", *CUSTOMER), {"db": examples.db}),
+                                  (("search", "xylophone", "--mode", "keyword", *CUSTOMER), {"db": examples.db})])
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    evidence, *lines = proc.stdout.splitlines()
+    assert evidence in {"evidence: strong", "evidence: weak"}
     assert len(lines) % 2 == 0 and lines
     heads, quotes = lines[0::2], lines[1::2]
     for rank, line in enumerate(heads, start=1):
@@ -267,9 +268,9 @@ def test_internal_page_is_invisible_to_a_public_customer(examples: SimpleNamespa
     query = "badge reception laptop"
     public_staff = ("--tenant", "acme", "--groups", "staff", "--visibilities", "public")
     staff, customer, restricted, human = evidex_parallel(
-        [(("search", query, *actor, "--json"), {"db": examples.db})
+        [(("search", query, "--mode", "keyword", *actor, "--json"), {"db": examples.db})
          for actor in (STAFF, CUSTOMER, public_staff)]
-        + [(("search", query, *CUSTOMER), {"db": examples.db})])
+        + [(("search", query, "--mode", "keyword", *CUSTOMER), {"db": examples.db})])
     assert "onboarding-checklist" in {h["document_id"] for h in ok_json(staff)["hits"]}
     assert ok_json(customer)["hits"] == []
     # Visibility alone also hides it: a staff member restricted to public documents.
@@ -291,7 +292,7 @@ SALARY_ACTORS = {
 
 @pytest.fixture(scope="module")
 def salary_searches(examples: SimpleNamespace) -> dict[str, subprocess.CompletedProcess[str]]:
-    procs = evidex_parallel([(("search", "salary bands euros", *actor, "--json"), {"db": examples.db})
+    procs = evidex_parallel([(("search", "salary bands euros", "--mode", "keyword", *actor, "--json"), {"db": examples.db})
                              for actor, _ in SALARY_ACTORS.values()])
     return dict(zip(SALARY_ACTORS, procs, strict=True))
 
@@ -404,7 +405,7 @@ def test_db_defaults_to_evidex_db_in_the_working_directory(tmp_path: Path) -> No
     proc = evidex("ingest", small_doc(tmp_path), "--tenant", "acme", "--groups", "staff", cwd=work)
     assert proc.returncode == 0, proc.stderr
     assert (work / "evidex.db").is_file()
-    hits = ok_json(evidex("search", "capybara", *STAFF, "--json", cwd=work))["hits"]
+    hits = ok_json(evidex("search", "capybara", "--mode", "keyword", *STAFF, "--json", cwd=work))["hits"]
     assert [h["document_id"] for h in hits] == ["note"]
 
 
@@ -412,17 +413,17 @@ def test_db_defaults_to_evidex_db_in_the_working_directory(tmp_path: Path) -> No
 # errors: non-zero exit, exactly one "error:" line, no traceback
 # --------------------------------------------------------------------------------------------
 
-SEARCH = ("search", "travel", *STAFF)
+SEARCH = ("search", "travel", "--mode", "keyword", *STAFF)
 ERRORS = {
     "limit-zero": ((*SEARCH, "--limit", "0"), "limit"),
     "limit-too-big": ((*SEARCH, "--limit", "999"), "limit"),
     "limit-not-a-number": ((*SEARCH, "--limit", "many"), "limit"),
-    "query-newline": (("search", "travel\npolicy", *STAFF), "control character"),
-    "query-escape": (("search", "travel\x1b[31m", *STAFF), "control character"),
+    "query-newline": (("search", "travel\npolicy", "--mode", "keyword", *STAFF), "control character"),
+    "query-escape": (("search", "travel\x1b[31m", "--mode", "keyword", *STAFF), "control character"),
     "query-too-long": (("search", "x" * 201, *STAFF), "200"),
     "unknown-match": ((*SEARCH, "--match", "most"), "match"),
     "unknown-visibility": ((*SEARCH, "--visibilities", "public,secret"), "secret"),
-    "missing-groups-option": (("search", "travel", "--tenant", "acme"), "--groups"),
+    "missing-groups-option": (("search", "travel", "--mode", "keyword", "--tenant", "acme"), "--groups"),
     "unknown-analyzer": (("--analyzer", "klingon", "stats"), "klingon"),
     "unknown-split": (("ingest", EXAMPLES / "collection" / "returns-faq.md", "--tenant", "acme",
                        "--split", "sentence"), "sentence"),
@@ -512,8 +513,8 @@ def test_control_characters_in_documents_never_reach_human_search_output(tmp_pat
     hits = hits_of(db, "beacon", STAFF)
     assert hits and HOSTILE in hits[0]["quote"] and HOSTILE in hits[0]["title"]
     # ... but the human output shows none of them, neither on a pipe nor on a terminal.
-    piped = evidex("search", "beacon", *STAFF, db=db)
-    code, on_tty, err = run_on_terminal(["search", "beacon", *STAFF], db)
+    piped = evidex("search", "beacon", "--mode", "keyword", *STAFF, db=db)
+    code, on_tty, err = run_on_terminal(["search", "beacon", "--mode", "keyword", *STAFF], db)
     assert piped.returncode == 0 and code == 0, (piped.stderr, err)
     for out in (piped.stdout, on_tty):
         assert "beacon" in out and "ALERT" in out
@@ -528,8 +529,9 @@ def test_each_hit_is_two_lines_even_with_a_newline_in_the_title(tmp_path: Path) 
     (tmp_path / "s.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
     db = tmp_path / "kb.db"
     assert evidex("ingest", tmp_path / "s.jsonl", "--tenant", "acme", db=db).returncode == 0
-    proc = evidex("search", "beacon", *STAFF, db=db)
+    proc = evidex("search", "beacon", "--mode", "keyword", *STAFF, db=db)
     assert proc.returncode == 0
-    lines = proc.stdout.splitlines()
+    evidence, *lines = proc.stdout.splitlines()
+    assert evidence.startswith("evidence: ")
     assert len(lines) == 2, lines
     assert not any(line.startswith("2. [") for line in lines), lines

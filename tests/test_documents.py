@@ -53,23 +53,23 @@ def test_same_version_and_fingerprint_writes_nothing(tmp_path: Path) -> None:
 def test_same_version_with_other_text_supersedes(kb: KnowledgeBase) -> None:
     kb.ingest([doc(text="alpha")])
     assert kb.ingest([doc(text="omega")]).superseded == 1
-    assert kb.search(A, "alpha") == []
-    assert [h.quote for h in kb.search(A, "omega")] == ["omega"]
+    assert kb.search(A, "alpha", mode="keyword") == []
+    assert [h.quote for h in kb.search(A, "omega", mode="keyword")] == ["omega"]
 
 
 def test_access_change_at_same_version_reindexes(kb: KnowledgeBase) -> None:
     """Revoking a group must take effect even when version and text are equal."""
     kb.ingest([doc(groups={"g"})])
-    assert kb.search(A, "alpha")
+    assert kb.search(A, "alpha", mode="keyword")
     assert kb.ingest([doc(groups={"other"})]).superseded == 1
-    assert kb.search(A, "alpha") == []
+    assert kb.search(A, "alpha", mode="keyword") == []
 
 
 def test_supersede_replaces_all_passages(kb: KnowledgeBase) -> None:
     kb.ingest([doc(text="old one\n\nold two\n\nold three")])
     kb.ingest([doc(version="2", text="new one")])
-    assert kb.search(A, "old") == []
-    hits = kb.search(A, "new")
+    assert kb.search(A, "old", mode="keyword") == []
+    hits = kb.search(A, "new", mode="keyword")
     assert [(h.version, h.passage) for h in hits] == [("2", 1)]
     assert kb.stats()["passages"] == 1
 
@@ -82,19 +82,19 @@ def test_duplicate_ids_in_one_batch_reject_the_whole_batch(tmp_path: Path) -> No
     with pytest.raises(DocumentError, match="appears twice"):
         kb.ingest([doc("new"), doc("a"), doc("a", version="2")])
     assert (generation(path), kb.stats()["passages"]) == before
-    assert kb.search(A, "alpha")[0].document_id == "x"
+    assert kb.search(A, "alpha", mode="keyword")[0].document_id == "x"
 
 
 def test_same_id_in_two_tenants_is_two_documents(kb: KnowledgeBase) -> None:
     kb.ingest([doc("a"), doc("a", tenant="u")])
     assert kb.stats()["documents"] == 2
-    assert {h.document_id for h in kb.search(Actor("u", frozenset({"g"})), "alpha")} == {"a"}
+    assert {h.document_id for h in kb.search(Actor("u", frozenset({"g"})), "alpha", mode="keyword")} == {"a"}
 
 
 def test_content_sha256_is_sha256_of_utf8_text(kb: KnowledgeBase) -> None:
     text = "Grüße aus Köln\n\nzweiter Absatz"
     kb.ingest([doc(text=text)])
-    hit = kb.search(A, "grüße")[0]
+    hit = kb.search(A, "grüße", mode="keyword")[0]
     assert hit.content_sha256 == sha256_text(text)
     import hashlib
 
@@ -110,7 +110,7 @@ def test_remove_deletes_passages_and_history(tmp_path: Path) -> None:
     assert kb.stats()["history_versions"] == 1
     assert kb.remove("t", "d1") is True
     assert kb.remove("t", "d1") is False
-    assert [h.document_id for h in kb.search(A, "alpha")] == ["other"]
+    assert [h.document_id for h in kb.search(A, "alpha", mode="keyword")] == ["other"]
     with sqlite3.connect(path) as c:
         assert c.execute("SELECT count(*) FROM history WHERE doc_id = 'd1'").fetchone()[0] == 0
         assert c.execute(

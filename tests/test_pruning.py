@@ -37,7 +37,7 @@ def test_pruned_search_equals_exhaustive(docs: list[list[list[str]]], query: lis
         ])
         q = " ".join(query)
         got = [(h.document_id, h.passage, h.score) for h in kb.search(actor, q, limit=limit,
-                                                                      max_per_document=cap)]
+                                                                      max_per_document=cap, mode="keyword")]
         terms = kb._analyzer.query_terms(words(q))
         with kb.store.read() as view:
             full = keyword_candidates(view, kb._bm25, actor, terms, Filters(), "any")  # no window

@@ -11,7 +11,7 @@ A = Actor("t", frozenset({"g"}))
 
 def make(kb: KnowledgeBase, version: str = "1", text: str = "first part\n\nsecond part", **kw: object) -> dict:
     kb.ingest([Document("d", "t", kw.pop("groups", {"g"}), version, text, **kw)])  # type: ignore[arg-type]
-    return kb.search(A, "second")[0].citation()
+    return kb.search(A, "second", mode="keyword")[0].citation()
 
 
 def test_fresh_citation_resolves(kb: KnowledgeBase) -> None:

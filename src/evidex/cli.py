@@ -35,6 +35,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class _State:
     db: str = "evidex.db"
     analyzer: str | None = None
+    embedder: str | None = None
 
 
 state = _State()
@@ -87,7 +88,7 @@ def _errors(fn: F) -> F:
 
 
 def _open() -> KnowledgeBase:
-    return KnowledgeBase.open(state.db, analyzer=state.analyzer)
+    return KnowledgeBase.open(state.db, analyzer=state.analyzer, embedder=state.embedder)
 
 
 @app.callback()
@@ -100,6 +101,10 @@ def main_options(
         str | None,
         typer.Option("--analyzer", help="Analyzer for a new store: exact, english, german."),
     ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option("--embedder", help="Embedding model for a new store (none = keyword only)."),
+    ] = None,
     version: Annotated[bool, typer.Option("--version", help="Show the version.")] = False,
 ) -> None:
     if version:
@@ -107,6 +112,7 @@ def main_options(
         raise typer.Exit(0)
     state.db = db or os.environ.get("EVIDEX_DB") or "evidex.db"
     state.analyzer = analyzer
+    state.embedder = embedder
 
 
 @app.command()
@@ -185,6 +191,9 @@ def search(
     visibilities: VisOpt = "public,internal",
     limit: Annotated[int, typer.Option(help="Number of passages.")] = 6,
     match: Annotated[str, typer.Option(help="any or all query words.")] = "any",
+    mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "hybrid",
+    fusion: Annotated[str, typer.Option(help="rrf or convex (hybrid mode).")] = "rrf",
+    explain: Annotated[bool, typer.Option(help="Show each leg's rank and score.")] = False,
     language: Annotated[str | None, typer.Option(help="Only documents in this language.")] = None,
     tag: Annotated[list[str] | None, typer.Option(help="Only documents with this tag.")] = None,
     as_json: JsonOpt = False,
@@ -193,19 +202,25 @@ def search(
     actor = _actor(tenant, groups, visibilities)
     filters = {"language": language, "tags": tag or []}
     with _open() as kb:
-        hits = kb.search(actor, query, limit=limit, match=match, filters=filters)
+        hits = kb.search(actor, query, limit=limit, match=match, filters=filters, mode=mode,
+                         fusion=fusion, explain=explain)
     if as_json:
-        _emit({"hits": [h.as_dict() for h in hits]})
+        _emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence})
         return
     if not hits:
         typer.echo("No passage you may read matches this query.")
         return
+    typer.echo(f"evidence: {hits.evidence}")
     for h in hits:
         where = " > ".join(h.heading_path) or f"passage {h.passage}"
         typer.echo(f"{h.rank}. [{_safe(h.document_id)} v{_safe(h.version)} #{h.passage}] "
                    f"{_safe(h.title or '')}  ({_safe(where)}; score {h.score:.3f})")
         quote = " ".join(_safe(h.quote).split())
         typer.echo(f"   {quote[:300]}{'…' if len(quote) > 300 else ''}")
+        if h.explain:
+            legs = ", ".join(f"{k} #{v['rank']} ({v['score']:.4f})" for k, v in h.explain.items()
+                             if isinstance(v, dict))
+            typer.echo(f"   legs: {legs or 'none'}")
 
 
 @app.command()
@@ -259,20 +274,44 @@ def stats(as_json: JsonOpt = False) -> None:
             typer.echo(f"{k}: {v}")
 
 
+@app.command()
+@_errors
+def reembed(
+    model: Annotated[str, typer.Option("--model", help="Embedding model id.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Rebuild every passage vector with another model and switch to it atomically."""
+    from rich.progress import Progress
+
+    with _open() as kb, Progress(disable=as_json or not sys.stderr.isatty(), transient=True) as bar:
+        task = bar.add_task(f"embedding with {model}", total=None)
+        count = kb.reembed(model, progress=lambda done, total: bar.update(task, completed=done,
+                                                                          total=total))
+    if as_json:
+        _emit({"model": model, "passages": count})
+    else:
+        typer.echo(f"re-embedded {count} passages with {model}")
+
+
 @app.command("eval")
 @_errors
 def evaluate(
     beir: Annotated[Path, typer.Option("--beir", help="BEIR folder (corpus, queries, qrels).")],
-    mode: Annotated[str, typer.Option(help="Retrieval mode.")] = "keyword",
+    mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "keyword",
     analyzer: Annotated[
         str | None, typer.Option("--analyzer", help="Analyzer (default: english).")
     ] = None,
+    embedder: Annotated[str | None, typer.Option(help="Embedding model (vector, hybrid).")] = None,
+    fusion: Annotated[str, typer.Option(help="rrf or convex (hybrid).")] = "rrf",
+    alpha: Annotated[float, typer.Option(help="Vector weight of convex fusion.")] = 0.5,
     as_json: JsonOpt = False,
 ) -> None:
-    """Measure nDCG@10, Recall@100 and MRR@10 on a BEIR-format set (temporary store)."""
+    """Measure nDCG@10, Recall@100 and MRR@10 on a BEIR-format set (temporary store; passage
+    vectors come from the embedding cache when they were computed before)."""
     from .evaluation import evaluate_beir
 
-    result = evaluate_beir(beir, mode=mode, analyzer=analyzer or state.analyzer or "english")
+    result = evaluate_beir(beir, mode=mode, analyzer=analyzer or state.analyzer or "english",
+                           embedder=embedder, fusion=fusion, alpha=alpha)
     if as_json:
         _emit(result)
     else:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytrec_eval
 
+from .embed import DEFAULT_EMBEDDER
 from .kb import KnowledgeBase
 from .model import Actor, Document, EvidexError
 from .query import QueryLimits
@@ -126,13 +127,18 @@ def evaluate_beir(
     *,
     mode: str = "keyword",
     analyzer: str = "english",
+    embedder: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     **search: Any,
 ) -> dict[str, Any]:
+    """Quality and speed of ``mode`` on a BEIR set. Keyword mode builds a keyword-only store;
+    other modes embed the corpus with ``embedder`` (default: the default model) through the
+    persistent embedding cache, so a second run re-embeds nothing."""
     beir = load_beir(directory)
+    model = "none" if mode == "keyword" else embedder or DEFAULT_EMBEDDER
     with tempfile.TemporaryDirectory(prefix="evidex-eval-") as tmp:
-        kb = KnowledgeBase.open(Path(tmp) / "eval.db", analyzer=analyzer, max_limit=100,
-                                query_limits=EVAL_LIMITS)
+        kb = KnowledgeBase.open(Path(tmp) / "eval.db", analyzer=analyzer, embedder=model,
+                                max_limit=100, query_limits=EVAL_LIMITS)
         try:
             docs = list(corpus_documents(beir))
             step = 2000
@@ -150,6 +156,8 @@ def evaluate_beir(
         queries_per_second=round(len(beir.queries) / seconds, 1) if seconds else None,
         mode=mode,
         analyzer=analyzer,
+        embedder=model,
+        **{k: v for k, v in search.items() if k in ("fusion", "alpha", "rrf_k", "window")},
         documents=len(beir.corpus),
     )
     return out

@@ -6,12 +6,17 @@ processes can open the same file and agree on what it holds.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .cite import resolve_citation
+from .embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, EmbeddingCache, get_embedder
 from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, split_text
 from .model import (
     Actor,
@@ -23,15 +28,42 @@ from .model import (
     QueryError,
     Resolution,
     SearchResults,
+    StoreError,
 )
 from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, get_analyzer, parse_query
-from .retrieve import BM25, BM25Params, hits_from, keyword_candidates
-from .store import DocumentWrite, PassageWrite, Store, StoredDocument, open_store
+from .retrieve import (
+    BM25,
+    EVIDENCE_THRESHOLDS,
+    BM25Params,
+    Candidates,
+    EvidenceThresholds,
+    Fusion,
+    Leg,
+    evidence_level,
+    fuse,
+    hits_from,
+    keyword_candidates,
+    select_top,
+    vector_candidates,
+)
+from .store import DocumentWrite, MissingVectors, PassageWrite, Store, StoredDocument, open_store
 
 __all__ = ["KnowledgeBase"]
 
 MATCHES = ("any", "all")
-MODES = ("keyword",)
+MODES = ("hybrid", "keyword", "vector")
+#: Environment variable naming the embedding model for new stores (default multilingual-e5-small;
+#: "none" makes a keyword-only store).
+EMBEDDER_ENV = "EVIDEX_EMBEDDER"
+
+
+def _dimension(model: str) -> int:
+    return 0 if model == "none" else get_embedder(model).dimension
+
+
+def _check_model(model: str | None) -> None:
+    if model is not None and model != "none" and model not in EMBEDDERS:
+        raise StoreError(f"unknown embedding model {model!r}; known: none, {', '.join(EMBEDDERS)}")
 
 
 def _positive_int(value: object, what: str, upper: int | None = None) -> int:
@@ -52,6 +84,8 @@ class KnowledgeBase:
         max_limit: int = 50,
         query_limits: QueryLimits = DEFAULT_LIMITS,
         bm25: BM25Params | None = None,
+        embed_cache: EmbeddingCache | str | Path | None = None,
+        evidence: EvidenceThresholds | None = None,
     ) -> None:
         self.store = store
         self.keep_history = keep_history
@@ -59,6 +93,10 @@ class KnowledgeBase:
         self.query_limits = query_limits
         self._analyzer: Analyzer = get_analyzer(store.analyzer)
         self._bm25 = BM25(bm25 or BM25Params())
+        self._cache_arg = embed_cache
+        self._cache: EmbeddingCache | None = embed_cache if isinstance(embed_cache, EmbeddingCache) else None
+        self._evidence = evidence
+        self._query_vectors: dict[tuple[str, str], np.ndarray] = {}
 
     @classmethod
     def open(
@@ -66,16 +104,48 @@ class KnowledgeBase:
         location: str | Path,
         *,
         analyzer: str | None = None,
+        embedder: str | None = None,
         **settings: Any,
     ) -> KnowledgeBase:
         """Open (creating if missing) the store at ``location``.
 
-        ``analyzer`` is fixed when a store is created; passing another one for an existing store
-        is an error rather than a silently inconsistent index.
+        ``analyzer`` and ``embedder`` are fixed when a store is created; passing other ones for
+        an existing store is an error rather than a silently inconsistent index. A new store
+        gets ``embedder``, else ``$EVIDEX_EMBEDDER``, else multilingual-e5-small ("none": no
+        vectors, keyword search only).
         """
         if analyzer is not None:
-            get_analyzer(analyzer)  # validate the name before touching any file
-        return cls(open_store(location, analyzer=analyzer), **settings)
+            get_analyzer(analyzer)  # validate the names before touching any file
+        _check_model(embedder)
+        default = os.environ.get(EMBEDDER_ENV) or DEFAULT_EMBEDDER
+        _check_model(default)
+        store = open_store(
+            location,
+            analyzer=analyzer,
+            embedder=embedder,
+            dimension=_dimension(embedder) if embedder else 0,
+            create_embedder=(default, _dimension(default)),
+        )
+        return cls(store, **settings)
+
+    @property
+    def embedder_id(self) -> str:
+        return self.store.embedder
+
+    def _embedder(self) -> Embedder:
+        return get_embedder(self.store.embedder)
+
+    def _embed_cache(self) -> EmbeddingCache:
+        if self._cache is None:
+            self._cache = EmbeddingCache(self._cache_arg)  # type: ignore[arg-type]
+        return self._cache
+
+    def embed_passages(self, texts: list[str],
+                       progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """Vectors of passage texts with the store's model, through the embedding cache."""
+        e = self._embedder()
+        return self._embed_cache().embed(e.model_id, e.dimension, texts, e.embed_passages,
+                                         progress=progress)
 
     @property
     def analyzer(self) -> str:
@@ -109,7 +179,52 @@ class KnowledgeBase:
         writes = [
             DocumentWrite(d, split_key, self._passages(d, split, max_section_chars)) for d in docs
         ]
-        return self.store.apply(writes, keep_history=self.keep_history)
+        if self.store.embedder == "none":
+            return self.store.apply(writes, keep_history=self.keep_history)
+        try:
+            skip = self.store.unchanged(writes)
+            return self.store.apply(self._with_vectors(writes, skip), keep_history=self.keep_history)
+        except MissingVectors:
+            # Another writer changed a document we took for unchanged: embed everything.
+            return self.store.apply(self._with_vectors(writes, set()), keep_history=self.keep_history)
+
+    def _with_vectors(self, writes: list[DocumentWrite], skip: set[tuple[str, str]]) -> list[DocumentWrite]:
+        todo = [w for w in writes if (w.document.tenant, w.document.id) not in skip]
+        texts = [pw.passage.text for w in todo for pw in w.passages]
+        vecs = iter(self.embed_passages(texts)) if texts else iter(())
+        out = []
+        for w in writes:
+            if (w.document.tenant, w.document.id) in skip:
+                out.append(w)
+            else:
+                out.append(dataclasses.replace(w, passages=tuple(
+                    dataclasses.replace(pw, vector=next(vecs)) for pw in w.passages)))
+        return out
+
+    def reembed(self, model: str, progress: Callable[[int, int], None] | None = None) -> int:
+        """Rebuild every vector with ``model`` and switch to it atomically; search keeps using
+        the old vectors until the switch commits. Returns the number of passages embedded."""
+        _check_model(model)
+        if model == "none":
+            raise StoreError("reembed needs an embedding model; 'none' would drop vector search")
+        e = get_embedder(model)
+        done: dict[int, np.ndarray] = {}
+        for _ in range(5):
+            rows = [(pid, text) for pid, text in self.store.live_passages() if pid not in done]
+            total, count = len(rows), [0]
+
+            def tick(n: int, total: int = total, count: list[int] = count) -> None:
+                count[0] += n
+                if progress:
+                    progress(count[0], total)
+
+            vecs = self._embed_cache().embed(e.model_id, e.dimension, [t for _, t in rows],
+                                             e.embed_passages, progress=tick)
+            done.update(zip((pid for pid, _ in rows), vecs, strict=True))
+            if self.store.switch_vectors(e.model_id, e.dimension, done):
+                self._query_vectors.clear()
+                return len(done)
+        raise StoreError("the store kept changing during reembed; try again when writes pause")
 
     def _passages(self, doc: Document, split: str, max_section_chars: int) -> tuple[PassageWrite, ...]:
         out = []
@@ -135,14 +250,20 @@ class KnowledgeBase:
         limit: int = 6,
         *,
         match: str = "any",
-        mode: str = "keyword",
+        mode: str = "hybrid",
         filters: Filters | Mapping[str, Any] | None = None,
         max_per_document: int | None = 2,
+        explain: bool = False,
+        fusion: Fusion | str = "rrf",
+        rrf_k: int = 60,
+        window: int = 50,
+        alpha: float = 0.5,
     ) -> SearchResults:
-        """Passages ``actor`` may read that match ``query``, best first.
+        """Passages ``actor`` may read that match ``query``, best first (``limit`` is top_k).
 
-        Scores are BM25 values of this run over exactly what the actor may see under
-        ``filters``; they order results and mean nothing across queries.
+        ``mode``: "hybrid" (default: BM25 and vector legs fused), "keyword" or "vector". Scores
+        order the hits of this run (BM25, cosine, or fused) and mean nothing across queries;
+        ``results.evidence`` is "none", "weak" or "strong" (see ``retrieve._evidence``).
         """
         if not isinstance(actor, Actor):
             raise EvidexError("actor must be an evidex.Actor built by trusted code")
@@ -151,17 +272,74 @@ class KnowledgeBase:
             raise QueryError(f"match must be one of {', '.join(MATCHES)}, got {match!r}")
         if mode not in MODES:
             raise QueryError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if mode != "keyword" and self.store.embedder == "none":
+            raise QueryError(f"mode {mode!r} needs vectors; this store is keyword-only")
         if max_per_document is not None:
             max_per_document = _positive_int(max_per_document, "max_per_document")
+        if not isinstance(explain, bool):
+            raise QueryError("explain must be a bool")
+        fz = fusion if isinstance(fusion, Fusion) else Fusion(fusion, rrf_k, window, alpha)
         flt = Filters.of(filters)
         words = parse_query(query, self.query_limits)
         terms = self._analyzer.query_terms(words)
-        if not terms or not actor.active:
+        if not words or not actor.active:
             return SearchResults(terms=terms)
+        qvec = self._query_vector(" ".join(words), query) if mode != "keyword" else None
         with self.store.read() as view:
-            cand = keyword_candidates(view, self._bm25, actor, terms, flt, match, limit, max_per_document)
-            hits = hits_from(view, cand, limit, max_per_document)
-        return SearchResults(hits, terms=terms)
+            legs: list[Leg] = []
+            best_sim: float | None = None
+            if mode != "vector" and terms:
+                kw_window = limit if mode == "keyword" else max(fz.window, limit)
+                cand = keyword_candidates(view, self._bm25, actor, terms, flt, match, kw_window,
+                                          max_per_document if mode == "keyword" else None)
+                if mode == "keyword":
+                    hits = hits_from(view, cand, limit, max_per_document,
+                                     self._explain_single(view, cand, "keyword") if explain else None)
+                    return self._results(hits, terms, None)
+                legs.append(self._ranked(view, cand, "keyword", kw_window))
+            if qvec is not None:
+                vc = vector_candidates(view, actor, flt, qvec, max(fz.window, limit))
+                best_sim = float(vc.scores.max()) if len(vc.scores) else None
+                if mode == "vector":
+                    hits = hits_from(view, vc, limit, max_per_document,
+                                     self._explain_single(view, vc, "vector") if explain else None)
+                    return self._results(hits, terms, best_sim)
+                legs.append(self._ranked(view, vc, "vector", max(fz.window, limit)))
+            pids, scores, why = fuse(legs, fz)
+            hits = hits_from(view, Candidates(pids, scores, {}), limit, max_per_document,
+                             why if explain else None)
+        return self._results(hits, terms, best_sim)
+
+    def _query_vector(self, key: str, query: str) -> np.ndarray:
+        """Query embeddings are cached per model and normalised query (bounded)."""
+        k = (self.store.embedder, key)
+        vec = self._query_vectors.get(k)
+        if vec is None:
+            vec = self._embedder().embed_queries([query])[0]
+            if len(self._query_vectors) >= 4096:
+                self._query_vectors.pop(next(iter(self._query_vectors)))
+            self._query_vectors[k] = vec
+        return vec
+
+    @staticmethod
+    def _ranked(view: Any, cand: Candidates, name: str, window: int) -> Leg:
+        order = select_top(cand.scores, view.dkey[cand.pids], view.number[cand.pids], window, None,
+                           view.doc_ids)
+        return Leg(name, cand.pids[order], cand.scores[order])
+
+    def _explain_single(self, view: Any, cand: Candidates, name: str) -> dict[int, dict[str, Any]]:
+        leg = self._ranked(view, cand, name, len(cand.pids))
+        return {int(p): {name: {"rank": r, "score": float(s)}}
+                for r, (p, s) in enumerate(zip(leg.pids, leg.scores, strict=True), start=1)}
+
+    def _results(self, hits: list[Any], terms: list[str], best_sim: float | None) -> SearchResults:
+        thresholds = self._evidence or EVIDENCE_THRESHOLDS.get(
+            self.store.embedder, EVIDENCE_THRESHOLDS["none"])
+        level, signals = evidence_level(
+            terms, (self._analyzer.terms(h.quote) for h in hits), best_sim, thresholds)
+        res = SearchResults(hits, terms=terms, evidence=level)
+        res.signals = signals
+        return res
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any]) -> Resolution:
         """Re-check a citation now: access, then version and fingerprint, then the quote."""

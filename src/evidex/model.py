@@ -372,4 +372,7 @@ class SearchResults(list[Hit]):
                  evidence: str = "none") -> None:
         super().__init__(hits)
         self.terms: tuple[str, ...] = tuple(terms)
+        #: "none", "weak" or "strong": a retrieval signal for answering, never a probability.
         self.evidence = evidence
+        #: What the evidence level was computed from (query-term coverage, best similarity).
+        self.signals: dict[str, float | None] = {}

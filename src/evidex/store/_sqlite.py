@@ -129,6 +129,12 @@ CREATE TABLE postings (
 ) WITHOUT ROWID;
 CREATE INDEX postings_segment ON postings (segment);
 CREATE TABLE tombstones (seq INTEGER PRIMARY KEY AUTOINCREMENT, pid INTEGER NOT NULL);
+CREATE TABLE segment_vectors (
+    segment INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    vecs BLOB NOT NULL,
+    PRIMARY KEY (segment, model)
+) WITHOUT ROWID;
 """
 
 
@@ -140,6 +146,14 @@ def _sig_key(tenant: str, groups: Iterable[str], visibility: str, language: str 
              tags: Iterable[str]) -> str:
     return json.dumps([tenant, sorted(groups), visibility, language, sorted(tags)],
                       ensure_ascii=False)
+
+
+class _Retry(Exception):
+    """Internal: the transaction saw a state its input did not cover."""
+
+
+class MissingVectors(StoreError):
+    """A write lacked vectors for a store with an embedding model (the caller re-embeds)."""
 
 
 class _View:
@@ -167,7 +181,17 @@ class _View:
                 (sid,),
             ).fetchone()
             packed = unpack_postings(*row[5:]) if row[5] is not None else None
-            yield SegmentArrays(sid, *(decode(b, PID) for b in row[:5]), packed=packed)
+            vectors = None
+            if self._s.embedder != "none":
+                v = self._c.execute(
+                    "SELECT vecs FROM segment_vectors WHERE segment = ? AND model = ?",
+                    (sid, self._s.embedder),
+                ).fetchone()
+                if v is None:
+                    raise StoreError(f"segment {sid} has no vectors for {self._s.embedder!r}")
+                vectors = np.frombuffer(v[0], dtype=np.float32).reshape(-1, self._s.dimension)
+            yield SegmentArrays(sid, *(decode(b, PID) for b in row[:5]), packed=packed,
+                                vectors=vectors)
 
     def tombstones_after(self, seq: int) -> tuple[np.ndarray, int]:
         rows = self._c.execute(
@@ -186,6 +210,9 @@ class _View:
                 "FROM signatures WHERE passages > 0"
             )
         ]
+
+    def vector_model(self) -> tuple[str, int]:
+        return self._s.embedder, self._s.dimension
 
     def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
         return [
@@ -236,6 +263,12 @@ class _View:
         r = self._c.execute(f"{_DOC_SELECT} WHERE tenant = ? AND doc_id = ?",
                             (tenant, doc_id)).fetchone()
         return _doc(r) if r else None
+
+    def vector_search(self, sigs: Iterable[int], query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        vectors = self._s._cache.vectors
+        if vectors is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        return vectors.search(sigs, query, k)
 
     def document_text(self, dkey: int) -> str:
         r = self._c.execute("SELECT text FROM document_texts WHERE dkey = ?", (dkey,)).fetchone()
@@ -293,9 +326,21 @@ def _level(n: int) -> int:
 class SQLiteStore:
     """One SQLite file; safe for many reader processes and serialised writers."""
 
-    def __init__(self, path: str | Path, *, analyzer: str | None = None,
-                 busy_timeout_ms: int = 30_000) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        analyzer: str | None = None,
+        embedder: str | None = None,
+        dimension: int = 0,
+        create_embedder: tuple[str, int] = ("none", 0),
+        busy_timeout_ms: int = 30_000,
+    ) -> None:
+        """Open or create the store. ``embedder``/``dimension`` insist on a model (an existing
+        store made with another one is an error); ``create_embedder`` is the model a new store
+        gets when ``embedder`` is None."""
         self.path = str(path)
+        self.embedder, self.dimension = (embedder, dimension) if embedder else create_embedder
         try:
             self._conn = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
@@ -308,14 +353,14 @@ class SQLiteStore:
             # small document rows are read at random on every query.
             self._conn.execute("PRAGMA cache_size = -65536")
             self._conn.execute("PRAGMA mmap_size = 4294967296")
-            self.analyzer = self._init_schema(analyzer)
+            self.analyzer = self._init_schema(analyzer, embedder)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open {self.path} as an evidex store: {exc}") from None
         self._lock = threading.RLock()
         self._cache = SegmentCache()
 
     # -- schema -------------------------------------------------------------------------------
-    def _init_schema(self, analyzer: str | None) -> str:
+    def _init_schema(self, analyzer: str | None, embedder: str | None) -> str:
         c = self._conn
         c.execute("BEGIN IMMEDIATE")
         try:
@@ -333,7 +378,8 @@ class SQLiteStore:
                 c.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     [("schema_version", str(SCHEMA_VERSION)), ("analyzer", chosen),
-                     ("generation", "0"), ("created_at", _now())],
+                     ("generation", "0"), ("created_at", _now()), ("embedder", self.embedder),
+                     ("dimension", str(self.dimension))],
                 )
                 c.execute("COMMIT")
                 return chosen
@@ -354,6 +400,14 @@ class SQLiteStore:
                 f"{self.path} was created with the analyzer {stored!r}; it cannot be searched "
                 f"with {analyzer!r} (re-create the store to change analyzers)"
             )
+        model = meta.get("embedder", "none")
+        if embedder is not None and embedder != model:
+            raise StoreError(
+                f"{self.path} holds vectors of the embedding model {model!r}, not {embedder!r}; "
+                f"open it without choosing a model, or convert it with `evidex reembed --model "
+                f"{embedder}`"
+            )
+        self.embedder, self.dimension = model, int(meta.get("dimension", "0"))
         return stored
 
     # -- reading ------------------------------------------------------------------------------
@@ -366,6 +420,10 @@ class SQLiteStore:
                 gen = int(c.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
                 view = _View(self)
                 if gen != self._cache.generation:
+                    meta = dict(c.execute(
+                        "SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')"
+                    ).fetchall())
+                    self.embedder, self.dimension = meta["embedder"], int(meta["dimension"])
                     self._cache.refresh(view, gen)
                     view = _View(self)  # arrays may have been reallocated by the refresh
                 yield view
@@ -428,6 +486,7 @@ class SQLiteStore:
             seq = c.execute("SELECT seq FROM sqlite_sequence WHERE name = 'passages'").fetchone()
             next_pid = (seq[0] if seq else 0) + 1
             seg_rows: list[tuple[int, int, int, int, int, dict[str, int]]] = []
+            vectors: list[np.ndarray | None] = []
             for w in writes:
                 d = w.document
                 version, sha, meta, split = w.index_key()
@@ -475,6 +534,7 @@ class SQLiteStore:
                                  json.dumps(list(p.heading_path), ensure_ascii=False), p.anchor,
                                  p.page, json.dumps(list(pw.flags))))
                     seg_rows.append((next_pid, sig, pw.length, dkey, p.number, pw.terms))
+                    vectors.append(pw.vector)
                     total += pw.length
                     next_pid += 1
                 c.executemany(
@@ -489,13 +549,25 @@ class SQLiteStore:
                 )
                 written += len(prow)
             if seg_rows:
-                self._write_segment(c, seg_rows)
+                self._write_segment(c, seg_rows, self._stack(vectors))
         if written:
             self._merge_tiers()
         return IngestReport(added, superseded, unchanged, written)
 
+    def _stack(self, vectors: list[np.ndarray | None]) -> np.ndarray | None:
+        if self.embedder == "none":
+            return None
+        if any(v is None for v in vectors):
+            raise MissingVectors("a changed document arrived without passage vectors")
+        mat = np.vstack(vectors).astype(np.float32)  # type: ignore[arg-type]
+        if mat.shape[1] != self.dimension:
+            raise StoreError(f"vectors have {mat.shape[1]} dimensions; the store's model "
+                             f"{self.embedder!r} has {self.dimension}")
+        return mat
+
     def _write_segment(self, c: sqlite3.Connection,
-                       rows: list[tuple[int, int, int, int, int, dict[str, int]]]) -> None:
+                       rows: list[tuple[int, int, int, int, int, dict[str, int]]],
+                       vectors: np.ndarray | None) -> None:
         inverted: dict[str, tuple[list[int], list[int]]] = {}
         for pid, _s, _l, _d, _n, terms in rows:  # rows are in increasing pid order
             for term, tf in terms.items():
@@ -510,10 +582,10 @@ class SQLiteStore:
             t: (np.array(p, dtype=np.int32), np.minimum(np.array(f), 65535).astype(np.uint16))
             for t, (p, f) in inverted.items()
         }
-        self._insert_segment(c, list(cols), postings)
+        self._insert_segment(c, list(cols), postings, vectors)
 
     def _insert_segment(self, c: sqlite3.Connection, cols: list[np.ndarray],
-                        postings: PackedPostings) -> int:
+                        postings: PackedPostings, vectors: np.ndarray | None) -> int:
         """Store one segment: small ones with their postings packed into the segment row (one
         write instead of hundreds of scattered index rows), large ones with a row per term."""
         n = len(cols[0])
@@ -524,12 +596,62 @@ class SQLiteStore:
             (n, *(encode(col, PID) for col in cols), *packed),
         )
         seg = int(cur.lastrowid or 0)
+        if vectors is not None:
+            c.execute("INSERT INTO segment_vectors (segment, model, vecs) VALUES (?, ?, ?)",
+                      (seg, self.embedder, np.ascontiguousarray(vectors, dtype=np.float32).tobytes()))
         if n > PACK_LIMIT:
             c.executemany(
                 "INSERT INTO postings (term, segment, pids, tfs) VALUES (?, ?, ?, ?)",
                 ((t, seg, encode(p, PID), encode(f, TF)) for t, (p, f) in postings.items()),
             )
         return seg
+
+    def unchanged(self, writes: Sequence[DocumentWrite]) -> set[tuple[str, str]]:
+        """(tenant, id) of the writes that would be no-ops now: lets the caller skip embedding
+        them. ``apply`` checks again inside its transaction."""
+        out: set[tuple[str, str]] = set()
+        with self._lock:
+            for w in writes:
+                d = w.document
+                row = self._conn.execute(
+                    "SELECT version, content_sha256, meta, split FROM documents "
+                    "WHERE tenant = ? AND doc_id = ?",
+                    (d.tenant, d.id),
+                ).fetchone()
+                if row and tuple(row) == w.index_key():
+                    out.add((d.tenant, d.id))
+        return out
+
+    def live_passages(self) -> list[tuple[int, str]]:
+        """(passage id, text) of every live passage: what a re-embed must cover."""
+        with self._lock:
+            return self._conn.execute("SELECT pid, text FROM passages ORDER BY pid").fetchall()
+
+    def switch_vectors(self, model: str, dimension: int, vectors: dict[int, np.ndarray]) -> bool:
+        """Atomically replace every segment's vectors by ``model``'s. ``vectors`` must cover
+        every live passage; returns False (changing nothing) if passages were added meanwhile,
+        so the caller embeds those and tries again. Readers keep using the old vectors until
+        this commits."""
+        try:
+            with self._write() as c:
+                live = {r[0] for r in c.execute("SELECT pid FROM passages")}
+                if not live.issubset(vectors):
+                    raise _Retry
+                zero = np.zeros(dimension, dtype=np.float32)
+                for sid, pids_blob in c.execute("SELECT id, pids FROM segments").fetchall():
+                    pids = decode(pids_blob, PID).tolist()
+                    # Rows of dead passages keep a zero vector: they are never read.
+                    mat = np.array([vectors[p] if p in live else zero for p in pids],
+                                   dtype=np.float32).reshape(len(pids), dimension)
+                    c.execute("INSERT OR REPLACE INTO segment_vectors (segment, model, vecs) "
+                              "VALUES (?, ?, ?)", (sid, model, mat.tobytes()))
+                c.execute("DELETE FROM segment_vectors WHERE model != ?", (model,))
+                c.executemany("UPDATE meta SET value = ? WHERE key = ?",
+                              [(model, "embedder"), (str(dimension), "dimension")])
+        except _Retry:
+            return False
+        self.embedder, self.dimension = model, dimension
+        return True
 
     def remove(self, tenant: str, doc_id: str) -> bool:
         with self._write() as c:
@@ -584,12 +706,23 @@ class SQLiteStore:
             if len(rows) != len(ids):
                 return  # another process merged meanwhile
             cols = [np.concatenate([decode(r[i], PID) for r in rows]) for i in range(1, 6)]
+            vecs = None
+            if self.embedder != "none":
+                vmap = dict(c.execute(
+                    f"SELECT segment, vecs FROM segment_vectors WHERE model = ? AND segment IN ({marks})",
+                    [self.embedder, *ids],
+                ).fetchall())
+                vecs = np.concatenate([
+                    np.frombuffer(vmap[r[0]], dtype=np.float32).reshape(-1, self.dimension) for r in rows
+                ])
             tomb = np.fromiter((r[0] for r in c.execute("SELECT pid FROM tombstones")), dtype=np.int64)
             dead_mask = np.isin(cols[0], tomb)
             dead = cols[0][dead_mask]
             keep = ~dead_mask
             order = np.argsort(cols[0][keep], kind="stable")
             cols = [col[keep][order] for col in cols]
+            if vecs is not None:
+                vecs = vecs[keep][order]
             parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
             for r in rows:
                 if r[6] is not None:
@@ -610,7 +743,8 @@ class SQLiteStore:
                 if len(pids):
                     o = np.argsort(pids, kind="stable")
                     postings[term] = (pids[o], tfs[o])
-            self._insert_segment(c, cols, postings)
+            self._insert_segment(c, cols, postings, vecs)
+            c.execute(f"DELETE FROM segment_vectors WHERE segment IN ({marks})", ids)
             if large:
                 c.execute(f"DELETE FROM postings WHERE segment IN ({','.join('?' * len(large))})", large)
             c.execute(f"DELETE FROM segments WHERE id IN ({marks})", ids)
@@ -632,7 +766,8 @@ class SQLiteStore:
             "history_versions": one("SELECT count(*) FROM history"),
             "segments": one("SELECT count(*) FROM segments"),
             "tombstones": one("SELECT count(*) FROM tombstones"),
-            "terms": one("SELECT count(DISTINCT term) FROM postings"),
+            "embedder": self.embedder,
+            "dimension": self.dimension,
             "file_bytes": Path(self.path).stat().st_size if Path(self.path).exists() else 0,
         }
 

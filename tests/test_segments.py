@@ -1,0 +1,365 @@
+"""The keyword index as immutable segments: tiered merges, tombstones, optimize and cache refresh.
+
+Every check compares a store that went through a long history of small writes (each one a
+segment, merged in tiers of MERGE_FACTOR, superseded and removed passages tombstoned) with a
+store freshly built from only the final documents: hits, versions, quotes and scores must be
+identical, for several actors, after every single step. A second handle on the same file,
+opened before the writes, must agree as well (its in-memory segment cache refreshes through the
+generation counter).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evidex import Actor, Document, KnowledgeBase
+from evidex.store._sqlite import MERGE_FACTOR, PACK_LIMIT
+
+VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta", "eta", "theta")
+ACTORS = (
+    Actor("t", frozenset({"a"})),
+    Actor("t", frozenset({"b"}), visibilities=frozenset({"public"})),
+    Actor("t", frozenset({"a", "b"}), visibilities=frozenset({"public", "internal", "confidential"})),
+    Actor("u", frozenset({"a"})),
+)
+QUERIES = (
+    ("alpha", "any"),
+    ("beta gamma", "any"),
+    ("beta gamma", "all"),
+    ("delta omega zeta", "any"),
+    ("alpha theta eta", "all"),
+)
+
+STEPS = 100
+
+Snapshot = list[list[tuple[str, str, int, str, float]]]
+
+
+def snapshot(kb: KnowledgeBase, limit: int = 50, max_per_document: int | None = None,
+             queries: Sequence[tuple[str, str]] = QUERIES) -> Snapshot:
+    out = []
+    for actor in ACTORS:
+        for q, match in queries:
+            hits = kb.search(actor, q, limit=limit, match=match, max_per_document=max_per_document,
+                             mode="keyword")
+            out.append([(h.document_id, h.version, h.passage, h.quote, h.score) for h in hits])
+    return out
+
+
+def fresh_snapshot(docs: Iterable[Document], **kw: Any) -> Snapshot:
+    """The same queries on a store built in one batch from exactly ``docs``."""
+    return fresh_snapshots(docs, kw)[0]
+
+
+def fresh_snapshots(docs: Iterable[Document], *variants: dict[str, Any]) -> list[Snapshot]:
+    """:func:`snapshot` with each of ``variants`` (keyword arguments) on one fresh build."""
+    with tempfile.TemporaryDirectory() as tmp:
+        # Keyword-only: the comparisons are keyword searches, which must not depend on vectors.
+        kb = KnowledgeBase.open(Path(tmp) / "fresh.db", embedder="none")
+        try:
+            docs = list(docs)
+            if docs:
+                kb.ingest(docs)
+            return [snapshot(kb, **kw) for kw in variants]
+        finally:
+            kb.close()
+
+
+def segment_sizes(path: Path) -> list[int]:
+    with sqlite3.connect(path) as c:
+        return [r[0] for r in c.execute("SELECT n FROM segments ORDER BY id")]
+
+
+def generation(path: Path) -> int:
+    with sqlite3.connect(path) as c:
+        return int(c.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+
+
+def random_doc(rng: random.Random, doc_id: str, version: str, tenant: str = "t") -> Document:
+    paragraphs = [
+        " ".join(rng.choice(VOCAB) for _ in range(rng.randint(1, 6))) for _ in range(rng.randint(1, 5))
+    ]
+    if rng.random() < 0.1:
+        paragraphs.insert(rng.randrange(len(paragraphs) + 1), "")  # a gap in the numbering
+    return Document(
+        doc_id, tenant, frozenset(rng.sample(["a", "b"], rng.randint(1, 2))), version,
+        "\n\n".join(paragraphs),
+        visibility=rng.choice(["public", "internal", "confidential"]),
+    )
+
+
+def check_tiers(sizes: Sequence[int]) -> None:
+    """After the writes (and their merges) settle, no size tier holds MERGE_FACTOR segments."""
+    tiers: dict[int, int] = {}
+    for n in sizes:
+        level = int(math.log(max(n, 1), MERGE_FACTOR))
+        tiers[level] = tiers.get(level, 0) + 1
+    assert all(c < MERGE_FACTOR for c in tiers.values()), sizes
+
+
+def test_long_history_of_small_writes_equals_a_fresh_build(tmp_path: Path) -> None:
+    """~100 single-document ingests, supersedes, removals, unchanged re-ingests and small
+    batches, written alternately through two handles; after every step both writers and a
+    reader handle opened at the start give exactly the hits and scores of a fresh build."""
+    rng = random.Random(20260509)
+    path = tmp_path / "kb.db"
+    w1, w2, reader = KnowledgeBase.open(path), KnowledgeBase.open(path), KnowledgeBase.open(path)
+    current: dict[tuple[str, str], Document] = {}
+    max_segment = 0
+    merges_seen = 0
+    previous_segments = 0
+    counter = 0
+    try:
+        assert snapshot(reader) == fresh_snapshot([])  # fills the reader's cache at generation 0
+        for step in range(STEPS):
+            writer = w1 if step % 3 else w2
+            roll = rng.random()
+            if roll < 0.55 or not current:
+                counter += 1
+                tenant = "u" if rng.random() < 0.1 else "t"
+                d = random_doc(rng, f"d{counter:03d}", "1", tenant)
+                assert writer.ingest(d).added == 1
+                current[(d.tenant, d.id)] = d
+            elif roll < 0.75:
+                old = current[rng.choice(sorted(current))]
+                d = random_doc(rng, old.id, str(int(old.version) + 1), old.tenant)
+                assert writer.ingest(d).superseded == 1
+                current[(d.tenant, d.id)] = d
+            elif roll < 0.88:
+                key = rng.choice(sorted(current))
+                assert writer.remove(*key)
+                del current[key]
+            elif roll < 0.94:
+                before = generation(path)
+                assert writer.ingest(current[rng.choice(sorted(current))]).unchanged == 1
+                assert generation(path) == before
+            else:  # a small batch: one new, one superseded
+                counter += 1
+                new = random_doc(rng, f"d{counter:03d}", "1")
+                old = current[rng.choice(sorted(current))]
+                sup = random_doc(rng, old.id, str(int(old.version) + 1), old.tenant)
+                r = writer.ingest([new, sup])
+                assert (r.added, r.superseded) == (1, 1)
+                current[(new.tenant, new.id)] = new
+                current[(sup.tenant, sup.id)] = sup
+            sizes = segment_sizes(path)
+            check_tiers(sizes)
+            max_segment = max([max_segment, *sizes])
+            merges_seen += len(sizes) < previous_segments
+            previous_segments = len(sizes)
+            expected, capped = fresh_snapshots(current.values(), {},
+                                               {"limit": 7, "max_per_document": 2})
+            assert snapshot(writer) == expected, step
+            assert snapshot(reader) == expected, step
+            other = w2 if writer is w1 else w1
+            assert snapshot(other, limit=7, max_per_document=2) == capped, step
+        stats = w1.stats()
+        assert stats["documents"] == len(current)
+        assert stats["tombstones"] > 0  # superseded and removed passages still await a merge
+        # The history reached the second tier of merges at least: the test is not vacuous.
+        assert merges_seen >= 5
+        assert max_segment >= MERGE_FACTOR**2, max_segment
+
+        expected = fresh_snapshot(current.values())
+        w2.optimize()
+        stats = w1.stats()
+        assert (stats["segments"], stats["tombstones"]) == (1, 0)
+        assert segment_sizes(path) == [stats["passages"]]
+        assert snapshot(w1) == snapshot(w2) == snapshot(reader) == expected
+        # Writing after optimize starts new segments on top of the merged one.
+        d = random_doc(rng, "after-optimize", "1")
+        w1.ingest(d)
+        current[(d.tenant, d.id)] = d
+        assert snapshot(reader) == fresh_snapshot(current.values())
+    finally:
+        for kb in (w1, w2, reader):
+            kb.close()
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["put", "put", "put", "remove", "optimize"]),
+                          st.integers(0, 9), st.integers(0, 2**32 - 1)),
+                min_size=1, max_size=40))
+def test_random_histories_equal_a_fresh_build(ops: list[tuple[str, int, int]]) -> None:
+    """Random interleavings of ingest (add or supersede), remove and optimize over ten ids: after
+    every step the writer and a long-lived reader handle match a fresh build exactly."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kb.db"
+        kb, reader = KnowledgeBase.open(path), KnowledgeBase.open(path)
+        current: dict[tuple[str, str], Document] = {}
+        try:
+            for i, (op, n, seed) in enumerate(ops):
+                key = ("t", f"d{n}")
+                if op == "put":
+                    old = current.get(key)
+                    d = random_doc(random.Random(seed), key[1], str(int(old.version) + 1) if old else "1")
+                    kb.ingest(d)
+                    current[key] = d
+                elif op == "remove":
+                    assert kb.remove(*key) == (key in current)
+                    current.pop(key, None)
+                else:
+                    kb.optimize()
+                    stats = kb.stats()
+                    assert stats["tombstones"] == 0
+                    assert stats["segments"] <= 1
+                expected = fresh_snapshot(current.values())
+                assert snapshot(kb) == expected, (i, op)
+                assert snapshot(reader) == expected, (i, op)
+                check_tiers(segment_sizes(path))
+        finally:
+            kb.close()
+            reader.close()
+
+
+def test_optimize_leaves_one_segment_and_no_tombstones(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    docs = {f"d{i}": random_doc(rng, f"d{i}", "1") for i in range(30)}
+    for d in docs.values():
+        kb.ingest(d)
+    for i in range(0, 30, 3):
+        docs[f"d{i}"] = random_doc(rng, f"d{i}", "2")
+        kb.ingest(docs[f"d{i}"])
+    for i in range(1, 30, 5):
+        kb.remove("t", f"d{i}")
+        del docs[f"d{i}"]
+    before = snapshot(kb)
+    stats = kb.stats()
+    assert stats["segments"] > 1 and stats["tombstones"] > 0
+    kb.optimize()
+    stats = kb.stats()
+    assert (stats["segments"], stats["tombstones"]) == (1, 0)
+    assert stats["documents"] == len(docs)
+    assert snapshot(kb) == before == fresh_snapshot(docs.values())
+    kb.optimize()  # idempotent
+    assert (kb.stats()["segments"], kb.stats()["tombstones"]) == (1, 0)
+    assert snapshot(kb) == before
+    kb.close()
+
+
+def test_optimize_after_removing_everything(tmp_path: Path) -> None:
+    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    kb.optimize()  # an empty store: nothing to do, no error
+    assert (kb.stats()["segments"], kb.stats()["tombstones"]) == (0, 0)
+    kb.ingest([Document("a", "t", {"a"}, "1", "alpha beta"), Document("b", "t", {"a"}, "1", "alpha")])
+    kb.remove("t", "a")
+    kb.remove("t", "b")
+    kb.optimize()
+    stats = kb.stats()
+    assert stats["tombstones"] == 0 and stats["segments"] <= 1 and stats["passages"] == 0
+    assert kb.search(ACTORS[0], "alpha", mode="keyword") == []
+    kb.ingest(Document("c", "t", {"a"}, "1", "alpha"))
+    assert [h.document_id for h in kb.search(ACTORS[0], "alpha", mode="keyword")] == ["c"]
+    kb.close()
+
+
+def test_second_handle_sees_writes_including_merges(tmp_path: Path) -> None:
+    """A handle whose cache was filled earlier sees every later write of another handle:
+    additions (through several tier merges), supersedes (old words gone, new words found) and
+    removals; and the generation counter moves with each write."""
+    path = tmp_path / "kb.db"
+    a, b = KnowledgeBase.open(path), KnowledgeBase.open(path)
+    actor = ACTORS[0]
+    try:
+        a.ingest(Document("base", "t", {"a"}, "1", "alpha"))
+        assert [h.document_id for h in b.search(actor, "alpha", mode="keyword")] == ["base"]
+        for i in range(3 * MERGE_FACTOR + 1):  # at least three merges of the first tier
+            gen = generation(path)
+            a.ingest(Document(f"n{i:02d}", "t", {"a"}, "1", f"alpha w{i}x\n\nbeta"))
+            assert generation(path) > gen
+            hits = b.search(actor, f"w{i}x", mode="keyword")
+            assert [(h.document_id, h.passage) for h in hits] == [(f"n{i:02d}", 1)], i
+            assert len(b.search(actor, "alpha", limit=50, max_per_document=None, mode="keyword")) == i + 2
+        assert len(segment_sizes(path)) < 3 * MERGE_FACTOR  # merges happened
+        a.ingest(Document("n05", "t", {"a"}, "2", "gamma renamed"))
+        assert b.search(actor, "w5x", mode="keyword") == []
+        renamed = b.search(actor, "renamed", mode="keyword")
+        assert [(h.document_id, h.version) for h in renamed] == [("n05", "2")]
+        a.remove("t", "n07")
+        assert b.search(actor, "w7x", mode="keyword") == []
+        assert snapshot(b) == snapshot(a)
+        a.optimize()
+        assert b.stats()["segments"] == 1
+        assert snapshot(b) == snapshot(a)
+        # And the other way round: b writes, a reads.
+        b.ingest(Document("from-b", "t", {"a"}, "1", "theta"))
+        assert [h.document_id for h in a.search(actor, "theta", mode="keyword")] == ["from-b"]
+    finally:
+        a.close()
+        b.close()
+
+
+BIG_QUERIES = (("the alpha", "any"), ("w17 the", "any"), ("w17 beta", "all"), ("gamma the delta", "any"),
+               ("zeta", "any"))
+
+
+def big_doc(rng: random.Random, i: int, version: str = "1") -> Document:
+    """Four passages, each with the very common word "the" and the document's own rare word."""
+    paragraphs = [
+        " ".join(["the"] * rng.randint(1, 3) + [rng.choice(VOCAB) for _ in range(rng.randint(0, 4))]
+                 + [f"w{i}"])
+        for _ in range(4)
+    ]
+    return Document(f"b{i:04d}", "t", frozenset({"a"} if i % 3 else {"a", "b"}), version,
+                    "\n\n".join(paragraphs), visibility="public" if i % 2 else "internal")
+
+
+def test_large_segment_with_small_writes_on_top(tmp_path: Path) -> None:
+    """One batch larger than PACK_LIMIT passages (a large segment, whose postings are stored
+    per term rather than packed), then supersedes and removals of its documents and new small
+    documents in small segments, then optimize and more writes: after every step the writer and
+    an earlier-opened reader equal a fresh build, with and without pruning (a small limit with
+    a very common query word)."""
+    rng = random.Random(4096)
+    path = tmp_path / "big.db"
+    n = PACK_LIMIT // 4 + 30
+    current = {f"b{i:04d}": big_doc(rng, i) for i in range(n)}
+    kb = KnowledgeBase.open(path, embedder="none")
+    reader = KnowledgeBase.open(path)
+
+    def check(step: object) -> None:
+        variants: list[dict[str, Any]] = [{"queries": BIG_QUERIES},
+                                          {"queries": BIG_QUERIES, "limit": 5, "max_per_document": 2}]
+        expected = fresh_snapshots(current.values(), *variants)
+        for handle in (kb, reader):
+            assert [snapshot(handle, **v) for v in variants] == expected, step
+
+    try:
+        kb.ingest(list(current.values()))
+        assert segment_sizes(path) == [4 * n] and 4 * n > PACK_LIMIT
+        check("big batch")
+        for step in range(8):
+            i = rng.randrange(n)
+            key = f"b{i:04d}"
+            if step % 3 == 2 and key in current:
+                assert kb.remove("t", key)
+                del current[key]
+            else:
+                old = current.get(key)
+                current[key] = big_doc(rng, i, str(int(old.version) + 1) if old else "1")
+                kb.ingest(current[key])
+            new = big_doc(rng, n + step)
+            current[new.id] = new
+            kb.ingest(new)
+            check(step)
+        assert kb.stats()["tombstones"] > 0
+        kb.optimize()
+        stats = kb.stats()
+        assert (stats["segments"], stats["tombstones"]) == (1, 0)
+        check("optimize")
+        current["b0017"] = big_doc(rng, 17, "9")  # the document of the rare word w17
+        kb.ingest(current["b0017"])
+        check("after optimize")
+    finally:
+        kb.close()
+        reader.close()
