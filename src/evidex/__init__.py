@@ -3,6 +3,7 @@
 The public surface is re-exported here; submodules are implementation detail.
 """
 
+from .answer import Answer, AnswerSettings, OpenAIConfig
 from .kb import KnowledgeBase
 from .model import (
     VISIBILITIES,
@@ -28,6 +29,8 @@ __all__ = [
     "ANALYZERS",
     "VISIBILITIES",
     "Actor",
+    "Answer",
+    "AnswerSettings",
     "CitationError",
     "Document",
     "DocumentError",
@@ -36,6 +39,7 @@ __all__ = [
     "Hit",
     "IngestReport",
     "KnowledgeBase",
+    "OpenAIConfig",
     "Passage",
     "QueryError",
     "QueryLimits",

@@ -225,6 +225,38 @@ def search(
 
 @app.command()
 @_errors
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    tenant: TenantOpt,
+    groups: GroupsOpt,
+    visibilities: VisOpt = "public,internal",
+    generator: Annotated[str, typer.Option(help="extractive or openai.")] = "extractive",
+    handoff: Annotated[str | None, typer.Option(help="How to reach a person when declining.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer from the passages the caller may read, citing every claim, or decline."""
+    from .answer import AnswerSettings
+
+    with _open() as kb:
+        settings = AnswerSettings(handoff=handoff) if handoff else None
+        ans = kb.answer(_actor(tenant, groups, visibilities), question, generator=generator,
+                        settings=settings)
+    if as_json:
+        _emit(ans.as_dict())
+        return
+    typer.echo(_safe(ans.text))
+    if ans.status == "answered":
+        for c in ans.citations:
+            where = " > ".join(c["heading_path"]) or f"passage {c['passage']}"
+            typer.echo(f"  [{c['n']}] {_safe(c['document_id'])} v{_safe(c['version'])} "
+                       f"#{c['passage']} {_safe(c['title'] or '')} ({_safe(where)})")
+    else:
+        typer.echo(f"  reason: {ans.reason}")
+        typer.echo(f"  {_safe(ans.handoff or '')}")
+
+
+@app.command()
+@_errors
 def resolve(
     tenant: TenantOpt,
     groups: GroupsOpt,
@@ -296,7 +328,16 @@ def reembed(
 @app.command("eval")
 @_errors
 def evaluate(
-    beir: Annotated[Path, typer.Option("--beir", help="BEIR folder (corpus, queries, qrels).")],
+    beir: Annotated[
+        Path | None, typer.Option("--beir", help="BEIR folder (corpus, queries, qrels).")
+    ] = None,
+    qa: Annotated[
+        Path | None, typer.Option("--qa", help="Question set (JSONL) to answer from --db.")
+    ] = None,
+    tenant: Annotated[str | None, typer.Option(help="Caller tenant (--qa).")] = None,
+    groups: Annotated[str | None, typer.Option(help="Caller groups (--qa).")] = None,
+    visibilities: VisOpt = "public,internal",
+    generator: Annotated[str, typer.Option(help="extractive or openai (--qa).")] = "extractive",
     mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "keyword",
     analyzer: Annotated[
         str | None, typer.Option("--analyzer", help="Analyzer (default: english).")
@@ -308,8 +349,23 @@ def evaluate(
 ) -> None:
     """Measure nDCG@10, Recall@100 and MRR@10 on a BEIR-format set (temporary store; passage
     vectors come from the embedding cache when they were computed before)."""
-    from .evaluation import evaluate_beir
+    from .evaluation import evaluate_beir, evaluate_qa
 
+    if (beir is None) == (qa is None):
+        raise EvidexError("give exactly one of --beir DIR or --qa FILE")
+    if qa is not None:
+        if not tenant or not groups:
+            raise EvidexError("--qa needs --tenant and --groups (the caller the questions come from)")
+        with _open() as kb:
+            result = evaluate_qa(kb, qa, _actor(tenant, groups, visibilities), generator=generator)
+        if as_json:
+            _emit(result)
+        else:
+            for k, v in result.items():
+                if k != "failures":
+                    typer.echo(f"{k}: {v}")
+        return
+    assert beir is not None
     result = evaluate_beir(beir, mode=mode, analyzer=analyzer or state.analyzer or "english",
                            embedder=embedder, fusion=fusion, alpha=alpha)
     if as_json:

@@ -161,3 +161,94 @@ def evaluate_beir(
         documents=len(beir.corpus),
     )
     return out
+
+
+def load_qa(path: str | Path) -> list[dict[str, Any]]:
+    """A question set: one JSON object per line, {"question": ..., "expected": [{"document_id":
+    ..., "passage": N?}, ...]} for answerable questions or {"question": ..., "unanswerable": true}."""
+    items = []
+    for n, rec in enumerate(_jsonl_plain(Path(path)), start=1):
+        q = rec.get("question")
+        if not isinstance(q, str) or not q.strip():
+            raise EvidexError(f"{path}:{n}: a question set line needs a non-empty 'question'")
+        unanswerable = rec.get("unanswerable") is True
+        expected = rec.get("expected") or []
+        if unanswerable == bool(expected):
+            raise EvidexError(f"{path}:{n}: give either 'expected' passages or 'unanswerable': true")
+        if not all(isinstance(e, dict) and isinstance(e.get("document_id"), str) for e in expected):
+            raise EvidexError(f"{path}:{n}: each expected item needs a document_id")
+        items.append({"question": q, "expected": expected, "unanswerable": unanswerable})
+    return items
+
+
+def _jsonl_plain(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if line.strip():
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise EvidexError(f"{path}:{n}: invalid JSON: {exc}") from None
+                if not isinstance(rec, dict):
+                    raise EvidexError(f"{path}:{n}: expected a JSON object")
+                yield rec
+
+
+def released_problems(kb: KnowledgeBase, actor: Actor, ans: Any) -> list[str]:
+    """Independent re-check of a released answer: contract, and every citation resolves now."""
+    from .answer import check_output
+
+    problems = check_output({"answer": ans.text, "citations": [c["n"] for c in ans.citations]},
+                            [c["n"] for c in ans.citations], kb.answer_settings.link_allowlist)
+    for c in ans.citations:
+        res = kb.resolve(actor, {k: v for k, v in c.items() if k != "n"})
+        if not res.ok:
+            problems.append(f"citation [{c['n']}] does not resolve: {res.reason}")
+    return problems
+
+
+def evaluate_qa(kb: KnowledgeBase, path: str | Path, actor: Actor, *,
+                generator: str = "extractive") -> dict[str, Any]:
+    items = load_qa(path)
+    answerable = [i for i in items if not i["unanswerable"]]
+    unanswerable = [i for i in items if i["unanswerable"]]
+    hit = declined_ok = invalid = answered = 0
+    times: list[float] = []
+    failures: list[dict[str, Any]] = []
+    for item in items:
+        t = time.perf_counter()
+        ans = kb.answer(actor, item["question"], generator=generator)
+        times.append((time.perf_counter() - t) * 1000)
+        if ans.status == "answered":
+            answered += 1
+            if released_problems(kb, actor, ans):
+                invalid += 1
+        if item["unanswerable"]:
+            if ans.status == "declined":
+                declined_ok += 1
+            else:
+                failures.append({"question": item["question"], "got": "answered"})
+            continue
+        cited = {(c["document_id"], c["passage"]) for c in ans.citations}
+        ok = ans.status == "answered" and any(
+            (e["document_id"], e["passage"]) in cited if "passage" in e
+            else e["document_id"] in {d for d, _ in cited}
+            for e in item["expected"]
+        )
+        hit += ok
+        if not ok:
+            failures.append({"question": item["question"], "got": ans.status, "reason": ans.reason})
+    times.sort()
+    return {
+        "questions": len(items),
+        "answerable": len(answerable),
+        "answered_with_expected_citation": hit,
+        "answered_with_expected_rate": round(hit / len(answerable), 4) if answerable else None,
+        "unanswerable": len(unanswerable),
+        "declined_unanswerable": declined_ok,
+        "declined_unanswerable_rate": round(declined_ok / len(unanswerable), 4) if unanswerable else None,
+        "answers_released": answered,
+        "released_with_invalid_citation": invalid,
+        "p50_ms": round(times[len(times) // 2], 2) if times else None,
+        "failures": failures[:50],
+    }

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from .answer import Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator, answer_question
 from .cite import resolve_citation
 from .embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, EmbeddingCache, get_embedder
-from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, split_text
+from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan, split_text
 from .model import (
     Actor,
     Document,
@@ -52,6 +53,8 @@ __all__ = ["KnowledgeBase"]
 
 MATCHES = ("any", "all")
 MODES = ("hybrid", "keyword", "vector")
+#: Questions are sentences: longer than search queries, still bounded.
+QUESTION_LIMITS = QueryLimits(max_chars=500, max_words=40, max_word_chars=40)
 #: Environment variable naming the embedding model for new stores (default multilingual-e5-small;
 #: "none" makes a keyword-only store).
 EMBEDDER_ENV = "EVIDEX_EMBEDDER"
@@ -86,6 +89,7 @@ class KnowledgeBase:
         bm25: BM25Params | None = None,
         embed_cache: EmbeddingCache | str | Path | None = None,
         evidence: EvidenceThresholds | None = None,
+        answer_settings: AnswerSettings | None = None,
     ) -> None:
         self.store = store
         self.keep_history = keep_history
@@ -97,6 +101,7 @@ class KnowledgeBase:
         self._cache: EmbeddingCache | None = embed_cache if isinstance(embed_cache, EmbeddingCache) else None
         self._evidence = evidence
         self._query_vectors: dict[tuple[str, str], np.ndarray] = {}
+        self.answer_settings = answer_settings or AnswerSettings()
 
     @classmethod
     def open(
@@ -230,7 +235,7 @@ class KnowledgeBase:
         out = []
         for p in split_text(doc.text, split, max_section_chars=max_section_chars):
             terms = Counter(self._analyzer.terms(p.text))
-            out.append(PassageWrite(p, dict(terms), sum(terms.values())))
+            out.append(PassageWrite(p, dict(terms), sum(terms.values()), flags=scan(p.text)))
         return tuple(out)
 
     def remove(self, tenant: str, document_id: str) -> bool:
@@ -258,6 +263,7 @@ class KnowledgeBase:
         rrf_k: int = 60,
         window: int = 50,
         alpha: float = 0.5,
+        limits: QueryLimits | None = None,
     ) -> SearchResults:
         """Passages ``actor`` may read that match ``query``, best first (``limit`` is top_k).
 
@@ -280,7 +286,7 @@ class KnowledgeBase:
             raise QueryError("explain must be a bool")
         fz = fusion if isinstance(fusion, Fusion) else Fusion(fusion, rrf_k, window, alpha)
         flt = Filters.of(filters)
-        words = parse_query(query, self.query_limits)
+        words = parse_query(query, limits or self.query_limits)
         terms = self._analyzer.query_terms(words)
         if not words or not actor.active:
             return SearchResults(terms=terms)
@@ -332,14 +338,54 @@ class KnowledgeBase:
         return {int(p): {name: {"rank": r, "score": float(s)}}
                 for r, (p, s) in enumerate(zip(leg.pids, leg.scores, strict=True), start=1)}
 
+    def _thresholds(self) -> EvidenceThresholds:
+        return self._evidence or EVIDENCE_THRESHOLDS.get(self.store.embedder, EVIDENCE_THRESHOLDS["none"])
+
     def _results(self, hits: list[Any], terms: list[str], best_sim: float | None) -> SearchResults:
-        thresholds = self._evidence or EVIDENCE_THRESHOLDS.get(
-            self.store.embedder, EVIDENCE_THRESHOLDS["none"])
         level, signals = evidence_level(
-            terms, (self._analyzer.terms(h.quote) for h in hits), best_sim, thresholds)
+            terms, (self._analyzer.terms(h.quote) for h in hits), best_sim, self._thresholds())
         res = SearchResults(hits, terms=terms, evidence=level)
         res.signals = signals
         return res
+
+    def answer(
+        self,
+        actor: Actor,
+        question: str,
+        generator: str = "extractive",
+        *,
+        filters: Filters | Mapping[str, Any] | None = None,
+        settings: AnswerSettings | None = None,
+        openai: OpenAIGenerator | OpenAIConfig | None = None,
+    ) -> Answer:
+        """Answer from the passages ``actor`` may read, citing every claim, or decline.
+
+        ``generator``: "extractive" (default; quotes sentences, no model) or "openai" (any
+        OpenAI-compatible server, configured by ``openai`` or EVIDEX_OPENAI_* variables).
+        """
+        st = settings or self.answer_settings
+        gen = openai if isinstance(openai, OpenAIGenerator) else None
+        if generator == "openai" and gen is None:
+            gen = OpenAIGenerator(openai if isinstance(openai, OpenAIConfig) else OpenAIConfig.from_env())
+        mode = st.mode if self.store.embedder != "none" else "keyword"
+
+        found: list[SearchResults] = []
+
+        def search(q: str) -> SearchResults:
+            found.append(self.search(actor, q, limit=st.top_k, mode=mode, filters=filters,
+                                     limits=QUESTION_LIMITS))
+            return found[-1]
+
+        def recheck(quotes: list[str]) -> str:
+            res = found[-1]
+            return evidence_level(res.terms, (self._analyzer.terms(q) for q in quotes),
+                                  res.signals.get("similarity"), self._thresholds())[0]
+
+        return answer_question(
+            actor, question, search=search, resolve=lambda c: self.resolve(actor, c),
+            terms_of=self._analyzer.terms, recheck=recheck, generator=generator,
+            settings=st if mode == st.mode else dataclasses.replace(st, mode=mode), openai=gen,
+        )
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any]) -> Resolution:
         """Re-check a citation now: access, then version and fingerprint, then the quote."""

@@ -1,6 +1,6 @@
 """Query side of text handling: analyzers (text -> terms) and the query contract."""
 
-from ._analyzers import ANALYZERS, Analyzer, get_analyzer, word_spans, words
+from ._analyzers import ANALYZERS, Analyzer, content_terms, get_analyzer, word_spans, words
 from ._parse import DEFAULT_LIMITS, QueryLimits, parse_query
 
 __all__ = [
@@ -8,6 +8,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "Analyzer",
     "QueryLimits",
+    "content_terms",
     "get_analyzer",
     "parse_query",
     "word_spans",

@@ -26,7 +26,7 @@ import Stemmer
 
 from ..model import StoreError, nfc_lower
 
-__all__ = ["ANALYZERS", "Analyzer", "get_analyzer", "words"]
+__all__ = ["ANALYZERS", "Analyzer", "content_terms", "get_analyzer", "words"]
 
 # \w in Python's re is Unicode-aware letters, digits and underscore; excluding "_" leaves runs of
 # letters and digits, which is the contract's definition of a word.
@@ -91,6 +91,26 @@ _FACTORIES: dict[str, Callable[[], Analyzer]] = {
 }
 
 ANALYZERS: tuple[str, ...] = tuple(_FACTORIES)
+
+
+@cache
+def _all_stopwords() -> frozenset[str]:
+    return _stopwords("en") | _stopwords("de") | frozenset(
+        {"what", "how", "when", "where", "who", "which", "why", "can", "do", "does", "i", "my",
+         "you", "your", "we", "our", "me", "wie", "was", "wann", "wo", "wer", "welche", "warum",
+         "kann", "ich", "mein", "meine"})
+
+
+def content_terms(terms: list[str] | tuple[str, ...]) -> list[str]:
+    """``terms`` without English and German function words ("what", "the", "ist", "die").
+
+    Used where a word's mere presence is read as evidence (coverage, sentence choice), so that
+    "What is the capital of France?" is not half covered by any English page. If nothing but
+    function words remain, all terms are kept.
+    """
+    stop = _all_stopwords()
+    kept = [t for t in terms if t not in stop]
+    return kept or list(terms)
 
 
 @cache

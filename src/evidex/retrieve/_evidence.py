@@ -3,7 +3,8 @@
 A retrieval signal for the decline decision of answers, never a probability of truth, and never
 shown as a percentage. Two observations go in:
 
-* coverage: the share of the query's index terms that occur in the returned passages;
+* coverage: the share of the query's content terms (index terms that are not English or German
+  function words) that occur in the returned passages;
 * similarity: the best cosine between the query and an allowed passage (vector and hybrid
   modes). Cosines are on each model's own scale (multilingual-e5-small bunches related and
   unrelated texts between about 0.75 and 0.92), so thresholds are per embedding model,
@@ -18,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..query import content_terms
+
 __all__ = ["EVIDENCE_THRESHOLDS", "EvidenceThresholds", "evidence_level"]
 
 
@@ -25,7 +28,7 @@ __all__ = ["EVIDENCE_THRESHOLDS", "EvidenceThresholds", "evidence_level"]
 class EvidenceThresholds:
     strong_similarity: float
     weak_similarity: float
-    min_coverage: float = 0.6
+    min_coverage: float = 0.5
 
 
 #: Per embedding model; "none" is the keyword-only store. Calibrated values are recorded with
@@ -44,7 +47,7 @@ def evidence_level(
     best_similarity: float | None,
     thresholds: EvidenceThresholds,
 ) -> tuple[str, dict[str, float | None]]:
-    wanted = set(terms)
+    wanted = set(content_terms(list(terms)))
     hits = [set(t) for t in hit_terms]
     if not hits:
         return "none", {"coverage": 0.0, "similarity": best_similarity}

@@ -1,0 +1,83 @@
+"""The output contract, checked on the way out. A violation is never released or repaired.
+
+* exactly the fields {answer, citations}; answer a non-empty string; citations a non-empty list
+  of ids of provided sources (ints, no unknown ids);
+* every sentence that states something carries a [n] marker of a provided source;
+* no HTML, links only from the allowlist.
+Each cited passage must also still resolve; that check needs the store and is done by the
+caller.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["check_output", "markers", "sentences"]
+
+_MARKER = re.compile(r"\[(\d{1,3})\]")
+_URL = re.compile(r"(?:https?|ftp)://[^\s<>\"')\]]+|www\.[^\s<>\"')\]]+", re.IGNORECASE)
+_HTML = re.compile(r"<\s*/?\s*[a-zA-Z][^>]*>|&[a-zA-Z]+;|&#\d+;")
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?:\s*(?:\[\d{1,3}\])+)?\s+(?=\S)(?!\[\d{1,3}\])")
+
+
+def markers(text: str) -> list[int]:
+    return [int(m) for m in _MARKER.findall(text)]
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences with their trailing markers attached ("It is so. [1] Next." -> 2 sentences)."""
+    out, pos = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        out.append(text[pos : m.end()].strip())
+        pos = m.end()
+    tail = text[pos:].strip()
+    if tail:
+        out.append(tail)
+    return [s for s in out if s]
+
+
+def _states_something(sentence: str) -> bool:
+    """Headings-free prose: a sentence with at least three words states something. Short
+    fragments ("Yes.", "In short:") carry no claim of their own."""
+    words = re.findall(r"[^\W_]+", _MARKER.sub(" ", sentence))
+    return len(words) >= 3
+
+
+def check_output(data: Any, provided: Iterable[int], allowlist: Iterable[str]) -> list[str]:
+    """Every violation found (empty when the output may be released)."""
+    ids = set(provided)
+    if not isinstance(data, dict):
+        return ["the output is not a JSON object"]
+    problems = []
+    keys = set(data)
+    if keys != {"answer", "citations"}:
+        problems.append(f"the output must have exactly the fields answer and citations, got {sorted(keys)}")
+    answer, cited = data.get("answer"), data.get("citations")
+    if not isinstance(answer, str) or not answer.strip():
+        problems.append("answer must be a non-empty string")
+        answer = ""
+    if not isinstance(cited, list) or not cited:
+        problems.append("citations must be a non-empty list")
+        cited = []
+    for c in cited:
+        if not isinstance(c, int) or isinstance(c, bool):
+            problems.append(f"citation {c!r} is not a source id")
+        elif c not in ids:
+            problems.append(f"citation {c} is not a provided source")
+    for n in markers(answer):
+        if n not in ids:
+            problems.append(f"marker [{n}] refers to no provided source")
+        elif n not in cited:
+            problems.append(f"marker [{n}] is missing from citations")
+    for s in sentences(answer):
+        if _states_something(s) and not markers(s):
+            problems.append(f"unsupported sentence without a [n] marker: {s[:80]!r}")
+    if _HTML.search(answer):
+        problems.append("the answer contains HTML")
+    allowed = tuple(allowlist)
+    for url in _URL.findall(answer):
+        if not url.startswith(allowed) or not allowed:
+            problems.append(f"link not on the allowlist: {url[:80]}")
+    return problems

@@ -1,0 +1,68 @@
+"""The extractive generator: no model, deterministic, quotes sentences verbatim.
+
+It picks the sentences of the context sources that share the most (rare) words with the
+question, and quotes each verbatim with its [n] marker. When no sentence shares a word (a
+paraphrase matched by the vector leg), it quotes the opening sentences of the best-ranked source,
+which retrieval judged relevant. Sentences with markup or links are skipped, since the output
+contract would reject them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+from ..query import content_terms
+from ._types import Source
+
+__all__ = ["extractive_answer", "split_sentences"]
+
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÄÖÜ0-9])|\n+")
+_SKIP = re.compile(r"<\s*/?\s*[a-zA-Z]|&[a-zA-Z]+;|https?://|www\.", re.IGNORECASE)
+
+
+def split_sentences(text: str) -> list[str]:
+    out = []
+    for part in _SPLIT.split(text):
+        s = part.strip()
+        if s and not s.startswith("#") and len(re.findall(r"[^\W_]+", s)) >= 3 and not _SKIP.search(s):
+            out.append(s)
+    return out
+
+
+def extractive_answer(
+    question_terms: list[str],
+    sources: list[Source],
+    terms_of: Callable[[str], list[str]],
+    max_sentences: int = 3,
+) -> dict[str, object]:
+    """Output in the same shape a model must produce: {"answer": ..., "citations": [...]}."""
+    cands: list[tuple[int, int, str, set[str]]] = []  # (source rank, position, sentence, terms)
+    for rank, src in enumerate(sources):
+        for pos, sent in enumerate(split_sentences(src.citation["quote"])):
+            cands.append((rank, pos, sent, set(terms_of(sent))))
+    if not cands:
+        return {"answer": "", "citations": []}
+    wanted = set(content_terms(question_terms))
+    sf = {t: sum(t in c[3] for c in cands) for t in wanted}
+    weight = {t: math.log(1 + len(cands) / (1 + sf[t])) for t in wanted}
+    scored = []
+    for rank, pos, sent, terms in cands:
+        overlap = sum(weight[t] for t in terms & wanted)
+        if overlap > 0:
+            # A little preference for better-ranked sources and earlier sentences breaks ties
+            # deterministically without outweighing a real word match.
+            scored.append((overlap - 0.01 * rank - 0.001 * pos, rank, pos, sent))
+    if scored:
+        scored.sort(key=lambda x: (-x[0], x[1], x[2]))
+        best = scored[0][0]
+        chosen = [(r, p, s) for sc, r, p, s in scored[:max_sentences] if sc >= 0.5 * best]
+    else:
+        first = [c for c in cands if c[0] == 0][:2]
+        chosen = [(r, p, s) for r, p, s, _ in first]
+    chosen.sort(key=lambda x: (x[0], x[1]))
+    parts = [f"{s} [{sources[r].n}]" for r, _, s in chosen]
+    cited = sorted({sources[r].n for r, _, _ in chosen})
+    out = {"answer": " ".join(parts), "citations": cited}
+    return out

@@ -1,0 +1,58 @@
+"""Answer types and settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DECLINE_TEXT", "Answer", "AnswerSettings", "Source"]
+
+#: The one sentence evidex says when it will not answer from the sources.
+DECLINE_TEXT = "I don't have that in the sources available to you."
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A numbered passage in the model context: data, never instructions."""
+
+    n: int
+    citation: dict[str, Any]
+    flags: tuple[str, ...]
+
+    def as_context(self) -> dict[str, Any]:
+        c = self.citation
+        return {"id": self.n, "title": c["title"], "heading_path": c["heading_path"],
+                "version": c["version"], "quote": c["quote"]}
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSettings:
+    handoff: str = "Please contact a person on the support team."
+    #: Links an answer may contain (prefixes); everything else is a contract violation.
+    link_allowlist: tuple[str, ...] = ()
+    #: Context budget in tokens of the deployed model, and the part reserved for the answer.
+    context_tokens: int = 3000
+    answer_tokens: int = 500
+    #: Passages flagged by the instruction scanner stay out of model context unless this is set.
+    include_flagged: bool = False
+    #: "minimal" (ids, versions, fingerprints), "off"; never copies of passage text.
+    trace: str = "minimal"
+    top_k: int = 6
+    mode: str = "hybrid"
+    max_sentences: int = 3
+
+
+@dataclass
+class Answer:
+    status: str  # "answered" | "declined"
+    text: str
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    reason: str | None = None
+    handoff: str | None = None
+    trace: dict[str, Any] | None = None
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "text": self.text, "citations": self.citations,
+                "reason": self.reason, "handoff": self.handoff, "trace": self.trace,
+                "detail": self.detail}
