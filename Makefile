@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-# Rebuilds ./evidex.db from the bundled example collection: the old policy version first, then
-# the collection (which supersedes it), then an example search printed for a person.
+# Rebuilds ./evidex.db from the bundled example collection (embedded with the default model,
+# multilingual-e5-small; vectors are cached, so only the first run embeds): the old policy
+# version first, then the collection (which supersedes it), then example searches and answers.
 run: install
 	rm -f $(DB) $(DB)-wal $(DB)-shm
 	$(BIN)/evidex --db $(DB) ingest examples/versions --tenant acme --split heading
@@ -28,6 +29,12 @@ run: install
 	@echo
 	@echo '$$ evidex search "ERR-401" --tenant acme --groups customers --visibilities public'
 	@$(BIN)/evidex --db $(DB) search "ERR-401" --tenant acme --groups customers --visibilities public --limit 3
+	@echo
+	@echo '$$ evidex ask "Can I return a worn jacket?" --tenant acme --groups customers --visibilities public'
+	@$(BIN)/evidex --db $(DB) ask "Can I return a worn jacket?" --tenant acme --groups customers --visibilities public
+	@echo
+	@echo '$$ evidex ask "Who won the football world cup?" --tenant acme --groups customers --visibilities public'
+	@$(BIN)/evidex --db $(DB) ask "Who won the football world cup?" --tenant acme --groups customers --visibilities public
 
 test: install
 	$(BIN)/python -m pytest -q
