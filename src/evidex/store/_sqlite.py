@@ -483,6 +483,13 @@ class SQLiteStore:
         if not writes:
             return IngestReport()
         with self._write() as c:
+            meta = dict(c.execute(
+                "SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')").fetchall())
+            if meta["embedder"] != self.embedder:
+                # Another process re-embedded the store since our vectors were computed: the
+                # caller must embed again with the store's model now.
+                self.embedder, self.dimension = meta["embedder"], int(meta["dimension"])
+                raise MissingVectors(f"the store now uses the model {self.embedder!r}")
             seq = c.execute("SELECT seq FROM sqlite_sequence WHERE name = 'passages'").fetchone()
             next_pid = (seq[0] if seq else 0) + 1
             seg_rows: list[tuple[int, int, int, int, int, dict[str, int]]] = []
