@@ -98,7 +98,8 @@ def random_doc(rng: random.Random, doc_id: str, version: str, tenant: str = "t")
 
 
 def check_tiers(sizes: Sequence[int]) -> None:
-    """After the writes (and their merges) settle, no size tier holds MERGE_FACTOR segments."""
+    """After the writes (and their merges) settle, no size tier holds MERGE_FACTOR segments
+    (the stores here stay far below the size where merges are deferred to ``optimize``)."""
     tiers: dict[int, int] = {}
     for n in sizes:
         level = int(math.log(max(n, 1), MERGE_FACTOR))

@@ -7,10 +7,12 @@ versions and fingerprints only (no copies of passage text).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from ..model import Actor, EvidexError, Resolution, SearchResults
+from ..query import content_terms
 from ._budget import fit_sources, token_counter
 from ._contract import check_output
 from ._extractive import extractive_answer
@@ -20,6 +22,15 @@ from ._types import DECLINE_TEXT, Answer, AnswerSettings, Source
 __all__ = ["GENERATORS", "answer_question", "number_sources"]
 
 GENERATORS = ("extractive", "openai")
+#: Share of a sentence's content words that its cited sources must contain (compared by their
+#: first five letters, so "returns" is backed by "returned" whatever the store's analyzer).
+SUPPORT_SHARE = 0.5
+
+
+def _stem(term: str) -> str:
+    return term if term.isdigit() else term[:5]
+_MARKERS = re.compile(r"\[\d{1,3}\]")
+_URLS = re.compile(r"(?:https?|ftp)://\S+|www\.\S+", re.IGNORECASE)
 
 
 def number_sources(results: SearchResults) -> list[Source]:
@@ -111,11 +122,20 @@ def answer_question(
             return decline("generator_error", str(exc))
     if isinstance(output, dict) and output.get("answer") == "" and output.get("citations") == []:
         return decline("no_answer_in_sources", "the generator found no answer in the passages")
-    problems = check_output(output, [s.n for s in kept], settings.link_allowlist)
+    by_n = {s.n: s for s in kept}
+    source_terms = {s.n: {_stem(t) for t in terms_of(s.citation["quote"])} for s in kept}
+
+    def supported(sentence: str, refs: list[int]) -> bool:
+        # Links are judged by the allowlist, not here; the words around them must be supported.
+        text = _URLS.sub(" ", _MARKERS.sub(" ", sentence))
+        wanted = {_stem(t) for t in content_terms(terms_of(text))}
+        have = set().union(*(source_terms[n] for n in refs))
+        return len(wanted & have) >= SUPPORT_SHARE * len(wanted)
+
+    problems = check_output(output, [s.n for s in kept], settings.link_allowlist, supported)
     if problems:
         trace["violations"] = problems
         return decline("invalid_model_output", "; ".join(problems))
-    by_n = {s.n: s for s in kept}
     citations = []
     for n in sorted(set(output["citations"])):
         res = resolve(by_n[n].citation)

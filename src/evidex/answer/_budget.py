@@ -40,6 +40,7 @@ def token_counter(model: str, tokenizer_file: str | None = None) -> Callable[[st
         raise EvidexError(f"tokenizer file {path} not found")
     tok = Tokenizer.from_file(path)
     tok.no_truncation()
+    tok.no_padding()  # the shipped file pads to 128 for batching; a count must not
     return lambda text: len(tok.encode(text, add_special_tokens=False).ids)
 
 

@@ -2,7 +2,8 @@
 
 * exactly the fields {answer, citations}; answer a non-empty string; citations a non-empty list
   of ids of provided sources (ints, no unknown ids);
-* every sentence that states something carries a [n] marker of a provided source;
+* every sentence that states something carries a [n] marker of a provided source, and the
+  sources it cites contain most of its content words (a grounding check, not proof);
 * no HTML, links only from the allowlist.
 Each cited passage must also still resolve; that check needs the store and is done by the
 caller.
@@ -11,7 +12,7 @@ caller.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = ["check_output", "markers", "sentences"]
@@ -19,7 +20,10 @@ __all__ = ["check_output", "markers", "sentences"]
 _MARKER = re.compile(r"\[(\d{1,3})\]")
 _URL = re.compile(r"(?:https?|ftp)://[^\s<>\"')\]]+|www\.[^\s<>\"')\]]+", re.IGNORECASE)
 _HTML = re.compile(r"<\s*/?\s*[a-zA-Z][^>]*>|&[a-zA-Z]+;|&#\d+;")
-_SENTENCE_END = re.compile(r"(?<=[.!?])(?:\s*(?:\[\d{1,3}\])+)?\s+(?=\S)(?!\[\d{1,3}\])")
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])(?:[ \t]*(?:\[\d{1,3}\])+)?\s+(?=\S)(?!\[\d{1,3}\])"  # after . ! ? (+ markers)
+    r"|(?:[ \t]*(?:\[\d{1,3}\])+)?[ \t]*\n\s*"  # or at a line break: list items are sentences
+)
 
 
 def markers(text: str) -> list[int]:
@@ -45,8 +49,18 @@ def _states_something(sentence: str) -> bool:
     return len(words) >= 3
 
 
-def check_output(data: Any, provided: Iterable[int], allowlist: Iterable[str]) -> list[str]:
-    """Every violation found (empty when the output may be released)."""
+def check_output(
+    data: Any,
+    provided: Iterable[int],
+    allowlist: Iterable[str],
+    support: Callable[[str, list[int]], bool] | None = None,
+) -> list[str]:
+    """Every violation found (empty when the output may be released). Messages name sentences
+    by number, never by their text, so no passage text leaks into traces or logs.
+
+    ``support(sentence, markers)`` says whether the cited sources back the sentence; without it
+    only the form is checked.
+    """
     ids = set(provided)
     if not isinstance(data, dict):
         return ["the output is not a JSON object"]
@@ -71,13 +85,18 @@ def check_output(data: Any, provided: Iterable[int], allowlist: Iterable[str]) -
             problems.append(f"marker [{n}] refers to no provided source")
         elif n not in cited:
             problems.append(f"marker [{n}] is missing from citations")
-    for s in sentences(answer):
-        if _states_something(s) and not markers(s):
-            problems.append(f"unsupported sentence without a [n] marker: {s[:80]!r}")
+    for i, s in enumerate(sentences(answer), start=1):
+        if not _states_something(s):
+            continue
+        refs = [n for n in markers(s) if n in ids]
+        if not markers(s):
+            problems.append(f"unsupported sentence {i}: it states something without a [n] marker")
+        elif support is not None and refs and not support(s, refs):
+            problems.append(f"sentence {i} is not supported by the sources it cites")
     if _HTML.search(answer):
         problems.append("the answer contains HTML")
     allowed = tuple(allowlist)
     for url in _URL.findall(answer):
         if not url.startswith(allowed) or not allowed:
-            problems.append(f"link not on the allowlist: {url[:80]}")
+            problems.append(f"a link is not on the allowlist ({url.split('/')[2] if '//' in url else 'www'})")
     return problems

@@ -34,12 +34,18 @@ _PATTERNS: dict[str, list[re.Pattern[str]]] = {
         re.compile(r"\b(reveal|disclose|publish|leak|exfiltrate|dump|print|post|send|upload)\b.{0,60}"
                    r"\b(salar(y|ies)|passwords?|credentials?|secrets?|keys?|personal\s+data|"
                    r"system\s*prompt|confidential|data)\b", _I),
-        re.compile(r"\b(veröffentliche\w*|verrate\w*|gib\w*|sende\w*|schick\w*|lade\w*)\b.{0,60}"
+        re.compile(r"\b(veröffentliche\w*|verrate\w*|gib\w*|sende\w*|schick\w*)\b.{0,60}"
                    r"\b(gehält\w*|gehalt\w*|passw\w*|zugangsdaten|geheim\w*|daten|vertraulich\w*)\b",
                    _I),
     ],
     "tool_or_url_call": [
-        re.compile(r"\b(call|invoke|run|execute|use)\s+(the\s+)?(tool|function|api|command)\b", _I),
+        # Addressed to a model: tools and functions. "Run the command ..." in an IT manual is not
+        # flagged; German informal imperatives ("führe", "rufe") address a model, the formal
+        # "Führen Sie ... aus" of a manual does not match.
+        re.compile(r"\b(call|invoke|run|execute|use)\s+(the\s+|this\s+|a\s+)?(tool|function)s?\b|"
+                   r"\b(tool|function)\s+call", _I),
+        re.compile(r"\b(führe|rufe|starte)\b(?!\s+sie\b).{0,40}\b(befehl|funktion|tool|werkzeug|skript)\w*",
+                   _I),
         # Moving data to or fetching from a URL; a plain link ("visit https://...") is not flagged.
         re.compile(r"\b(fetch|post|send|upload|curl|wget|submit|sende\w*|schick\w*|lade\w*|"
                    r"übermittl\w*)\b[^.\n]{0,60}https?://", _I),

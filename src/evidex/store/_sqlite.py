@@ -423,7 +423,8 @@ class SQLiteStore:
                     meta = dict(c.execute(
                         "SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')"
                     ).fetchall())
-                    self.embedder, self.dimension = meta["embedder"], int(meta["dimension"])
+                    self.embedder = meta.get("embedder", "none")
+                    self.dimension = int(meta.get("dimension", "0"))
                     self._cache.refresh(view, gen)
                     view = _View(self)  # arrays may have been reallocated by the refresh
                 yield view
@@ -485,10 +486,11 @@ class SQLiteStore:
         with self._write() as c:
             meta = dict(c.execute(
                 "SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')").fetchall())
-            if meta["embedder"] != self.embedder:
+            if meta.get("embedder", "none") != self.embedder:
                 # Another process re-embedded the store since our vectors were computed: the
                 # caller must embed again with the store's model now.
-                self.embedder, self.dimension = meta["embedder"], int(meta["dimension"])
+                self.embedder = meta.get("embedder", "none")
+                self.dimension = int(meta.get("dimension", "0"))
                 raise MissingVectors(f"the store now uses the model {self.embedder!r}")
             seq = c.execute("SELECT seq FROM sqlite_sequence WHERE name = 'passages'").fetchone()
             next_pid = (seq[0] if seq else 0) + 1

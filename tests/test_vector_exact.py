@@ -1,0 +1,564 @@
+"""Permission-exact vector search and rank fusion (issue 3), as properties over random stores.
+
+The claims under test:
+
+(a) mode="vector" and mode="hybrid" give identical hits (document, passage, score, rank, the
+    explanation of every leg, evidence) for a store holding only what the actor may read under
+    the filters and for one that also holds unreadable documents, and adding, superseding or
+    removing unreadable documents (and optimising) changes nothing, bit for bit;
+(b) vector hits are an exact brute-force cosine search over exactly the readable passages:
+    top ``limit`` by cosine, ties (equal vectors) by document id then passage number, never
+    under-filled;
+(c) hybrid RRF scores are sum 1 / (k + rank) over the keyword and vector windows, where each
+    leg's ranks are those of an independent mode="keyword" / mode="vector" search; ties are
+    ordered (fused score desc, document id, passage); max_per_document and limit are applied
+    after fusion. The convex fusion is checked the same way.
+
+Every example uses real SQLite files in a fresh temporary folder and the deterministic hash-test
+embedder (set by the autouse fixture in conftest.py). Paragraphs are drawn from a six-word
+vocabulary so that equal passages, and therefore exactly tied cosines, are common.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import tempfile
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import strategies as st
+
+from evidex import VISIBILITIES, Actor, Document, Filters, KnowledgeBase
+from evidex.embed import get_embedder
+
+VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta")
+ABSENT = "absent"  # never in any document
+TENANTS = ("t1", "t2")
+GROUPS = ("g1", "g2", "g3")
+OUTSIDERS = "outsiders"  # a group no actor ever has
+LANGS = (None, "en", "de")
+TAGS = ("x", "y")
+VIS = tuple(sorted(VISIBILITIES))
+MODES = ("vector", "hybrid")
+#: Cosines of different vectors closer than this may be ordered either way (float32 rounding).
+NEAR = 1e-6
+
+SETTINGS = settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+# -- reference model (independent of evidex's retrieval code) ---------------------------------
+def visible(actor: Actor, flt: Filters, d: Document) -> bool:
+    return (
+        actor.active
+        and d.tenant == actor.tenant
+        and bool(set(actor.groups) & set(d.groups))
+        and d.visibility in actor.visibilities
+        and (flt.language is None or d.language == flt.language)
+        and set(flt.tags) <= set(d.tags)
+    )
+
+
+def ref_passages(d: Document) -> list[tuple[int, str]]:
+    """Paragraph split: parts at blank lines numbered 1..n, whitespace-only parts skipped."""
+    return [(n, part) for n, part in enumerate(d.text.split("\n\n"), start=1) if part.strip()]
+
+
+@dataclass(frozen=True)
+class RefPassage:
+    doc: str
+    number: int
+    cosine: float  # float64, computed row by row (independent of any matrix layout)
+    vector: bytes = field(repr=False)  # the float32 passage vector: equal bytes, exact tie
+
+
+def ref_vector(docs: Sequence[Document], query: str) -> list[RefPassage]:
+    """Brute-force cosine of the query's hash-test vector with every passage of ``docs``."""
+    emb = get_embedder("hash-test")
+    items = [(d.id, n, text) for d in docs for n, text in ref_passages(d)]
+    if not items:
+        return []
+    vecs = emb.embed_passages([t for _, _, t in items])
+    q = emb.embed_queries([query])[0].astype(np.float64)
+    cos = (vecs.astype(np.float64) * q).sum(axis=1)
+    return [RefPassage(d, n, float(c), v.tobytes())
+            for (d, n, _), c, v in zip(items, cos, vecs, strict=True)]
+
+
+def check_vector_ranking(got: Sequence[tuple[str, int, float]], ref: Sequence[RefPassage],
+                         limit: int) -> None:
+    """``got`` (document, passage, score) is the exact top ``limit`` of ``ref``.
+
+    Order: cosine descending; passages with equal vectors (an exact tie) by (document id,
+    passage); only different vectors whose cosines lie within float32 rounding may come in
+    either order, at the cut too.
+    """
+    by_key = {(r.doc, r.number): r for r in ref}
+    assert len(got) == min(limit, len(ref)), (got, limit, len(ref))  # never under-filled
+    keys = [(d, n) for d, n, _ in got]
+    assert len(set(keys)) == len(keys)
+    for d, n, score in got:
+        assert (d, n) in by_key, (d, n)  # only readable passages
+        assert abs(score - by_key[(d, n)].cosine) <= NEAR, (d, n, score, by_key[(d, n)].cosine)
+
+    def before(a: RefPassage, b: RefPassage) -> bool:
+        """May ``a`` be ranked above ``b``?"""
+        if a.vector == b.vector:
+            return (a.doc, a.number) < (b.doc, b.number)
+        return a.cosine >= b.cosine - NEAR
+
+    chosen = [by_key[k] for k in keys]
+    for a, b in itertools.pairwise(chosen):
+        assert before(a, b), ("order", a, b, got)
+    if chosen:
+        for r in (r for r in ref if (r.doc, r.number) not in set(keys)):
+            assert before(chosen[-1], r), ("cut", chosen[-1], r, got)
+
+
+# -- strategies --------------------------------------------------------------------------------
+word = st.tuples(st.sampled_from(VOCAB), st.booleans()).map(lambda t: t[0].title() if t[1] else t[0])
+words_paragraph = st.lists(word, min_size=1, max_size=4).map(" ".join)
+paragraph = st.one_of(words_paragraph, words_paragraph, st.sampled_from(["alpha", "beta gamma", "--", ""]))
+text = st.lists(paragraph, min_size=1, max_size=4).map("\n\n".join)
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    match: str
+    limit: int
+    max_per_document: int | None
+    window: int
+    rrf_k: int
+    filters: Filters | dict[str, object] | None
+
+
+@st.composite
+def actors(draw: st.DrawFn) -> Actor:
+    return Actor(
+        draw(st.sampled_from(TENANTS)),
+        frozenset(draw(st.sets(st.sampled_from(GROUPS), min_size=1))),
+        active=draw(st.sampled_from([True] * 9 + [False])),
+        visibilities=frozenset(draw(st.sets(st.sampled_from(VIS), min_size=1))),
+    )
+
+
+@st.composite
+def filters(draw: st.DrawFn) -> Filters:
+    return Filters(draw(st.sampled_from(LANGS)), frozenset(draw(st.sets(st.sampled_from(TAGS)))))
+
+
+@st.composite
+def visible_doc(draw: st.DrawFn, actor: Actor, flt: Filters, doc_id: str, version: str = "v1"
+                ) -> Document:
+    groups = {draw(st.sampled_from(sorted(actor.groups)))} | draw(st.sets(st.sampled_from(GROUPS)))
+    return Document(
+        doc_id, actor.tenant, frozenset(groups), version, draw(text),
+        language=flt.language if flt.language is not None else draw(st.sampled_from(LANGS)),
+        visibility=draw(st.sampled_from(sorted(actor.visibilities))),
+        tags=tuple(set(flt.tags) | draw(st.sets(st.sampled_from(TAGS)))),
+    )
+
+
+@st.composite
+def hidden_doc(draw: st.DrawFn, actor: Actor, flt: Filters, index: int, version: str = "v1"
+               ) -> Document:
+    """A document the actor may not read under the filters, often a near miss that differs
+    from a readable one in one attribute only (tenant, groups, visibility, language, tags)."""
+    base = draw(visible_doc(actor, flt, f"h{index}", version))
+    ways = ["tenant", "groups", "random"]
+    if set(actor.visibilities) != set(VIS):
+        ways.append("visibility")
+    if flt.language is not None:
+        ways.append("language")
+    if flt.tags:
+        ways.append("tags")
+    way = draw(st.sampled_from(ways))
+    fields: dict[str, Any] = {
+        "id": base.id, "tenant": base.tenant, "groups": base.groups, "version": version,
+        "text": base.text, "language": base.language, "visibility": base.visibility,
+        "tags": base.tags,
+    }
+    if way == "tenant":
+        other = next(t for t in TENANTS if t != actor.tenant)
+        fields.update(tenant=other, id=f"d{index}")
+    elif way == "groups":
+        others = sorted(set(GROUPS) - set(actor.groups))
+        extra = draw(st.sets(st.sampled_from(others))) if others else set()
+        fields.update(groups=frozenset({OUTSIDERS, *extra}))
+    elif way == "visibility":
+        fields.update(visibility=draw(st.sampled_from(sorted(set(VIS) - set(actor.visibilities)))))
+    elif way == "language":
+        fields.update(language=draw(st.sampled_from([x for x in LANGS if x != flt.language])))
+    elif way == "tags":
+        fields.update(tags=tuple(set(base.tags) - set(flt.tags)))
+    else:
+        tenant = draw(st.sampled_from(TENANTS))
+        fields.update(
+            tenant=tenant, id=f"h{index}" if tenant == actor.tenant else f"d{index}",
+            groups=frozenset(draw(st.sets(st.sampled_from((*GROUPS, OUTSIDERS)), min_size=1))),
+            visibility=draw(st.sampled_from(VIS)), language=draw(st.sampled_from(LANGS)),
+            tags=tuple(draw(st.sets(st.sampled_from(TAGS)))),
+        )
+    d = Document(**fields)
+    if actor.active and visible(actor, flt, d):
+        d = Document(**{**fields, "groups": frozenset({OUTSIDERS})})
+    assert not visible(actor, flt, d)
+    return d
+
+
+@st.composite
+def queries(draw: st.DrawFn, flt: Filters) -> Query:
+    # Distinct words (case aside): the query text is then exactly its normalised word list, so
+    # the reference embeds what evidex embeds (repeated words are covered in test_hybrid.py).
+    qwords = draw(st.lists(st.sampled_from((*VOCAB, ABSENT)), min_size=1, max_size=3, unique=True))
+    as_mapping = draw(st.booleans())
+    filt: Filters | dict[str, object] = (
+        {"language": flt.language, "tags": sorted(flt.tags)} if as_mapping else flt
+    )
+    return Query(
+        " ".join(w.upper() if draw(st.booleans()) else w for w in qwords),
+        draw(st.sampled_from(["any", "all"])),
+        draw(st.integers(1, 50)),
+        draw(st.sampled_from([None, 1, 2, 3])),
+        draw(st.sampled_from([1, 2, 3, 5, 8, 50])),
+        draw(st.sampled_from([1, 60, 1000])),
+        filt,
+    )
+
+
+Scenario = tuple[Actor, Filters, list[Document], list[Document], list[Query]]
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> Scenario:
+    actor = draw(actors())
+    flt = draw(filters())
+    vis = [draw(visible_doc(actor, flt, f"d{i}")) for i in range(draw(st.integers(0, 6)))]
+    hid = [draw(hidden_doc(actor, flt, i)) for i in range(draw(st.integers(1, 6)))]
+    qs = draw(st.lists(queries(flt), min_size=2, max_size=4))
+    return actor, flt, vis, hid, qs
+
+
+@contextmanager
+def store(*batches: Sequence[Document]) -> Iterator[tuple[KnowledgeBase, Path]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kb.db"
+        kb = KnowledgeBase.open(path)
+        try:
+            assert kb.stats()["embedder"] == "hash-test"
+            for batch in batches:
+                if batch:
+                    kb.ingest(batch)
+            yield kb, path
+        finally:
+            kb.close()
+
+
+def chunked(docs: Sequence[Document], sizes: Sequence[int]) -> list[list[Document]]:
+    out, i = [], 0
+    for s in sizes:
+        out.append(list(docs[i : i + s]))
+        i += s
+    out.append(list(docs[i:]))
+    return out
+
+
+def results(kb: KnowledgeBase, actor: Actor, q: Query, mode: str) -> tuple[list[tuple[Any, ...]], str]:
+    hits = kb.search(actor, q.text, limit=q.limit, match=q.match, filters=q.filters, mode=mode,
+                     max_per_document=q.max_per_document, window=q.window, rrf_k=q.rrf_k, explain=True)
+    return ([(h.document_id, h.version, h.passage, h.quote, h.score, h.rank, h.explain) for h in hits],
+            hits.evidence)
+
+
+def all_results(kb: KnowledgeBase, actor: Actor, qs: Sequence[Query]) -> list[Any]:
+    return [results(kb, actor, q, mode) for q in qs for mode in MODES]
+
+
+def every_query(qs: Sequence[Query]) -> Query:
+    """A query that reaches every readable passage in both legs (limit 50, no cap)."""
+    return Query(" ".join(VOCAB[:3]), "any", 50, None, 50, 60, qs[0].filters)
+
+
+def n_readable(actor: Actor, flt: Filters, docs: Sequence[Document]) -> int:
+    return sum(len(ref_passages(d)) for d in docs if visible(actor, flt, d))
+
+
+# -- (a) unreadable documents change nothing -----------------------------------------------------
+@SETTINGS
+@given(scenarios(), st.data())
+def test_a_unreadable_documents_change_vector_and_hybrid_results_not_at_all(
+    scenario: Scenario, data: st.DataObject
+) -> None:
+    """A store with only the readable documents and one that also holds unreadable ones (mixed
+    into the readable ones in a random order and in random batches) give identical vector and
+    hybrid hits: same passages, scores, ranks, per-leg explanation and evidence level."""
+    actor, flt, vis, hid, qs = scenario
+    mixed = data.draw(st.permutations(vis + hid))
+    sizes = data.draw(st.lists(st.integers(1, 4), max_size=6))
+    qs = [*qs, every_query(qs)]
+    with store(vis) as (only, _), store(*chunked(mixed, sizes)) as (both, _):
+        for q in qs:
+            for mode in MODES:
+                assert results(both, actor, q, mode) == results(only, actor, q, mode), (mode, q)
+        # Not vacuous: with anything readable, the vector leg returns every readable passage.
+        assert len(results(both, actor, qs[-1], "vector")[0]) == n_readable(actor, flt, vis)
+
+
+@SETTINGS
+@given(scenarios(), st.data())
+def test_a_writes_to_unreadable_documents_change_nothing_in_place(
+    scenario: Scenario, data: st.DataObject
+) -> None:
+    """In one store, adding, superseding (new text, or new unreadable access attributes) and
+    removing unreadable documents, and optimize(), leave every vector and hybrid result as it
+    was: for the writing handle, for a second handle whose caches were warm before the writes,
+    and for a handle opened afterwards."""
+    actor, flt, vis, hid, qs = scenario
+    qs = [*qs, every_query(qs)]
+    with store(vis + hid) as (kb, path):
+        before = all_results(kb, actor, qs)
+        other = KnowledgeBase.open(path)
+        try:
+            assert all_results(other, actor, qs) == before
+            live = {(d.tenant, d.id): d for d in hid}
+            steps = data.draw(st.lists(st.sampled_from(["add", "supersede", "remove", "optimize"]),
+                                       min_size=1, max_size=8))
+            for k, step in enumerate(steps):
+                if step == "add":
+                    d = data.draw(hidden_doc(actor, flt, 100 + k))
+                    kb.ingest(d)
+                    live[(d.tenant, d.id)] = d
+                elif step == "supersede" and live:
+                    old = live[data.draw(st.sampled_from(sorted(live)))]
+                    new = data.draw(hidden_doc(actor, flt, 0, version=f"v{k + 2}"))
+                    same = data.draw(st.booleans())
+                    new = Document(old.id, old.tenant, new.groups if new.tenant == old.tenant
+                                   else frozenset({OUTSIDERS}), old.version if same else new.version,
+                                   old.text if same else new.text,
+                                   language=new.language, visibility=new.visibility, tags=new.tags)
+                    assert not visible(actor, flt, new)
+                    kb.ingest(new)
+                    live[(new.tenant, new.id)] = new
+                elif step == "remove" and live:
+                    key = data.draw(st.sampled_from(sorted(live)))
+                    assert kb.remove(*key)
+                    del live[key]
+                elif step == "optimize":
+                    kb.optimize()
+                assert all_results(kb, actor, qs) == before, (k, step)
+                assert all_results(other, actor, qs) == before, (k, step)
+            fresh = KnowledgeBase.open(path)
+            try:
+                assert all_results(fresh, actor, qs) == before
+            finally:
+                fresh.close()
+        finally:
+            other.close()
+
+
+# -- (b) vector search is exact brute force over the readable passages ----------------------------
+def _tie_example() -> Scenario:
+    """The smallest failure hypothesis found: three readable one-word documents with the same
+    text, in two access signatures (the tags differ)."""
+    def d(i: str, tags: tuple[str, ...], tenant: str = "t1") -> Document:
+        return Document(i, tenant, frozenset({"g1"}), "v1", "alpha", language="en",
+                        visibility="confidential", tags=tags)
+
+    actor = Actor("t1", frozenset({"g1"}), visibilities=frozenset({"confidential"}))
+    flt = Filters("en")
+    qs = [Query("alpha", "any", 1, None, 1, 1, flt), Query("alpha", "any", 50, None, 50, 60, flt)]
+    return actor, flt, [d("d0", ("x", "y")), d("d1", ()), d("d2", ("x", "y"))], [d("d0", (), "t2")], qs
+
+
+@SETTINGS
+@example(scenario=_tie_example(), seed=0, sizes=[])
+@given(scenarios(), st.integers(0, 2**32 - 1), st.lists(st.integers(1, 4), max_size=6))
+def test_b_vector_hits_equal_brute_force_cosine_over_readable_passages(
+    scenario: Scenario, seed: int, sizes: list[int]
+) -> None:
+    """mode="vector" with max_per_document=None returns exactly the top ``limit`` readable
+    passages by cosine (ties of equal vectors by document id, then passage), with cosine
+    scores, ranks 1..n, and exactly min(limit, readable passages) hits. mode="hybrid" is never
+    under-filled either. (Documents go in shuffled by ``seed``, in batches of ``sizes``.)"""
+    actor, flt, vis, hid, qs = scenario
+    mixed = vis + hid
+    random.Random(seed).shuffle(mixed)
+    readable = [d for d in vis if visible(actor, flt, d)]
+    with store(*chunked(mixed, sizes)) as (kb, _):
+        for q in qs:
+            ref = ref_vector(readable, q.text)
+            for limit in sorted({q.limit, 1, max(1, len(ref))}):
+                hits = kb.search(actor, q.text, limit=limit, match=q.match, filters=q.filters,
+                                 max_per_document=None, mode="vector")
+                check_vector_ranking([(h.document_id, h.passage, h.score) for h in hits], ref, limit)
+                assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+                assert hits.evidence in (("weak", "strong") if hits else ("none",))
+                fused = kb.search(actor, q.text, limit=limit, match=q.match, filters=q.filters,
+                                  max_per_document=None, mode="hybrid", window=q.window)
+                assert len(fused) == min(limit, len(ref)), (q, limit, len(fused), len(ref))
+
+
+# -- (c) fusion recomputed from the two independent legs ----------------------------------------
+def leg_ranks(kb: KnowledgeBase, actor: Actor, q: Query, mode: str, window: int
+              ) -> dict[tuple[str, int], dict[str, float | int]]:
+    """(document, passage) -> {rank, score} of the top ``window`` of one leg searched alone."""
+    hits = kb.search(actor, q.text, limit=window, match=q.match, filters=q.filters,
+                     max_per_document=None, mode=mode, explain=True)
+    out: dict[tuple[str, int], dict[str, float | int]] = {}
+    for h in hits:
+        assert h.explain is not None
+        # The single-leg explanation agrees with the hit itself.
+        assert h.explain[mode] == {"rank": h.rank, "score": h.score}, (mode, h.explain)
+        out[(h.document_id, h.passage)] = {"rank": h.rank, "score": h.score}
+    return out
+
+
+def greedy(ordered: Sequence[tuple[str, int]], limit: int, cap: int | None) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    per: Counter[str] = Counter()
+    for doc_id, number in ordered:
+        if cap is None or per[doc_id] < cap:
+            per[doc_id] += 1
+            out.append((doc_id, number))
+            if len(out) == limit:
+                break
+    return out
+
+
+def convex(leg: dict[tuple[str, int], dict[str, float | int]], weight: float) -> dict[tuple[str, int], float]:
+    """alpha-weighted min-max normalised scores of one leg's window (1 when all are equal)."""
+    if not leg:
+        return {}
+    lo = min(float(v["score"]) for v in leg.values())
+    hi = max(float(v["score"]) for v in leg.values())
+    return {k: weight * ((float(v["score"]) - lo) / (hi - lo) if hi > lo else 1.0) for k, v in leg.items()}
+
+
+@SETTINGS
+@given(scenarios(), st.data())
+def test_c_fused_scores_come_from_the_independent_legs(scenario: Scenario, data: st.DataObject) -> None:
+    """RRF: fused score = 1/(k + keyword rank) + 1/(k + vector rank) over each leg's window of
+    max(window, limit) passages, the ranks being those of mode="keyword" and mode="vector"
+    searched alone; explain=True reports exactly those ranks and scores (and a leg only when the
+    passage is in its window); order is (fused desc, document id, passage); max_per_document and
+    limit pick greedily from the fused order. Convex fusion (alpha weighting min-max normalised
+    leg scores) is recomputed the same way."""
+    actor, flt, vis, hid, qs = scenario
+    mixed = data.draw(st.permutations(vis + hid))
+    with store(mixed[: len(mixed) // 2], mixed[len(mixed) // 2 :]) as (kb, _):
+        for q in qs:
+            w = max(q.window, q.limit)
+            kw = leg_ranks(kb, actor, q, "keyword", w)
+            vec = leg_ranks(kb, actor, q, "vector", w)
+            fusion = data.draw(st.sampled_from(["rrf", "rrf", "convex"]))
+            alpha = data.draw(st.sampled_from([0.0, 0.3, 0.5, 1.0]))
+            fused: dict[tuple[str, int], float] = {}
+            if fusion == "rrf":
+                parts = [{k: 1.0 / (q.rrf_k + int(v["rank"])) for k, v in leg.items()} for leg in (kw, vec)]
+            else:
+                parts = [convex(kw, 1.0 - alpha), convex(vec, alpha)]
+            for part in parts:  # keyword leg first, as documented
+                for k, c in part.items():
+                    fused[k] = fused.get(k, 0.0) + c
+            order = sorted(fused, key=lambda k: (-fused[k], k[0], k[1]))
+            want = greedy(order, q.limit, q.max_per_document)
+            hits = kb.search(actor, q.text, limit=q.limit, match=q.match, filters=q.filters,
+                             max_per_document=q.max_per_document, mode="hybrid", explain=True,
+                             fusion=fusion, alpha=alpha, rrf_k=q.rrf_k, window=q.window)
+            assert [(h.document_id, h.passage) for h in hits] == want, (fusion, q)
+            assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+            for h in hits:
+                key = (h.document_id, h.passage)
+                assert h.score == fused[key], (key, h.score, fused[key])
+                assert h.explain is not None
+                assert h.explain["fused_score"] == h.score
+                for name, leg in (("keyword", kw), ("vector", vec)):
+                    if key in leg:
+                        assert h.explain.get(name) == leg[key], (name, key, h.explain)
+                    else:
+                        assert name not in h.explain, (name, key, h.explain)
+            if q.max_per_document is not None:
+                assert max(Counter(h.document_id for h in hits).values(), default=0) <= q.max_per_document
+            event(f"{fusion}: " + ("both legs" if kw and hits else "vector leg only" if hits else "no hits"))
+            # The vector leg covers every readable passage here (fewer than the window), so a
+            # hit without a vector entry would be a passage outside the readable set.
+            if n_readable(actor, flt, vis) <= w:
+                assert all("vector" in (h.explain or {}) for h in hits)
+
+
+# -- explicit examples -------------------------------------------------------------------------
+def _doc(doc_id: str, body: str, *, groups: Sequence[str] = ("g",), **kw: Any) -> Document:
+    return Document(doc_id, "t", frozenset(groups), "1", body, **kw)
+
+
+READER = Actor("t", frozenset({"g"}))
+
+
+def test_example_equal_passages_tie_exactly_and_order_by_document_id(tmp_path: Path) -> None:
+    """Five documents with the same paragraph, ingested in reverse id order: their cosines are
+    the same number, so the vector leg must list them by document id, and the hybrid order
+    must follow (fused score, document id) as well."""
+    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    kb.ingest([_doc(f"d{i}", "alpha beta gamma delta") for i in reversed(range(5))])
+    hits = kb.search(READER, "alpha zeta omega", mode="vector", limit=5, max_per_document=None)
+    assert [h.document_id for h in hits] == [f"d{i}" for i in range(5)], [
+        (h.document_id, h.score) for h in hits]
+    assert len({h.score for h in hits}) == 1
+    fused = kb.search(READER, "alpha zeta omega", mode="hybrid", limit=5, max_per_document=None)
+    assert [h.document_id for h in fused] == [f"d{i}" for i in range(5)]
+    kb.close()
+
+
+def test_example_vector_scores_do_not_depend_on_unreadable_neighbours(tmp_path: Path) -> None:
+    """The same readable passages must get the same cosines, bit for bit, in a store where
+    writes of unreadable documents made the store merge segments as in one without them.
+
+    Layout: a readable nine-paragraph document (one segment that no merge touches), then a
+    readable three-paragraph document, then (in `both` only) seven one-passage unreadable
+    documents, each in its own batch: the eighth small segment triggers the tiered merge that
+    rewrites the second readable document's segment."""
+    only = KnowledgeBase.open(tmp_path / "only.db")
+    both = KnowledgeBase.open(tmp_path / "both.db")
+    first = _doc("a", "\n\n".join(f"omega {'beta ' * i}" for i in range(1, 10)))
+    second = _doc("b", "\n\n".join(["alpha beta gamma delta"] * 3))
+    query = "alpha zeta omega"
+    for kb in (only, both):
+        kb.ingest(first)
+        kb.ingest(second)
+        kb.search(READER, query, mode="vector")  # warm caches, as a running service has them
+    for i in range(7):
+        both.ingest(_doc(f"h{i}", "zeta zeta", groups=("other",)))
+    assert both.stats()["segments"] < 9  # the merge did run
+    want = [(h.document_id, h.passage, h.score) for h in only.search(READER, query, mode="vector",
+                                                                      limit=12, max_per_document=None)]
+    got = [(h.document_id, h.passage, h.score) for h in both.search(READER, query, mode="vector",
+                                                                     limit=12, max_per_document=None)]
+    assert got == want
+    only.close()
+    both.close()
+
+
+def test_example_vector_mode_per_document_cap_never_under_fills(tmp_path: Path) -> None:
+    """One document with 60 passages that are all closer to the query than anything else, and
+    five one-paragraph documents: limit 6 with at most 2 per document must give 2 passages of
+    the big document and the 4 best others, as keyword mode does, not a short list."""
+    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    big = "\n\n".join(f"alpha beta alpha beta n{i}" for i in range(60))
+    kb.ingest([_doc("a", big)] + [_doc(f"o{i}", "alpha zeta omega gamma") for i in range(5)])
+    keyword = kb.search(READER, "alpha beta", mode="keyword", limit=6, max_per_document=2)
+    assert len(keyword) == 6
+    vector = kb.search(READER, "alpha beta", mode="vector", limit=6, max_per_document=2)
+    assert [h.document_id for h in vector] == ["a", "a", "o0", "o1", "o2", "o3"], [
+        (h.document_id, h.passage) for h in vector]
+    kb.close()
