@@ -30,8 +30,19 @@ from evidex.ingest import load_paths, split_text
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 EVIDEX = Path(sys.executable).parent / "evidex"
-CITATION_KEYS = {"document_id", "version", "content_sha256", "passage", "quote", "start", "end",
-                 "heading_path", "anchor", "title", "source_url"}
+CITATION_KEYS = {
+    "document_id",
+    "version",
+    "content_sha256",
+    "passage",
+    "quote",
+    "start",
+    "end",
+    "heading_path",
+    "anchor",
+    "title",
+    "source_url",
+}
 HR = ("--tenant", "acme", "--groups", "hr", "--visibilities", "public,internal,confidential")
 STAFF = ("--tenant", "acme", "--groups", "staff")
 CUSTOMER = ("--tenant", "acme", "--groups", "customers", "--visibilities", "public")
@@ -43,11 +54,24 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_raw(*args: Any, db: Path | None = None, stdin: str | None = None, cwd: Path | None = None,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_raw(
+    *args: Any,
+    db: Path | None = None,
+    stdin: str | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     cmd = [str(EVIDEX)] + (["--db", str(db)] if db is not None else []) + [str(a) for a in args]
-    return subprocess.run(cmd, input=stdin if stdin is not None else "", capture_output=True,
-                          text=True, encoding="utf-8", cwd=cwd, env=env or clean_env(), timeout=120)
+    return subprocess.run(
+        cmd,
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=cwd,
+        env=env or clean_env(),
+        timeout=120,
+    )
 
 
 def evidex(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -56,8 +80,9 @@ def evidex(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def evidex_parallel(calls: Sequence[tuple[tuple[Any, ...], dict[str, Any]]]
-                    ) -> list[subprocess.CompletedProcess[str]]:
+def evidex_parallel(
+    calls: Sequence[tuple[tuple[Any, ...], dict[str, Any]]],
+) -> list[subprocess.CompletedProcess[str]]:
     """Independent read-only invocations at once (each is mostly interpreter start-up)."""
     with ThreadPoolExecutor(max_workers=4) as pool:
         return list(pool.map(lambda call: run_raw(*call[0], **call[1]), calls))
@@ -113,41 +138,73 @@ def examples(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     (human summary for the first run, --json for the second). Tests only read this store."""
     db = tmp_path_factory.mktemp("cli-examples") / "kb.db"
     first = evidex("ingest", EXAMPLES / "versions", "--tenant", "acme", "--split", "heading", db=db)
-    second = evidex("ingest", EXAMPLES / "collection", "--tenant", "acme", "--split", "heading",
-                    "--json", db=db)
+    second = evidex(
+        "ingest", EXAMPLES / "collection", "--tenant", "acme", "--split", "heading", "--json", db=db
+    )
     docs = example_docs("collection")
-    return SimpleNamespace(db=db, first=first, second=second, docs=docs,
-                           old=example_docs("versions"))
+    return SimpleNamespace(db=db, first=first, second=second, docs=docs, old=example_docs("versions"))
 
 
 # --------------------------------------------------------------------------------------------
 # ingest
 # --------------------------------------------------------------------------------------------
 
+
 def test_ingest_summary_human_then_json(examples: SimpleNamespace) -> None:
     assert examples.first.returncode == 0, examples.first.stderr
     assert summary(examples.first.stdout) == {
-        "added": len(examples.old), "superseded": 0, "unchanged": 0,
-        "passages written": heading_passages(examples.old), "rejected": 0}
+        "added": len(examples.old),
+        "superseded": 0,
+        "unchanged": 0,
+        "passages written": heading_passages(examples.old),
+        "rejected": 0,
+    }
     assert examples.second.returncode == 0, examples.second.stderr
     report = json.loads(examples.second.stdout)
     overlap = set(examples.old) & set(examples.docs)
     assert overlap == {"reisekosten-richtlinie"}
     assert report == {
-        "added": len(examples.docs) - len(overlap), "superseded": len(overlap), "unchanged": 0,
-        "passages_written": heading_passages(examples.docs), "rejected": 0, "rejections": []}
+        "added": len(examples.docs) - len(overlap),
+        "superseded": len(overlap),
+        "unchanged": 0,
+        "passages_written": heading_passages(examples.docs),
+        "rejected": 0,
+        "rejections": [],
+    }
 
 
 def test_reingest_reports_unchanged_and_writes_nothing(examples: SimpleNamespace) -> None:
-    human = evidex("ingest", EXAMPLES / "collection", "--tenant", "acme", "--split", "heading",
-                   db=examples.db)
+    human = evidex(
+        "ingest", EXAMPLES / "collection", "--tenant", "acme", "--split", "heading", db=examples.db
+    )
     assert human.returncode == 0, human.stderr
-    assert summary(human.stdout) == {"added": 0, "superseded": 0, "unchanged": len(examples.docs),
-                                     "passages written": 0, "rejected": 0}
-    as_json = ok_json(evidex("ingest", EXAMPLES / "collection", "--tenant", "acme", "--split",
-                             "heading", "--json", db=examples.db))
-    assert as_json == {"added": 0, "superseded": 0, "unchanged": len(examples.docs),
-                       "passages_written": 0, "rejected": 0, "rejections": []}
+    assert summary(human.stdout) == {
+        "added": 0,
+        "superseded": 0,
+        "unchanged": len(examples.docs),
+        "passages written": 0,
+        "rejected": 0,
+    }
+    as_json = ok_json(
+        evidex(
+            "ingest",
+            EXAMPLES / "collection",
+            "--tenant",
+            "acme",
+            "--split",
+            "heading",
+            "--json",
+            db=examples.db,
+        )
+    )
+    assert as_json == {
+        "added": 0,
+        "superseded": 0,
+        "unchanged": len(examples.docs),
+        "passages_written": 0,
+        "rejected": 0,
+        "rejections": [],
+    }
     # (test_stats_json, which runs later on the same store, checks that nothing was added.)
 
 
@@ -155,23 +212,33 @@ def write_mixed_folder(root: Path) -> Path:
     folder = root / "mixed"
     folder.mkdir()
     (folder / "good.md").write_text(
-        "---\nid: good-one\ngroups: [staff]\n---\n# Good\n\nThe zephyr blows.\n", encoding="utf-8")
+        "---\nid: good-one\ngroups: [staff]\n---\n# Good\n\nThe zephyr blows.\n", encoding="utf-8"
+    )
     (folder / "plain.txt").write_text("A quokka smiles.\n", encoding="utf-8")
     (folder / "unknown-key.md").write_text(
-        "---\nid: unk\nauthor: bob\n---\nA marmoset climbs.\n", encoding="utf-8")
+        "---\nid: unk\nauthor: bob\n---\nA marmoset climbs.\n", encoding="utf-8"
+    )
     (folder / "bad-yaml.md").write_text(
-        "---\nid: [unclosed\ngroups: staff\n---\nA marmoset sleeps.\n", encoding="utf-8")
+        "---\nid: [unclosed\ngroups: staff\n---\nA marmoset sleeps.\n", encoding="utf-8"
+    )
     (folder / "bad-visibility.md").write_text(
-        "---\nid: vis\nvisibility: top-secret\n---\nA marmoset hides.\n", encoding="utf-8")
+        "---\nid: vis\nvisibility: top-secret\n---\nA marmoset hides.\n", encoding="utf-8"
+    )
     (folder / "records.jsonl").write_text(
         '{"id": "jrec1", "text": "A wombat digs."}\n'
         '{"id": "jrec2", "text": "A marmoset\n'
-        '{"id": "jrec3", "text": "A narwhal swims."}\n', encoding="utf-8")
+        '{"id": "jrec3", "text": "A narwhal swims."}\n',
+        encoding="utf-8",
+    )
     return folder
 
 
-BAD_SOURCES = {"unknown-key.md": "author", "bad-yaml.md": "YAML",
-               "bad-visibility.md": "visibility", "records.jsonl:2": ""}
+BAD_SOURCES = {
+    "unknown-key.md": "author",
+    "bad-yaml.md": "YAML",
+    "bad-visibility.md": "visibility",
+    "records.jsonl:2": "",
+}
 
 
 def test_bad_files_are_rejected_one_line_each_and_good_files_still_ingested(tmp_path: Path) -> None:
@@ -179,25 +246,44 @@ def test_bad_files_are_rejected_one_line_each_and_good_files_still_ingested(tmp_
     db = tmp_path / "kb.db"
     proc = evidex("ingest", folder, "--tenant", "acme", "--groups", "staff", db=db)
     assert proc.returncode != 0
-    assert summary(proc.stdout) == {"added": 4, "superseded": 0, "unchanged": 0,
-                                    "passages written": 5, "rejected": 4}
+    assert summary(proc.stdout) == {
+        "added": 4,
+        "superseded": 0,
+        "unchanged": 0,
+        "passages written": 5,
+        "rejected": 4,
+    }
     lines = proc.stderr.splitlines()
     assert len(lines) == len(BAD_SOURCES), proc.stderr
     for source, needle in BAD_SOURCES.items():
         (line,) = [ln for ln in lines if f"{folder / source}:" in ln]
         assert line.startswith("rejected "), line
         assert needle in line, line
-    found, bad = evidex_parallel([
-        (("search", "zephyr quokka wombat narwhal", "--mode", "keyword", *STAFF, "--limit", "10", "--json"), {"db": db}),
-        (("search", "marmoset", "--mode", "keyword", *STAFF, "--json"), {"db": db})])
+    found, bad = evidex_parallel(
+        [
+            (
+                (
+                    "search",
+                    "zephyr quokka wombat narwhal",
+                    "--mode",
+                    "keyword",
+                    *STAFF,
+                    "--limit",
+                    "10",
+                    "--json",
+                ),
+                {"db": db},
+            ),
+            (("search", "marmoset", "--mode", "keyword", *STAFF, "--json"), {"db": db}),
+        ]
+    )
     assert {h["document_id"] for h in ok_json(found)["hits"]} == {"good-one", "plain.txt", "jrec1", "jrec3"}
     assert ok_json(bad)["hits"] == []
 
 
 def test_bad_files_are_rejected_in_json_form(tmp_path: Path) -> None:
     folder = write_mixed_folder(tmp_path)
-    proc = evidex("ingest", folder, "--tenant", "acme", "--groups", "staff", "--json",
-                  db=tmp_path / "kb.db")
+    proc = evidex("ingest", folder, "--tenant", "acme", "--groups", "staff", "--json", db=tmp_path / "kb.db")
     assert proc.returncode != 0
     report = json.loads(proc.stdout)
     assert (report["added"], report["rejected"]) == (4, 4)
@@ -211,8 +297,16 @@ def test_bad_files_are_rejected_in_json_form(tmp_path: Path) -> None:
 def test_non_utf8_jsonl_is_a_rejection_not_a_crash(tmp_path: Path) -> None:
     (tmp_path / "latin1.jsonl").write_bytes('{"id": "x", "text": "caf\xe9"}\n'.encode("latin-1"))
     (tmp_path / "good.md").write_text("fine text\n", encoding="utf-8")
-    proc = evidex("ingest", tmp_path / "latin1.jsonl", tmp_path / "good.md", "--tenant", "acme",
-                  "--groups", "staff", db=tmp_path / "kb.db")
+    proc = evidex(
+        "ingest",
+        tmp_path / "latin1.jsonl",
+        tmp_path / "good.md",
+        "--tenant",
+        "acme",
+        "--groups",
+        "staff",
+        db=tmp_path / "kb.db",
+    )
     assert proc.returncode != 0
     assert summary(proc.stdout)["added"] == 1
     assert proc.stderr.startswith(f"rejected {tmp_path / 'latin1.jsonl'}")
@@ -221,8 +315,9 @@ def test_non_utf8_jsonl_is_a_rejection_not_a_crash(tmp_path: Path) -> None:
 def test_heading_split_of_text_with_lone_carriage_returns_does_not_crash(tmp_path: Path) -> None:
     record = {"id": "cr", "groups": ["staff"], "text": "intro\rline\rmore\n# Heading\nbody text"}
     (tmp_path / "cr.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
-    proc = evidex("ingest", tmp_path / "cr.jsonl", "--tenant", "acme", "--split", "heading",
-                  db=tmp_path / "kb.db")
+    proc = evidex(
+        "ingest", tmp_path / "cr.jsonl", "--tenant", "acme", "--split", "heading", db=tmp_path / "kb.db"
+    )
     assert proc.returncode == 0, proc.stderr
     assert summary(proc.stdout)["added"] == 1
 
@@ -231,9 +326,14 @@ def test_heading_split_of_text_with_lone_carriage_returns_does_not_crash(tmp_pat
 # search
 # --------------------------------------------------------------------------------------------
 
+
 def test_search_human_output(examples: SimpleNamespace) -> None:
-    proc, none = evidex_parallel([(("search", "ERR-401", "--mode", "keyword", *CUSTOMER), {"db": examples.db}),
-                                  (("search", "xylophone", "--mode", "keyword", *CUSTOMER), {"db": examples.db})])
+    proc, none = evidex_parallel(
+        [
+            (("search", "ERR-401", "--mode", "keyword", *CUSTOMER), {"db": examples.db}),
+            (("search", "xylophone", "--mode", "keyword", *CUSTOMER), {"db": examples.db}),
+        ]
+    )
     assert proc.returncode == 0, proc.stderr
     evidence, *lines = proc.stdout.splitlines()
     assert evidence in {"evidence: strong", "evidence: weak"}
@@ -258,7 +358,7 @@ def test_search_json_hits_are_verifiable_citations(examples: SimpleNamespace) ->
         doc = examples.docs[h["document_id"]]
         assert h["version"] == doc.version
         assert h["content_sha256"] == hashlib.sha256(doc.text.encode("utf-8")).hexdigest()
-        assert doc.text[h["start"]:h["end"]] == h["quote"]
+        assert doc.text[h["start"] : h["end"]] == h["quote"]
         assert h["title"] == doc.title and h["source_url"] == doc.source_url
         assert isinstance(h["heading_path"], list) and isinstance(h["passage"], int)
     assert len(hits_of(examples.db, "zwei Personen", STAFF, "--limit", "1")) == 1
@@ -268,9 +368,12 @@ def test_internal_page_is_invisible_to_a_public_customer(examples: SimpleNamespa
     query = "badge reception laptop"
     public_staff = ("--tenant", "acme", "--groups", "staff", "--visibilities", "public")
     staff, customer, restricted, human = evidex_parallel(
-        [(("search", query, "--mode", "keyword", *actor, "--json"), {"db": examples.db})
-         for actor in (STAFF, CUSTOMER, public_staff)]
-        + [(("search", query, "--mode", "keyword", *CUSTOMER), {"db": examples.db})])
+        [
+            (("search", query, "--mode", "keyword", *actor, "--json"), {"db": examples.db})
+            for actor in (STAFF, CUSTOMER, public_staff)
+        ]
+        + [(("search", query, "--mode", "keyword", *CUSTOMER), {"db": examples.db})]
+    )
     assert "onboarding-checklist" in {h["document_id"] for h in ok_json(staff)["hits"]}
     assert ok_json(customer)["hits"] == []
     # Visibility alone also hides it: a staff member restricted to public documents.
@@ -282,18 +385,26 @@ def test_internal_page_is_invisible_to_a_public_customer(examples: SimpleNamespa
 SALARY_ACTORS = {
     "hr-confidential": (HR, True),
     "hr-default-visibilities": (("--tenant", "acme", "--groups", "hr"), False),
-    "staff-confidential": (("--tenant", "acme", "--groups", "staff", "--visibilities",
-                            "public,internal,confidential"), False),
+    "staff-confidential": (
+        ("--tenant", "acme", "--groups", "staff", "--visibilities", "public,internal,confidential"),
+        False,
+    ),
     "customer": (CUSTOMER, False),
-    "other-tenant": (("--tenant", "other", "--groups", "hr", "--visibilities",
-                      "public,internal,confidential"), False),
+    "other-tenant": (
+        ("--tenant", "other", "--groups", "hr", "--visibilities", "public,internal,confidential"),
+        False,
+    ),
 }
 
 
 @pytest.fixture(scope="module")
 def salary_searches(examples: SimpleNamespace) -> dict[str, subprocess.CompletedProcess[str]]:
-    procs = evidex_parallel([(("search", "salary bands euros", "--mode", "keyword", *actor, "--json"), {"db": examples.db})
-                             for actor, _ in SALARY_ACTORS.values()])
+    procs = evidex_parallel(
+        [
+            (("search", "salary bands euros", "--mode", "keyword", *actor, "--json"), {"db": examples.db})
+            for actor, _ in SALARY_ACTORS.values()
+        ]
+    )
     return dict(zip(SALARY_ACTORS, procs, strict=True))
 
 
@@ -309,6 +420,7 @@ def test_confidential_salary_page_only_for_hr_with_confidential(
 # resolve, remove, stats
 # --------------------------------------------------------------------------------------------
 
+
 def resolve(db: Path, citation: Any, actor: Sequence[str], *extra: str) -> subprocess.CompletedProcess[str]:
     return evidex("resolve", *actor, *extra, db=db, stdin=json.dumps(citation))
 
@@ -317,14 +429,27 @@ def test_resolve_reads_a_citation_from_stdin(examples: SimpleNamespace) -> None:
     hit = hits_of(examples.db, "zwei Personen", STAFF)[0]
     forged = hit["quote"].replace("Einzelzimmer", "Doppelzimmer")
     assert forged != hit["quote"]
-    cases = [(hit, STAFF, "--json"), (hit, STAFF), ({**hit, "quote": forged}, STAFF, "--json"),
-             ({**hit, "document_id": "no-such-document"}, STAFF, "--json"), (hit, CUSTOMER, "--json")]
+    cases = [
+        (hit, STAFF, "--json"),
+        (hit, STAFF),
+        ({**hit, "quote": forged}, STAFF, "--json"),
+        ({**hit, "document_id": "no-such-document"}, STAFF, "--json"),
+        (hit, CUSTOMER, "--json"),
+    ]
     good, human, tampered, unknown, outsider = evidex_parallel(
-        [(("resolve", *actor, *extra), {"db": examples.db, "stdin": json.dumps(citation)})
-         for citation, actor, *extra in cases])
+        [
+            (("resolve", *actor, *extra), {"db": examples.db, "stdin": json.dumps(citation)})
+            for citation, actor, *extra in cases
+        ]
+    )
     assert good.returncode == 0, good.stderr
-    assert json.loads(good.stdout) == {"ok": True, "reason": None, "detail": "",
-                                       "current_version": "2026-02", "matched_version": None}
+    assert json.loads(good.stdout) == {
+        "ok": True,
+        "reason": None,
+        "detail": "",
+        "current_version": "2026-02",
+        "matched_version": None,
+    }
     assert human.returncode == 0 and human.stdout.startswith("ok"), human.stderr
     for proc, reason in ((tampered, "quote_mismatch"), (unknown, "unavailable"), (outsider, "unavailable")):
         assert proc.returncode != 0
@@ -340,8 +465,12 @@ def test_resolve_after_a_new_version_says_source_changed(tmp_path: Path) -> None
     res = resolve(db, old[0], STAFF, "--json")
     assert res.returncode != 0
     assert json.loads(res.stdout) | {"detail": ""} == {
-        "ok": False, "reason": "source_changed", "detail": "",
-        "current_version": "2026-02", "matched_version": "2025-01"}
+        "ok": False,
+        "reason": "source_changed",
+        "detail": "",
+        "current_version": "2026-02",
+        "matched_version": "2025-01",
+    }
 
 
 def test_remove_then_search_and_resolve_no_longer_find_it(tmp_path: Path) -> None:
@@ -352,8 +481,7 @@ def test_remove_then_search_and_resolve_no_longer_find_it(tmp_path: Path) -> Non
     removed = evidex("remove", "team-note-weekly", "--tenant", "acme", db=db)
     assert removed.returncode == 0, removed.stderr
     assert "team-note-weekly" in removed.stdout
-    assert all(h["document_id"] != "team-note-weekly"
-               for h in hits_of(db, "support rota December", STAFF))
+    assert all(h["document_id"] != "team-note-weekly" for h in hits_of(db, "support rota December", STAFF))
     res = resolve(db, hits[0], STAFF, "--json")
     assert res.returncode != 0 and json.loads(res.stdout)["reason"] == "unavailable"
     assert ok_json(evidex("stats", "--json", db=db))["documents"] == len(example_docs("collection")) - 1
@@ -376,6 +504,7 @@ def test_stats_json(examples: SimpleNamespace) -> None:
 # --------------------------------------------------------------------------------------------
 # --db default
 # --------------------------------------------------------------------------------------------
+
 
 def small_doc(tmp_path: Path) -> Path:
     path = tmp_path / "note.md"
@@ -425,16 +554,17 @@ ERRORS = {
     "unknown-visibility": ((*SEARCH, "--visibilities", "public,secret"), "secret"),
     "missing-groups-option": (("search", "travel", "--mode", "keyword", "--tenant", "acme"), "--groups"),
     "unknown-analyzer": (("--analyzer", "klingon", "stats"), "klingon"),
-    "unknown-split": (("ingest", EXAMPLES / "collection" / "returns-faq.md", "--tenant", "acme",
-                       "--split", "sentence"), "sentence"),
+    "unknown-split": (
+        ("ingest", EXAMPLES / "collection" / "returns-faq.md", "--tenant", "acme", "--split", "sentence"),
+        "sentence",
+    ),
     "missing-path": (("ingest", "{tmp}/no-such-file.md", "--tenant", "acme"), "no-such-file.md"),
     "missing-beir-folder": (("eval", "--beir", "{tmp}/no-such-beir"), "no-such-beir"),
     "remove-unknown-id": (("remove", "no-such-doc", "--tenant", "acme"), "no-such-doc"),
 }
 
 
-BAD_CITATIONS = {"not-json": ("this is not json", "JSON"), "a-list": ("[1, 2]", "object"),
-                 "empty": ("", "")}
+BAD_CITATIONS = {"not-json": ("this is not json", "JSON"), "a-list": ("[1, 2]", "object"), "empty": ("", "")}
 
 
 @pytest.fixture(scope="module")
@@ -448,8 +578,10 @@ def error_runs(examples: SimpleNamespace, tmp_path_factory: pytest.TempPathFacto
     for stdin, _ in BAD_CITATIONS.values():
         calls.append((("resolve", *STAFF), {"db": examples.db, "stdin": stdin}))
     procs = evidex_parallel(calls)
-    return {"tmp": tmp, "procs": dict(zip([*ERRORS, "missing-db-folder", *BAD_CITATIONS], procs,
-                                              strict=True))}
+    return {
+        "tmp": tmp,
+        "procs": dict(zip([*ERRORS, "missing-db-folder", *BAD_CITATIONS], procs, strict=True)),
+    }
 
 
 @pytest.mark.parametrize("case", list(ERRORS))
@@ -480,8 +612,13 @@ def run_on_terminal(args: Sequence[str], db: Path) -> tuple[int, str, str]:
     that strip escape codes only when stdout is not a terminal cannot hide a missing filter."""
     master, slave = pty.openpty()
     tty.setraw(slave)
-    proc = subprocess.Popen([str(EVIDEX), "--db", str(db), *args], stdin=subprocess.DEVNULL,
-                            stdout=slave, stderr=subprocess.PIPE, env=clean_env())
+    proc = subprocess.Popen(
+        [str(EVIDEX), "--db", str(db), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -502,8 +639,10 @@ def test_control_characters_in_documents_never_reach_human_search_output(tmp_pat
         "id": "hostile",
         "groups": ["staff"],
         "title": f"Evil {HOSTILE}title\x1b]0;pwned\x07",
-        "text": (f"# Head {HOSTILE}red\x1b[0m\n\nbeacon {HOSTILE}ALERT\x1b[0m bell\x07 back\x08\x08 "
-                 "osc\x1b]0;owned\x07 csi\x9b2J nel\x85 rtl\u202e end\rline"),
+        "text": (
+            f"# Head {HOSTILE}red\x1b[0m\n\nbeacon {HOSTILE}ALERT\x1b[0m bell\x07 back\x08\x08 "
+            "osc\x1b]0;owned\x07 csi\x9b2J nel\x85 rtl\u202e end\rline"
+        ),
     }
     (tmp_path / "h.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
     db = tmp_path / "kb.db"
@@ -518,14 +657,19 @@ def test_control_characters_in_documents_never_reach_human_search_output(tmp_pat
     assert piped.returncode == 0 and code == 0, (piped.stderr, err)
     for out in (piped.stdout, on_tty):
         assert "beacon" in out and "ALERT" in out
-        bad = sorted({f"U+{ord(c):04X}" for c in out
-                      if c != "\n" and unicodedata.category(c) in ("Cc", "Cf")})
+        bad = sorted(
+            {f"U+{ord(c):04X}" for c in out if c != "\n" and unicodedata.category(c) in ("Cc", "Cf")}
+        )
         assert bad == [], f"control characters reached the terminal: {bad}"
 
 
 def test_each_hit_is_two_lines_even_with_a_newline_in_the_title(tmp_path: Path) -> None:
-    record = {"id": "spoof", "groups": ["staff"], "text": "beacon words",
-              "title": "Nice\n2. [salary-bands v2026 #1] Salary bands 2026"}
+    record = {
+        "id": "spoof",
+        "groups": ["staff"],
+        "text": "beacon words",
+        "title": "Nice\n2. [salary-bands v2026 #1] Salary bands 2026",
+    }
     (tmp_path / "s.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
     db = tmp_path / "kb.db"
     assert evidex("ingest", tmp_path / "s.jsonl", "--tenant", "acme", db=db).returncode == 0

@@ -12,7 +12,9 @@ from evidex.model import sha256_text
 from evidex.store._segments import unpack_postings
 
 
-def doc(id: str = "d1", version: str = "1", text: str = "alpha beta\n\ngamma delta", **kw: object) -> Document:
+def doc(
+    id: str = "d1", version: str = "1", text: str = "alpha beta\n\ngamma delta", **kw: object
+) -> Document:
     fields: dict[str, object] = {"tenant": "t", "groups": {"g"}, **kw}
     return Document(id, version=version, text=text, **fields)  # type: ignore[arg-type]
 
@@ -113,9 +115,12 @@ def test_remove_deletes_passages_and_history(tmp_path: Path) -> None:
     assert [h.document_id for h in kb.search(A, "alpha", mode="keyword")] == ["other"]
     with sqlite3.connect(path) as c:
         assert c.execute("SELECT count(*) FROM history WHERE doc_id = 'd1'").fetchone()[0] == 0
-        assert c.execute(
-            "SELECT count(*) FROM passages p JOIN documents d USING (dkey) WHERE d.doc_id = 'd1'"
-        ).fetchone()[0] == 0
+        assert (
+            c.execute(
+                "SELECT count(*) FROM passages p JOIN documents d USING (dkey) WHERE d.doc_id = 'd1'"
+            ).fetchone()[0]
+            == 0
+        )
         assert c.execute("SELECT count(*) FROM documents WHERE doc_id = 'd1'").fetchone()[0] == 0
     kb.optimize()
     assert kb.stats()["segments"] == 1 and kb.stats()["tombstones"] == 0
@@ -151,7 +156,7 @@ def test_invalid_documents_raise_document_error(kwargs: dict[str, object], messa
 
 @pytest.mark.parametrize("bad_id", ["", " padded", "a\nb", 7, None, "x" * 257])
 def test_invalid_ids(bad_id: object) -> None:
-    with pytest.raises(DocumentError, match="Document.id"):
+    with pytest.raises(DocumentError, match=r"Document\.id"):
         Document(bad_id, "t", {"g"}, "1", "text")  # type: ignore[arg-type]
 
 

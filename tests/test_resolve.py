@@ -9,7 +9,9 @@ from evidex import Actor, CitationError, Document, KnowledgeBase
 A = Actor("t", frozenset({"g"}))
 
 
-def make(kb: KnowledgeBase, version: str = "1", text: str = "first part\n\nsecond part", **kw: object) -> dict:
+def make(
+    kb: KnowledgeBase, version: str = "1", text: str = "first part\n\nsecond part", **kw: object
+) -> dict:
     kb.ingest([Document("d", "t", kw.pop("groups", {"g"}), version, text, **kw)])  # type: ignore[arg-type]
     return kb.search(A, "second", mode="keyword")[0].citation()
 
@@ -29,9 +31,12 @@ def test_citation_survives_json_round_trip(kb: KnowledgeBase) -> None:
 
 def test_unknown_or_inaccessible_is_unavailable(kb: KnowledgeBase) -> None:
     c = make(kb)
-    for actor in (Actor("t", frozenset({"other"})), Actor("u", frozenset({"g"})),
-                  Actor("t", frozenset({"g"}), active=False),
-                  Actor("t", frozenset({"g"}), visibilities=frozenset({"public"}))):
+    for actor in (
+        Actor("t", frozenset({"other"})),
+        Actor("u", frozenset({"g"})),
+        Actor("t", frozenset({"g"}), active=False),
+        Actor("t", frozenset({"g"}), visibilities=frozenset({"public"})),
+    ):
         assert kb.resolve(actor, c).reason == "unavailable"
     for bad_id in ("nope", None, 5, ["d"]):
         assert kb.resolve(A, {**c, "document_id": bad_id}).reason == "unavailable"

@@ -15,8 +15,19 @@ def test_two_people_finds_the_current_policy_only(example_kb: KnowledgeBase, sta
     assert h.anchor == "übernachtung"
     assert "Einzelzimmer" in h.quote
     c = h.citation()
-    assert set(c) == {"document_id", "version", "content_sha256", "passage", "quote", "start", "end",
-                      "heading_path", "anchor", "title", "source_url"}
+    assert set(c) == {
+        "document_id",
+        "version",
+        "content_sha256",
+        "passage",
+        "quote",
+        "start",
+        "end",
+        "heading_path",
+        "anchor",
+        "title",
+        "source_url",
+    }
     assert c["source_url"] == "https://intranet.example.com/policies/reisekosten"
 
 
@@ -43,7 +54,10 @@ def test_confidential_needs_group_and_visibility(example_kb: KnowledgeBase, hr: 
 
 
 def test_inactive_actor_and_other_tenant_see_nothing(example_kb: KnowledgeBase) -> None:
-    assert example_kb.search(Actor("acme", frozenset({"staff"}), active=False), "Reisekosten", mode="keyword") == []
+    assert (
+        example_kb.search(Actor("acme", frozenset({"staff"}), active=False), "Reisekosten", mode="keyword")
+        == []
+    )
     assert example_kb.search(Actor("globex", frozenset({"staff"})), "Reisekosten", mode="keyword") == []
 
 
@@ -63,7 +77,9 @@ def test_exact_analyzer_does_not_fold_diacritics(example_kb: KnowledgeBase, staf
 def test_language_and_tag_filters(example_kb: KnowledgeBase, customer: Actor) -> None:
     de = example_kb.search(customer, "ERR 401", filters={"language": "de"}, mode="keyword")
     assert {h.document_id for h in de} == {"fehlercodes"}
-    tagged = example_kb.search(customer, "30 days", match="all", filters={"tags": ["catalogue"]}, mode="keyword")
+    tagged = example_kb.search(
+        customer, "30 days", match="all", filters={"tags": ["catalogue"]}, mode="keyword"
+    )
     assert {h.document_id for h in tagged} == {"sku-1001"}
     assert example_kb.search(customer, "30", filters={"tags": ["catalogue", "faq"]}, mode="keyword") == []
 
@@ -72,7 +88,9 @@ def test_match_all_requires_every_word(kb: KnowledgeBase) -> None:
     a = Actor("t", frozenset({"g"}))
     kb.ingest([Document("d", "t", {"g"}, "1", "red apple\n\ngreen apple\n\nred car")])
     assert [h.passage for h in kb.search(a, "red apple", match="all", mode="keyword")] == [1]
-    assert sorted(h.passage for h in kb.search(a, "red apple", match="any", max_per_document=None, mode="keyword")) == [1, 2, 3]
+    assert sorted(
+        h.passage for h in kb.search(a, "red apple", match="any", max_per_document=None, mode="keyword")
+    ) == [1, 2, 3]
     assert kb.search(a, "red unicorn", match="all", mode="keyword") == []
 
 
@@ -82,7 +100,13 @@ def test_order_ties_and_cap(kb: KnowledgeBase) -> None:
     kb.ingest([Document(i, "t", {"g"}, "1", f"{same}\n\n{same}\n\n{same}") for i in ("b", "a", "c")])
     hits = kb.search(a, "kiwi", limit=10, mode="keyword")
     assert [(h.document_id, h.passage) for h in hits] == [
-        ("a", 1), ("a", 2), ("b", 1), ("b", 2), ("c", 1), ("c", 2)]
+        ("a", 1),
+        ("a", 2),
+        ("b", 1),
+        ("b", 2),
+        ("c", 1),
+        ("c", 2),
+    ]
     assert len({h.score for h in hits}) == 1
     assert [h.rank for h in hits] == list(range(1, 7))
     one = kb.search(a, "kiwi", limit=10, max_per_document=1, mode="keyword")
@@ -92,7 +116,9 @@ def test_order_ties_and_cap(kb: KnowledgeBase) -> None:
 
 def test_scores_are_bm25_order_values(kb: KnowledgeBase) -> None:
     a = Actor("t", frozenset({"g"}))
-    kb.ingest([Document("d", "t", {"g"}, "1", "apple apple apple pie\n\napple tree with many other words here")])
+    kb.ingest(
+        [Document("d", "t", {"g"}, "1", "apple apple apple pie\n\napple tree with many other words here")]
+    )
     hits = kb.search(a, "apple", mode="keyword")
     assert hits[0].passage == 1 and hits[0].score > hits[1].score > 0
 
