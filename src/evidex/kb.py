@@ -290,35 +290,46 @@ class KnowledgeBase:
         terms = self._analyzer.query_terms(words)
         if not words or not actor.active:
             return SearchResults(terms=terms)
-        qvec = self._query_vector(" ".join(words), query) if mode != "keyword" else None
+        model = self.store.embedder
+        qvec = self._query_vector(query) if mode != "keyword" else None
         with self.store.read() as view:
-            legs: list[Leg] = []
-            best_sim: float | None = None
-            if mode != "vector" and terms:
-                kw_window = limit if mode == "keyword" else max(fz.window, limit)
-                cand = keyword_candidates(view, self._bm25, actor, terms, flt, match, kw_window,
-                                          max_per_document if mode == "keyword" else None)
-                if mode == "keyword":
-                    hits = hits_from(view, cand, limit, max_per_document,
-                                     self._explain_single(view, cand, "keyword") if explain else None)
-                    return self._results(hits, terms, None)
-                legs.append(self._ranked(view, cand, "keyword", kw_window))
-            if qvec is not None:
-                vc = vector_candidates(view, actor, flt, qvec, max(fz.window, limit))
+            if mode == "keyword":
+                if not terms:
+                    return self._results([], terms, None)
+                cand = keyword_candidates(view, self._bm25, actor, terms, flt, match, limit,
+                                          max_per_document)
+                hits = hits_from(view, cand, limit, max_per_document,
+                                 self._explain_single(view, cand, "keyword") if explain else None)
+                return self._results(hits, terms, None)
+            if self.store.embedder != model:  # another process re-embedded the store meanwhile
+                qvec = self._query_vector(query)
+            # Legs are windows of candidates; when the per-document cap leaves the list short
+            # and a leg filled its window, the windows grow (x4) until the list is full or the
+            # legs are exhausted, so a long document never under-fills the result.
+            scale = 1
+            while True:
+                win = max(fz.window, limit) * scale
+                legs = []
+                if mode == "hybrid" and terms:
+                    kc = keyword_candidates(view, self._bm25, actor, terms, flt, match, win, None)
+                    legs.append(self._ranked(view, kc, "keyword", win))
+                vc = vector_candidates(view, actor, flt, qvec, win)  # type: ignore[arg-type]
                 best_sim = float(vc.scores.max()) if len(vc.scores) else None
-                if mode == "vector":
-                    hits = hits_from(view, vc, limit, max_per_document,
-                                     self._explain_single(view, vc, "vector") if explain else None)
-                    return self._results(hits, terms, best_sim)
-                legs.append(self._ranked(view, vc, "vector", max(fz.window, limit)))
-            pids, scores, why = fuse(legs, fz)
-            hits = hits_from(view, Candidates(pids, scores, {}), limit, max_per_document,
-                             why if explain else None)
+                legs.append(self._ranked(view, vc, "vector", win))
+                pids, scores, why = fuse(legs, fz) if mode == "hybrid" else (
+                    legs[0].pids, legs[0].scores, self._why(legs[0]))
+                hits = hits_from(view, Candidates(pids, scores, {}), limit, max_per_document,
+                                 why if explain else None)
+                full = any(len(leg.pids) >= win for leg in legs)
+                if len(hits) >= limit or not full or max_per_document is None:
+                    break
+                scale *= 4
         return self._results(hits, terms, best_sim)
 
-    def _query_vector(self, key: str, query: str) -> np.ndarray:
-        """Query embeddings are cached per model and normalised query (bounded)."""
-        k = (self.store.embedder, key)
+    def _query_vector(self, query: str) -> np.ndarray:
+        """Query embeddings are cached per model and exact query text (bounded): the model
+        sees the text as typed, so two texts with the same words are different keys."""
+        k = (self.store.embedder, query)
         vec = self._query_vectors.get(k)
         if vec is None:
             vec = self._embedder().embed_queries([query])[0]
@@ -334,8 +345,11 @@ class KnowledgeBase:
         return Leg(name, cand.pids[order], cand.scores[order])
 
     def _explain_single(self, view: Any, cand: Candidates, name: str) -> dict[int, dict[str, Any]]:
-        leg = self._ranked(view, cand, name, len(cand.pids))
-        return {int(p): {name: {"rank": r, "score": float(s)}}
+        return self._why(self._ranked(view, cand, name, len(cand.pids)))
+
+    @staticmethod
+    def _why(leg: Leg) -> dict[int, dict[str, Any]]:
+        return {int(p): {leg.name: {"rank": r, "score": float(s)}}
                 for r, (p, s) in enumerate(zip(leg.pids, leg.scores, strict=True), start=1)}
 
     def _thresholds(self) -> EvidenceThresholds:

@@ -775,8 +775,8 @@ class SQLiteStore:
             "history_versions": one("SELECT count(*) FROM history"),
             "segments": one("SELECT count(*) FROM segments"),
             "tombstones": one("SELECT count(*) FROM tombstones"),
-            "embedder": self.embedder,
-            "dimension": self.dimension,
+            "embedder": c.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()[0],
+            "dimension": int(c.execute("SELECT value FROM meta WHERE key = 'dimension'").fetchone()[0]),
             "file_bytes": Path(self.path).stat().st_size if Path(self.path).exists() else 0,
         }
 
