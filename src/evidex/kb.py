@@ -25,13 +25,14 @@ from .model import (
     DocumentError,
     EvidexError,
     Filters,
+    Hit,
     IngestReport,
     QueryError,
     Resolution,
     SearchResults,
     StoreError,
 )
-from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, get_analyzer, parse_query
+from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, content_terms, get_analyzer, parse_query
 from .retrieve import (
     BM25,
     EVIDENCE_THRESHOLDS,
@@ -295,12 +296,12 @@ class KnowledgeBase:
         with self.store.read() as view:
             if mode == "keyword":
                 if not terms:
-                    return self._results([], terms, None)
+                    return self._results(view, [], terms, None)
                 cand = keyword_candidates(view, self._bm25, actor, terms, flt, match, limit,
                                           max_per_document)
                 hits = hits_from(view, cand, limit, max_per_document,
                                  self._explain_single(view, cand, "keyword") if explain else None)
-                return self._results(hits, terms, None)
+                return self._results(view, hits, terms, None)
             if self.store.embedder != model:  # another process re-embedded the store meanwhile
                 qvec = self._query_vector(query)
             # Legs are windows of candidates; when the per-document cap leaves the list short
@@ -324,7 +325,7 @@ class KnowledgeBase:
                 if len(hits) >= limit or not full or max_per_document is None:
                     break
                 scale *= 4
-        return self._results(hits, terms, best_sim)
+            return self._results(view, hits, terms, best_sim)
 
     def _query_vector(self, query: str) -> np.ndarray:
         """Query embeddings are cached per model and exact query text (bounded): the model
@@ -355,9 +356,19 @@ class KnowledgeBase:
     def _thresholds(self) -> EvidenceThresholds:
         return self._evidence or EVIDENCE_THRESHOLDS.get(self.store.embedder, EVIDENCE_THRESHOLDS["none"])
 
-    def _results(self, hits: list[Any], terms: list[str], best_sim: float | None) -> SearchResults:
-        level, signals = evidence_level(
-            terms, (self._analyzer.terms(h.quote) for h in hits), best_sim, self._thresholds())
+    def _results(self, view: Any, hits: list[Hit], terms: list[str],
+                 best_sim: float | None) -> SearchResults:
+        """Attach the evidence level. Which query terms the hits contain is read from the
+        postings (no re-analysis of the hit texts)."""
+        pids = np.array([h.pid for h in hits], dtype=np.int64)
+        contained: list[set[str]] = [set() for _ in hits]
+        for t in content_terms(terms):
+            parts = view.postings(t)
+            if parts and len(pids):
+                found = np.isin(pids, np.concatenate([p for p, _ in parts]))
+                for i in np.flatnonzero(found):
+                    contained[i].add(t)
+        level, signals = evidence_level(terms, contained, best_sim, self._thresholds())
         res = SearchResults(hits, terms=terms, evidence=level)
         res.signals = signals
         return res

@@ -339,6 +339,8 @@ class Hit:
     page: int | None = None
     flags: tuple[str, ...] = ()
     explain: dict[str, Any] | None = None
+    #: Store-internal passage id of this run (not part of a citation; ids change on supersede).
+    pid: int = field(default=-1, repr=False, compare=False)
 
     def citation(self) -> dict[str, Any]:
         """JSON-ready citation: enough to re-resolve the exact quote later."""

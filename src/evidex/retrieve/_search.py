@@ -75,7 +75,7 @@ def hits_from(
                 passage=p.number, quote=p.text, start=p.start, end=p.end,
                 heading_path=p.heading_path, anchor=p.anchor, title=d.title,
                 source_url=d.source_url, language=d.language, score=float(cand.scores[i]),
-                rank=rank, page=p.page, flags=p.flags,
+                rank=rank, page=p.page, flags=p.flags, pid=pid,
                 explain=None if explain is None else {
                     "fused_score": float(cand.scores[i]), **explain.get(pid, {})},
             )

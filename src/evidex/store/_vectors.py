@@ -5,8 +5,10 @@ the actor may read: no gathering of rows and no post-filtering that could under-
 list. Dead rows (superseded, removed, or moved by a merge) are flagged rather than moved, and a
 block is compacted once half of it is dead.
 
-Blocks below QUANT_MIN_ROWS are searched exactly in float32. Larger blocks, where exact search
-is memory-bandwidth bound, get a first pass over int8 copies of the rows (a fixed scale of
+Blocks below QUANT_MIN_ROWS are searched exactly (float64 sums, one fixed order per row: BLAS
+would give a row a different last bit depending on its position, so ties would break differently
+when other data shared the block). Larger blocks, where exact search is memory-bandwidth bound,
+get a first pass over int8 copies of the rows (a fixed scale of
 127/0.35 for unit vectors: a constant, nothing fitted on stored data, so other tenants' vectors
 cannot influence an actor's quantisation) with numkong's SIMD dot products, and the best
 max(10 k, 500) rows of that pass are re-scored exactly in float32. Recall@10 against exact search
@@ -23,13 +25,8 @@ import numpy as np
 __all__ = ["QUANT_MIN_ROWS", "VectorBlocks"]
 
 QUANT_SCALE = 127.0 / 0.35
-QUANT_MIN_ROWS = 32_768
+QUANT_MIN_ROWS = 2_048
 RESCORE_MIN = 500
-
-
-#: BLAS results for one row can differ in the last bits depending on the row's position in the
-#: matrix; rows this close to the cut are re-scored in a position-independent way.
-_NEAR = 1e-4
 
 
 def _exact(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -153,16 +150,7 @@ class VectorBlocks:
                 pids_out.append(p)
                 scores_out.append(sc)
                 continue
-            s = block.vecs[:n] @ q
-            if block.dead:
-                s[~block.alive[:n]] = -np.inf
-            if n > k:
-                kth = np.partition(s, n - k)[n - k]
-                idx = np.flatnonzero(s >= kth - _NEAR)
-            else:
-                idx = np.arange(n)
-            idx = idx[block.alive[idx]]
-            p, sc = self._final(block, idx, q, k)
+            p, sc = self._final(block, np.flatnonzero(block.alive[:n]), q, k)
             pids_out.append(p)
             scores_out.append(sc)
         if not pids_out:
