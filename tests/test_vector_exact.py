@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 
 from evidex import VISIBILITIES, Actor, Document, Filters, KnowledgeBase
 from evidex.embed import get_embedder
+from evidex.store import _vectors
 
 VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta")
 ABSENT = "absent"  # never in any document
@@ -251,10 +252,10 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
 
 @contextmanager
-def store(*batches: Sequence[Document]) -> Iterator[tuple[KnowledgeBase, Path]]:
+def store(*batches: Sequence[Document], **settings: Any) -> Iterator[tuple[KnowledgeBase, Path]]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kb.db"
-        kb = KnowledgeBase.open(path)
+        kb = KnowledgeBase.open(path, **settings)
         try:
             assert kb.stats()["embedder"] == "hash-test"
             for batch in batches:
@@ -407,6 +408,27 @@ def test_b_vector_hits_equal_brute_force_cosine_over_readable_passages(
                 fused = kb.search(actor, q.text, limit=limit, match=q.match, filters=q.filters,
                                   max_per_document=None, mode="hybrid", window=q.window)
                 assert len(fused) == min(limit, len(ref)), (q, limit, len(fused), len(ref))
+            # With a per-document cap: the greedy pick from the full (checked) order, and as many
+            # hits as the cap allows, in vector and in hybrid mode.
+            everything = kb.search(actor, q.text, limit=max(1, len(ref)), filters=q.filters,
+                                   max_per_document=None, mode="vector")
+            per_doc = Counter(r.doc for r in ref)
+            for cap in sorted({1, 2, q.max_per_document or 1}):
+                capped = kb.search(actor, q.text, limit=q.limit, filters=q.filters,
+                                   max_per_document=cap, mode="vector")
+                assert [(h.document_id, h.passage, h.score) for h in capped] == [
+                    (h.document_id, h.passage, h.score) for h in everything
+                    if (h.document_id, h.passage) in set(greedy(keys_of(everything), q.limit, cap))]
+                room = min(q.limit, sum(min(cap, c) for c in per_doc.values()))
+                assert len(capped) == room, (q, cap, len(capped), room)
+                fused = kb.search(actor, q.text, limit=q.limit, match=q.match, filters=q.filters,
+                                  max_per_document=cap, mode="hybrid", window=q.window)
+                assert len(fused) == room, ("hybrid", q, cap, len(fused), room)
+                assert max(Counter(h.document_id for h in fused).values(), default=0) <= cap
+
+
+def keys_of(hits: Sequence[Any]) -> list[tuple[str, int]]:
+    return [(h.document_id, h.passage) for h in hits]
 
 
 # -- (c) fusion recomputed from the two independent legs ----------------------------------------
@@ -453,30 +475,43 @@ def test_c_fused_scores_come_from_the_independent_legs(scenario: Scenario, data:
     searched alone; explain=True reports exactly those ranks and scores (and a leg only when the
     passage is in its window); order is (fused desc, document id, passage); max_per_document and
     limit pick greedily from the fused order. Convex fusion (alpha weighting min-max normalised
-    leg scores) is recomputed the same way."""
+    leg scores) is recomputed the same way.
+
+    When the per-document cap leaves the list short while a leg filled its window, both windows
+    grow fourfold until the list is full or no leg fills its window (kb.search's documented way
+    of never under-filling); the reference grows its windows the same way."""
     actor, flt, vis, hid, qs = scenario
     mixed = data.draw(st.permutations(vis + hid))
-    with store(mixed[: len(mixed) // 2], mixed[len(mixed) // 2 :]) as (kb, _):
+    # A high max_limit lets the single-leg searches below return windows beyond 50.
+    with store(mixed[: len(mixed) // 2], mixed[len(mixed) // 2 :], max_limit=1000) as (kb, _):
         for q in qs:
-            w = max(q.window, q.limit)
-            kw = leg_ranks(kb, actor, q, "keyword", w)
-            vec = leg_ranks(kb, actor, q, "vector", w)
             fusion = data.draw(st.sampled_from(["rrf", "rrf", "convex"]))
             alpha = data.draw(st.sampled_from([0.0, 0.3, 0.5, 1.0]))
-            fused: dict[tuple[str, int], float] = {}
-            if fusion == "rrf":
-                parts = [{k: 1.0 / (q.rrf_k + int(v["rank"])) for k, v in leg.items()} for leg in (kw, vec)]
-            else:
-                parts = [convex(kw, 1.0 - alpha), convex(vec, alpha)]
-            for part in parts:  # keyword leg first, as documented
-                for k, c in part.items():
-                    fused[k] = fused.get(k, 0.0) + c
-            order = sorted(fused, key=lambda k: (-fused[k], k[0], k[1]))
-            want = greedy(order, q.limit, q.max_per_document)
+            scale = 1
+            while True:
+                w = max(q.window, q.limit) * scale
+                kw = leg_ranks(kb, actor, q, "keyword", w)
+                vec = leg_ranks(kb, actor, q, "vector", w)
+                fused: dict[tuple[str, int], float] = {}
+                if fusion == "rrf":
+                    parts = [{k: 1.0 / (q.rrf_k + int(v["rank"])) for k, v in leg.items()}
+                             for leg in (kw, vec)]
+                else:
+                    parts = [convex(kw, 1.0 - alpha), convex(vec, alpha)]
+                for part in parts:  # keyword leg first, as documented
+                    for k, c in part.items():
+                        fused[k] = fused.get(k, 0.0) + c
+                order = sorted(fused, key=lambda k: (-fused[k], k[0], k[1]))
+                want = greedy(order, q.limit, q.max_per_document)
+                filled = len(kw) >= w or len(vec) >= w
+                if len(want) >= q.limit or not filled or q.max_per_document is None:
+                    break
+                scale *= 4
+            event(f"window growth x{scale}")
             hits = kb.search(actor, q.text, limit=q.limit, match=q.match, filters=q.filters,
                              max_per_document=q.max_per_document, mode="hybrid", explain=True,
                              fusion=fusion, alpha=alpha, rrf_k=q.rrf_k, window=q.window)
-            assert [(h.document_id, h.passage) for h in hits] == want, (fusion, q)
+            assert [(h.document_id, h.passage) for h in hits] == want, (fusion, q, scale)
             assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
             for h in hits:
                 key = (h.document_id, h.passage)
@@ -552,7 +587,8 @@ def test_example_vector_scores_do_not_depend_on_unreadable_neighbours(tmp_path: 
 def test_example_vector_mode_per_document_cap_never_under_fills(tmp_path: Path) -> None:
     """One document with 60 passages that are all closer to the query than anything else, and
     five one-paragraph documents: limit 6 with at most 2 per document must give 2 passages of
-    the big document and the 4 best others, as keyword mode does, not a short list."""
+    the big document and 4 others, as keyword mode does, not a short list (vector and hybrid,
+    whose legs' windows of 50 hold only the big document's passages)."""
     kb = KnowledgeBase.open(tmp_path / "kb.db")
     big = "\n\n".join(f"alpha beta alpha beta n{i}" for i in range(60))
     kb.ingest([_doc("a", big)] + [_doc(f"o{i}", "alpha zeta omega gamma") for i in range(5)])
@@ -561,4 +597,83 @@ def test_example_vector_mode_per_document_cap_never_under_fills(tmp_path: Path) 
     vector = kb.search(READER, "alpha beta", mode="vector", limit=6, max_per_document=2)
     assert [h.document_id for h in vector] == ["a", "a", "o0", "o1", "o2", "o3"], [
         (h.document_id, h.passage) for h in vector]
+    hybrid = kb.search(READER, "alpha beta", limit=6, max_per_document=2)
+    assert sorted(h.document_id for h in hybrid) == ["a", "a", "o0", "o1", "o2", "o3"], [
+        (h.document_id, h.passage) for h in hybrid]
+    kb.close()
+
+
+# -- large blocks (quantised first pass, exact re-scoring) -------------------------------------------
+#: Blocks of at least this many rows take the approximate int8 path (if the store has one).
+LARGE = int(getattr(_vectors, "QUANT_MIN_ROWS", 2048))
+SYLLABLES = ("alpha", "beta", "gamma", "delta", "omega", "zeta", "eta", "theta", "iota", "kappa",
+             "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi")
+
+
+def _random_text(rng: random.Random, words: int) -> str:
+    return " ".join(f"{rng.choice(SYLLABLES)}{rng.randrange(40)}" for _ in range(words))
+
+
+def test_large_block_matches_brute_force_and_ignores_other_tenants(tmp_path: Path) -> None:
+    """A readable block big enough for the quantised first pass: recall@10 against exact brute
+    force is at least 0.99 over 30 queries, scores are the exact cosines, and a store that
+    also holds large unreadable blocks (another tenant, another group) gives identical results,
+    bit for bit, in vector and hybrid mode: nothing is fitted across actors."""
+    rng = random.Random(7)
+    n = LARGE + 300
+    mine = [Document(f"m{i:05d}", "t", frozenset({"g"}), "1",
+                     "\n\n".join(_random_text(rng, 6) for _ in range(10)))
+            for i in range(n // 10)]
+    theirs = [Document(f"m{i:05d}", "other", frozenset({"g"}), "1",
+                       "\n\n".join(_random_text(rng, 3) for _ in range(10))) for i in range(n // 10)]
+    hr = [Document(f"h{i:05d}", "t", frozenset({"hr"}), "1", _random_text(rng, 2)) for i in range(300)]
+    reader = Actor("t", frozenset({"g"}))
+    only = KnowledgeBase.open(tmp_path / "only.db")
+    only.ingest(mine)
+    both = KnowledgeBase.open(tmp_path / "both.db")
+    both.ingest(theirs[: len(theirs) // 2] + mine[: len(mine) // 2] + hr)
+    both.ingest(mine[len(mine) // 2 :] + theirs[len(theirs) // 2 :])
+    emb = get_embedder("hash-test")
+    keys = [(d.id, k) for d in mine for k, _ in ref_passages(d)]
+    assert len(keys) >= LARGE  # one readable block past the threshold
+    mat = emb.embed_passages([t for d in mine for _, t in ref_passages(d)]).astype(np.float64)
+    recalls = []
+    for _ in range(30):
+        q = _random_text(rng, 3)
+        cos = mat @ emb.embed_queries([q])[0].astype(np.float64)
+        best = sorted(range(len(keys)), key=lambda i: (-cos[i], keys[i]))[:10]
+        hits = only.search(reader, q, mode="vector", limit=10, max_per_document=None)
+        assert len(hits) == 10
+        got = {(h.document_id, h.passage): h.score for h in hits}
+        recalls.append(len(set(got) & {keys[i] for i in best}) / 10)
+        for (d, p), score in got.items():
+            assert abs(score - cos[keys.index((d, p))]) <= NEAR
+        for mode in MODES:
+            a = only.search(reader, q, mode=mode, limit=10, explain=True)
+            b = both.search(reader, q, mode=mode, limit=10, explain=True)
+            assert [(h.document_id, h.passage, h.score, h.explain) for h in a] == [
+                (h.document_id, h.passage, h.score, h.explain) for h in b], (mode, q)
+    assert sum(recalls) / len(recalls) >= 0.99, recalls
+    only.close()
+    both.close()
+
+
+def test_large_block_exact_ties_still_order_by_document_id(tmp_path: Path) -> None:
+    """700 documents with the same paragraph (say, a footer) in a block that takes the
+    quantised path, ingested in shuffled order: the query equal to that paragraph ties them all
+    at cosine 1, and the tie rule (document id, then passage) picks the first ids, whatever the
+    order the rows sit in."""
+    rng = random.Random(3)
+    same = [Document(f"s{i:04d}", "t", frozenset({"g"}), "1", "alpha beta gamma") for i in range(700)]
+    rest = [Document(f"o{i:05d}", "t", frozenset({"g"}), "1", _random_text(rng, 6))
+            for i in range(LARGE + 300 - len(same))]
+    docs = same + rest
+    rng.shuffle(docs)
+    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    kb.ingest(docs)
+    reader = Actor("t", frozenset({"g"}))
+    for mode in MODES:
+        hits = kb.search(reader, "alpha beta gamma", mode=mode, limit=5, max_per_document=None)
+        assert [h.document_id for h in hits] == [f"s{i:04d}" for i in range(5)], (
+            mode, [(h.document_id, h.score) for h in hits])
     kb.close()

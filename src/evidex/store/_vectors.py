@@ -166,7 +166,13 @@ class VectorBlocks:
         if block.dead:
             s[~block.alive[:n]] = -np.inf
         c = min(n, max(10 * k, RESCORE_MIN))
-        idx = np.argpartition(-s, c - 1)[:c] if c < n else np.arange(n)
+        if c < n:
+            # Every row tied with the c-th coarse score is kept: an arbitrary cut among equal
+            # rows would make the final order depend on row positions.
+            kth = np.partition(s, n - c)[n - c]
+            idx = np.flatnonzero(s >= kth)
+        else:
+            idx = np.arange(n)
         idx = idx[block.alive[idx]]
         return VectorBlocks._final(block, idx, q, k)
 
