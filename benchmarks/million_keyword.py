@@ -78,7 +78,7 @@ def documents(n_passages: int, vocab: np.ndarray, seed: int = 1) -> list[Documen
 def load(path: Path, docs: list[Document], batch: int = 2000) -> float:
     if path.exists():
         path.unlink()
-    kb = KnowledgeBase.open(path)
+    kb = KnowledgeBase.open(path, embedder="none")
     t = time.perf_counter()
     for i in range(0, len(docs), batch):
         kb.ingest(docs[i : i + batch])
@@ -103,7 +103,7 @@ def timed(kb: KnowledgeBase, actor: Actor, qs: list[str], limit: int) -> tuple[l
     results, times = [], []
     for q in qs:
         t = time.perf_counter()
-        hits = kb.search(actor, q, limit=limit)
+        hits = kb.search(actor, q, limit=limit, mode="keyword")
         times.append((time.perf_counter() - t) * 1000)
         results.append([(h.document_id, h.passage, h.score) for h in hits])
     return results, times

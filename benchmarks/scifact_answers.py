@@ -22,8 +22,7 @@ from pathlib import Path
 from evidex import Actor
 from evidex.evaluation import evaluate_qa, load_beir
 from evidex.kb import QUESTION_LIMITS
-
-from scifact_hybrid import OFF_TOPIC, SCIFACT, build  # noqa: I001 (benchmarks run as scripts)
+from scifact_hybrid import OFF_TOPIC, SCIFACT, build
 
 WORK = Path(__file__).resolve().parent / ".work"
 

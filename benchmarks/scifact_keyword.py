@@ -50,7 +50,8 @@ def main() -> None:
 
     beir = load_beir(args.beir)
     tmp = tempfile.mkdtemp(prefix="evidex-bench-")
-    kb = KnowledgeBase.open(Path(tmp) / "s.db", analyzer="english", max_limit=100, query_limits=EVAL_LIMITS)
+    kb = KnowledgeBase.open(Path(tmp) / "s.db", analyzer="english", embedder="none", max_limit=100,
+                            query_limits=EVAL_LIMITS)
     docs = list(corpus_documents(beir))
     kb.ingest(docs, split="document")
     kb.optimize()
@@ -98,7 +99,7 @@ def main() -> None:
     def full(k: int) -> float:
         t = time.perf_counter()
         for q in texts:
-            kb.search(actor, q, limit=k, max_per_document=1)
+            kb.search(actor, q, limit=k, max_per_document=1, mode="keyword")
         return len(texts) / (time.perf_counter() - t)
 
     # Warm-up: the first touch of each term fills evidex's weighted-postings cache; bm25s

@@ -8,6 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import evidex.retrieve._bm25 as bm25_module
 from evidex import Actor, Document, KnowledgeBase
 from evidex.model import Filters
 from evidex.query import words
@@ -29,6 +30,16 @@ WORD = st.sampled_from(VOCAB[:3] * 6 + VOCAB[3:])
 def test_pruned_search_equals_exhaustive(docs: list[list[list[str]]], query: list[str], limit: int,
                                           cap: int | None) -> None:
     actor = Actor("t", frozenset({"g"}))
+    # Pruning normally starts only above tens of thousands of postings; force it on tiny data.
+    saved, bm25_module._PRUNE_MIN_POSTINGS = bm25_module._PRUNE_MIN_POSTINGS, 0
+    try:
+        _check(actor, docs, query, limit, cap)
+    finally:
+        bm25_module._PRUNE_MIN_POSTINGS = saved
+
+
+def _check(actor: Actor, docs: list[list[list[str]]], query: list[str], limit: int,
+           cap: int | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         kb = KnowledgeBase.open(Path(tmp) / "kb.db")
         kb.ingest([

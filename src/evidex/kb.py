@@ -363,11 +363,14 @@ class KnowledgeBase:
         pids = np.array([h.pid for h in hits], dtype=np.int64)
         contained: list[set[str]] = [set() for _ in hits]
         for t in content_terms(terms):
-            parts = view.postings(t)
-            if parts and len(pids):
-                found = np.isin(pids, np.concatenate([p for p, _ in parts]))
-                for i in np.flatnonzero(found):
-                    contained[i].add(t)
+            if not len(pids):
+                break
+            found = np.zeros(len(pids), dtype=bool)
+            for p, _ in view.postings(t):  # each segment's ids are sorted: binary search
+                idx = np.minimum(np.searchsorted(p, pids), len(p) - 1)
+                found |= p[idx] == pids
+            for i in np.flatnonzero(found):
+                contained[i].add(t)
         level, signals = evidence_level(terms, contained, best_sim, self._thresholds())
         res = SearchResults(hits, terms=terms, evidence=level)
         res.signals = signals

@@ -139,7 +139,7 @@ class BM25:
             scores, hits = _probe(rarest, present)
             keep = hits == len(present)
             return rarest[keep].astype(np.int64), scores[keep], dfs
-        if top is not None and len(present) > 1:
+        if top is not None and len(present) > 1 and sum(len(p) for p, _ in present) > _PRUNE_MIN_POSTINGS:
             pruned = _prune(present, top)
             if pruned is not None:
                 return pruned[0], pruned[1], dfs
@@ -180,6 +180,8 @@ def _probe(cand: np.ndarray, present: list[tuple[np.ndarray, np.ndarray]]) -> tu
 
 #: Pruning gives up (and scores exhaustively) once its candidate set grows beyond this.
 _PRUNE_MAX_CANDIDATES = 200_000
+#: Below this many postings in all, the exhaustive path is cheaper than any pruning attempt.
+_PRUNE_MIN_POSTINGS = 50_000
 
 
 def _prune(
