@@ -57,7 +57,15 @@ def extractive_answer(
     if scored:
         scored.sort(key=lambda x: (-x[0], x[1], x[2]))
         best = scored[0][0]
-        chosen = [(r, p, s) for sc, r, p, s in scored[:max_sentences] if sc >= 0.5 * best]
+        # Retrieval ranked the sources with more than word overlap (both legs), so the answer
+        # quotes the best sentence of each of the best-ranked sources that match well, in rank
+        # order, rather than the sentences with the most shared words wherever they are.
+        per_source: dict[int, tuple[float, int, int, str]] = {}
+        for x in scored:
+            if x[0] >= 0.5 * best and x[1] not in per_source:
+                per_source[x[1]] = x
+        chosen = [(r, p, s) for _, r, p, s in sorted(per_source.values(), key=lambda x: x[1])]
+        chosen = chosen[:max_sentences]
     else:
         first = [c for c in cands if c[0] == 0][:2]
         chosen = [(r, p, s) for r, p, s, _ in first]
