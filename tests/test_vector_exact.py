@@ -144,31 +144,8 @@ class Query:
     filters: Filters | dict[str, object] | None
 
 
-@st.composite
-def actors(draw: st.DrawFn) -> Actor:
-    return Actor(
-        draw(st.sampled_from(TENANTS)),
-        frozenset(draw(st.sets(st.sampled_from(GROUPS), min_size=1))),
-        active=draw(st.sampled_from([True] * 9 + [False])),
-        visibilities=frozenset(draw(st.sets(st.sampled_from(VIS), min_size=1))),
-    )
-
-
-@st.composite
-def filters(draw: st.DrawFn) -> Filters:
-    return Filters(draw(st.sampled_from(LANGS)), frozenset(draw(st.sets(st.sampled_from(TAGS)))))
-
-
-@st.composite
-def visible_doc(draw: st.DrawFn, actor: Actor, flt: Filters, doc_id: str, version: str = "v1"
-                ) -> Document:
-    groups = {draw(st.sampled_from(sorted(actor.groups)))} | draw(st.sets(st.sampled_from(GROUPS)))
-    return Document(
-        doc_id, actor.tenant, frozenset(groups), version, draw(text),
-        language=flt.language if flt.language is not None else draw(st.sampled_from(LANGS)),
-        visibility=draw(st.sampled_from(sorted(actor.visibilities))),
-        tags=tuple(set(flt.tags) | draw(st.sets(st.sampled_from(TAGS)))),
-    )
+# Shared with the keyword property tests, so both draw the same kinds of actors and documents.
+from test_permission_exact import actors, filters, visible_doc  # noqa: E402
 
 
 @st.composite
