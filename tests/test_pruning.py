@@ -55,3 +55,36 @@ def _check(actor: Actor, docs: list[list[list[str]]], query: list[str], limit: i
             want = [(h.document_id, h.passage, h.score) for h in hits_from(view, full, limit, cap)]
         kb.close()
     assert got == want
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    size=st.integers(1, 400),
+    terms=st.lists(st.tuples(st.sets(st.integers(0, 399), min_size=1, max_size=60),
+                             st.floats(0.01, 20.0)), min_size=1, max_size=5),
+)
+def test_dense_and_sparse_accumulation_are_bit_identical(size: int, terms: list) -> None:
+    """The two exhaustive paths (bincount over the id space, scratch arrays) must agree exactly,
+    or which one runs (a function of collection size) would change scores."""
+    import numpy as np
+
+    present = []
+    for ids, base in terms:
+        p = np.array(sorted(i for i in ids if i < size), dtype=np.int32)
+        if len(p):
+            present.append((p, base * (1.0 + np.arange(len(p)) / 7.0)))
+    if not present:
+        return
+    bm = bm25_module.BM25()
+    saved = bm25_module._DENSE_FACTOR
+    try:
+        bm25_module._DENSE_FACTOR = 10**9
+        dense = bm._accumulate(present, size)
+        bm25_module._DENSE_FACTOR = 0
+        sparse = bm._accumulate(present, size)
+    finally:
+        bm25_module._DENSE_FACTOR = saved
+    d = dict(zip(dense[0].tolist(), dense[1].tolist(), strict=True))
+    s = dict(zip(sparse[0].tolist(), sparse[1].tolist(), strict=True))
+    assert d == s
+    assert set(d) == {int(i) for p, _ in present for i in p}

@@ -23,11 +23,8 @@ class Allowed:
     table: np.ndarray  # bool, index = signature id + 1
     passages: int
     total_length: int
-
-    @property
-    def key(self) -> bytes:
-        """Identifies the visible set within one store generation (for exact caching)."""
-        return self.table.tobytes()
+    #: Identifies the visible set within one store generation (for exact caching).
+    key: bytes
 
     @property
     def avgdl(self) -> float:
@@ -50,4 +47,4 @@ def allowed_signatures(view: ReadView, actor: Actor, filters: Filters) -> Allowe
     table = np.zeros(size, dtype=bool)
     for s in ok:
         table[s.id + 1] = True
-    return Allowed(table, sum(s.passages for s in ok), sum(s.total_length for s in ok))
+    return Allowed(table, sum(s.passages for s in ok), sum(s.total_length for s in ok), table.tobytes())

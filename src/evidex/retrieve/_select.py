@@ -22,23 +22,34 @@ def _order(
     dkeys: np.ndarray,
     numbers: np.ndarray,
     doc_ids: Callable[[Iterable[int]], dict[int, str]],
-) -> list[int]:
+) -> np.ndarray:
     order = idx[np.argsort(neg[idx], kind="stable")]
     s = neg[order]
     ties = np.flatnonzero(s[1:] == s[:-1])
-    out = order.tolist()
     if len(ties) == 0:
-        return out
+        return order
     ids = doc_ids(int(k) for k in np.unique(dkeys[order[np.union1d(ties, ties + 1)]]))
-    i = 0
-    while i < len(out):
-        j = i + 1
-        while j < len(out) and s[j] == s[i]:
-            j += 1
-        if j - i > 1:
-            out[i:j] = sorted(out[i:j], key=lambda k: (ids[int(dkeys[k])], int(numbers[k])))
-        i = j
+    # Runs of equal scores, from the tie positions alone (no pass over the whole prefix).
+    breaks = np.flatnonzero(ties[1:] != ties[:-1] + 1)
+    starts = ties[np.r_[0, breaks + 1]]
+    ends = ties[np.r_[breaks, len(ties) - 1]] + 2
+    out = order.copy()
+    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        run = order[a:b].tolist()
+        out[a:b] = sorted(run, key=lambda k: (ids[int(dkeys[k])], int(numbers[k])))
     return out
+
+
+def _within_cap(ordered: np.ndarray, dkeys: np.ndarray, cap: int) -> np.ndarray:
+    """The entries of ``ordered`` that are among the first ``cap`` of their document."""
+    dk = dkeys[ordered]
+    by_doc = np.argsort(dk, kind="stable")  # keeps rank order inside each document
+    sorted_dk = dk[by_doc]
+    first = np.r_[True, sorted_dk[1:] != sorted_dk[:-1]]
+    run_start = np.maximum.accumulate(np.where(first, np.arange(len(dk)), 0))
+    occurrence = np.empty(len(dk), dtype=np.int64)
+    occurrence[by_doc] = np.arange(len(dk)) - run_start
+    return ordered[occurrence < cap]
 
 
 def select_top(
@@ -51,9 +62,8 @@ def select_top(
 ) -> list[int]:
     """Indices into ``scores`` of the selected candidates, best first."""
     n = len(scores)
-    if n == 0:
+    if n == 0 or limit <= 0:
         return []
-    cap = max_per_document or n
     m = min(n, max(32, 2 * limit))
     neg = -scores
     while True:
@@ -62,17 +72,9 @@ def select_top(
             idx = np.flatnonzero(neg <= kth)
         else:
             idx = np.arange(n)
-        out: list[int] = []
-        per_doc: dict[int, int] = {}
-        dk = dkeys.tolist() if n <= 4 * m else None
-        for i in _order(idx, neg, dkeys, numbers, doc_ids):
-            d = dk[i] if dk is not None else int(dkeys[i])
-            c = per_doc.get(d, 0)
-            if c < cap:
-                per_doc[d] = c + 1
-                out.append(i)
-                if len(out) == limit:
-                    return out
-        if m >= n:
-            return out
+        ordered = _order(idx, neg, dkeys, numbers, doc_ids)
+        if max_per_document is not None and max_per_document < len(ordered):
+            ordered = _within_cap(ordered, dkeys, max_per_document)
+        if len(ordered) >= limit or m >= n:
+            return ordered[:limit].tolist()
         m = min(n, m * 4)

@@ -1,0 +1,36 @@
+"""Selection (order, ties, per-document cap) against a plain sort-and-count reference."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evidex.retrieve import select_top
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.25]), st.integers(0, 6),
+                            st.integers(1, 5)), max_size=120, unique_by=lambda r: (r[1], r[2])),
+    limit=st.integers(1, 40),
+    cap=st.sampled_from([None, 1, 2, 3]),
+)
+def test_select_top_matches_reference(
+    rows: list[tuple[float, int, int]], limit: int, cap: int | None
+) -> None:
+    scores = np.array([r[0] for r in rows], dtype=np.float64)
+    dkeys = np.array([r[1] for r in rows], dtype=np.int64)
+    numbers = np.array([r[2] for r in rows], dtype=np.int64)
+    names = {d: f"doc-{(7 * d) % 5}-{d}" for d in range(7)}  # id order differs from dkey order
+
+    def doc_ids(keys):  # type: ignore[no-untyped-def]
+        return {int(k): names[int(k)] for k in keys}
+
+    ref: list[int] = []
+    used: dict[int, int] = {}
+    for i in sorted(range(len(rows)), key=lambda i: (-rows[i][0], names[rows[i][1]], rows[i][2])):
+        if cap is None or used.get(rows[i][1], 0) < cap:
+            used[rows[i][1]] = used.get(rows[i][1], 0) + 1
+            ref.append(i)
+    assert select_top(scores, dkeys, numbers, limit, cap, doc_ids) == ref[:limit]
