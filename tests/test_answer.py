@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 import evidex.embed
@@ -30,6 +32,7 @@ from evidex import Actor, AnswerSettings, Document, EvidexError, KnowledgeBase, 
 from evidex.answer import DECLINE_TEXT, SYSTEM_TEXT, answer_question, number_sources, token_counter
 from evidex.ingest import load_paths, scan
 from evidex.kb import QUESTION_LIMITS
+from evidex.query import get_analyzer, words
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -933,3 +936,30 @@ def test_unknown_generator_is_an_error(example_kb: KnowledgeBase, customer: Acto
     with pytest.raises(EvidexError):
         example_kb.answer(customer, WORN, generator="magic")
 
+
+
+_PIECES = ["Worn", "items", "e.g.", "P.", "chabaudi", "z. B.", "Dr.", "Smith", "returns", "within",
+           "30", "days.", "vs.", "(see", "Fig.", "2)", "Ärger", "über", "die", "Rückgabe!", "why?", "\n",
+           "\n\n", "- item", "1.", "ok.", "#", "Heading"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(_PIECES), min_size=3, max_size=40).map(" ".join),
+                      min_size=1, max_size=3))
+def test_extractive_output_always_satisfies_the_output_contract(texts: list[str]) -> None:
+    """The extractive generator quotes whole contract sentences, so the validator never rejects
+    it (abbreviations such as "e.g." or "P. chabaudi" once split a quote into an unmarked part)."""
+    from evidex.answer._contract import check_output
+    from evidex.answer._extractive import extractive_answer
+    from evidex.answer._types import Source
+
+    an = get_analyzer("english")
+    sources = [Source(i, {"quote": t, "title": None, "heading_path": (), "version": "1"}, ())
+               for i, t in enumerate(texts, start=1)]
+    question = an.query_terms(words("why are worn items returns within days"))
+    out = extractive_answer(question, sources, an.terms)
+    if out == {"answer": "", "citations": []}:
+        return
+    assert check_output(out, [s.n for s in sources], []) == []
+    for sentence, n in _marked_sentences(out["answer"]):
+        assert sentence in texts[n - 1]

@@ -34,6 +34,10 @@ def sentences(text: str) -> list[str]:
     """Sentences with their trailing markers attached ("It is so. [1] Next." -> 2 sentences)."""
     out, pos = [], 0
     for m in _SENTENCE_END.finditer(text):
+        if "\n" not in m.group(0) and text[m.end() : m.end() + 1].islower():
+            # "e.g. the", "P. chabaudi", "z. B. die": an abbreviation, not the end of a claim.
+            # Text after it stays in the same (marked, grounding-checked) sentence.
+            continue
         out.append(text[pos : m.end()].strip())
         pos = m.end()
     tail = text[pos:].strip()

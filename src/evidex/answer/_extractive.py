@@ -14,17 +14,19 @@ import re
 from collections.abc import Callable
 
 from ..query import content_terms
+from ._contract import sentences
 from ._types import Source
 
 __all__ = ["extractive_answer", "split_sentences"]
 
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÄÖÜ0-9])|\n+")
 _SKIP = re.compile(r"<\s*/?\s*[a-zA-Z]|&[a-zA-Z]+;|https?://|www\.", re.IGNORECASE)
 
 
 def split_sentences(text: str) -> list[str]:
     out = []
-    for part in _SPLIT.split(text):
+    # The validator's own sentence boundaries: a quoted unit is exactly one sentence to the
+    # output contract, so its marker always belongs to all of it.
+    for part in sentences(text):
         s = part.strip()
         if s and not s.startswith("#") and len(re.findall(r"[^\W_]+", s)) >= 3 and not _SKIP.search(s):
             out.append(s)
