@@ -38,6 +38,50 @@ def test_pruned_search_equals_exhaustive(docs: list[list[list[str]]], query: lis
         bm25_module._PRUNE_MIN_POSTINGS = saved
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    docs=st.lists(st.lists(st.lists(WORD, min_size=1, max_size=12), min_size=1, max_size=4),
+                  min_size=1, max_size=25),
+    query=st.lists(st.sampled_from(VOCAB), min_size=2, max_size=4),
+    limit=st.integers(1, 8),
+    cap=st.sampled_from([1, 2, None]),
+)
+def test_threshold_algorithm_equals_exhaustive(docs: list[list[list[str]]], query: list[str], limit: int,
+                                               cap: int | None) -> None:
+    """The threshold algorithm alone (MaxScore disabled) at tiny depths, so it both stops early
+    and runs out of depth on generated data."""
+    actor = Actor("t", frozenset({"g"}))
+    saved = (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES, bm25_module._TA_DEPTHS)
+    bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES = 0, 0
+    bm25_module._TA_DEPTHS = (1, 2, 4)
+    try:
+        _check(actor, docs, query, limit, cap)
+    finally:
+        (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES,
+         bm25_module._TA_DEPTHS) = saved
+
+
+def test_threshold_algorithm_stops_early_on_common_words(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Guards the test above against vacuity: on a query of two common words the threshold
+    algorithm really returns a (partial) candidate set, and the results still equal exhaustive."""
+    outcomes: list[bool] = []
+    real = bm25_module._threshold
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        out = real(*args, **kwargs)
+        outcomes.append(out is not None)
+        return out
+
+    monkeypatch.setattr(bm25_module, "_threshold", spy)
+    monkeypatch.setattr(bm25_module, "_PRUNE_MIN_POSTINGS", 0)
+    monkeypatch.setattr(bm25_module, "_PRUNE_MAX_CANDIDATES", 0)
+    monkeypatch.setattr(bm25_module, "_TA_DEPTHS", (2, 8))
+    docs = [[["the"] * (1 + (i * 7) % 5) + ["a"] * (1 + (i * 3) % 4) + ["kiwi"] * (i % 2) + ["fig"] * 9]
+            for i in range(20)]
+    _check(Actor("t", frozenset({"g"})), docs, ["the", "a"], 3, None)
+    assert outcomes and outcomes[-1], outcomes
+
+
 def _check(actor: Actor, docs: list[list[list[str]]], query: list[str], limit: int,
            cap: int | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:

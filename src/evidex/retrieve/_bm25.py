@@ -141,9 +141,27 @@ class BM25:
             return rarest[keep].astype(np.int64), scores[keep], dfs
         if top is not None and len(present) > 1 and sum(len(p) for p, _ in present) > _PRUNE_MIN_POSTINGS:
             pruned = _prune(present, top)
+            if pruned is None:
+                named = [(t, pw) for t, pw in zip(terms, per_term, strict=True) if len(pw[0])]
+                orders = [self._impact_order((generation, allowed.key, t), w) for t, (_, w) in named]
+                pruned = _threshold(present, orders, top)
             if pruned is not None:
                 return pruned[0], pruned[1], dfs
         return (*self._accumulate(present, len(sig_of_pid)), dfs)
+
+    def _impact_order(self, key: tuple[object, bytes, str], weights: np.ndarray) -> np.ndarray:
+        """Positions of the term's ``_TA_DEPTHS[-1]`` largest weights, largest first (cached
+        with the weights: the same function of the same generation and visible set)."""
+        okey = (key[0], key[1], key[2] + "\x00impact")
+        hit = self._cache.get(okey)
+        if hit is not None:
+            return hit[0]
+        depth = min(len(weights), _TA_DEPTHS[-1])
+        neg = -weights
+        idx = np.argpartition(neg, depth - 1)[:depth] if depth < len(weights) else np.arange(len(weights))
+        order = idx[np.argsort(neg[idx], kind="stable")]
+        self._remember(okey, (order, _EMPTY_W), key[0])
+        return order
 
     def _accumulate(
         self, present: list[tuple[np.ndarray, np.ndarray]], size: int
@@ -195,8 +213,12 @@ def _probe(cand: np.ndarray, present: list[tuple[np.ndarray, np.ndarray]]) -> tu
     return scores, hits
 
 
-#: Pruning gives up (and scores exhaustively) once its candidate set grows beyond this.
-_PRUNE_MAX_CANDIDATES = 200_000
+#: MaxScore gives up (handing over to the threshold algorithm) beyond this many candidates.
+_PRUNE_MAX_CANDIDATES = 20_000
+#: Depths (entries per term, by descending weight) the threshold algorithm tries in turn.
+_TA_DEPTHS = (256, 2048, 16_384)
+#: ... and gives up (exhaustive scoring) when the union of the heads grows beyond this.
+_TA_MAX_CANDIDATES = 80_000
 #: Below this many postings in all, the exhaustive path is cheaper than any pruning attempt.
 _PRUNE_MIN_POSTINGS = 50_000
 
@@ -226,4 +248,41 @@ def _prune(
         full, lowest = top(cand, scores)
         if full and lowest > bound:
             return cand.astype(np.int64), scores
+    return None
+
+
+def _threshold(
+    present: list[tuple[np.ndarray, np.ndarray]],
+    orders: list[np.ndarray],
+    top: Callable[[np.ndarray, np.ndarray], tuple[bool, float]],
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Fagin's threshold algorithm over impact-ordered postings, for queries of common words.
+
+    Take each term's ``m`` largest weights; a passage outside their union has, for every term,
+    a weight at most that term's m-th largest (or none, once a term is exhausted), so its score
+    is at most the sum of those. When the selection made from the union is full and its lowest
+    score is strictly above that bound, nothing else can enter it or tie with it. Scores of the
+    union come from ``_probe``, bit-identical to the exhaustive path. MaxScore fails exactly when
+    every term is common (all bounds large); the best passages then hold several terms with high
+    weights, which is where this stops early.
+    """
+    for depth in _TA_DEPTHS:
+        bound = 0.0
+        parts = []
+        for (p, w), order in zip(present, orders, strict=True):
+            head = order[:depth]
+            parts.append(p[head])
+            if len(p) > depth:
+                if len(order) < depth:
+                    return None  # the cached order is shorter than this depth
+                bound += float(w[order[depth - 1]])
+        cand = np.unique(np.concatenate(parts))
+        if len(cand) > _TA_MAX_CANDIDATES:
+            return None
+        scores, _ = _probe(cand, present)
+        full, lowest = top(cand, scores)
+        if full and lowest > bound:
+            return cand.astype(np.int64), scores
+        if all(len(p) <= depth for p, _ in present):
+            return None
     return None
