@@ -5,9 +5,16 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DB ?= evidex.db
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint bench clean browser
 
-install: $(STAMP)
+install: $(STAMP) browser
+
+# The web page tests drive Debian's Chromium headless (never a browser build downloaded by
+# Playwright); installed only when missing, with sudo when not root.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends chromium; }
 
 # Re-installs only when pyproject.toml changed (the package itself is installed editable).
 $(STAMP): pyproject.toml
