@@ -134,10 +134,6 @@ _SECURITY_HEADERS = [
 _NO_STORE = (b"cache-control", b"no-store")
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
 def _route(path: str) -> str:
     """The route template for logs: document ids are data and stay out of them."""
     if path.startswith("/v1/documents/"):
@@ -160,12 +156,14 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         t0 = time.perf_counter()
-        state = {"status": 0, "started": False}
+        state = {"status": 0, "started": False, "closed": False}
         path = scope.get("path", "")
         api = path.startswith("/v1/")
         who: Principal | None = None
 
         async def send_wrapped(message: dict[str, Any]) -> None:
+            if state["closed"]:
+                return  # the guard already answered (413 mid-stream); the app's reply is dropped
             if message["type"] == "http.response.start":
                 state["status"], state["started"] = message["status"], True
                 headers = list(message.get("headers", []))
@@ -213,18 +211,23 @@ class _Guard:
             seen = 0
 
             async def receive_limited() -> dict[str, Any]:
+                # A body without Content-Length is counted as it arrives; past the limit the
+                # guard answers 413 itself and tells the app the client went away, so the app
+                # stops reading without parsing a truncated body.
                 nonlocal seen
+                if state["closed"]:
+                    return {"type": "http.disconnect"}
                 message = await receive()
                 if message["type"] == "http.request":
                     seen += len(message.get("body", b""))
                     if seen > self.max_body:
-                        raise _BodyTooLarge
+                        if not state["started"]:
+                            await reply(413, f"the request body is larger than {self.max_body} bytes")
+                        state["closed"] = True
+                        return {"type": "http.disconnect"}
                 return message
 
             await self.app(scope, receive_limited, send_wrapped)
-        except _BodyTooLarge:
-            if not state["started"]:
-                await reply(413, f"the request body is larger than {self.max_body} bytes")
         except Exception as exc:
             log_failure("unhandled_error", exc, route=_route(path))
             if not state["started"]:
