@@ -30,6 +30,7 @@ import json
 import os
 import platform
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -172,17 +173,21 @@ async def open_loop(url: str, bodies: list[dict[str, Any]], rate: float, seconds
                 errors += 1
 
         c0, t0 = cpu_now(), time.perf_counter()
-        tasks = []
+        tasks: list[asyncio.Task[None]] = []
+        sustained = True
         for i in range(n):
             scheduled = t0 + i / rate
             delay = scheduled - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
+            if sum(not t.done() for t in tasks[-600:]) >= 500:
+                sustained = False  # the service fell behind by 500 requests: stop piling on
+                break
             tasks.append(asyncio.create_task(one(i, scheduled)))
         await asyncio.gather(*tasks)
         took = time.perf_counter() - t0
     out = summary(lat, errors, took, cpu_now() - c0)
-    out["target_rate"] = rate
+    out.update(target_rate=rate, sustained=sustained)
     return out
 
 
@@ -197,6 +202,7 @@ def main() -> None:
     ap.add_argument("--embedder", default="multilingual-e5-small")
     ap.add_argument("--cold-seconds", type=float, default=10.0)
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so the server is stopped in `finally`
     beir = load_beir(SCIFACT)
     queries = [api_query(q) for q in beir.queries.values()]
     db = build_store(args.embedder)
@@ -206,6 +212,7 @@ def main() -> None:
         "python": platform.python_version(),
         "date": time.strftime("%Y-%m-%d %H:%M"), "workers": args.workers, "store_handles": args.handles,
         "embedder": args.embedder, "queries": len(queries),
+        "load_average_before": os.getloadavg()[0],
         "cut_to_contract": sum(q != " ".join(t.split())
                                for q, t in zip(queries, beir.queries.values(), strict=True)),
     }
@@ -228,6 +235,7 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    report["load_average_after"] = os.getloadavg()[0]
     print(json.dumps(report, indent=1))
     (WORK / "service_search.json").write_text(json.dumps(report, indent=1))
 
