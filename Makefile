@@ -5,9 +5,16 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DB ?= evidex.db
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint bench clean browser
 
-install: $(STAMP)
+install: $(STAMP) browser
+
+# The web page tests drive Debian's Chromium headless (never a browser build downloaded by
+# Playwright); installed only when missing, with sudo when not root.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends chromium; }
 
 # Re-installs only when pyproject.toml changed (the package itself is installed editable).
 $(STAMP): pyproject.toml
@@ -18,23 +25,22 @@ $(STAMP): pyproject.toml
 
 # Rebuilds ./evidex.db from the bundled example collection (embedded with the default model,
 # multilingual-e5-small; vectors are cached, so only the first run embeds): the old policy
-# version first, then the collection (which supersedes it), then example searches and answers.
+# version first, then the collection (which supersedes it). Then serves the web page and the API
+# on http://127.0.0.1:8000/ with the demo keys of examples/server.config.yaml (only their
+# SHA-256 is in the file; the keys are printed here for this local demo) until Ctrl-C.
+DEMO_KEY := evidex-demo-customer
 run: install
 	rm -f $(DB) $(DB)-wal $(DB)-shm
 	$(BIN)/evidex --db $(DB) ingest examples/versions --tenant acme --split heading
 	$(BIN)/evidex --db $(DB) ingest examples/collection --tenant acme --split heading
 	@echo
-	@echo '$$ evidex search "zwei Personen" --tenant acme --groups staff --match all'
-	@$(BIN)/evidex --db $(DB) search "zwei Personen" --tenant acme --groups staff --limit 3 --match all
+	@echo 'evidex web page and API: http://127.0.0.1:8000/  (OpenAPI: http://127.0.0.1:8000/openapi.json)'
+	@echo 'demo key (tenant acme, customers, public): $(DEMO_KEY)'
+	@echo 'other demo keys: evidex-demo-staff (staff, internal), evidex-demo-admin (admin)'
+	@echo "try: curl -s -H 'Authorization: Bearer $(DEMO_KEY)' -H 'Content-Type: application/json' \\"
+	@echo "       -d '{\"question\": \"Can I return a worn jacket?\"}' http://127.0.0.1:8000/v1/answer"
 	@echo
-	@echo '$$ evidex search "ERR-401" --tenant acme --groups customers --visibilities public'
-	@$(BIN)/evidex --db $(DB) search "ERR-401" --tenant acme --groups customers --visibilities public --limit 3
-	@echo
-	@echo '$$ evidex ask "Can I return a worn jacket?" --tenant acme --groups customers --visibilities public'
-	@$(BIN)/evidex --db $(DB) ask "Can I return a worn jacket?" --tenant acme --groups customers --visibilities public
-	@echo
-	@echo '$$ evidex ask "Who won the football world cup?" --tenant acme --groups customers --visibilities public'
-	@$(BIN)/evidex --db $(DB) ask "Who won the football world cup?" --tenant acme --groups customers --visibilities public
+	$(BIN)/evidex --db $(DB) serve --config examples/server.config.yaml
 
 test: install
 	$(BIN)/python -m pytest -q

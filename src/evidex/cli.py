@@ -375,6 +375,40 @@ def evaluate(
             typer.echo(f"{k}: {v}")
 
 
+# -- service: evidex serve, evidex mcp (issue 6) ---------------------------------------------------
+ServerConfigOpt = Annotated[
+    Path, typer.Option("--config", help="Configuration file with a server: section (API keys).")
+]
+
+
+@app.command()
+@_errors
+def serve(
+    config: ServerConfigOpt,
+    host: Annotated[str | None, typer.Option(help="Address (default: server.host, 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: server.port, 8000).")] = None,
+    workers: Annotated[int, typer.Option(min=1, max=64, help="uvicorn worker processes.")] = 1,
+) -> None:
+    """Serve the HTTP API (/v1/...) and the web page over --db until interrupted."""
+    from .server._run import serve as run_service
+
+    run_service(state.db, config, host, port, workers)
+
+
+@app.command("mcp")
+@_errors
+def mcp_server(config: ServerConfigOpt) -> None:
+    """Serve the MCP tools search, resolve and answer over stdio, as the API key in
+    $EVIDEX_API_KEY (one of the configuration's server.api_keys)."""
+    from .server._mcp import run_stdio
+    from .server._run import require_settings
+
+    if not Path(state.db).is_file():
+        raise EvidexError(f"no store at {state.db}; ingest documents first")
+    run_stdio(state.db, require_settings(config))
+# -- end of service commands -------------------------------------------------------------------------
+
+
 def main() -> None:
     """Run the app with click's own error printing replaced by one ``error:`` line."""
     try:

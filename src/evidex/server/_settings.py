@@ -8,12 +8,27 @@ identity is ever defined.
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-__all__ = ["ApiKey", "JwtSettings", "ServerSettings"]
+from ..model import VISIBILITIES, EvidexError
+
+__all__ = ["ApiKey", "ConfigError", "JwtSettings", "ServerSettings", "load_server_settings"]
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class ConfigError(EvidexError):
+    """The configuration file cannot be used as it is; the message names the field."""
+
+
+def _visibilities(values: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = sorted(set(values) - VISIBILITIES)
+    if unknown:
+        raise ValueError(f"unknown visibilities {unknown}; known: {sorted(VISIBILITIES)}")
+    return values
 
 
 class _Strict(BaseModel):
@@ -36,6 +51,11 @@ class ApiKey(_Strict):
             raise ValueError("must be 64 hexadecimal characters (the SHA-256 of the key)")
         return value
 
+    @field_validator("visibilities")
+    @classmethod
+    def _known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _visibilities(value)
+
 
 class JwtSettings(_Strict):
     """Bearer JWTs verified against configured keys; claims map to tenant and groups."""
@@ -48,6 +68,32 @@ class JwtSettings(_Strict):
     tenant_claim: str = "tenant"
     groups_claim: str = "groups"
     visibilities: tuple[str, ...] = ("public",)
+    admin_group: str | None = Field(
+        default=None, description="tokens whose groups claim holds this group may run admin operations")
+    leeway_seconds: int = Field(default=30, ge=0, le=300)
+
+    @field_validator("visibilities")
+    @classmethod
+    def _known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _visibilities(value)
+
+    @model_validator(mode="after")
+    def _keys_match_algorithms(self) -> JwtSettings:
+        # A token's own header must never pick how it is checked: "none" is refused, and the
+        # key material must fit every listed algorithm, so an RS256 public key can never be
+        # used as an HS256 secret (the classic algorithm-confusion forgery).
+        if not self.algorithms:
+            raise ValueError("algorithms must not be empty")
+        hs = [a for a in self.algorithms if a.upper().startswith("HS")]
+        if any(a.lower() == "none" for a in self.algorithms):
+            raise ValueError("the 'none' algorithm is never accepted")
+        if hs and len(hs) != len(self.algorithms):
+            raise ValueError("do not mix HS* (shared secret) and public-key algorithms")
+        if hs and not self.secret:
+            raise ValueError("HS* algorithms need a secret")
+        if not hs and not self.public_key:
+            raise ValueError("public-key algorithms need public_key (PEM)")
+        return self
 
 
 class ServerSettings(_Strict):
@@ -56,5 +102,63 @@ class ServerSettings(_Strict):
     api_keys: tuple[ApiKey, ...] = ()
     jwt: JwtSettings | None = None
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
-    rate_limit_per_minute: int = Field(default=600, ge=1)
-    allowed_link_hosts: tuple[str, ...] = ()
+    rate_limit_per_minute: int = Field(
+        default=600, ge=1,
+        description="requests per minute per key (a token bucket holding one minute's worth); "
+                    "kept in process memory, so with N workers a key may make up to N times this")
+    allowed_link_hosts: tuple[str, ...] = Field(
+        default=(), description="hosts whose http(s) source links the web page shows as links")
+    store_handles: int = Field(
+        default=2, ge=1, le=64,
+        description="open store handles per worker process; requests beyond this wait for one")
+
+    @field_validator("api_keys")
+    @classmethod
+    def _unique(cls, keys: tuple[ApiKey, ...]) -> tuple[ApiKey, ...]:
+        seen: set[str] = set()
+        for i, k in enumerate(keys):
+            if k.key_sha256 in seen:
+                raise ValueError(f"api key {i} repeats the key_sha256 of an earlier key")
+            seen.add(k.key_sha256)
+        return keys
+
+    @field_validator("allowed_link_hosts")
+    @classmethod
+    def _hosts(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
+        for h in hosts:
+            if not re.fullmatch(r"[a-z0-9.-]{1,253}(:[0-9]{1,5})?", h):
+                raise ValueError(f"{h!r} is not a lower-case host name (no scheme, no path)")
+        return hosts
+
+
+def _describe(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "server"
+    return f"server.{where}: {first['msg']}"
+
+
+def load_server_settings(path: str | Path) -> ServerSettings | None:
+    """The ``server:`` section of a YAML configuration file (None when the file has none).
+
+    A stop-gap reader until the full configuration loader is merged: it reads only this section
+    and leaves the rest of the file to that loader, so both can read the same file.
+    """
+    import yaml
+
+    try:
+        data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read the configuration {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"the configuration {path} is not valid YAML: {exc}") from None
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ConfigError(f"the configuration {path} must be a mapping at the top level")
+    section = data.get("server")
+    if section is None:
+        return None
+    try:
+        return ServerSettings.model_validate(section)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {_describe(exc)}") from None

@@ -1,0 +1,370 @@
+// evidex web page: plain JavaScript, no build step.
+// Every piece of data is rendered with textContent (never innerHTML): answers, passages, titles and
+// error messages are untrusted text. Links are made only for http(s) URLs on the server's allowlist.
+// The API key lives in sessionStorage (this tab only) and travels as a bearer credential.
+"use strict";
+
+(() => {
+  const KEY = "evidex.apiKey";
+  const config = JSON.parse(document.getElementById("evidex-config").textContent || "{}");
+  const allowedHosts = new Set((config.allowedLinkHosts || []).map((h) => String(h).toLowerCase()));
+  const $ = (id) => document.getElementById(id);
+
+  const REASONS = {
+    no_evidence: "No passage in the documents available to you matches this question. " +
+      "This describes the collection you can access, not the world: the answer may exist elsewhere.",
+    weak_evidence: "The passages available to you do not clearly cover this question, so no answer is given.",
+    invalid_model_output: "The generated answer did not meet the citation rules and was withheld.",
+    context_budget: "Not even the best passage fitted into the model's context.",
+    generator_error: "The answer generator could not be reached.",
+    no_answer_in_sources: "The passages found do not contain an answer to this question.",
+  };
+  const BADGES = {
+    current: ["current", "badge-current"],
+    source_changed: ["source changed", "badge-changed"],
+    quote_mismatch: ["source changed", "badge-changed"],
+    unavailable: ["unavailable", "badge-unavailable"],
+  };
+
+  // -- small DOM helpers (text only) ------------------------------------------------------------
+  function el(tag, opts = {}, ...children) {
+    const node = document.createElement(tag);
+    if (opts.cls) node.className = opts.cls;
+    if (opts.text !== undefined) node.textContent = String(opts.text);
+    for (const [k, v] of Object.entries(opts.attrs || {})) node.setAttribute(k, String(v));
+    for (const c of children) if (c) node.append(c);
+    return node;
+  }
+  function clear(node) { node.replaceChildren(); }
+
+  function safeLink(url) {
+    if (typeof url !== "string") return null;
+    try {
+      const u = new URL(url);
+      if ((u.protocol === "https:" || u.protocol === "http:") && !u.username && !u.password &&
+          allowedHosts.has(u.host.toLowerCase())) return u.href;
+    } catch (_) { /* not a URL: shown as text */ }
+    return null;
+  }
+
+  // -- API --------------------------------------------------------------------------------------
+  class ApiError extends Error {
+    constructor(status, message) { super(message); this.status = status; }
+  }
+
+  function detailText(detail) {
+    if (typeof detail === "string") return detail;
+    if (Array.isArray(detail)) return detail.map((d) => (d && d.msg) ? String(d.msg) : "invalid input").join("; ");
+    return "the request failed";
+  }
+
+  async function api(method, path, body) {
+    const key = sessionStorage.getItem(KEY);
+    if (!key) { showSignIn("Please sign in."); throw new ApiError(401, "not signed in"); }
+    const init = { method, headers: { "Authorization": "Bearer " + key } };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let resp;
+    try { resp = await fetch(path, init); } catch (_) { throw new ApiError(0, "The server cannot be reached."); }
+    let data = null;
+    try { data = await resp.json(); } catch (_) { data = null; }
+    if (resp.status === 401) {
+      sessionStorage.removeItem(KEY);
+      showSignIn("The key was not accepted. Please sign in again.");
+      throw new ApiError(401, "not signed in");
+    }
+    if (resp.status === 429) {
+      const wait = resp.headers.get("Retry-After") || "a few";
+      throw new ApiError(429, `Too many requests; try again in ${wait} seconds.`);
+    }
+    if (!resp.ok) throw new ApiError(resp.status, detailText(data && data.detail));
+    return data;
+  }
+
+  function showError(target, err) {
+    if (err instanceof ApiError && err.status === 401) return;
+    clear(target);
+    target.append(el("p", { cls: "error", text: err.message || "Something went wrong.", attrs: { role: "alert" } }));
+  }
+
+  // -- session ----------------------------------------------------------------------------------
+  function showSignIn(message) {
+    $("app").hidden = true;
+    $("session").hidden = true;
+    $("signin").hidden = false;
+    const e = $("signin-error");
+    e.textContent = message || "";
+    e.hidden = !message;
+    $("api-key").focus();
+  }
+  function showApp() {
+    $("signin").hidden = true;
+    $("app").hidden = false;
+    $("session").hidden = false;
+    $("question").focus();
+  }
+  $("signin-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const key = $("api-key").value.trim();
+    if (!key) return;
+    sessionStorage.setItem(KEY, key);
+    $("api-key").value = "";
+    showApp();
+  });
+  $("sign-out").addEventListener("click", () => {
+    sessionStorage.removeItem(KEY);
+    clear($("answer")); clear($("hits")); closePassage();
+    showSignIn("");
+  });
+
+  // -- views ------------------------------------------------------------------------------------
+  function selectView(name) {
+    for (const v of ["ask", "search"]) {
+      $(v).hidden = v !== name;
+      $("view-" + v).setAttribute("aria-pressed", String(v === name));
+    }
+    closePassage();
+    $(name === "ask" ? "question" : "query").focus();
+  }
+  $("view-ask").addEventListener("click", () => selectView("ask"));
+  $("view-search").addEventListener("click", () => selectView("search"));
+
+  // -- answers ----------------------------------------------------------------------------------
+  const MARKER = /\[(\d{1,3})\]/g;
+
+  // Sentences of the answer that carry marker n, without their markers: what to highlight.
+  function sentencesFor(answerText, n) {
+    const out = [];
+    const parts = answerText.split(/(?<=\])\s+/);
+    for (const p of parts) {
+      const refs = [...p.matchAll(MARKER)].map((m) => Number(m[1]));
+      if (refs.includes(n)) {
+        const s = p.replace(MARKER, "").trim();
+        if (s) out.push(s);
+      }
+    }
+    return out;
+  }
+
+  function citationOnly(c) {
+    const keys = ["document_id", "version", "content_sha256", "passage", "quote", "start", "end",
+      "heading_path", "anchor", "title", "source_url"];
+    const out = {};
+    for (const k of keys) if (c[k] !== undefined) out[k] = c[k];
+    return out;
+  }
+
+  function chip(n, citation, highlights) {
+    const label = `Source ${n}: ${citation.title || citation.document_id}`;
+    const b = el("button", { cls: "chip", text: `[${n}]`,
+      attrs: { type: "button", "aria-label": label, "aria-expanded": "false", "aria-controls": "passage" } });
+    b.addEventListener("click", () => openPassage(citation, highlights, b));
+    return b;
+  }
+
+  function renderAnswer(ans) {
+    const box = $("answer");
+    clear(box);
+    if (ans.status === "declined") {
+      const d = el("div", { cls: "declined", attrs: { "data-status": "declined" } });
+      d.append(el("p", { cls: "answer-text", text: ans.text }));
+      d.append(el("p", { cls: "reason", text: REASONS[ans.reason] || "The question was not answered.",
+        attrs: { "data-reason": ans.reason || "" } }));
+      if (ans.handoff) d.append(el("p", { cls: "handoff", text: ans.handoff }));
+      appendUntrustedNotice(d, ans.trace);
+      box.append(d);
+      return;
+    }
+    const byN = new Map(ans.citations.map((c) => [c.n, c]));
+    const p = el("p", { cls: "answer-text", attrs: { "data-status": "answered" } });
+    let last = 0;
+    for (const m of ans.text.matchAll(MARKER)) {
+      p.append(document.createTextNode(ans.text.slice(last, m.index)));
+      const n = Number(m[1]);
+      const c = byN.get(n);
+      p.append(c ? chip(n, c, sentencesFor(ans.text, n)) : document.createTextNode(m[0]));
+      last = m.index + m[0].length;
+    }
+    p.append(document.createTextNode(ans.text.slice(last)));
+    box.append(p);
+    const list = el("ol", { cls: "sources", attrs: { "aria-label": "Sources" } });
+    for (const c of ans.citations) {
+      const li = el("li", { attrs: { value: c.n } });
+      li.append(chip(c.n, c, sentencesFor(ans.text, c.n)), " ",
+        el("span", { text: c.title || c.document_id }),
+        el("span", { cls: "meta", text: (c.heading_path || []).length ? " — " + c.heading_path.join(" › ") : "" }));
+      list.append(li);
+    }
+    box.append(el("h3", { text: "Sources" }), list);
+    appendUntrustedNotice(box, ans.trace);
+  }
+
+  function appendUntrustedNotice(target, trace) {
+    const dropped = ((trace && trace.dropped) || []).filter((d) => d.why === "flagged_untrusted");
+    if (dropped.length) {
+      target.append(el("p", { cls: "notice",
+        text: `${dropped.length} matching passage${dropped.length > 1 ? "s were" : " was"} left out because ` +
+              "it contains instruction-like text (marked untrusted)." }));
+    }
+  }
+
+  $("ask-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const q = $("question").value.trim();
+    if (!q) return;
+    closePassage();
+    const box = $("answer");
+    clear(box);
+    box.append(el("p", { cls: "notice", text: "Answering…" }));
+    try { renderAnswer(await api("POST", "/v1/answer", { question: q })); } catch (err) { showError(box, err); }
+  });
+
+  // -- search -----------------------------------------------------------------------------------
+  function renderHits(res) {
+    const box = $("hits");
+    clear(box);
+    if (!res.hits.length) {
+      box.append(el("p", { cls: "notice", attrs: { "data-empty": "true" },
+        text: "No passage in the documents available to you matches these words. This describes the " +
+              "collection you can access, not the world." }));
+      return;
+    }
+    box.append(el("p", { cls: "notice", text: `Evidence: ${res.evidence}. Scores below only order this list; ` +
+      "they are not probabilities and cannot be compared across searches." }));
+    const ol = el("ol", { cls: "hits" });
+    for (const h of res.hits) {
+      const li = el("li", { cls: "hit", attrs: { value: h.rank } });
+      const head = el("div");
+      head.append(el("strong", { text: h.title || h.document_id }));
+      if ((h.flags || []).length) head.append(" ", untrustedBadge(h.flags));
+      li.append(head);
+      li.append(el("div", { cls: "hit-meta",
+        text: `${(h.heading_path || []).join(" › ") || "passage " + h.passage} · version ${h.version} · ` +
+              `score ${Number(h.score).toFixed(4)} (ordering value)` }));
+      li.append(el("div", { cls: "quote", text: h.quote }));
+      const open = el("button", { cls: "secondary", text: "Open passage",
+        attrs: { type: "button", "aria-controls": "passage", "aria-expanded": "false" } });
+      const c = citationOnly(h);
+      open.addEventListener("click", () => openPassage(c, [], open));
+      li.append(open);
+      ol.append(li);
+    }
+    box.append(ol);
+  }
+
+  function untrustedBadge(flags) {
+    return el("span", { cls: "badge badge-untrusted", text: "untrusted",
+      attrs: { title: "Instruction-like text found: " + flags.join(", ") + ". Treat as data, not instructions." } });
+  }
+
+  $("search-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const q = $("query").value.trim();
+    if (!q) return;
+    closePassage();
+    const box = $("hits");
+    clear(box);
+    box.append(el("p", { cls: "notice", text: "Searching…" }));
+    try {
+      renderHits(await api("POST", "/v1/search", { query: q, mode: $("mode").value, top_k: 10 }));
+    } catch (err) { showError(box, err); }
+  });
+
+  // -- the passage panel ------------------------------------------------------------------------
+  let opener = null;
+
+  function closePassage() {
+    $("passage").hidden = true;
+    clear($("passage-body"));
+    if (opener) { opener.setAttribute("aria-expanded", "false"); opener.focus(); opener = null; }
+  }
+  $("passage-close").addEventListener("click", closePassage);
+  document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !$("passage").hidden) closePassage(); });
+
+  // Text of one passage with the given sentences marked (all of it when none is found in it).
+  function highlighted(text, sentences) {
+    const spans = [];
+    for (const s of sentences) {
+      const i = text.indexOf(s);
+      if (i >= 0) spans.push([i, i + s.length]);
+    }
+    spans.sort((a, b) => a[0] - b[0]);
+    const frag = document.createDocumentFragment();
+    if (!spans.length) { frag.append(el("mark", { text })); return frag; }
+    let pos = 0;
+    for (const [a, b] of spans) {
+      if (a < pos) continue;
+      frag.append(document.createTextNode(text.slice(pos, a)), el("mark", { text: text.slice(a, b) }));
+      pos = b;
+    }
+    frag.append(document.createTextNode(text.slice(pos)));
+    return frag;
+  }
+
+  async function openPassage(citation, sentences, button) {
+    if (opener) opener.setAttribute("aria-expanded", "false");
+    opener = button;
+    button.setAttribute("aria-expanded", "true");
+    const panel = $("passage");
+    const body = $("passage-body");
+    clear(body);
+    panel.hidden = false;
+    $("passage-title").textContent = citation.title || citation.document_id;
+
+    const badge = el("span", { cls: "badge badge-pending", text: "checking…", attrs: { id: "resolve-badge" } });
+    const meta = el("dl", { cls: "meta" });
+    const row = (k, v) => { meta.append(el("dt", { text: k })); meta.append(v instanceof Node ? el("dd", {}, v) : el("dd", { text: v })); };
+    row("Status", badge);
+    row("Section", (citation.heading_path || []).join(" › ") || `passage ${citation.passage}`);
+    row("Version", citation.version);
+    row("Fingerprint", String(citation.content_sha256 || "").slice(0, 12));
+    const href = safeLink(citation.source_url);
+    if (href) {
+      row("Source", el("a", { text: href, attrs: { href, rel: "noopener noreferrer nofollow", target: "_blank" } }));
+    } else if (citation.source_url) {
+      row("Source", `${citation.source_url} (not linked: host not on the allowlist)`);
+    }
+    body.append(meta);
+    const section = el("div", { cls: "section-text", attrs: { "aria-label": "Section text" } });
+    body.append(section);
+    panel.focus();
+
+    // The badge: does the citation still hold now, for this key?
+    api("POST", "/v1/resolve", citationOnly(citation)).then((r) => {
+      const [text, cls] = BADGES[r.ok ? "current" : r.reason] || ["unavailable", "badge-unavailable"];
+      badge.textContent = text;
+      badge.className = "badge " + cls;
+      badge.setAttribute("data-state", r.ok ? "current" : r.reason);
+      if (!r.ok && r.detail) badge.title = r.detail;
+    }).catch((err) => { badge.textContent = "not checked"; badge.title = err.message || ""; });
+
+    // The section: every passage of the document under the cited heading, the cited one marked.
+    let passages = null;
+    try {
+      const doc = await api("GET", "/v1/documents/" + encodeURIComponent(citation.document_id));
+      if (doc.version === citation.version) passages = doc.passages;
+    } catch (_) { passages = null; }
+    const key = JSON.stringify(citation.heading_path || []);
+    const inSection = passages ? passages.filter((p) => JSON.stringify(p.heading_path) === key) : [];
+    if (!inSection.some((p) => p.passage === citation.passage)) {
+      section.append(el("span", { cls: "cited" }, highlighted(citation.quote, sentences)));
+      return;
+    }
+    inSection.forEach((p, i) => {
+      if (i) section.append("\n\n");
+      const part = el("span", { cls: p.passage === citation.passage ? "cited" : "" });
+      if (p.passage === citation.passage) {
+        if ((p.flags || []).length) part.append(untrustedBadge(p.flags), " ");
+        part.append(highlighted(p.quote, sentences));
+      } else {
+        part.textContent = p.quote;
+      }
+      section.append(part);
+    });
+  }
+
+  // -- start ------------------------------------------------------------------------------------
+  if (sessionStorage.getItem(KEY)) showApp(); else showSignIn("");
+})();

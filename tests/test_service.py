@@ -1,0 +1,341 @@
+"""The HTTP API against a real uvicorn process on 127.0.0.1: identity, tenants, limits, errors.
+
+Every /v1 endpoint is checked for: no credentials, a wrong key and a wrong scheme (401); a body
+that tries to name an identity (422); and that a key of one tenant can never see, resolve or
+administer the other tenant's data.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+
+from evidex import Document, KnowledgeBase
+from service_helpers import (
+    BIN,
+    JWT_ISSUER,
+    JWT_SECRET,
+    Server,
+    auth,
+    build_store,
+    start_launcher,
+    write_config,
+)
+
+ENDPOINTS: list[tuple[str, str, dict[str, Any] | None]] = [
+    ("POST", "/v1/search", {"query": "return jacket"}),
+    ("POST", "/v1/answer", {"question": "Can I return a worn jacket?"}),
+    ("POST", "/v1/resolve", {"document_id": "returns-faq", "version": "3", "content_sha256": "0" * 64,
+                             "passage": 1, "quote": "x"}),
+    ("GET", "/v1/documents/returns-faq", None),
+    ("DELETE", "/v1/documents/no-such-doc", None),
+    ("POST", "/v1/sync", {}),
+    ("GET", "/v1/drift", None),
+]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("service")
+    db = tmp / "kb.db"
+    build_store(db, tmp / "cache")
+    config = write_config(tmp / "config.yaml", max_body_bytes=4096, rate_limit_per_minute=100_000)
+    server, calls = start_launcher(tmp, db, config)
+    try:
+        yield {"url": server.url, "server": server, "calls": calls, "db": db, "tmp": tmp}
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def client(service: dict[str, Any]) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=service["url"], timeout=30) as c:
+        yield c
+
+
+def _call(c: httpx.Client, method: str, path: str, body: Any, headers: dict[str, str]) -> httpx.Response:
+    return c.request(method, path, json=body, headers=headers) if body is not None else \
+        c.request(method, path, headers=headers)
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ENDPOINTS, ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
+@pytest.mark.parametrize("headers", [
+    {}, auth("not-a-key"), {"Authorization": "Basic YWNtZTpzdGFmZg=="}, {"Authorization": "Bearer"},
+    {"Authorization": "acme-staff-key"},
+], ids=["none", "unknown-key", "basic", "empty-bearer", "no-scheme"])
+def test_every_endpoint_refuses_missing_or_bad_credentials(client: httpx.Client, method: str, path: str,
+                                                            body: Any, headers: dict[str, str]) -> None:
+    r = _call(client, method, path, body, headers)
+    assert r.status_code == 401, r.text
+    assert r.json() == {"detail": "missing or invalid credentials"}
+    assert r.headers["www-authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize(("method", "path", "body"), [e for e in ENDPOINTS if e[2] is not None],
+                         ids=[p for m, p, b in ENDPOINTS if b is not None])
+@pytest.mark.parametrize("smuggled", [{"tenant": "globex"}, {"groups": ["hr"]}, {"actor": {"tenant": "x"}},
+                                      {"visibilities": ["confidential"]}])
+def test_bodies_cannot_carry_an_identity(client: httpx.Client, method: str, path: str, body: dict[str, Any],
+                                         smuggled: dict[str, Any]) -> None:
+    r = _call(client, method, path, {**body, **smuggled}, auth("acme-admin-key"))
+    assert r.status_code == 422, r.text
+    assert any(e["type"] == "extra_forbidden" for e in r.json()["detail"])
+
+
+def test_query_string_cannot_carry_an_identity(client: httpx.Client) -> None:
+    # Unknown query parameters are ignored by the API; the identity stays the key's.
+    r = client.post("/v1/search?tenant=globex&groups=staff", json={"query": "zebra", "mode": "keyword"},
+                    headers=auth("acme-staff-key"))
+    assert r.status_code == 200
+    assert r.json()["hits"] == []
+    r = client.post("/v1/search", json={"query": "zebra", "mode": "keyword"}, headers=auth("globex-user-key"))
+    assert {h["document_id"] for h in r.json()["hits"]} == {"returns-faq", "globex-secret"}
+
+
+def _search(c: httpx.Client, key: str, query: str, **extra: Any) -> dict[str, Any]:
+    r = c.post("/v1/search", json={"query": query, **extra}, headers=auth(key))
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_search_shape_and_access(client: httpx.Client) -> None:
+    res = _search(client, "acme-customer-key", "return worn clothing", top_k=3, mode="keyword",
+                  filters={"language": "en", "tags": ["faq"]}, explain=True)
+    assert res["evidence"] in ("weak", "strong")
+    assert 1 <= len(res["hits"]) <= 3
+    for i, h in enumerate(res["hits"], start=1):
+        assert h["rank"] == i
+        assert h["document_id"] == "returns-faq"
+        assert {"document_id", "version", "content_sha256", "passage", "quote", "start", "end",
+                "heading_path", "anchor", "title", "source_url", "score", "flags", "explain"} <= set(h)
+    # Customers never see internal or confidential documents, staff see internal but not hr's.
+    customer = _search(client, "acme-customer-key", "Gehaltsbänder Reisekosten Einzelzimmer onboarding")
+    assert {h["document_id"] for h in customer["hits"]}.isdisjoint(
+        {"salary-bands", "reisekosten-richtlinie", "onboarding", "team-note-weekly"})
+    staff = _search(client, "acme-staff-key", "Einzelzimmer", mode="keyword")
+    assert staff["hits"] and staff["hits"][0]["document_id"] == "reisekosten-richtlinie"
+    assert all(h["document_id"] != "salary-bands" for h in
+               _search(client, "acme-staff-key", "salary bands", mode="keyword")["hits"])
+
+
+def test_search_never_crosses_tenants(client: httpx.Client) -> None:
+    acme = _search(client, "acme-staff-key", "zebra widgets budget", mode="keyword")
+    assert acme["hits"] == [] and acme["evidence"] == "none"
+    globex = _search(client, "globex-user-key", "return worn jacket Nordkap ERR-401", mode="keyword")
+    assert {h["document_id"] for h in globex["hits"]} <= {"returns-faq", "globex-secret"}
+    assert all(h["version"] == "g1" for h in globex["hits"])
+
+
+def test_resolve_follows_the_callers_tenant_and_access(client: httpx.Client) -> None:
+    hit = _search(client, "acme-customer-key", "worn clothing", mode="keyword")["hits"][0]
+    citation = {k: hit[k] for k in ("document_id", "version", "content_sha256", "passage", "quote",
+                                    "start", "end", "heading_path", "anchor", "title", "source_url")}
+    ok = client.post("/v1/resolve", json=citation, headers=auth("acme-customer-key")).json()
+    assert ok == {"ok": True, "reason": None, "detail": "", "current_version": "3", "matched_version": None}
+    # The other tenant holds a document with the same id: the citation must not resolve there.
+    # The other tenant has its own document with this id: checked against that one, never acme's.
+    other = client.post("/v1/resolve", json=citation, headers=auth("globex-user-key")).json()
+    assert other["ok"] is False and other["reason"] == "source_changed"
+    assert other["current_version"] == "g1" and other["matched_version"] is None
+    err = _search(client, "acme-customer-key", "ERR-401", mode="keyword")["hits"][0]
+    err_citation = {k: err[k] for k in citation}
+    assert client.post("/v1/resolve", json=err_citation, headers=auth("acme-customer-key")).json()["ok"]
+    only_acme = client.post("/v1/resolve", json=err_citation, headers=auth("globex-user-key")).json()
+    assert only_acme == {"ok": False, "reason": "unavailable",
+                         "detail": "the document is not available to you",
+                         "current_version": None, "matched_version": None}
+    changed = client.post("/v1/resolve", json={**citation, "quote": citation["quote"] + " extra"},
+                          headers=auth("acme-customer-key")).json()
+    assert changed["reason"] == "quote_mismatch"
+    # A hit object with score and rank is not a citation: refused rather than half-checked.
+    r = client.post("/v1/resolve", json=hit, headers=auth("acme-customer-key"))
+    assert r.status_code == 422
+
+
+def test_documents_endpoint(client: httpx.Client) -> None:
+    r = client.get("/v1/documents/returns-faq", headers=auth("acme-customer-key"))
+    assert r.status_code == 200
+    doc = r.json()
+    assert doc["version"] == "3" and doc["title"] == "Returns and refunds FAQ"
+    assert [p["passage"] for p in doc["passages"]] == sorted(p["passage"] for p in doc["passages"])
+    assert len(doc["passages"]) >= 5 and all(p["quote"] for p in doc["passages"])
+    assert "groups" not in doc
+    g = client.get("/v1/documents/returns-faq", headers=auth("globex-user-key")).json()
+    assert g["version"] == "g1" and len(g["passages"]) == 1 and "zebra" in g["passages"][0]["quote"]
+    for key, doc_id in [("acme-customer-key", "salary-bands"), ("acme-staff-key", "salary-bands"),
+                        ("acme-staff-key", "globex-secret"), ("globex-user-key", "salary-bands"),
+                        ("acme-customer-key", "no-such-document")]:
+        r = client.get(f"/v1/documents/{doc_id}", headers=auth(key))
+        assert r.status_code == 404, (key, doc_id)
+        assert r.json() == {"detail": "no such document is available to you"}
+
+
+def test_flagged_passages_are_marked(client: httpx.Client) -> None:
+    doc = client.get("/v1/documents/team-note-weekly", headers=auth("acme-staff-key")).json()
+    assert any(p["flags"] for p in doc["passages"])
+
+
+def test_answer_and_decline(client: httpx.Client) -> None:
+    ans = client.post("/v1/answer", json={"question": "Can I return a worn jacket?"},
+                      headers=auth("acme-customer-key")).json()
+    assert ans["status"] == "answered" and ans["citations"]
+    assert {c["document_id"] for c in ans["citations"]} <= {"returns-faq", "sku-1001", "sku-1002"}
+    other = client.post("/v1/answer", json={"question": "Can I return a worn jacket?"},
+                        headers=auth("globex-user-key")).json()
+    assert all(c["document_id"] == "returns-faq" and c["version"] == "g1" for c in other["citations"])
+    none = client.post("/v1/answer", json={"question": "zebra widgets quarterly budget"},
+                       headers=auth("acme-staff-key")).json()
+    # The test embedder always finds some vector neighbour, so the decline is for weak evidence.
+    assert none["status"] == "declined" and none["reason"] in ("no_evidence", "weak_evidence")
+    assert none["citations"] == [] and none["handoff"]
+    assert none["trace"]["available"]
+    assert all(a["document_id"] not in ("globex-secret",) and a["version"] != "g1"
+               for a in none["trace"]["available"])
+
+
+def test_admin_operations_need_admin_and_stay_in_tenant(service: dict[str, Any],
+                                                        client: httpx.Client) -> None:
+    calls: Path = service["calls"]
+    for key in ("acme-customer-key", "acme-staff-key", "globex-user-key"):
+        assert client.post("/v1/sync", json={}, headers=auth(key)).status_code == 403
+        assert client.get("/v1/drift", headers=auth(key)).status_code == 403
+        assert client.delete("/v1/documents/returns-faq", headers=auth(key)).status_code == 403
+    assert not calls.exists()
+    r = client.post("/v1/sync", json={"source": "wiki"}, headers=auth("globex-admin-key"))
+    assert r.status_code == 200 and r.json() == {"tenant": "globex", "added": 0}
+    assert client.get("/v1/drift", headers=auth("acme-admin-key")).json()["tenant"] == "acme"
+    logged = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert logged == [{"op": "sync", "tenant": "globex", "source": "wiki"}, {"op": "drift", "tenant": "acme"}]
+
+
+def test_remove_is_admin_and_tenant_scoped(service: dict[str, Any], client: httpx.Client) -> None:
+    kb = KnowledgeBase.open(service["db"], embed_cache=service["tmp"] / "cache")
+    kb.ingest([Document("shared-id", t, frozenset({"staff"}), "1", f"removable {t} text", visibility="public")
+               for t in ("acme", "globex")])
+    kb.close()
+    r = client.delete("/v1/documents/shared-id", headers=auth("globex-admin-key"))
+    assert r.status_code == 200 and r.json() == {"removed": True, "document_id": "shared-id"}
+    assert client.get("/v1/documents/shared-id", headers=auth("globex-user-key")).status_code == 404
+    assert client.get("/v1/documents/shared-id", headers=auth("acme-staff-key")).status_code == 200
+    assert client.delete("/v1/documents/shared-id", headers=auth("globex-admin-key")).status_code == 404
+    assert client.delete("/v1/documents/shared-id", headers=auth("acme-admin-key")).status_code == 200
+
+
+def test_validation_errors_are_422_with_messages(client: httpx.Client) -> None:
+    h = auth("acme-staff-key")
+    for body in ({"query": "x", "top_k": 0}, {"query": "x", "top_k": "6"}, {"query": "x", "mode": "sql"},
+                 {"query": 5}, {}, {"query": "x", "filters": {"language": "de", "owner": "x"}}):
+        r = client.post("/v1/search", json=body, headers=h)
+        assert r.status_code == 422, body
+        assert r.json()["detail"][0]["msg"]
+    many = " ".join(f"word{i}" for i in range(30))
+    r = client.post("/v1/search", json={"query": many}, headers=h)  # the library's query contract
+    assert r.status_code == 422 and "words" in r.json()["detail"]
+    r = client.post("/v1/search", content=b"{not json", headers={**h, "Content-Type": "application/json"})
+    assert r.status_code == 422
+    r = client.post("/v1/answer", json={"question": "\x00\x01"}, headers=h)
+    assert r.status_code == 422
+
+
+def test_body_size_limit(client: httpx.Client) -> None:
+    h = auth("acme-staff-key")
+    r = client.post("/v1/search", json={"query": "x" * 5000}, headers=h)
+    assert r.status_code == 413
+    assert r.json()["detail"] == "the request body is larger than 4096 bytes"
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted while it streams
+        yield b'{"query": "'
+        for _ in range(10):
+            yield b"y" * 1000
+        yield b'"}'
+
+    r = client.post("/v1/search", content=chunks(), headers={**h, "Content-Type": "application/json"})
+    assert r.status_code == 413
+
+
+def test_jwt_bearer_tokens(client: httpx.Client) -> None:
+    now = int(time.time())
+    good = {"iss": JWT_ISSUER, "exp": now + 300, "sub": "u1", "tenant": "globex", "groups": ["staff"]}
+    token = jwt.encode(good, JWT_SECRET, algorithm="HS256")
+    res = _search(client, token, "zebra", mode="keyword")
+    # The JWT visibilities are configured (public only): the internal budget stays hidden.
+    assert {h["document_id"] for h in res["hits"]} == {"returns-faq"}
+    bad = [
+        jwt.encode({**good, "exp": now - 3600}, JWT_SECRET, algorithm="HS256"),
+        jwt.encode({**good, "iss": "https://other.test"}, JWT_SECRET, algorithm="HS256"),
+        jwt.encode(good, "another-secret-of-at-least-32-bytes!!", algorithm="HS256"),
+        jwt.encode({k: v for k, v in good.items() if k != "exp"}, JWT_SECRET, algorithm="HS256"),
+        jwt.encode({**good, "tenant": 7}, JWT_SECRET, algorithm="HS256"),
+        jwt.encode(good, None, algorithm="none"),
+    ]
+    for t in bad:
+        r = client.post("/v1/search", json={"query": "zebra"}, headers=auth(t))
+        assert r.status_code == 401, t
+    admin_claim = jwt.encode({**good, "groups": ["staff", "admins"]}, JWT_SECRET, algorithm="HS256")
+    assert client.get("/v1/drift", headers=auth(admin_claim)).status_code == 403
+
+
+def test_no_stack_traces_and_no_text_in_logs(service: dict[str, Any], client: httpx.Client) -> None:
+    r = client.post("/v1/sync", json={"source": "boom"}, headers=auth("acme-admin-key"))
+    assert r.status_code == 500
+    assert r.json() == {"detail": "internal error"}
+    _search(client, "acme-staff-key", "Nordkap unusualword")
+    client.post("/v1/answer", json={"question": "Secretquestionword about returns?"},
+                headers=auth("acme-staff-key"))
+    client.get("/v1/documents/confidential-doc-name", headers=auth("acme-staff-key"))
+    time.sleep(0.3)
+    logs = service["server"].logs()
+    for secret in ("confidential failure text", "unusualword", "Secretquestionword", "confidential-doc-name",
+                   "acme-staff-key", "Traceback", "Clothing can be returned"):
+        assert secret not in logs, secret
+    records = [json.loads(line) for line in logs.splitlines() if line.startswith("{")]
+    failure = [x for x in records if x["event"] == "unhandled_error"]
+    assert failure and failure[-1]["error"] == "RuntimeError"
+    requests = [x for x in records if x["event"] == "request"]
+    assert {"method", "route", "status", "ms"} <= set(requests[-1])
+    assert any(x.get("key") == "key:acme-staff" and x.get("tenant") == "acme" for x in requests)
+
+
+def test_healthz_openapi_and_page(client: httpx.Client) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
+    spec = client.get("/openapi.json").json()
+    paths = set(spec["paths"])
+    assert {"/v1/search", "/v1/answer", "/v1/resolve", "/v1/documents/{document_id}", "/v1/sync", "/v1/drift",
+            "/healthz"} <= paths
+    assert spec["components"]["schemas"]["SearchRequest"]["additionalProperties"] is False
+    assert spec["components"]["schemas"]["SearchRequest"]["examples"]
+    page = client.get("/")
+    assert page.status_code == 200 and "script-src 'self'" in page.headers["content-security-policy"]
+    assert '"allowedLinkHosts": ["help.example.com"]' in page.text
+    assert client.get("/static/app.js").status_code == 200
+
+
+def test_cli_serve_rate_limit_and_unwired_admin(tmp_path: Path) -> None:
+    db = tmp_path / "kb.db"
+    build_store(db, tmp_path / "cache")
+    config = write_config(tmp_path / "config.yaml", rate_limit_per_minute=5)
+    server = Server([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config)],
+                    {"EVIDEX_CACHE_DIR": str(tmp_path / "cache")}, tmp_path / "serve.log")
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            r = c.post("/v1/sync", json={}, headers=auth("acme-admin-key"))
+            assert r.status_code == 501 and "without sources" in r.json()["detail"]
+            h = auth("acme-staff-key")
+            statuses = [c.post("/v1/search", json={"query": "jacket"}, headers=h).status_code
+                        for _ in range(6)]
+            assert statuses == [200] * 5 + [429]
+            limited = c.post("/v1/search", json={"query": "jacket"}, headers=auth("acme-staff-key"))
+            assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+            # Buckets are per key: another key is not affected.
+            assert c.post("/v1/search", json={"query": "jacket"},
+                          headers=auth("acme-customer-key")).status_code == 200
+        assert "evidex serving" in server.logs()
+    finally:
+        server.stop()
