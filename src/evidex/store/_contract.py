@@ -25,11 +25,12 @@ from typing import Protocol
 
 import numpy as np
 
-from ..model import Document, IngestReport, Passage
+from ..model import Document, IngestReport, Passage, StoreError
 
 __all__ = [
     "DocumentWrite",
     "HistoryEntry",
+    "MissingVectors",
     "PassageWrite",
     "ReadView",
     "Signature",
@@ -37,6 +38,10 @@ __all__ = [
     "StoredDocument",
     "StoredPassage",
 ]
+
+
+class MissingVectors(StoreError):
+    """A write lacked vectors for a store with an embedding model (the caller re-embeds)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from ..model import IngestReport, StoreError
 from ._contract import (
     DocumentWrite,
     HistoryEntry,
+    MissingVectors,
     Signature,
     StoredDocument,
     StoredPassage,
@@ -41,7 +42,7 @@ from ._segments import (
     unpack_postings,
 )
 
-__all__ = ["SQLiteStore"]
+__all__ = ["MissingVectors", "SQLiteStore"]
 
 SCHEMA_VERSION = 1
 MERGE_FACTOR = 8
@@ -150,10 +151,6 @@ def _sig_key(tenant: str, groups: Iterable[str], visibility: str, language: str 
 
 class _Retry(Exception):
     """Internal: the transaction saw a state its input did not cover."""
-
-
-class MissingVectors(StoreError):
-    """A write lacked vectors for a store with an embedding model (the caller re-embeds)."""
 
 
 class _View:
