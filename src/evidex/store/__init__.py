@@ -15,10 +15,12 @@ from ._contract import (
     StoredDocument,
     StoredPassage,
 )
+from ._copy import CopyReport, copy_store, verify_copy
 from ._postgres import PostgresStore, is_postgres_url
 from ._sqlite import SQLiteStore
 
 __all__ = [
+    "CopyReport",
     "DocumentWrite",
     "HistoryEntry",
     "MissingVectors",
@@ -30,7 +32,10 @@ __all__ = [
     "Store",
     "StoredDocument",
     "StoredPassage",
+    "copy_store",
+    "is_postgres_url",
     "open_store",
+    "verify_copy",
 ]
 
 

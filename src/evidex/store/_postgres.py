@@ -279,9 +279,18 @@ class _View:
         r = self._c.execute(f"{_PASSAGE_SELECT} WHERE dkey = %s AND number = %s", (dkey, number)).fetchone()
         return _passage(r) if r else None
 
+    def document_passages(self, dkey: int) -> list[StoredPassage]:
+        return [_passage(r) for r in self._all(f"{_PASSAGE_SELECT} WHERE dkey = %s ORDER BY number", (dkey,))]
+
+    def passage_vectors(self, pids: Iterable[int]) -> dict[int, np.ndarray]:
+        if self._s.embedder == "none":
+            return {}
+        return {int(r[0]): r[1] for r in self._all("SELECT pid, embedding FROM vectors WHERE pid = ANY(%s)",
+                                                   ([int(p) for p in pids],))}
+
     def history(self, tenant: str, doc_id: str) -> list[HistoryEntry]:
         return [HistoryEntry(*r) for r in self._all(
-            "SELECT version, content_sha256, text, split, superseded_at FROM history "
+            "SELECT version, content_sha256, text, split, superseded_at, meta FROM history "
             "WHERE tenant = %s AND doc_id = %s ORDER BY id DESC", (tenant, doc_id))]
 
     def vector_search(self, sigs: Iterable[int], query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -805,6 +814,17 @@ class PostgresStore:
 
         removed: bool = self._retrying(run)
         return removed
+
+    def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:
+        if not entries:
+            return
+        with self._write() as tx:
+            with tx.cur.copy("COPY history (tenant, doc_id, version, content_sha256, meta, split, text, "
+                             "superseded_at) FROM STDIN") as cp:
+                for t, d, e in entries:
+                    cp.write_row((t, d, e.version, e.content_sha256, e.meta, e.split, e.text,
+                                  e.superseded_at))
+            tx.changed = True
 
     # -- merging ------------------------------------------------------------------------------
     def _segment_sizes(self) -> dict[int, int]:
