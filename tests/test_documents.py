@@ -1,4 +1,5 @@
-"""Documents, versions, supersede, remove and history on a real SQLite file."""
+"""Documents, versions, supersede, remove and history, on a real SQLite file and in PostgreSQL
+(the ``kb`` and ``locate`` fixtures run each contract test on both backends)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from backends import Locator, raw
 from evidex import Actor, Document, DocumentError, EvidexError, KnowledgeBase, StoreError
 from evidex.model import sha256_text
 from evidex.store._segments import unpack_postings
@@ -22,9 +24,13 @@ def doc(
 A = Actor("t", frozenset({"g"}))
 
 
-def generation(path: Path) -> int:
-    with sqlite3.connect(path) as c:
-        return int(c.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+@pytest.fixture
+def kb(any_kb: KnowledgeBase) -> KnowledgeBase:
+    return any_kb
+
+
+def generation(location: str) -> int:
+    return int(raw(location, "SELECT value FROM meta WHERE key = 'generation'")[0][0])
 
 
 def test_open_creates_the_file(tmp_path: Path) -> None:
@@ -41,15 +47,14 @@ def test_report_counts_added_superseded_unchanged(kb: KnowledgeBase) -> None:
     assert (r.added, r.superseded, r.unchanged, r.passages_written) == (0, 1, 1, 1)
 
 
-def test_same_version_and_fingerprint_writes_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "kb.db"
+def test_same_version_and_fingerprint_writes_nothing(locate: Locator) -> None:
+    path = locate("kb")
     kb = KnowledgeBase.open(path)
     kb.ingest([doc()])
-    before = generation(path)
-    size = path.stat().st_size
+    before = generation(path), kb.stats()
     assert kb.ingest([doc()]).unchanged == 1
-    assert generation(path) == before
-    assert path.stat().st_size == size
+    assert (generation(path), kb.stats()) == before
+    kb.close()
 
 
 def test_same_version_with_other_text_supersedes(kb: KnowledgeBase) -> None:
@@ -76,8 +81,8 @@ def test_supersede_replaces_all_passages(kb: KnowledgeBase) -> None:
     assert kb.stats()["passages"] == 1
 
 
-def test_duplicate_ids_in_one_batch_reject_the_whole_batch(tmp_path: Path) -> None:
-    path = tmp_path / "kb.db"
+def test_duplicate_ids_in_one_batch_reject_the_whole_batch(locate: Locator) -> None:
+    path = locate("kb")
     kb = KnowledgeBase.open(path)
     kb.ingest([doc("x")])
     before = (generation(path), kb.stats()["passages"])
@@ -103,8 +108,8 @@ def test_content_sha256_is_sha256_of_utf8_text(kb: KnowledgeBase) -> None:
     assert hit.content_sha256 == hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def test_remove_deletes_passages_and_history(tmp_path: Path) -> None:
-    path = tmp_path / "kb.db"
+def test_remove_deletes_passages_and_history(locate: Locator) -> None:
+    path = locate("kb")
     kb = KnowledgeBase.open(path)
     kb.ingest([doc(text="alpha one")])
     kb.ingest([doc(version="2", text="alpha two")])
@@ -113,29 +118,25 @@ def test_remove_deletes_passages_and_history(tmp_path: Path) -> None:
     assert kb.remove("t", "d1") is True
     assert kb.remove("t", "d1") is False
     assert [h.document_id for h in kb.search(A, "alpha", mode="keyword")] == ["other"]
-    with sqlite3.connect(path) as c:
-        assert c.execute("SELECT count(*) FROM history WHERE doc_id = 'd1'").fetchone()[0] == 0
-        assert (
-            c.execute(
-                "SELECT count(*) FROM passages p JOIN documents d USING (dkey) WHERE d.doc_id = 'd1'"
-            ).fetchone()[0]
-            == 0
-        )
-        assert c.execute("SELECT count(*) FROM documents WHERE doc_id = 'd1'").fetchone()[0] == 0
+    assert raw(path, "SELECT count(*) FROM history WHERE doc_id = 'd1'")[0][0] == 0
+    assert raw(path, "SELECT count(*) FROM passages p JOIN documents d USING (dkey) "
+                     "WHERE d.doc_id = 'd1'")[0][0] == 0
+    assert raw(path, "SELECT count(*) FROM documents WHERE doc_id = 'd1'")[0][0] == 0
     kb.optimize()
     assert kb.stats()["segments"] == 1 and kb.stats()["tombstones"] == 0
-    with sqlite3.connect(path) as c:
-        # After a merge the removed passages are gone from the keyword index too.
-        row = c.execute("SELECT terms, term_ends, term_pids, term_tfs FROM segments").fetchone()
-    alpha_pids, _ = unpack_postings(*row)["alpha"]
+    # After a merge the removed passages are gone from the keyword index too.
+    row = raw(path, "SELECT terms, term_ends, term_pids, term_tfs FROM segments")[0]
+    alpha_pids, _ = unpack_postings(*(bytes(v) if isinstance(v, memoryview) else v for v in row))["alpha"]
     assert len(alpha_pids) == 1
+    kb.close()
 
 
-def test_history_can_be_turned_off(tmp_path: Path) -> None:
-    kb = KnowledgeBase.open(tmp_path / "kb.db", keep_history=False)
+def test_history_can_be_turned_off(locate: Locator) -> None:
+    kb = KnowledgeBase.open(locate("kb"), keep_history=False)
     kb.ingest([doc()])
     kb.ingest([doc(version="2", text="x")])
     assert kb.stats()["history_versions"] == 0
+    kb.close()
 
 
 @pytest.mark.parametrize(
@@ -171,10 +172,11 @@ def test_unknown_split_is_rejected(kb: KnowledgeBase) -> None:
         kb.ingest([doc()], split="sentence")
 
 
-def test_store_keeps_its_analyzer(tmp_path: Path) -> None:
-    path = tmp_path / "kb.db"
+def test_store_keeps_its_analyzer(locate: Locator) -> None:
+    path = locate("kb")
     KnowledgeBase.open(path, analyzer="english").close()
-    assert KnowledgeBase.open(path).analyzer == "english"
+    with KnowledgeBase.open(path) as again:
+        assert again.analyzer == "english"
     with pytest.raises(StoreError, match="created with the analyzer 'english'"):
         KnowledgeBase.open(path, analyzer="exact")
 

@@ -5,7 +5,8 @@ frequencies) are computed only over the passages this actor may access under the
 adding, changing or removing a document the actor cannot access changes neither the actor's
 results nor their scores, bit for bit.
 
-Everything here runs on real SQLite files, one fresh temporary folder per hypothesis example.
+Everything here runs on both backends (real SQLite files and PostgreSQL schemas), one fresh
+store per hypothesis example.
 Documents are drawn over a six-word vocabulary so that terms overlap everywhere: an inaccessible
 document that leaked into the statistics would change document frequencies, the passage count
 or the average length, and with them every score.
@@ -23,9 +24,11 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from backends import BACKENDS, Locator, locator
 from evidex import VISIBILITIES, Actor, Document, Filters, KnowledgeBase
 
 VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta")
@@ -222,12 +225,15 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
 
 @contextmanager
-def store(*batches: Sequence[Document], embedder: str | None = None) -> Iterator[tuple[KnowledgeBase, Path]]:
-    """A store in a fresh temporary folder. Stores under test get the default embedder (so they
-    hold vectors as users' stores do); reference stores are keyword-only (``embedder="none"``),
-    which also checks that keyword results do not depend on the vector index."""
+def store(*batches: Sequence[Document], embedder: str | None = None,
+          backend: str = "sqlite") -> Iterator[tuple[KnowledgeBase, str]]:
+    """A fresh store on ``backend``. Stores under test get the default embedder (so they
+    hold vectors as users' stores do); reference stores are keyword-only (``embedder="none"``) SQLite
+    files, which also checks that keyword results depend neither on the vector index nor on
+    the backend."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "kb.db"
+        loc = locator(backend, Path(tmp))
+        path = loc("kb")
         kb = KnowledgeBase.open(path, embedder=embedder)
         try:
             for batch in batches:
@@ -236,6 +242,7 @@ def store(*batches: Sequence[Document], embedder: str | None = None) -> Iterator
             yield kb, path
         finally:
             kb.close()
+            loc.cleanup()
 
 
 def chunked(docs: Sequence[Document], sizes: Sequence[int]) -> list[list[Document]]:
@@ -247,10 +254,12 @@ def chunked(docs: Sequence[Document], sizes: Sequence[int]) -> list[list[Documen
     return out
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 # -- properties --------------------------------------------------------------------------------
 @SETTINGS
 @given(scenarios(), st.data())
-def test_inaccessible_documents_change_nothing_bit_for_bit(scenario: Scenario, data: st.DataObject) -> None:
+def test_inaccessible_documents_change_nothing_bit_for_bit(backend: str, scenario: Scenario,
+                                                           data: st.DataObject) -> None:
     """(a) A store with only the readable documents and one that also holds arbitrary unreadable
     ones (ingested in a random order and random batches, so passage ids, signatures and segments
     all differ) give identical hits with identical float scores."""
@@ -260,24 +269,26 @@ def test_inaccessible_documents_change_nothing_bit_for_bit(scenario: Scenario, d
     # One more query that every readable passage with a word matches, so that the comparison
     # is never vacuous when something is readable.
     every = Query(" ".join(VOCAB), "any", 50, None, qs[0].filters)
-    with store(vis, embedder="none") as (only, _), store(*chunked(mixed, sizes)) as (both, _):
+    with store(vis, embedder="none") as (only, _), \
+            store(*chunked(mixed, sizes), backend=backend) as (both, _):
         for q in [*qs, every]:
             assert results(both, actor, q) == results(only, actor, q), q
         readable_words = actor.active and any(toks for d in vis for _, toks in ref_passages(d))
         assert bool(results(both, actor, every)) == readable_words
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @SETTINGS
 @given(scenarios(), st.data())
 def test_adding_superseding_removing_inaccessible_documents_in_place(
-    scenario: Scenario, data: st.DataObject
+    backend: str, scenario: Scenario, data: st.DataObject
 ) -> None:
     """(b) In one store, every write to an unreadable document (add, supersede with another
     version and text and possibly other unreadable access attributes, remove, and optimize)
     leaves the actor's results bit for bit as they were; also for a second handle on the same
     file whose cache was filled before the writes."""
     actor, flt, vis, hid, qs = scenario
-    with store(vis + hid) as (kb, path):
+    with store(vis + hid, backend=backend) as (kb, path):
         before = [results(kb, actor, q) for q in qs]
         other = KnowledgeBase.open(path)
         try:
@@ -328,9 +339,10 @@ def random_doc(draw: st.DrawFn, index: int) -> Document:
     )
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(SETTINGS, max_examples=25)
 @given(st.data())
-def test_many_actors_on_one_handle_each_see_only_their_statistics(data: st.DataObject) -> None:
+def test_many_actors_on_one_handle_each_see_only_their_statistics(backend: str, data: st.DataObject) -> None:
     """Several actors (and filter settings) search one store through one handle in a random
     interleaving, with writes in between: every result equals, bit for bit, the result in a
     store holding only what that actor may read under those filters. Catches anything cached
@@ -340,7 +352,7 @@ def test_many_actors_on_one_handle_each_see_only_their_statistics(data: st.DataO
     qs = data.draw(st.lists(st.tuples(st.integers(0, len(views) - 1), queries(Filters())),
                             min_size=4, max_size=10))
     extra = data.draw(random_doc(99))
-    with store(docs) as (kb, _), ExitStack() as stack:
+    with store(docs, backend=backend) as (kb, _), ExitStack() as stack:
         for phase in range(2):
             if phase:  # a write between the phases: a new generation for every cache
                 kb.ingest(extra)
@@ -368,15 +380,16 @@ def greedy(ordered: Sequence[tuple[str, int, float]], limit: int, cap: int | Non
     return out
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @SETTINGS
 @given(scenarios())
-def test_scores_equal_reference_bm25_over_the_readable_passages(scenario: Scenario) -> None:
+def test_scores_equal_reference_bm25_over_the_readable_passages(backend: str, scenario: Scenario) -> None:
     """(c) Scores are textbook BM25 (k1=1.2, b=0.75, Lucene idf) with N, avgdl and df taken over
     the readable, filter-passing passages only; order is (score desc, document id asc, passage
     asc); max_per_document and limit select greedily from that order; for any and all."""
     actor, flt, vis, hid, qs = scenario
     readable = [d for d in vis if visible(actor, flt, d)]
-    with store(hid[: len(hid) // 2] + vis, hid[len(hid) // 2 :]) as (kb, _):
+    with store(hid[: len(hid) // 2] + vis, hid[len(hid) // 2 :], backend=backend) as (kb, _):
         for q in qs:
             qterms = re.findall(r"[a-z]+", q.text.lower())
             want = ref_bm25(readable, qterms, q.match)
@@ -401,12 +414,13 @@ POOL = ("alpha beta", "beta alpha", "alpha alpha gamma", "gamma", "beta beta bet
         "delta omega alpha beta", "--")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.text(alphabet="abAB9é_", min_size=1, max_size=3), min_size=12, max_size=40, unique=True),
     st.data(),
 )
-def test_order_and_cap_with_many_tied_candidates(ids: list[str], data: st.DataObject) -> None:
+def test_order_and_cap_with_many_tied_candidates(backend: str, ids: list[str], data: st.DataObject) -> None:
     """Many candidates (more than the selection looks at first) built from a few paragraphs, so
     that equal scores are common within and across documents: the hits are exactly the greedy
     selection from the reference order (score desc, document id asc in code point order,
@@ -432,7 +446,7 @@ def test_order_and_cap_with_many_tied_candidates(ids: list[str], data: st.DataOb
     scores = sorted(set(ref.values()))
     assume(all(not math.isclose(a, b, rel_tol=1e-9) for a, b in itertools.pairwise(scores)))
     expected = greedy([(d, n, s) for (d, n), s in ordered], limit, cap)
-    with store(hidden[:4] + docs + hidden[4:]) as (kb, _):
+    with store(hidden[:4] + docs + hidden[4:], backend=backend) as (kb, _):
         hits = kb.search(actor, query, limit=limit, match=match, max_per_document=cap, mode="keyword")
     assert [(h.document_id, h.passage) for h in hits] == [(d, n) for d, n, _ in expected]
     for h, (_, _, s) in zip(hits, expected, strict=True):
@@ -440,7 +454,7 @@ def test_order_and_cap_with_many_tied_candidates(ids: list[str], data: st.DataOb
 
 
 # -- explicit examples ---------------------------------------------------------------------------
-def test_example_cap_leaves_first_look_short(tmp_path: Path) -> None:
+def test_example_cap_leaves_first_look_short(locate: Locator) -> None:
     """Three documents with 30 equally best passages each, then 40 one-passage documents: with
     limit 20 and at most 2 per document the hits are 2 of each best document (ordered by id,
     then passage) followed by 14 of the others by id."""
@@ -448,7 +462,7 @@ def test_example_cap_leaves_first_look_short(tmp_path: Path) -> None:
     best = [Document(f"best{i}", "t", frozenset({"g"}), "1", "\n\n".join(["alpha alpha"] * 30))
             for i in range(3)]
     rest = [Document(f"r{i:02d}", "t", frozenset({"g"}), "1", "alpha beta gamma delta") for i in range(40)]
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    kb = KnowledgeBase.open(locate("kb"))
     kb.ingest(rest + best)
     hits = kb.search(actor, "alpha", limit=20, max_per_document=2, mode="keyword")
     assert [(h.document_id, h.passage) for h in hits] == (
@@ -472,11 +486,11 @@ def _doc(doc_id: str, body: str, *, tenant: str = "acme", groups: Iterable[str] 
     return Document(doc_id, tenant, frozenset(groups), version, body, **kw)  # type: ignore[arg-type]
 
 
-def test_example_hand_computed_score_is_unmoved_by_unreadable_documents(tmp_path: Path) -> None:
+def test_example_hand_computed_score_is_unmoved_by_unreadable_documents(locate: Locator) -> None:
     """Two readable passages; the hand-computed BM25 must hold with and without a flood of
     unreadable 'alpha' passages in the same tenant (another group, a confidential page) and in
     another tenant."""
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    kb = KnowledgeBase.open(locate("kb"))
     kb.ingest([_doc("a", "alpha beta"), _doc("b", "gamma delta gamma")])
     # N = 2, avgdl = 2.5, df(alpha) = 1 -> idf = ln(1 + 1.5/1.5) = ln 2; tf = 1, dl = 2.
     expected = math.log(2) * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2 / 2.5))
@@ -494,7 +508,7 @@ def test_example_hand_computed_score_is_unmoved_by_unreadable_documents(tmp_path
     kb.close()
 
 
-def test_example_filters_restrict_the_statistics_too(tmp_path: Path) -> None:
+def test_example_filters_restrict_the_statistics_too(locate: Locator) -> None:
     """With filters, statistics come from the filter-passing passages only: an English page's
     score for 'alpha' is what it would be in a store holding just the English pages."""
     en = [_doc("en1", "alpha beta", language="en", tags=("faq",)),
@@ -503,8 +517,8 @@ def test_example_filters_restrict_the_statistics_too(tmp_path: Path) -> None:
               _doc("en3", "alpha", language="en"),  # lacks the tag
               _doc("none", "alpha delta")]  # no language
     flt = {"language": "en", "tags": ["faq"]}
-    a = KnowledgeBase.open(tmp_path / "a.db")
-    b = KnowledgeBase.open(tmp_path / "b.db")
+    a = KnowledgeBase.open(locate("a"))
+    b = KnowledgeBase.open(locate("b"))
     a.ingest(en)
     b.ingest(others + en)
     got_a = scored(a, STAFF, "alpha beta", filters=flt)
@@ -522,8 +536,8 @@ def test_example_filters_restrict_the_statistics_too(tmp_path: Path) -> None:
     b.close()
 
 
-def test_example_supersede_and_remove_of_unreadable_document(tmp_path: Path) -> None:
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
+def test_example_supersede_and_remove_of_unreadable_document(locate: Locator) -> None:
+    kb = KnowledgeBase.open(locate("kb"))
     kb.ingest([_doc("a", "alpha beta\n\nbeta gamma"), _doc("b", "alpha")])
     before = scored(kb, STAFF, "alpha beta gamma")
     kb.ingest(_doc("x", "alpha alpha", groups=("hr",)))
@@ -540,8 +554,8 @@ def test_example_supersede_and_remove_of_unreadable_document(tmp_path: Path) -> 
     kb.close()
 
 
-def test_example_actor_who_can_read_nothing(tmp_path: Path) -> None:
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
+def test_example_actor_who_can_read_nothing(locate: Locator) -> None:
+    kb = KnowledgeBase.open(locate("kb"))
     kb.ingest([_doc("a", "alpha"), _doc("b", "alpha", visibility="public")])
     assert kb.search(Actor("acme", frozenset()), "alpha", mode="keyword") == []
     assert kb.search(Actor("acme", frozenset({"staff"}), active=False), "alpha", mode="keyword") == []

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from backends import Locator
 from evidex import Actor, CitationError, Document, KnowledgeBase
 
 A = Actor("t", frozenset({"g"}))
+
+
+@pytest.fixture
+def kb(any_kb: KnowledgeBase) -> KnowledgeBase:
+    """Every resolve test runs on SQLite and on PostgreSQL."""
+    return any_kb
 
 
 def make(
@@ -62,12 +69,13 @@ def test_same_version_new_text_is_source_changed(kb: KnowledgeBase) -> None:
     assert r.reason == "source_changed" and r.matched_version == "1"
 
 
-def test_without_history_no_matched_version(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    kb = KnowledgeBase.open(tmp_path / "kb.db", keep_history=False)
+def test_without_history_no_matched_version(locate: Locator) -> None:
+    kb = KnowledgeBase.open(locate("kb"), keep_history=False)
     c = make(kb)
     make(kb, version="2")
     r = kb.resolve(A, c)
     assert r.reason == "source_changed" and r.matched_version is None
+    kb.close()
 
 
 def test_forged_history_claim_is_not_matched(kb: KnowledgeBase) -> None:

@@ -32,9 +32,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
+from backends import BACKENDS, Locator, locator
 from evidex import VISIBILITIES, Actor, Document, Filters, KnowledgeBase
 from evidex.embed import get_embedder
 from evidex.store import _vectors
@@ -229,9 +231,13 @@ def scenarios(draw: st.DrawFn) -> Scenario:
 
 
 @contextmanager
-def store(*batches: Sequence[Document], **settings: Any) -> Iterator[tuple[KnowledgeBase, Path]]:
+def store(*batches: Sequence[Document], backend: str = "sqlite",
+          **settings: Any) -> Iterator[tuple[KnowledgeBase, str]]:
+    """A fresh store on ``backend`` (references stay on SQLite: a PostgreSQL store must then
+    give SQLite's results bit for bit)."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "kb.db"
+        loc = locator(backend, Path(tmp))
+        path = loc("kb")
         kb = KnowledgeBase.open(path, **settings)
         try:
             assert kb.stats()["embedder"] == "hash-test"
@@ -241,6 +247,7 @@ def store(*batches: Sequence[Document], **settings: Any) -> Iterator[tuple[Knowl
             yield kb, path
         finally:
             kb.close()
+            loc.cleanup()
 
 
 def chunked(docs: Sequence[Document], sizes: Sequence[int]) -> list[list[Document]]:
@@ -272,11 +279,12 @@ def n_readable(actor: Actor, flt: Filters, docs: Sequence[Document]) -> int:
     return sum(len(ref_passages(d)) for d in docs if visible(actor, flt, d))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 # -- (a) unreadable documents change nothing -----------------------------------------------------
 @SETTINGS
 @given(scenarios(), st.data())
 def test_a_unreadable_documents_change_vector_and_hybrid_results_not_at_all(
-    scenario: Scenario, data: st.DataObject
+    backend: str, scenario: Scenario, data: st.DataObject
 ) -> None:
     """A store with only the readable documents and one that also holds unreadable ones (mixed
     into the readable ones in a random order and in random batches) give identical vector and
@@ -285,7 +293,7 @@ def test_a_unreadable_documents_change_vector_and_hybrid_results_not_at_all(
     mixed = data.draw(st.permutations(vis + hid))
     sizes = data.draw(st.lists(st.integers(1, 4), max_size=6))
     qs = [*qs, every_query(qs)]
-    with store(vis) as (only, _), store(*chunked(mixed, sizes)) as (both, _):
+    with store(vis) as (only, _), store(*chunked(mixed, sizes), backend=backend) as (both, _):
         for q in qs:
             for mode in MODES:
                 assert results(both, actor, q, mode) == results(only, actor, q, mode), (mode, q)
@@ -293,10 +301,11 @@ def test_a_unreadable_documents_change_vector_and_hybrid_results_not_at_all(
         assert len(results(both, actor, qs[-1], "vector")[0]) == n_readable(actor, flt, vis)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @SETTINGS
 @given(scenarios(), st.data())
 def test_a_writes_to_unreadable_documents_change_nothing_in_place(
-    scenario: Scenario, data: st.DataObject
+    backend: str, scenario: Scenario, data: st.DataObject
 ) -> None:
     """In one store, adding, superseding (new text, or new unreadable access attributes) and
     removing unreadable documents, and optimize(), leave every vector and hybrid result as it
@@ -304,7 +313,7 @@ def test_a_writes_to_unreadable_documents_change_nothing_in_place(
     and for a handle opened afterwards."""
     actor, flt, vis, hid, qs = scenario
     qs = [*qs, every_query(qs)]
-    with store(vis + hid) as (kb, path):
+    with store(vis + hid, backend=backend) as (kb, path):
         before = all_results(kb, actor, qs)
         other = KnowledgeBase.open(path)
         try:
@@ -359,11 +368,12 @@ def _tie_example() -> Scenario:
     return actor, flt, [d("d0", ("x", "y")), d("d1", ()), d("d2", ("x", "y"))], [d("d0", (), "t2")], qs
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @SETTINGS
 @example(scenario=_tie_example(), seed=0, sizes=[])
 @given(scenarios(), st.integers(0, 2**32 - 1), st.lists(st.integers(1, 4), max_size=6))
 def test_b_vector_hits_equal_brute_force_cosine_over_readable_passages(
-    scenario: Scenario, seed: int, sizes: list[int]
+    backend: str, scenario: Scenario, seed: int, sizes: list[int]
 ) -> None:
     """mode="vector" with max_per_document=None returns exactly the top ``limit`` readable
     passages by cosine (ties of equal vectors by document id, then passage), with cosine
@@ -373,7 +383,7 @@ def test_b_vector_hits_equal_brute_force_cosine_over_readable_passages(
     mixed = vis + hid
     random.Random(seed).shuffle(mixed)
     readable = [d for d in vis if visible(actor, flt, d)]
-    with store(*chunked(mixed, sizes)) as (kb, _):
+    with store(*chunked(mixed, sizes), backend=backend) as (kb, _):
         for q in qs:
             ref = ref_vector(readable, q.text)
             for limit in sorted({q.limit, 1, max(1, len(ref))}):
@@ -444,9 +454,11 @@ def convex(leg: dict[tuple[str, int], dict[str, float | int]], weight: float) ->
     return {k: weight * ((float(v["score"]) - lo) / (hi - lo) if hi > lo else 1.0) for k, v in leg.items()}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @SETTINGS
 @given(scenarios(), st.data())
-def test_c_fused_scores_come_from_the_independent_legs(scenario: Scenario, data: st.DataObject) -> None:
+def test_c_fused_scores_come_from_the_independent_legs(backend: str, scenario: Scenario,
+                                                       data: st.DataObject) -> None:
     """RRF: fused score = 1/(k + keyword rank) + 1/(k + vector rank) over each leg's window of
     max(window, limit) passages, the ranks being those of mode="keyword" and mode="vector"
     searched alone; explain=True reports exactly those ranks and scores (and a leg only when the
@@ -460,7 +472,8 @@ def test_c_fused_scores_come_from_the_independent_legs(scenario: Scenario, data:
     actor, flt, vis, hid, qs = scenario
     mixed = data.draw(st.permutations(vis + hid))
     # A high max_limit lets the single-leg searches below return windows beyond 50.
-    with store(mixed[: len(mixed) // 2], mixed[len(mixed) // 2 :], max_limit=1000) as (kb, _):
+    with store(mixed[: len(mixed) // 2], mixed[len(mixed) // 2 :], backend=backend,
+               max_limit=1000) as (kb, _):
         for q in qs:
             fusion = data.draw(st.sampled_from(["rrf", "rrf", "convex"]))
             alpha = data.draw(st.sampled_from([0.0, 0.3, 0.5, 1.0]))
@@ -517,11 +530,11 @@ def _doc(doc_id: str, body: str, *, groups: Sequence[str] = ("g",), **kw: Any) -
 READER = Actor("t", frozenset({"g"}))
 
 
-def test_example_equal_passages_tie_exactly_and_order_by_document_id(tmp_path: Path) -> None:
+def test_example_equal_passages_tie_exactly_and_order_by_document_id(locate: Locator) -> None:
     """Five documents with the same paragraph, ingested in reverse id order: their cosines are
     the same number, so the vector leg must list them by document id, and the hybrid order
     must follow (fused score, document id) as well."""
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    kb = KnowledgeBase.open(locate("kb"))
     kb.ingest([_doc(f"d{i}", "alpha beta gamma delta") for i in reversed(range(5))])
     hits = kb.search(READER, "alpha zeta omega", mode="vector", limit=5, max_per_document=None)
     assert [h.document_id for h in hits] == [f"d{i}" for i in range(5)], [
@@ -532,7 +545,7 @@ def test_example_equal_passages_tie_exactly_and_order_by_document_id(tmp_path: P
     kb.close()
 
 
-def test_example_vector_scores_do_not_depend_on_unreadable_neighbours(tmp_path: Path) -> None:
+def test_example_vector_scores_do_not_depend_on_unreadable_neighbours(locate: Locator) -> None:
     """The same readable passages must get the same cosines, bit for bit, in a store where
     writes of unreadable documents made the store merge segments as in one without them.
 
@@ -540,8 +553,8 @@ def test_example_vector_scores_do_not_depend_on_unreadable_neighbours(tmp_path: 
     readable three-paragraph document, then (in `both` only) seven one-passage unreadable
     documents, each in its own batch: the eighth small segment triggers the tiered merge that
     rewrites the second readable document's segment."""
-    only = KnowledgeBase.open(tmp_path / "only.db")
-    both = KnowledgeBase.open(tmp_path / "both.db")
+    only = KnowledgeBase.open(locate("only"))
+    both = KnowledgeBase.open(locate("both"))
     first = _doc("a", "\n\n".join(f"omega {'beta ' * i}" for i in range(1, 10)))
     second = _doc("b", "\n\n".join(["alpha beta gamma delta"] * 3))
     query = "alpha zeta omega"
@@ -561,12 +574,12 @@ def test_example_vector_scores_do_not_depend_on_unreadable_neighbours(tmp_path: 
     both.close()
 
 
-def test_example_vector_mode_per_document_cap_never_under_fills(tmp_path: Path) -> None:
+def test_example_vector_mode_per_document_cap_never_under_fills(locate: Locator) -> None:
     """One document with 60 passages that are all closer to the query than anything else, and
     five one-paragraph documents: limit 6 with at most 2 per document must give 2 passages of
     the big document and 4 others, as keyword mode does, not a short list (vector and hybrid,
     whose legs' windows of 50 hold only the big document's passages)."""
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    kb = KnowledgeBase.open(locate("kb"))
     big = "\n\n".join(f"alpha beta alpha beta n{i}" for i in range(60))
     kb.ingest([_doc("a", big)] + [_doc(f"o{i}", "alpha zeta omega gamma") for i in range(5)])
     keyword = kb.search(READER, "alpha beta", mode="keyword", limit=6, max_per_document=2)
@@ -591,7 +604,7 @@ def _random_text(rng: random.Random, words: int) -> str:
     return " ".join(f"{rng.choice(SYLLABLES)}{rng.randrange(40)}" for _ in range(words))
 
 
-def test_large_block_matches_brute_force_and_ignores_other_tenants(tmp_path: Path) -> None:
+def test_large_block_matches_brute_force_and_ignores_other_tenants(locate: Locator) -> None:
     """A readable block big enough for the quantised first pass: recall@10 against exact brute
     force is at least 0.99 over 30 queries, scores are the exact cosines, and a store that
     also holds large unreadable blocks (another tenant, another group) gives identical results,
@@ -605,9 +618,9 @@ def test_large_block_matches_brute_force_and_ignores_other_tenants(tmp_path: Pat
                        "\n\n".join(_random_text(rng, 3) for _ in range(10))) for i in range(n // 10)]
     hr = [Document(f"h{i:05d}", "t", frozenset({"hr"}), "1", _random_text(rng, 2)) for i in range(300)]
     reader = Actor("t", frozenset({"g"}))
-    only = KnowledgeBase.open(tmp_path / "only.db")
+    only = KnowledgeBase.open(locate("only"))
     only.ingest(mine)
-    both = KnowledgeBase.open(tmp_path / "both.db")
+    both = KnowledgeBase.open(locate("both"))
     both.ingest(theirs[: len(theirs) // 2] + mine[: len(mine) // 2] + hr)
     both.ingest(mine[len(mine) // 2 :] + theirs[len(theirs) // 2 :])
     emb = get_embedder("hash-test")
@@ -635,7 +648,7 @@ def test_large_block_matches_brute_force_and_ignores_other_tenants(tmp_path: Pat
     both.close()
 
 
-def test_large_block_exact_ties_still_order_by_document_id(tmp_path: Path) -> None:
+def test_large_block_exact_ties_still_order_by_document_id(locate: Locator) -> None:
     """700 documents with the same paragraph (say, a footer) in a block that takes the
     quantised path, ingested in shuffled order: the query equal to that paragraph ties them all
     at cosine 1, and the tie rule (document id, then passage) picks the first ids, whatever the
@@ -646,7 +659,7 @@ def test_large_block_exact_ties_still_order_by_document_id(tmp_path: Path) -> No
             for i in range(LARGE + 300 - len(same))]
     docs = same + rest
     rng.shuffle(docs)
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    kb = KnowledgeBase.open(locate("kb"))
     kb.ingest(docs)
     reader = Actor("t", frozenset({"g"}))
     for mode in MODES:

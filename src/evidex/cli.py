@@ -325,6 +325,37 @@ def reembed(
         typer.echo(f"re-embedded {count} passages with {model}")
 
 
+@app.command()
+@_errors
+def migrate(
+    source: Annotated[str, typer.Option("--from", help="Store to copy (SQLite file or postgresql:// URL).")],
+    target: Annotated[str, typer.Option("--to", help="Empty store to create or fill.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy a store with its history to another backend, then verify every document by its
+    fingerprint, passage count and history in the target."""
+    from .store import copy_store, is_postgres_url, open_store
+
+    if not is_postgres_url(source) and not Path(source.removeprefix("sqlite:///")).is_file():
+        raise _fail(f"no store at {source}")
+    src = open_store(source)
+    try:
+        dst = open_store(target, analyzer=src.analyzer, embedder=src.embedder, dimension=src.dimension)
+        try:
+            report = copy_store(src, dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    if as_json:
+        _emit({"from": source, "to": target, **report.as_dict()})
+    else:
+        typer.echo(f"copied {report.documents} documents, {report.passages} passages, "
+                   f"{report.history_versions} history versions; verified {report.verified}")
+    if report.mismatches:
+        raise _fail("the copy differs from the source: " + "; ".join(report.mismatches[:5]))
+
+
 @app.command("eval")
 @_errors
 def evaluate(

@@ -7,6 +7,7 @@ from pathlib import Path
 from ._contract import (
     DocumentWrite,
     HistoryEntry,
+    MissingVectors,
     PassageWrite,
     ReadView,
     Signature,
@@ -14,20 +15,27 @@ from ._contract import (
     StoredDocument,
     StoredPassage,
 )
-from ._sqlite import MissingVectors, SQLiteStore
+from ._copy import CopyReport, copy_store, verify_copy
+from ._postgres import PostgresStore, is_postgres_url
+from ._sqlite import SQLiteStore
 
 __all__ = [
+    "CopyReport",
     "DocumentWrite",
     "HistoryEntry",
     "MissingVectors",
     "PassageWrite",
+    "PostgresStore",
     "ReadView",
     "SQLiteStore",
     "Signature",
     "Store",
     "StoredDocument",
     "StoredPassage",
+    "copy_store",
+    "is_postgres_url",
     "open_store",
+    "verify_copy",
 ]
 
 
@@ -39,8 +47,12 @@ def open_store(
     dimension: int = 0,
     create_embedder: tuple[str, int] = ("none", 0),
 ) -> Store:
-    """Pick the backend from the location: a file path (or ``sqlite:///path``) is SQLite."""
+    """Pick the backend from the location: ``postgresql://...`` (or ``postgres://``) is
+    PostgreSQL, a file path (or ``sqlite:///path``) is SQLite."""
     loc = str(location)
+    if is_postgres_url(loc):
+        return PostgresStore(loc, analyzer=analyzer, embedder=embedder, dimension=dimension,
+                             create_embedder=create_embedder)
     if loc.startswith("sqlite:///"):
         loc = loc[len("sqlite:///") :]
     return SQLiteStore(loc, analyzer=analyzer, embedder=embedder, dimension=dimension,

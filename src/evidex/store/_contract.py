@@ -25,11 +25,12 @@ from typing import Protocol
 
 import numpy as np
 
-from ..model import Document, IngestReport, Passage
+from ..model import Document, IngestReport, Passage, StoreError
 
 __all__ = [
     "DocumentWrite",
     "HistoryEntry",
+    "MissingVectors",
     "PassageWrite",
     "ReadView",
     "Signature",
@@ -37,6 +38,10 @@ __all__ = [
     "StoredDocument",
     "StoredPassage",
 ]
+
+
+class MissingVectors(StoreError):
+    """A write lacked vectors for a store with an embedding model (the caller re-embeds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +117,7 @@ class HistoryEntry:
     text: str
     split: str
     superseded_at: str
+    meta: str = ""  # the version's metadata JSON (``Document.metadata``), for copying stores
 
 
 class ReadView(Protocol):
@@ -143,6 +149,14 @@ class ReadView(Protocol):
 
     def passage(self, dkey: int, number: int) -> StoredPassage | None: ...
 
+    def document_passages(self, dkey: int) -> list[StoredPassage]:
+        """The document's live passages in passage order (for copying a store)."""
+        ...
+
+    def passage_vectors(self, pids: Iterable[int]) -> dict[int, np.ndarray]:
+        """Stored vectors of live passages (empty for a keyword-only store)."""
+        ...
+
     def vector_search(self, sigs: Iterable[int], query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(passage ids, cosine) of at least the best ``k`` live rows of these signatures,
         with every row tied to the k-th."""
@@ -167,6 +181,11 @@ class Store(Protocol):
     def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool) -> IngestReport: ...
 
     def remove(self, tenant: str, doc_id: str) -> bool: ...
+
+    def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:
+        """Append (tenant, document id, entry) to the history verbatim, oldest first: how a
+        copy keeps a store's version history (timestamps included)."""
+        ...
 
     def optimize(self) -> None: ...
 

