@@ -94,11 +94,13 @@ def _decode(data: bytes) -> str:
 
 
 def load_document(data: bytes, fmt: str, defaults: dict[str, Any], *, doc_id: str,
-                  source_url: str | None = None, name: str | None = None) -> Document:
+                  source_url: str | None = None, name: str | None = None,
+                  charset: str | None = None) -> Document:
     """One document from a file's bytes. ``defaults`` (tenant, groups, ...) fill what the file
     does not state itself; ``doc_id`` and ``source_url`` are used unless Markdown front matter
     sets them; ``name`` (the file name) is the title of a PDF or Word file that states none.
-    Raises an ``EvidexError`` naming what is wrong, e.g. "no text layer (needs OCR)"."""
+    ``charset`` is a transport's declaration (HTTP) for HTML. Raises an ``EvidexError`` naming
+    what is wrong, e.g. "no text layer (needs OCR)"."""
     base: dict[str, Any] = {k: v for k, v in defaults.items() if v is not None}
     if fmt in ("markdown", "text"):
         meta, body = _front_matter(_decode(data))
@@ -123,7 +125,7 @@ def load_document(data: bytes, fmt: str, defaults: dict[str, Any], *, doc_id: st
     extract = _EXTRACT.get(fmt)
     if extract is None:
         raise DocumentError(f"unsupported format {fmt!r}")
-    found: Extracted = extract(data)
+    found: Extracted = extract_html(data, charset) if fmt == "html" else extract(data)
     fields = {**base, "id": doc_id, "text": found.text}
     if found.language:
         fields["language"] = found.language  # what the file declares beats the default

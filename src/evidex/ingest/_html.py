@@ -10,6 +10,7 @@ the headings' own ``id`` attributes, so page URL + ``#`` + anchor opens the cite
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -174,10 +175,15 @@ def _anchor(heading: LexborNode) -> str | None:
     return None
 
 
-def extract_html(data: bytes | str) -> Extracted:
-    if isinstance(data, bytes) and _is_utf8(data):
-        data = data.decode("utf-8")
-    tree = LexborHTMLParser(data)
+def extract_html(data: bytes | str, charset: str | None = None) -> Extracted:
+    """``charset``: what the HTTP Content-Type header declared, which beats the page's own
+    ``<meta charset>``; without it the encoding is detected as the HTML Standard says (BOM,
+    then meta declaration, else UTF-8)."""
+    if isinstance(data, bytes) and charset:
+        with contextlib.suppress(LookupError):  # an unknown label: detect like a browser does
+            data = data.decode(charset, "replace")
+    tree = (LexborHTMLParser(data) if isinstance(data, str)
+            else LexborHTMLParser(data, encoding=True))
     root = (tree.css_first("main") or tree.css_first("[role=main]") or tree.css_first("article"))
     body_root = root is None
     if root is None:
@@ -199,13 +205,3 @@ def extract_html(data: bytes | str) -> Extracted:
     if not out.text.strip():
         raise DocumentError("no text content in the page's main content")
     return out
-
-
-def _is_utf8(data: bytes) -> bool:
-    """Undeclared bytes: UTF-8 when they decode as such; otherwise lexbor sniffs the charset
-    from the page's own meta tag."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True

@@ -149,7 +149,7 @@ def web_items(source: WebSource, client_factory: Callable[[WebSource], httpx.Cli
                 raise DocumentError(f"unsupported content type "
                                     f"{resp.headers.get('content-type') or '(none)'}")
             doc = load_document(body, fmt, defaults, doc_id=f"{source.id}/{url}",
-                                source_url=str(resp.url), name=url)
+                                source_url=str(resp.url), name=url, charset=resp.charset_encoding)
             return Content([doc], _validators(resp))
         return read
 
