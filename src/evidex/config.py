@@ -272,10 +272,10 @@ def _check_duplicates(node: yaml.Node, file: str) -> None:
             _check_duplicates(v, file)
 
 
-def _locate(root: yaml.Node, loc: tuple[Any, ...]) -> tuple[int, str]:
+def _locate(root: yaml.Node, loc: tuple[Any, ...], missing: bool) -> tuple[int, str]:
     """(line, dotted key) of a pydantic error location in the YAML tree. Location parts that
-    are not in the file (the union member pydantic tried) are skipped; the last part (a
-    missing or unknown key) is always named."""
+    are not in the file (the union member pydantic tried) are skipped, except the last part of
+    a ``missing`` error: the key the user has to add."""
     node: yaml.Node | None = root
     line = root.start_mark.line + 1
     names: list[str] = []
@@ -293,7 +293,7 @@ def _locate(root: yaml.Node, loc: tuple[Any, ...]) -> tuple[int, str]:
             line = node.start_mark.line + 1
             names.append(f"[{part}]")
             continue
-        if last:
+        if last and missing:
             names.append(str(part))
     return line, ".".join(names).replace(".[", "[") or "(top level)"
 
@@ -340,9 +340,10 @@ def load_config(path: str | Path) -> Config:
     try:
         return Config.model_validate(data, context={"base": str(Path(path).resolve().parent)})
     except ValidationError as exc:
-        lines = []
+        found = []
         for err in exc.errors():
-            line, key = _locate(root, tuple(err["loc"]))
-            lines.append(f"{file}:{line}: {key}: {_message(err)}")
+            line, key = _locate(root, tuple(err["loc"]), err["type"] == "missing")
+            found.append((line, f"{file}:{line}: {key}: {_message(err)}"))
+        lines = [text for _, text in sorted(found, key=lambda f: f[0])]
         more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
         raise ConfigError("\n".join([lines[0] + more, *lines[1:]])) from None
