@@ -76,6 +76,12 @@ class Item:
     #: Read the item; ``previous`` is the stamp recorded when every document of the item was
     #: written with it (None when it must be read regardless).
     read: Callable[[str | None], Content | NotModified | Gone]
+    #: How reports name the item, when not by its key.
+    label: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.label or self.key
 
 
 def document_defaults(source: FilesSource | WebSource | RecordsSource) -> dict[str, Any]:
@@ -182,13 +188,13 @@ def _file_reader(path: Path,
 
 def list_files(source: FilesSource | RecordsSource) -> list[tuple[str, Path]]:
     """(relative key, path) of the files a folder source consists of; a file source is its
-    one file with its own name as key."""
+    one file, keyed "." so that pointing the source at a new file supersedes the document."""
     root = Path(source.path)
     if not root.exists():
         raise SourceError(f"source {source.id!r}: {root} does not exist (nothing is removed while a "
                           "source cannot be read)")
     if root.is_file():
-        return [(root.name, root)]
+        return [(".", root)]
     inc, exc = glob_match(source.include), glob_match(source.exclude)
     return [(rel, Path(e.path)) for rel, e in _walk(root) if inc(rel) and not exc(rel)]
 
@@ -217,7 +223,7 @@ def files_items(source: FilesSource, on_skip: Callable[[str, str], None]) -> lis
             return Content([load_document(data, fmt, defaults, doc_id=doc_id, source_url=url,
                                           name=name)], "")
 
-        items.append(Item(rel, _file_reader(path, parse)))
+        items.append(Item(rel, _file_reader(path, parse), path.name if single else None))
     return items
 
 
@@ -273,9 +279,11 @@ def records_items(source: RecordsSource, on_skip: Callable[[str, str], None]) ->
     check_access_defaults(source)
     items = []
     for rel, path in list_files(source):
-        def parse(data: bytes, rel: str = rel) -> Content:
-            return record_documents(data, source, rel)
-        items.append(Item(rel, _file_reader(path, parse)))
+        label = path.name if rel == "." else rel
+
+        def parse(data: bytes, label: str = label) -> Content:
+            return record_documents(data, source, label)
+        items.append(Item(rel, _file_reader(path, parse), label))
     return items
 
 

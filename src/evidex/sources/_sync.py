@@ -222,11 +222,11 @@ class _Run:
             try:
                 got = item.read(_trusted(ents, digest, self.stored))
             except FetchError as exc:
-                rep.errors.append(Skipped(item.key, str(exc)))
+                rep.errors.append(Skipped(item.name, str(exc)))
                 seen.update((e.tenant, e.doc_id) for e in ents)
                 continue
             except EvidexError as exc:
-                rep.skipped.append(Skipped(item.key, str(exc).splitlines()[0]))
+                rep.skipped.append(Skipped(item.name, str(exc).splitlines()[0]))
                 continue
             finally:
                 self._tick(f"{source.id}: reading", n, len(items))
@@ -253,10 +253,10 @@ class _Run:
             key = (d.tenant, d.id)
             owner = self.owners.get(key)
             if key in seen:
-                rep.skipped.append(Skipped(item.key, f"document id {d.id!r} is produced by another "
+                rep.skipped.append(Skipped(item.name, f"document id {d.id!r} is produced by another "
                                                      f"item of source {source.id!r} too"))
             elif owner is not None and owner != source.id:
-                rep.skipped.append(Skipped(item.key, f"document id {d.id!r} belongs to source "
+                rep.skipped.append(Skipped(item.name, f"document id {d.id!r} belongs to source "
                                                      f"{owner!r}"))
             else:
                 seen.add(key)
