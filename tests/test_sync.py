@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import docx
 import pytest
@@ -401,8 +402,8 @@ def test_records_map_fields_and_sync_per_record(tmp_path: Path, kb: KnowledgeBas
 # -- web ------------------------------------------------------------------------------------------
 
 class _Handler(SimpleHTTPRequestHandler):
-    failing: set[str] = set()
-    hooks: list[dict] = []
+    failing: ClassVar[set[str]] = set()
+    hooks: ClassVar[list[dict]] = []
 
     def log_message(self, *args: object) -> None:  # keep test output clean
         pass
@@ -537,7 +538,8 @@ def test_cli_sync_and_drift_exit_statuses_json_and_webhook(
     base, _, handler = site
     write(tmp_path / "help" / "a.md", "# A\n\nalpha\n")
     make_pdf(tmp_path / "help" / "scan.pdf", None)
-    cfg = write(tmp_path / "k.yaml", HELP.format(extra="") + f"freshness:\n  notify: {{webhook: '{base}/hook'}}\n")
+    hook = "freshness:\n  notify: {{webhook: '{}'}}\n"
+    cfg = write(tmp_path / "k.yaml", HELP.format(extra="") + hook.format(f"{base}/hook"))
     db = str(tmp_path / "kb.db")
     proc = cli("--db", db, "--config", str(cfg), "drift", "--json")
     assert proc.returncode == 1, proc.stderr
@@ -554,7 +556,7 @@ def test_cli_sync_and_drift_exit_statuses_json_and_webhook(
     write(tmp_path / "help" / "b.md", "beta\n")
     proc = cli("--db", db, "--config", str(cfg), "drift", "--no-notify")
     assert proc.returncode == 1 and "  new      help/b.md" in proc.stdout and len(handler.hooks) == 1
-    bad = write(tmp_path / "bad.yaml", HELP.format(extra="") + f"freshness:\n  notify: {{webhook: '{base}/x'}}\n")
+    bad = write(tmp_path / "bad.yaml", HELP.format(extra="") + hook.format(f"{base}/x"))
     proc = cli("--db", db, "--config", str(bad), "drift")
     assert proc.returncode == 2 and "answered HTTP 500" in proc.stderr
     proc = cli("--db", db, "--config", str(cfg), "sync", "--source", "help", "--json")
