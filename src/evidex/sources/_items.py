@@ -215,13 +215,17 @@ def files_items(source: FilesSource, on_skip: Callable[[str, str], None]) -> lis
             on_skip(rel, "JSON Lines records belong in a source of type records")
             continue
         doc_id = source.id if single else f"{source.id}/{rel}"
-        url = (source.base_url.rstrip("/") + "/" + rel if source.base_url and not single
-               else source.base_url or path.resolve().as_uri())
 
-        def parse(data: bytes, fmt: str = fmt, doc_id: str = doc_id, url: str = url,
-                  name: str = path.name) -> Content:
+        def parse(data: bytes, fmt: str = fmt, doc_id: str = doc_id, rel: str = rel,
+                  path: Path = path) -> Content:
+            # The link is computed only for files actually read: resolving 10,000 paths would
+            # cost more than the whole unchanged re-sync.
+            if source.base_url:
+                url = source.base_url if single else source.base_url.rstrip("/") + "/" + rel
+            else:
+                url = path.resolve().as_uri()
             return Content([load_document(data, fmt, defaults, doc_id=doc_id, source_url=url,
-                                          name=name)], "")
+                                          name=path.name)], "")
 
         items.append(Item(rel, _file_reader(path, parse), path.name if single else None))
     return items

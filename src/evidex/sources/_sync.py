@@ -76,6 +76,8 @@ class SourceReport:
     errors: list[Skipped] = field(default_factory=list)
     #: The source could not be listed at all; nothing of it was changed.
     failed: str | None = None
+    #: Items read and parsed (the others were skipped by their stamp or a 304).
+    read: int = 0
 
     @property
     def drifted(self) -> bool:
@@ -93,6 +95,7 @@ class SourceReport:
             "skipped": [s.as_dict() for s in self.skipped],
             "errors": [s.as_dict() for s in self.errors],
             "failed": self.failed,
+            "items_read": self.read,
         }
 
 
@@ -236,6 +239,7 @@ class _Run:
                 continue
             if isinstance(got, Gone):
                 continue
+            rep.read += 1
             self._take(source, item, got, digest, seen, batch, rep)
             if len(batch) >= BATCH_DOCUMENTS:
                 self._flush(source, batch, rep)
