@@ -78,9 +78,7 @@ def main() -> None:
     secs, rep = timed_sync(kb, cfg)
     out["resync_unchanged"] = {"seconds": round(secs, 2), **rep}
     rng = random.Random(7)
-    rev = 0
-    for pct in [float(p) for p in args.changed.split(",") if p]:
-        rev += 1
+    for rev, pct in enumerate([float(p) for p in args.changed.split(",") if p], start=1):
         n = round(args.docs * pct / 100)
         for i in rng.sample(range(args.docs), n):
             path = folder / f"part{i % 20:02d}" / f"doc{i:05d}.md"
