@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -25,6 +24,7 @@ import pytest
 from fpdf import FPDF
 
 import evidex.sources._items as items_module
+from backends import Locator, raw
 from evidex import Actor, KnowledgeBase
 from evidex.config import Config, load_config
 from evidex.sources import SyncReport, drift, sync
@@ -112,9 +112,13 @@ def seed_help(tmp_path: Path) -> None:
     make_docx(tmp_path / "help" / "care.docx", "Wash cold.")
 
 
+_LOCATIONS: dict[int, str] = {}
+
+
 def generation(kb: KnowledgeBase) -> int:
-    with sqlite3.connect(kb.store.path) as c:  # type: ignore[attr-defined]
-        return int(c.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+    """The store's write generation, read from its own tables (either backend)."""
+    rows = raw(_LOCATIONS[id(kb)], "SELECT value FROM meta WHERE key = 'generation'")
+    return int(rows[0][0])
 
 
 def ids(kb: KnowledgeBase) -> list[str]:
@@ -126,10 +130,13 @@ def totals(report: SyncReport) -> dict[str, int]:
 
 
 @pytest.fixture
-def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
-    base = KnowledgeBase.open(tmp_path / "kb.db")
+def kb(locate: Locator) -> Iterator[KnowledgeBase]:
+    """Sync runs on every store backend: its bookkeeping is part of the store contract."""
+    base = KnowledgeBase.open(locate("kb"))
+    _LOCATIONS[id(base)] = locate("kb")
     yield base
     base.close()
+    del _LOCATIONS[id(base)]
 
 
 # -- files --------------------------------------------------------------------------------------
