@@ -21,7 +21,7 @@ import pytest
 from backends import Locator, locator, raw
 from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.ingest import load_paths
-from evidex.store import PostgresStore, _postgres, open_store
+from evidex.store import PostgresStore, SourceEntry, _postgres, open_store
 from evidex.store._pg_schema import SCHEMA_VERSION
 from evidex.store._postgres import split_url
 
@@ -182,6 +182,10 @@ def test_migrate_sqlite_to_postgres_and_back(tmp_path: Path, pg: Locator) -> Non
     back to SQLite is equal again. A non-empty target is refused."""
     src = str(tmp_path / "src.db")
     old = _history_store(src)
+    with KnowledgeBase.open(src) as a:
+        doc = next(iter(a.documents()))
+        a.store.apply([], keep_history=True, sources=[
+            SourceEntry("help", doc.tenant, doc.id, "d.md", "12:34:56", doc.content_sha256)])
     dst = pg("copy")
     proc = subprocess.run([str(EVIDEX), "migrate", "--from", src, "--to", dst, "--json"],
                           capture_output=True, text=True, timeout=300)
@@ -193,6 +197,7 @@ def test_migrate_sqlite_to_postgres_and_back(tmp_path: Path, pg: Locator) -> Non
         assert _snapshot(a) == _snapshot(b)
         assert b.stats()["history_versions"] == a.stats()["history_versions"]
         assert b.resolve(A, old).matched_version == a.resolve(A, old).matched_version == "1"
+        assert b.source_entries() == a.source_entries() and len(a.source_entries()) == 1
     back = str(tmp_path / "back.db")
     proc = subprocess.run([str(EVIDEX), "migrate", "--from", dst, "--to", back],
                           capture_output=True, text=True, timeout=300)

@@ -36,7 +36,8 @@ def test_admin_sync_and_drift_run_only_their_tenants_sources(tmp_path: Path) -> 
         url = server.url
         drift = httpx.get(f"{url}/v1/drift", headers=auth("acme-admin-key"), timeout=60)
         assert drift.status_code == 200, drift.text
-        assert drift.json()["new"] == 1 and drift.json()["drifted"] is True  # the page is new: drift, nothing written
+        # The page is new: drift reports it and writes nothing.
+        assert drift.json()["new"] == 1 and drift.json()["drifted"] is True
         synced = httpx.post(f"{url}/v1/sync", json={}, headers=auth("acme-admin-key"), timeout=60)
         assert synced.status_code == 200, synced.text
         assert synced.json()["added"] == 1

@@ -166,6 +166,8 @@ class _Tx:
     cur: psycopg.Cursor
     schema: str
     changed: bool = False
+    #: Bookkeeping (sync records) to commit even when no searchable data changed.
+    keep: bool = False
     dead: list[int] = field(default_factory=list)
     sig_delta: dict[int, list[int]] = field(default_factory=dict)
 
@@ -550,6 +552,7 @@ class PostgresStore:
                             gen = int(row[0])
                             for pid in tx.dead:
                                 cp.write_row((gen, pid))
+                if tx.changed or tx.keep:
                     cur.execute("COMMIT")
                 else:
                     cur.execute("ROLLBACK")
@@ -626,6 +629,7 @@ class PostgresStore:
                 raise MissingVectors(f"the store now uses the model {self.embedder!r}")
             self._lock_documents(tx, ((w.document.tenant, w.document.id) for w in writes))
             self._put_sources(c, sources)
+            tx.keep = bool(sources)
             existing = {
                 (r[0], r[1]): r[2:]
                 for r in c.execute(
