@@ -364,3 +364,35 @@ def test_large_segment_with_small_writes_on_top(tmp_path: Path) -> None:
     finally:
         kb.close()
         reader.close()
+
+
+def test_a_small_write_never_pays_for_a_large_merge(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The merge budget of an ingest call grows with its own size: one-document supersedes stay
+    fast however many large segments exist; a large batch folds them (scaled-down limits)."""
+    import evidex.store._sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "INLINE_MERGE_LIMIT", 10)
+    monkeypatch.setattr(sqlite_module, "MAX_SEGMENTS", 3)
+    merged: list[int] = []
+    real = sqlite_module.SQLiteStore._merge
+
+    def spy(self, ids):  # type: ignore[no-untyped-def]
+        merged.append(sum(n for (n,) in self._conn.execute(
+            f"SELECT n FROM segments WHERE id IN ({','.join('?' * len(ids))})", ids)))
+        return real(self, ids)
+
+    monkeypatch.setattr(sqlite_module.SQLiteStore, "_merge", spy)
+    kb = KnowledgeBase.open(tmp_path / "kb.db", embedder="none")
+    for b in range(6):  # six segments of 40 passages: more than MAX_SEGMENTS, none cheap
+        kb.ingest([Document(f"b{b}-{i}", "t", {"g"}, "1", "\n\n".join(f"w{b} x{i} p{j}" for j in range(4)))
+                   for i in range(10)], split="paragraph")
+    merged.clear()
+    before = kb.stats()["segments"]
+    kb.ingest(Document("b0-0", "t", {"g"}, "2", "changed text"), split="paragraph")
+    assert merged == [] and kb.stats()["segments"] == before + 1
+    kb.ingest([Document(f"big-{i}", "t", {"g"}, "1", "\n\n".join(f"y{i} q{j}" for j in range(4)))
+               for i in range(30)], split="paragraph")  # 120 passages: budget 960
+    assert merged and max(merged) > 10 and kb.stats()["segments"] <= 3
+    hits = kb.search(Actor("t", {"g"}), "changed", mode="keyword")
+    assert [(h.document_id, h.version) for h in hits] == [("b0-0", "2")]
+    kb.close()
