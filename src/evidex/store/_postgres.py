@@ -14,14 +14,18 @@ as the rows. What differs is concurrency and vectors:
   Signature counters are updated at the end in id order; the generation row is updated last,
   which serialises commits in generation order, and tombstones carry that generation (see
   ``_pg_schema``).
-* Vectors are pgvector rows searched in SQL over only the allowed signatures. ``exact``
-  (default) orders by pgvector's inner product over those rows, then re-scores the candidates in
-  float64 from the stored float32 vectors exactly as the SQLite backend does, widening the
-  candidate list until no unfetched row can reach the k-th score (pgvector's float32 sums can
-  reorder near-ties); scores are therefore bit-identical to SQLite's exact path. ``hnsw``
-  (opt-in, ``?vector_search=hnsw``) uses an HNSW index with pgvector's iterative index scans
-  and re-scores what it returns: approximate, and the neighbours it finds can depend on rows
-  the actor cannot see (the graph is built over all rows), though never include them.
+* Vectors are stored as pgvector rows with their signature. ``exact`` (default) searches them
+  the way the SQLite backend does: each process keeps the ``VectorBlocks`` of ``_vectors`` (one
+  block per signature; float64 exact for small blocks, int8 first pass + exact re-scoring for
+  large ones), loaded from pgvector by one binary ``COPY`` per refresh for the segments that
+  are new since the last generation and killed by tombstones, so results and scores are SQLite's
+  bit for bit and a query costs the same. The price is memory in every reading process: about
+  dim x 5 bytes per live passage (float32 + int8 copy; 1M x 384 is ~1.9 GB) and a first search
+  that loads them all. ``hnsw`` (opt-in, ``?vector_search=hnsw``) keeps no vectors in memory:
+  an HNSW index with pgvector's iterative index scans, candidates re-scored in float64;
+  approximate, and the neighbours it finds can depend on rows the actor cannot see (the graph
+  is built over all rows), though never include them. Actors who may read few passages, and
+  index scans that give up early, get an exact scan in SQL instead.
 
 Location: ``postgresql://user:pass@host:port/db?schema=evidex&vector_search=exact``; ``schema``
 (default ``evidex``) and ``vector_search`` are evidex's own parameters, everything else goes to
@@ -196,14 +200,66 @@ class _View:
         return [r[0] for r in self._all("SELECT id FROM segments")]
 
     def segment_arrays(self, ids: Sequence[int]) -> Iterator[SegmentArrays]:
+        rows = []
         for sid in ids:
             row = self._c.execute(
                 "SELECT pids, sigs, lengths, dkeys, numbers, terms, term_ends, term_pids, term_tfs "
                 "FROM segments WHERE id = %s", (sid,)
             ).fetchone()
             assert row is not None
+            rows.append((sid, row))
+        model, dim = self.vector_model()
+        vectors: list[np.ndarray | None] = [None] * len(rows)
+        if model != "none" and rows:
+            seg_pids = [decode(row[0], PID) for _, row in rows]
+            vectors = list(self._segment_vectors(seg_pids, dim))
+        for (sid, row), vecs in zip(rows, vectors, strict=True):
             packed = unpack_postings(*row[5:]) if row[5] is not None else None
-            yield SegmentArrays(sid, *(decode(b, PID) for b in row[:5]), packed=packed)
+            yield SegmentArrays(sid, *(decode(b, PID) for b in row[:5]), packed=packed, vectors=vecs)
+
+    def _segment_vectors(self, seg_pids: list[np.ndarray], dim: int) -> Iterator[np.ndarray]:
+        """The stored vectors of these segments' passages, row i for pid i of each segment, read
+        in this snapshot with one binary COPY (a million rows in seconds, no per-row Python).
+
+        A segment keeps the ids of passages superseded since it was written; their vector rows
+        are gone, so they get zero rows. That is only sound if the snapshot tombstones them
+        (the cache then kills them in the same refresh); anything else is a corrupt store and
+        raises rather than serving a zero vector."""
+        want = np.unique(np.concatenate(seg_pids).astype(np.int64))
+        lo, hi = int(want[0]), int(want[-1])
+        if len(want) * 4 >= hi - lo + 1:
+            # Mostly contiguous ids (bulk loads, merged segments): a range scan, then filter.
+            stmt = sql.SQL("COPY (SELECT pid, embedding FROM vectors WHERE pid BETWEEN {} AND {}) "
+                           "TO STDOUT (FORMAT BINARY)").format(sql.Literal(lo), sql.Literal(hi))
+        else:
+            stmt = sql.SQL("COPY (SELECT pid, embedding FROM vectors WHERE pid = ANY({}::int4[])) "
+                           "TO STDOUT (FORMAT BINARY)").format(sql.Literal(want.tolist()))
+        buf = bytearray()
+        with self._c.copy(stmt) as cp:
+            for chunk in cp:
+                buf += chunk
+        pids, vecs = _parse_vector_copy(buf, dim)
+        del buf
+        keep = np.isin(pids, want)
+        if not keep.all():
+            pids, vecs = pids[keep], vecs[keep]
+        order = np.argsort(pids, kind="stable")
+        pids, vecs = pids[order], vecs[order]
+        for seg in seg_pids:
+            at = np.searchsorted(pids, seg)
+            at_c = np.minimum(at, max(len(pids) - 1, 0))
+            found = (at < len(pids)) & (pids[at_c] == seg) if len(pids) else np.zeros(len(seg), bool)
+            out = np.zeros((len(seg), dim), dtype=np.float32)
+            out[found] = vecs[at_c[found]]
+            missing = seg[~found]
+            if len(missing):
+                dead = {int(r[0]) for r in self._all(
+                    "SELECT DISTINCT pid FROM tombstones WHERE pid = ANY(%s)", ([int(p) for p in missing],))}
+                lost = [int(p) for p in missing if int(p) not in dead]
+                if lost:
+                    raise StoreError(f"{len(lost)} live passages have no stored vector (e.g. pid {lost[0]}); "
+                                     "re-embed the store with `evidex reembed`")
+            yield out
 
     def tombstones_after(self, seq: int) -> tuple[np.ndarray, int]:
         rows = self._all("SELECT gen, pid FROM tombstones WHERE gen > %s", (seq,))
@@ -222,8 +278,12 @@ class _View:
         ]
 
     def vector_model(self) -> tuple[str, int]:
-        # Vectors stay in the database: the cache gets no vector blocks (dimension 0 would
-        # still make it create some, so report "none" and key re-embeds by generation).
+        """In exact mode the cache holds the SQLite backend's in-memory ``VectorBlocks`` (loaded
+        from pgvector per segment, refreshed by generation), so exact search costs what it costs
+        on SQLite and returns the same floats. In hnsw mode the index in the database answers
+        and no process keeps a copy of the vectors."""
+        if self._s.vector_search == "exact" and self._s.embedder != "none":
+            return self._s.embedder, self._s.dimension
         return "none", 0
 
     def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -301,24 +361,30 @@ class _View:
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != self._s.dimension:
             raise StoreError(f"query vector has {q.shape[0]} dimensions, the store {self._s.dimension}")
-        if self._s.vector_search == "hnsw":
-            counts = {s.id: s.passages for ss in self._s._cache.by_tenant.values() for s in ss}
-            allowed = sum(counts.get(s, 0) for s in sig_list)
-            if allowed > HNSW_EXACT_BELOW:
-                got = self._hnsw(sig_list, q, k)
-                if len(got[0]) >= min(k, allowed):
-                    return got
-                # The index scan gave up early (pgvector's hnsw.max_scan_tuples): fall back
-                # to the exact scan, so a list is never under-filled.
-                self._s.hnsw_fallbacks += 1
-        return self._exact(sig_list, q, k)
+        if self._s.vector_search == "exact":
+            blocks = self._s._cache.vectors
+            if blocks is None:
+                raise StoreError("exact vector search found no in-memory vector blocks for the store's "
+                                 f"model {self._s.embedder!r}")
+            return blocks.search(sig_list, q, k)
+        counts = {s.id: s.passages for ss in self._s._cache.by_tenant.values() for s in ss}
+        allowed = sum(counts.get(s, 0) for s in sig_list)
+        if allowed > HNSW_EXACT_BELOW:
+            got = self._hnsw(sig_list, q, k)
+            if len(got[0]) >= min(k, allowed):
+                return got
+            # The index scan gave up early (pgvector's hnsw.max_scan_tuples): fall back
+            # to the exact scan, so a list is never under-filled.
+            self._s.hnsw_fallbacks += 1
+        return self._sql_exact(sig_list, q, k)
 
-    def _exact(self, sigs: list[int], q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact: pgvector orders, float64 re-scoring decides. A row not fetched has a float32
-        score at most the last fetched one's; both differ from the exact score by at most
-        ``eps`` (a bound on float32 summation error over ``dim`` products of unit vectors), so
-        once the last fetched row is more than ``eps`` below the k-th exact score, no unfetched
-        row can reach or tie it."""
+    def _sql_exact(self, sigs: list[int], q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """hnsw mode's exact path (small actors, under-filled index scans), run in SQL because
+        that mode keeps no vectors in memory. pgvector orders, float64 re-scoring decides. A row
+        not fetched has a float32 score at most the last fetched one's; both differ from the
+        exact score by at most ``eps`` (a bound on float32 summation error over ``dim`` products
+        of unit vectors), so once the last fetched row is more than ``eps`` below the k-th exact
+        score, no unfetched row can reach or tie it."""
         eps = 2.0 * len(q) * 2.0**-24 * max(float(np.linalg.norm(q)), 1.0) + 1e-7
         limit = 2 * k + 32
         while True:
@@ -949,3 +1015,30 @@ def _hnsw_ddl(dimension: int) -> sql.Composed:
         "CREATE INDEX IF NOT EXISTS vectors_hnsw ON vectors "
         "USING hnsw ((embedding::vector({})) vector_ip_ops)"
     ).format(sql.Literal(int(dimension)))
+
+
+_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+
+
+def _parse_vector_copy(buf: bytes | bytearray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """(pids, float32 vectors) from ``COPY (SELECT pid, embedding ...) TO STDOUT (FORMAT BINARY)``.
+
+    Every tuple has the same size (field count, int4 pid, and pgvector's binary ``vector``: int16
+    dimension, int16 unused, ``dim`` big-endian float32), so the whole stream is one numpy record
+    array; each fixed field is checked, so a row of another dimension fails loudly."""
+    if bytes(buf[:11]) != _COPY_SIGNATURE:
+        raise StoreError("unexpected COPY stream from PostgreSQL (no binary signature)")
+    ext = int.from_bytes(buf[15:19], "big")
+    start = 19 + ext
+    end = len(buf) - 2  # trailer: int16 -1
+    if end < start or buf[end:] != b"\xff\xff":
+        raise StoreError("unexpected COPY stream from PostgreSQL (no trailer)")
+    row = np.dtype([("nf", ">i2"), ("l1", ">i4"), ("pid", ">i4"), ("l2", ">i4"), ("dim", ">i2"),
+                    ("unused", ">i2"), ("vec", ">f4", (dim,))])
+    if (end - start) % row.itemsize:
+        raise StoreError(f"stored vectors do not all have the store's {dim} dimensions")
+    rec = np.frombuffer(buf, dtype=row, count=(end - start) // row.itemsize, offset=start)
+    if len(rec) and not ((rec["nf"] == 2).all() and (rec["l1"] == 4).all()
+                         and (rec["l2"] == 4 + 4 * dim).all() and (rec["dim"] == dim).all()):
+        raise StoreError(f"stored vectors do not all have the store's {dim} dimensions")
+    return rec["pid"].astype(np.int64), rec["vec"].astype(np.float32)
