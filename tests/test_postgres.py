@@ -212,6 +212,22 @@ def test_exact_mode_refuses_a_live_passage_without_a_vector(pg: Locator) -> None
         kb.search(A, "w1 w2", mode="vector")
 
 
+def test_exact_mode_loads_a_merged_segment_with_no_live_passages(pg: Locator) -> None:
+    """Removing every document and merging leaves an empty segment: a fresh reader loads it
+    (no vectors to read) and finds nothing, then finds a new document."""
+    url = pg("emptied")
+    with KnowledgeBase.open(url) as kb:
+        kb.ingest(_random_docs(random.Random(4), 5, ("g",)))
+        for i in range(5):
+            kb.remove("t", f"g{i:05d}")
+        kb.optimize()
+    assert raw(url, "SELECT n FROM segments") == [(0,)]
+    with KnowledgeBase.open(url) as kb:
+        assert kb.search(A, "w1 w2", mode="vector") == []
+        kb.ingest(Document("g-new", "t", frozenset({"g"}), "1", "w1 w2"))
+        assert [h.document_id for h in kb.search(A, "w1 w2", mode="vector")] == ["g-new"]
+
+
 def test_segment_vectors_read_sparse_and_dense_pid_sets(pg: Locator) -> None:
     """The binary COPY reader returns each segment's rows in pid order, through the range scan
     (dense ids) and the id-list query (sparse ids) alike, equal to the stored vectors."""

@@ -230,6 +230,9 @@ class _View:
         (the cache then kills them in the same refresh); anything else is a corrupt store and
         raises rather than serving a zero vector."""
         want = np.unique(np.concatenate(seg_pids).astype(np.int64))
+        if not len(want):  # e.g. a merge of segments whose passages were all superseded
+            yield from (np.zeros((0, dim), dtype=np.float32) for _ in seg_pids)
+            return
         lo, hi = int(want[0]), int(want[-1])
         if len(want) * 4 >= hi - lo + 1:
             # Mostly contiguous ids (bulk loads, merged segments): a range scan, then filter.
