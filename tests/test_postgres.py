@@ -174,7 +174,7 @@ def test_exact_mode_keeps_sqlite_vector_blocks_in_step_with_writes(pg: Locator, 
                 for mode in ("vector", "hybrid"):
                     assert _hits(pgkb, q, mode) == _hits(lite, q, mode), (step, q, mode)
             with pgkb.store.read() as view:  # type: ignore[attr-defined]
-                blocks = pgkb.store._cache.vectors  # type: ignore[attr-defined]
+                blocks = pgkb.store._blocks  # type: ignore[attr-defined]
                 live = int((view.sig >= 0).sum())
             assert blocks is not None and blocks.rows() == live, step
 
@@ -228,9 +228,9 @@ def test_exact_mode_loads_a_merged_segment_with_no_live_passages(pg: Locator) ->
         assert [h.document_id for h in kb.search(A, "w1 w2", mode="vector")] == ["g-new"]
 
 
-def test_segment_vectors_read_sparse_and_dense_pid_sets(pg: Locator) -> None:
-    """The binary COPY reader returns each segment's rows in pid order, through the range scan
-    (dense ids) and the id-list query (sparse ids) alike, equal to the stored vectors."""
+def test_vector_loader_reads_sparse_and_dense_pid_sets(pg: Locator) -> None:
+    """The binary COPY reader returns the rows of the ids asked for, in id order, through the
+    range scan (dense ids) and the id-list query (sparse ids) alike, equal to the stored vectors."""
     url = pg("copy")
     with KnowledgeBase.open(url) as kb:
         kb.ingest(_random_docs(random.Random(3), 200, ("g",)))
@@ -238,13 +238,24 @@ def test_segment_vectors_read_sparse_and_dense_pid_sets(pg: Locator) -> None:
             pids = sorted(int(r[0]) for r in raw(url, "SELECT pid FROM passages"))
             dim = kb.store.dimension  # type: ignore[attr-defined]
             stored = view.passage_vectors(pids)
-            for segs in ([np.array(pids[:300], dtype=np.int32)],  # dense: range scan
-                         [np.array([pids[0]], dtype=np.int32),  # sparse: id list
-                          np.array([pids[-1], pids[-2]], dtype=np.int32)]):
-                got = list(view._segment_vectors(segs, dim))
-                for seg, mat in zip(segs, got, strict=True):
-                    assert mat.shape == (len(seg), dim)
-                    assert all(np.array_equal(mat[i], stored[int(p)]) for i, p in enumerate(seg))
+            for want in (pids[:300], [pids[0], pids[-2], pids[-1]]):  # dense: range; sparse: list
+                got, mat = view._load_vectors(np.array(want, dtype=np.int64), dim)
+                assert got.tolist() == want and mat.shape == (len(want), dim)
+                assert all(np.array_equal(mat[i], stored[p]) for i, p in enumerate(want))
+
+
+def test_keyword_searches_load_no_vectors(pg: Locator) -> None:
+    """Processes that only run keyword searches never hold the vector blocks; the first vector
+    search loads exactly the live passages."""
+    url = pg("kwonly")
+    with KnowledgeBase.open(url) as kb:
+        kb.ingest(_random_docs(random.Random(6), 30, ("g",)))
+        kb.remove("t", "g00000")
+    with KnowledgeBase.open(url) as kb:
+        assert kb.search(A, "w1 w2", mode="keyword") is not None
+        assert kb.store._blocks is None  # type: ignore[attr-defined]
+        kb.search(A, "w1 w2", mode="vector")
+        assert kb.store._blocks.rows() == 29 * 3  # type: ignore[attr-defined]
 
 
 def test_vector_copy_parser_rejects_other_dimensions() -> None:

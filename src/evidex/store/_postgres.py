@@ -76,7 +76,7 @@ from ._segments import (
     pack_postings,
     unpack_postings,
 )
-from ._vectors import _exact
+from ._vectors import VectorBlocks, _exact
 
 __all__ = ["VECTOR_SEARCH_MODES", "PostgresStore", "is_postgres_url", "split_url"]
 
@@ -88,10 +88,10 @@ VECTOR_SEARCH_MODES = ("exact", "hnsw")
 #: In hnsw mode, actors who may read at most this many passages get the exact search: it is
 #: fast for them, and an iterative index scan would visit many rows they cannot read.
 HNSW_EXACT_BELOW = 20_000
-#: pgvector's hnsw.ef_search for an index scan (at least the candidate count asked for). Its
-#: default of 40, and the 132 used first, gave recall@10 0.978 at 100k passages with half of
-#: them readable; the value here is the one measured to reach 0.99 (benchmarks/RESULTS.md).
-HNSW_EF_SEARCH = 400
+#: pgvector's hnsw.ef_search for an index scan (at least the candidate count asked for). The
+#: 132 used first gave recall@10 0.978 at 100k passages with half of them readable; at 300k,
+#: 400 gave 0.973 and 800 gave 0.99 (benchmarks/RESULTS.md). pgvector's maximum is 1000.
+HNSW_EF_SEARCH = 800
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _WRITE_RETRIES = 5
 
@@ -204,69 +204,14 @@ class _View:
         return [r[0] for r in self._all("SELECT id FROM segments")]
 
     def segment_arrays(self, ids: Sequence[int]) -> Iterator[SegmentArrays]:
-        rows = []
         for sid in ids:
             row = self._c.execute(
                 "SELECT pids, sigs, lengths, dkeys, numbers, terms, term_ends, term_pids, term_tfs "
                 "FROM segments WHERE id = %s", (sid,)
             ).fetchone()
             assert row is not None
-            rows.append((sid, row))
-        model, dim = self.vector_model()
-        vectors: list[np.ndarray | None] = [None] * len(rows)
-        if model != "none" and rows:
-            seg_pids = [decode(row[0], PID) for _, row in rows]
-            vectors = list(self._segment_vectors(seg_pids, dim))
-        for (sid, row), vecs in zip(rows, vectors, strict=True):
             packed = unpack_postings(*row[5:]) if row[5] is not None else None
-            yield SegmentArrays(sid, *(decode(b, PID) for b in row[:5]), packed=packed, vectors=vecs)
-
-    def _segment_vectors(self, seg_pids: list[np.ndarray], dim: int) -> Iterator[np.ndarray]:
-        """The stored vectors of these segments' passages, row i for pid i of each segment, read
-        in this snapshot with one binary COPY (a million rows in seconds, no per-row Python).
-
-        A segment keeps the ids of passages superseded since it was written; their vector rows
-        are gone, so they get zero rows. That is only sound if the snapshot tombstones them
-        (the cache then kills them in the same refresh); anything else is a corrupt store and
-        raises rather than serving a zero vector."""
-        want = np.unique(np.concatenate(seg_pids).astype(np.int64))
-        if not len(want):  # e.g. a merge of segments whose passages were all superseded
-            yield from (np.zeros((0, dim), dtype=np.float32) for _ in seg_pids)
-            return
-        lo, hi = int(want[0]), int(want[-1])
-        if len(want) * 4 >= hi - lo + 1:
-            # Mostly contiguous ids (bulk loads, merged segments): a range scan, then filter.
-            stmt = sql.SQL("COPY (SELECT pid, embedding FROM vectors WHERE pid BETWEEN {} AND {}) "
-                           "TO STDOUT (FORMAT BINARY)").format(sql.Literal(lo), sql.Literal(hi))
-        else:
-            stmt = sql.SQL("COPY (SELECT pid, embedding FROM vectors WHERE pid = ANY({}::int4[])) "
-                           "TO STDOUT (FORMAT BINARY)").format(sql.Literal(want.tolist()))
-        buf = bytearray()
-        with self._c.copy(stmt) as cp:
-            for chunk in cp:
-                buf += chunk
-        pids, vecs = _parse_vector_copy(buf, dim)
-        del buf
-        keep = np.isin(pids, want)
-        if not keep.all():
-            pids, vecs = pids[keep], vecs[keep]
-        order = np.argsort(pids, kind="stable")
-        pids, vecs = pids[order], vecs[order]
-        for seg in seg_pids:
-            at = np.searchsorted(pids, seg)
-            at_c = np.minimum(at, max(len(pids) - 1, 0))
-            found = (at < len(pids)) & (pids[at_c] == seg) if len(pids) else np.zeros(len(seg), bool)
-            out = np.zeros((len(seg), dim), dtype=np.float32)
-            out[found] = vecs[at_c[found]]
-            missing = seg[~found]
-            if len(missing):
-                dead = {int(r[0]) for r in self._all(
-                    "SELECT DISTINCT pid FROM tombstones WHERE pid = ANY(%s)", ([int(p) for p in missing],))}
-                lost = [int(p) for p in missing if int(p) not in dead]
-                if lost:
-                    raise StoreError(f"{len(lost)} live passages have no stored vector (e.g. pid {lost[0]}); "
-                                     "re-embed the store with `evidex reembed`")
-            yield out
+            yield SegmentArrays(sid, *(decode(b, PID) for b in row[:5]), packed=packed)
 
     def tombstones_after(self, seq: int) -> tuple[np.ndarray, int]:
         rows = self._all("SELECT gen, pid FROM tombstones WHERE gen > %s", (seq,))
@@ -285,13 +230,69 @@ class _View:
         ]
 
     def vector_model(self) -> tuple[str, int]:
-        """In exact mode the cache holds the SQLite backend's in-memory ``VectorBlocks`` (loaded
-        from pgvector per segment, refreshed by generation), so exact search costs what it costs
-        on SQLite and returns the same floats. In hnsw mode the index in the database answers
-        and no process keeps a copy of the vectors."""
-        if self._s.vector_search == "exact" and self._s.embedder != "none":
-            return self._s.embedder, self._s.dimension
+        # The segment cache gets no vectors: exact mode keeps its own blocks, loaded on the first
+        # vector search (``_sync_blocks``), so processes that only run keyword searches never
+        # hold them; hnsw mode never loads them.
         return "none", 0
+
+    def _sync_blocks(self) -> VectorBlocks:
+        """The store's in-memory ``VectorBlocks`` brought to this snapshot (the segment cache was
+        refreshed to it when the view opened). A passage's vector and signature never change
+        while its id lives (a new version gets new ids), so the difference to the blocks is just
+        ids: live ones not yet loaded are read with one binary COPY, loaded ones no longer live
+        (superseded, removed) are killed. A merge moves ids between segments and costs nothing."""
+        s = self._s
+        cache = s._cache
+        model = s.embedder
+        if s._blocks is None or s._blocks_model != (model, s.dimension):
+            s._blocks, s._blocks_model, s._blocks_gen = VectorBlocks(s.dimension), (model, s.dimension), None
+        blocks = s._blocks
+        if s._blocks_gen == cache.generation:
+            return blocks
+        live = cache.sig >= 0
+        loaded = np.flatnonzero(blocks._blk >= 0)
+        inside = loaded < len(live)
+        still = np.zeros(len(loaded), dtype=bool)
+        still[inside] = live[loaded[inside]]
+        gone = loaded[~still]
+        held = np.zeros(len(live), dtype=bool)
+        held[loaded[inside]] = True
+        if len(gone):
+            blocks.kill(gone)
+        new = np.flatnonzero(live & ~held)
+        if len(new):
+            pids, vecs = self._load_vectors(new, s.dimension)
+            blocks.add(pids, cache.sig[pids], vecs)
+        s._blocks_gen = cache.generation
+        return blocks
+
+    def _load_vectors(self, want: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """Stored vectors of these live passage ids (sorted), in that order, read in this
+        snapshot with one binary COPY (no per-row Python). Every live passage has a vector
+        row; one without is a corrupt store and raises rather than being searched as zeros."""
+        lo, hi = int(want[0]), int(want[-1])
+        if len(want) * 4 >= hi - lo + 1:
+            # Mostly contiguous ids (a first load, bulk writes): a range scan, then filter.
+            stmt = sql.SQL("COPY (SELECT pid, embedding FROM vectors WHERE pid BETWEEN {} AND {}) "
+                           "TO STDOUT (FORMAT BINARY)").format(sql.Literal(lo), sql.Literal(hi))
+        else:
+            stmt = sql.SQL("COPY (SELECT pid, embedding FROM vectors WHERE pid = ANY({}::int4[])) "
+                           "TO STDOUT (FORMAT BINARY)").format(sql.Literal(want.tolist()))
+        buf = bytearray()
+        with self._c.copy(stmt) as cp:
+            for chunk in cp:
+                buf += chunk
+        pids, vecs = _parse_vector_copy(buf, dim)
+        del buf
+        keep = np.isin(pids, want)
+        if not keep.all():
+            pids, vecs = pids[keep], vecs[keep]
+        if len(pids) != len(want):
+            lost = np.setdiff1d(want, pids)
+            raise StoreError(f"{len(lost)} live passages have no stored vector (e.g. pid {int(lost[0])}); "
+                             "re-embed the store with `evidex reembed`")
+        order = np.argsort(pids, kind="stable")
+        return pids[order], vecs[order]
 
     def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
         return [(decode(p, PID), decode(t, TF))
@@ -369,11 +370,7 @@ class _View:
         if q.shape[0] != self._s.dimension:
             raise StoreError(f"query vector has {q.shape[0]} dimensions, the store {self._s.dimension}")
         if self._s.vector_search == "exact":
-            blocks = self._s._cache.vectors
-            if blocks is None:
-                raise StoreError("exact vector search found no in-memory vector blocks for the store's "
-                                 f"model {self._s.embedder!r}")
-            return blocks.search(sig_list, q, k)
+            return self._sync_blocks().search(sig_list, q, k)
         counts = {s.id: s.passages for ss in self._s._cache.by_tenant.values() for s in ss}
         allowed = sum(counts.get(s, 0) for s in sig_list)
         if allowed > HNSW_EXACT_BELOW:
@@ -485,6 +482,11 @@ class PostgresStore:
         )
         self._lock = threading.RLock()
         self._cache = SegmentCache()
+        # Exact mode's in-memory vectors: (model, dimension) and segment-cache generation they
+        # were synced to (see _View._sync_blocks).
+        self._blocks: VectorBlocks | None = None
+        self._blocks_model: tuple[str, int] | None = None
+        self._blocks_gen: int | None = None
         if self.vector_search == "hnsw" and self.embedder != "none":
             self._ensure_hnsw()
 
