@@ -14,18 +14,19 @@ as the rows. What differs is concurrency and vectors:
   Signature counters are updated at the end in id order; the generation row is updated last,
   which serialises commits in generation order, and tombstones carry that generation (see
   ``_pg_schema``).
-* Vectors are stored as pgvector rows with their signature. ``exact`` (default) searches them
-  the way the SQLite backend does: each process keeps the ``VectorBlocks`` of ``_vectors`` (one
-  block per signature; float64 exact for small blocks, int8 first pass + exact re-scoring for
-  large ones), loaded from pgvector by one binary ``COPY`` per refresh for the segments that
-  are new since the last generation and killed by tombstones, so results and scores are SQLite's
-  bit for bit and a query costs the same. The price is memory in every reading process: about
-  dim x 5 bytes per live passage (float32 + int8 copy; 1M x 384 is ~1.9 GB) and a first search
-  that loads them all. ``hnsw`` (opt-in, ``?vector_search=hnsw``) keeps no vectors in memory:
-  an HNSW index with pgvector's iterative index scans, candidates re-scored in float64;
-  approximate, and the neighbours it finds can depend on rows the actor cannot see (the graph
-  is built over all rows), though never include them. Actors who may read few passages, and
-  index scans that give up early, get an exact scan in SQL instead.
+* Vectors are stored as pgvector rows with their signature. ``exact`` (default) searches them the
+  way the SQLite backend does: each process keeps the ``VectorBlocks`` of ``_vectors`` (one block
+  per signature; float64 exact for small blocks, int8 first pass + exact re-scoring for large
+  ones), loaded from pgvector by one binary ``COPY`` on the first vector search and then synced by
+  generation (live passage ids not yet loaded are read, dead ones killed), so results and scores
+  are SQLite's bit for bit and a query costs the same. The price is memory in every process that
+  runs vector searches: about dim x 5 bytes per live passage (float32 + int8 copy; 1M x 384 is
+  ~1.9 GB) and a first vector search that loads them all. ``hnsw`` (opt-in,
+  ``?vector_search=hnsw``) keeps no vectors in memory: an HNSW index with pgvector's iterative
+  index scans, candidates re-scored in float64; approximate, and the neighbours it finds can
+  depend on rows the actor cannot see (the graph is built over all rows), though never include
+  them. Actors who may read few passages, and index scans that give up early, get an exact scan in
+  SQL instead.
 
 Location: ``postgresql://user:pass@host:port/db?schema=evidex&vector_search=exact``; ``schema``
 (default ``evidex``) and ``vector_search`` are evidex's own parameters, everything else goes to
