@@ -191,6 +191,53 @@ async def open_loop(url: str, bodies: list[dict[str, Any]], rate: float, seconds
     return out
 
 
+WRK_SCRIPT = """
+local bodies = {}
+for line in io.lines(os.getenv("EVIDEX_BODIES")) do bodies[#bodies + 1] = line end
+local i = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer " .. os.getenv("EVIDEX_KEY")
+request = function()
+  i = i % #bodies + 1
+  return wrk.format(nil, "/v1/search", nil, bodies[i])
+end
+"""
+
+
+def run_wrk(url: str, bodies: list[dict[str, Any]], connections: int, seconds: float) -> dict[str, Any]:
+    """Closed loop driven by wrk (C, epoll: a small CPU share, so the server gets the cores)."""
+    import re
+    import shutil
+
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise SystemExit("--wrk needs the wrk binary (Debian package wrk)")
+    (WORK / "bodies.jsonl").write_text("\n".join(json.dumps(b) for b in bodies) + "\n")
+    (WORK / "search.lua").write_text(WRK_SCRIPT)
+    env = {**os.environ, "EVIDEX_BODIES": str(WORK / "bodies.jsonl"), "EVIDEX_KEY": KEY}
+    def children_cpu() -> float:  # wrk is a child that has exited and been waited for
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    c0 = children_cpu()
+    out = subprocess.run([wrk, "-t1", f"-c{connections}", f"-d{int(seconds)}s", "--latency",
+                          "-s", str(WORK / "search.lua"), url], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    def ms(label: str) -> float:
+        m = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+        assert m, out
+        return float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]
+
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errors = re.search(r"Socket errors:(.*)", out)
+    return {"req_per_s": float(rps.group(1)) if rps else 0.0, "p50_ms": ms("50"), "p90_ms": ms("90"),
+            "p99_ms": ms("99"), "non_2xx": int(bad.group(1)) if bad else 0,
+            "socket_errors": errors.group(1).strip() if errors else "none", "connections": connections,
+            "loadgen_cpu_share_of_one_core": round((children_cpu() - c0) / seconds, 2)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workers", type=int, default=2)
@@ -201,6 +248,7 @@ def main() -> None:
     ap.add_argument("--modes", default="keyword,hybrid")
     ap.add_argument("--embedder", default="multilingual-e5-small")
     ap.add_argument("--cold-seconds", type=float, default=10.0)
+    ap.add_argument("--wrk", action="store_true", help="also drive a closed loop with wrk (C load generator)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so the server is stopped in `finally`
     beir = load_beir(SCIFACT)
@@ -225,6 +273,9 @@ def main() -> None:
                                                   total=len(bodies) * 2 * args.handles * args.workers))
             r["closed_loop"] = asyncio.run(closed_loop(url, bodies, args.concurrency, args.seconds))
             r["open_loop"] = asyncio.run(open_loop(url, bodies, args.rate, args.seconds))
+            if args.wrk:
+                for conns in (4, 8, 16):
+                    r[f"wrk_closed_loop_c{conns}"] = run_wrk(url, bodies, conns, args.seconds)
             if mode != "keyword":
                 cold = [{"query": api_query(f"n{i} {q}"), "mode": mode, "top_k": 6}
                         for i, q in enumerate(queries * 40)]

@@ -127,7 +127,7 @@ LAUNCHER = '''
 import json, sys
 import uvicorn
 from evidex.server._app import create_app
-from evidex.server._settings import load_server_settings
+from evidex.config import load_config
 
 db, config, calls, port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[5])
 
@@ -145,7 +145,7 @@ def drift(*, tenant):
     record("drift", tenant=tenant)
     return {"tenant": tenant, "changed": []}
 
-app = create_app(db, load_server_settings(config), sync=sync, drift=drift)
+app = create_app(db, load_config(config).server, sync=sync, drift=drift)
 uvicorn.run(app, host="127.0.0.1", port=port, access_log=False, log_level="warning")
 '''
 

@@ -262,8 +262,12 @@ def test_jsonl_bad_lines_are_rejected_by_line_and_good_lines_kept(tmp_path: Path
 
 
 def test_an_unsupported_suffix_given_explicitly_is_rejected(tmp_path: Path) -> None:
-    reason = reject_reason(write(tmp_path / "report.pdf", b"%PDF-1.4"))
-    assert ".pdf" in reason
+    reason = reject_reason(write(tmp_path / "scan.png", b"\x89PNG\r\n"))
+    assert ".png" in reason and ".pdf" in reason  # names the file type and what is supported
+
+
+def test_a_broken_pdf_is_rejected_as_unreadable(tmp_path: Path) -> None:
+    assert "not a readable PDF" in reject_reason(write(tmp_path / "report.pdf", b"%PDF-1.4"))
 
 
 def test_unsupported_files_inside_a_folder_are_skipped(tmp_path: Path) -> None:

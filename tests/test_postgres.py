@@ -22,7 +22,7 @@ import pytest
 from backends import Locator, locator, raw
 from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.ingest import load_paths
-from evidex.store import PostgresStore, _postgres, open_store
+from evidex.store import PostgresStore, SourceEntry, _postgres, open_store
 from evidex.store._pg_schema import SCHEMA_VERSION
 from evidex.store._postgres import split_url
 
@@ -81,8 +81,9 @@ def test_upgrade_from_schema_version_1(pg: Locator) -> None:
         kb.ingest(docs)
         kb.ingest(Document("d0", "t", frozenset({"g"}), "2", "alpha again"))
     with KnowledgeBase.open(url) as kb:
-        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 2
-        assert [r[0] for r in raw(url, "SELECT version FROM schema_version ORDER BY version")] == [1, 2]
+        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 3
+        assert [r[0] for r in raw(url, "SELECT version FROM schema_version ORDER BY version")] == [1, 2, 3]
+        assert raw(url, "SELECT count(*) FROM source_documents") == [(0,)]
         assert raw(url, "SELECT 1 FROM pg_indexes WHERE indexname = 'vectors_sig' AND schemaname = "
                         "current_schema()")
         assert kb.stats()["documents"] == 20 and kb.stats()["history_versions"] == 1
@@ -95,7 +96,7 @@ def test_upgrade_from_schema_version_1(pg: Locator) -> None:
                 assert a == b and a, mode
     # Opening again applies nothing more.
     with KnowledgeBase.open(url):
-        assert len(raw(url, "SELECT version FROM schema_version")) == 2
+        assert len(raw(url, "SELECT version FROM schema_version")) == 3
 
 
 def test_newer_schema_is_refused(pg: Locator) -> None:
@@ -301,6 +302,10 @@ def test_migrate_sqlite_to_postgres_and_back(tmp_path: Path, pg: Locator) -> Non
     back to SQLite is equal again. A non-empty target is refused."""
     src = str(tmp_path / "src.db")
     old = _history_store(src)
+    with KnowledgeBase.open(src) as a:
+        doc = next(iter(a.documents()))
+        a.store.apply([], keep_history=True, sources=[
+            SourceEntry("help", doc.tenant, doc.id, "d.md", "12:34:56", doc.content_sha256)])
     dst = pg("copy")
     proc = subprocess.run([str(EVIDEX), "migrate", "--from", src, "--to", dst, "--json"],
                           capture_output=True, text=True, timeout=300)
@@ -312,6 +317,7 @@ def test_migrate_sqlite_to_postgres_and_back(tmp_path: Path, pg: Locator) -> Non
         assert _snapshot(a) == _snapshot(b)
         assert b.stats()["history_versions"] == a.stats()["history_versions"]
         assert b.resolve(A, old).matched_version == a.resolve(A, old).matched_version == "1"
+        assert b.source_entries() == a.source_entries() and len(a.source_entries()) == 1
     back = str(tmp_path / "back.db")
     proc = subprocess.run([str(EVIDEX), "migrate", "--from", dst, "--to", back],
                           capture_output=True, text=True, timeout=300)

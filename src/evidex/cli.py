@@ -13,14 +13,19 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from . import __version__
+from .config import Config, load_config
 from .ingest import FRONT_MATTER_KEYS, load_paths
 from .kb import KnowledgeBase
 from .model import Actor, DocumentError, EvidexError, IngestReport
+
+if TYPE_CHECKING:  # the answer and sources layers load lazily: a fast start for every command
+    from .answer import AnswerSettings
+    from .sources import SyncReport
 
 app = typer.Typer(
     add_completion=False,
@@ -36,6 +41,13 @@ class _State:
     db: str = "evidex.db"
     analyzer: str | None = None
     embedder: str | None = None
+    config: Config | None = None
+    config_path: str | None = None
+
+    @property
+    def cfg(self) -> Config:
+        """The --config file's settings, or the built-in defaults when none was given."""
+        return self.config or Config()
 
 
 state = _State()
@@ -88,7 +100,13 @@ def _errors(fn: F) -> F:
 
 
 def _open() -> KnowledgeBase:
-    return KnowledgeBase.open(state.db, analyzer=state.analyzer, embedder=state.embedder)
+    r = state.cfg.retrieval
+    return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
+                              embedder=state.embedder or r.embedder)
+
+
+def _answer_settings(handoff: str | None) -> AnswerSettings:
+    return state.cfg.answer_settings(handoff)
 
 
 @app.callback()
@@ -105,6 +123,11 @@ def main_options(
         str | None,
         typer.Option("--embedder", help="Embedding model for a new store (none = keyword only)."),
     ] = None,
+    config: Annotated[
+        str | None,
+        typer.Option("--config", help="knowledge.config.yaml: sources and retrieval/answer defaults "
+                     "for every command (default: $EVIDEX_CONFIG)."),
+    ] = None,
     version: Annotated[bool, typer.Option("--version", help="Show the version.")] = False,
 ) -> None:
     if version:
@@ -113,6 +136,15 @@ def main_options(
     state.db = db or os.environ.get("EVIDEX_DB") or "evidex.db"
     state.analyzer = analyzer
     state.embedder = embedder
+    state.config_path = config or os.environ.get("EVIDEX_CONFIG") or None
+    state.config = None
+    if state.config_path:
+        try:
+            state.config = load_config(state.config_path)
+        except EvidexError as exc:
+            for line in str(exc).splitlines()[1:]:
+                typer.echo(f"  {_safe(line)}", err=True)
+            raise _fail(str(exc)) from None
 
 
 @app.command()
@@ -189,21 +221,28 @@ def search(
     tenant: TenantOpt,
     groups: GroupsOpt,
     visibilities: VisOpt = "public,internal",
-    limit: Annotated[int, typer.Option(help="Number of passages.")] = 6,
-    match: Annotated[str, typer.Option(help="any or all query words.")] = "any",
-    mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "hybrid",
-    fusion: Annotated[str, typer.Option(help="rrf or convex (hybrid mode).")] = "rrf",
+    limit: Annotated[int | None, typer.Option(help="Number of passages (config top_k, else 6).")] = None,
+    match: Annotated[str | None, typer.Option(help="any or all query words.")] = None,
+    mode: Annotated[str | None, typer.Option(help="hybrid, keyword or vector.")] = None,
+    fusion: Annotated[str | None, typer.Option(help="rrf or convex (hybrid mode).")] = None,
     explain: Annotated[bool, typer.Option(help="Show each leg's rank and score.")] = False,
     language: Annotated[str | None, typer.Option(help="Only documents in this language.")] = None,
     tag: Annotated[list[str] | None, typer.Option(help="Only documents with this tag.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Search the passages the caller may read."""
+    """Search the passages the caller may read (defaults from --config's retrieval section)."""
+    from .retrieve import Fusion
+
     actor = _actor(tenant, groups, visibilities)
     filters = {"language": language, "tags": tag or []}
+    r = state.cfg.retrieval
     with _open() as kb:
-        hits = kb.search(actor, query, limit=limit, match=match, filters=filters, mode=mode,
-                         fusion=fusion, explain=explain)
+        hits = kb.search(actor, query, limit=r.top_k if limit is None else limit,
+                         match=r.match if match is None else match, filters=filters,
+                         mode=r.mode if mode is None else mode, explain=explain,
+                         fusion=Fusion(r.fuse if fusion is None else fusion, r.rrf_k, r.window,
+                                       r.alpha),
+                         max_per_document=r.max_per_document)
     if as_json:
         _emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence})
         return
@@ -230,17 +269,15 @@ def ask(
     tenant: TenantOpt,
     groups: GroupsOpt,
     visibilities: VisOpt = "public,internal",
-    generator: Annotated[str, typer.Option(help="extractive or openai.")] = "extractive",
+    generator: Annotated[str | None, typer.Option(help="extractive or openai.")] = None,
     handoff: Annotated[str | None, typer.Option(help="How to reach a person when declining.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer from the passages the caller may read, citing every claim, or decline."""
-    from .answer import AnswerSettings
-
     with _open() as kb:
-        settings = AnswerSettings(handoff=handoff) if handoff else None
-        ans = kb.answer(_actor(tenant, groups, visibilities), question, generator=generator,
-                        settings=settings)
+        ans = kb.answer(_actor(tenant, groups, visibilities), question,
+                        generator=generator or state.cfg.answer.generator,
+                        settings=_answer_settings(handoff))
     if as_json:
         _emit(ans.as_dict())
         return
@@ -252,7 +289,8 @@ def ask(
                        f"#{c['passage']} {_safe(c['title'] or '')} ({_safe(where)})")
     else:
         typer.echo(f"  reason: {ans.reason}")
-        typer.echo(f"  {_safe(ans.handoff or '')}")
+        if ans.handoff:
+            typer.echo(f"  {_safe(ans.handoff)}")
 
 
 @app.command()
@@ -368,7 +406,7 @@ def evaluate(
     tenant: Annotated[str | None, typer.Option(help="Caller tenant (--qa).")] = None,
     groups: Annotated[str | None, typer.Option(help="Caller groups (--qa).")] = None,
     visibilities: VisOpt = "public,internal",
-    generator: Annotated[str, typer.Option(help="extractive or openai (--qa).")] = "extractive",
+    generator: Annotated[str | None, typer.Option(help="extractive or openai (--qa).")] = None,
     mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "keyword",
     analyzer: Annotated[
         str | None, typer.Option("--analyzer", help="Analyzer (default: english).")
@@ -388,7 +426,8 @@ def evaluate(
         if not tenant or not groups:
             raise EvidexError("--qa needs --tenant and --groups (the caller the questions come from)")
         with _open() as kb:
-            result = evaluate_qa(kb, qa, _actor(tenant, groups, visibilities), generator=generator)
+            result = evaluate_qa(kb, qa, _actor(tenant, groups, visibilities),
+                                 generator=generator or state.cfg.answer.generator)
         if as_json:
             _emit(result)
         else:
@@ -408,14 +447,23 @@ def evaluate(
 
 # -- service: evidex serve, evidex mcp (issue 6) ---------------------------------------------------
 ServerConfigOpt = Annotated[
-    Path, typer.Option("--config", help="Configuration file with a server: section (API keys).")
+    Path | None,
+    typer.Option("--config", help="Configuration file with a server: section (API keys); "
+                                  "default: the global --config."),
 ]
+
+
+def _server_config(config: Path | None) -> str:
+    chosen = config or state.config_path
+    if not chosen:
+        raise EvidexError("the service needs a configuration with a server: section: give --config FILE")
+    return str(chosen)
 
 
 @app.command()
 @_errors
 def serve(
-    config: ServerConfigOpt,
+    config: ServerConfigOpt = None,
     host: Annotated[str | None, typer.Option(help="Address (default: server.host, 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: server.port, 8000).")] = None,
     workers: Annotated[int, typer.Option(min=1, max=64, help="uvicorn worker processes.")] = 1,
@@ -423,12 +471,12 @@ def serve(
     """Serve the HTTP API (/v1/...) and the web page over --db until interrupted."""
     from .server._run import serve as run_service
 
-    run_service(state.db, config, host, port, workers)
+    run_service(state.db, _server_config(config), host, port, workers)
 
 
 @app.command("mcp")
 @_errors
-def mcp_server(config: ServerConfigOpt) -> None:
+def mcp_server(config: ServerConfigOpt = None) -> None:
     """Serve the MCP tools search, resolve and answer over stdio, as the API key in
     $EVIDEX_API_KEY (one of the configuration's server.api_keys)."""
     from .server._mcp import run_stdio
@@ -436,8 +484,119 @@ def mcp_server(config: ServerConfigOpt) -> None:
 
     if not Path(state.db).is_file():
         raise EvidexError(f"no store at {state.db}; ingest documents first")
-    run_stdio(state.db, require_settings(config))
+    run_stdio(state.db, require_settings(_server_config(config)))
 # -- end of service commands -------------------------------------------------------------------------
+
+
+def _need_config() -> Config:
+    if state.config is None:
+        raise EvidexError("this command reads the sources of a configuration: give --config FILE "
+                          "(or set EVIDEX_CONFIG)")
+    return state.config
+
+
+def _run_sources(kind: str, source: list[str] | None, show: bool) -> SyncReport:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .sources import drift, sync
+
+    config = _need_config()
+    run = sync if kind == "sync" else drift
+    with _open() as kb, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), disable=not (show and sys.stderr.isatty()),
+                                 transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(what: str, done: int, total: int) -> None:
+            if what not in tasks:
+                tasks[what] = bar.add_task(_safe(what), total=total)
+            bar.update(tasks[what], completed=done, total=total)
+
+        return run(kb, config, source or None, progress=progress)
+
+
+def _print_problems(rep: Any) -> None:
+    if rep.failed:
+        typer.echo(f"  failed: {_safe(rep.failed)}", err=True)
+    for s in rep.skipped:
+        typer.echo(f"  skipped {_safe(s.item)}: {_safe(s.reason)}", err=True)
+    for s in rep.errors:
+        typer.echo(f"  kept (not readable now) {_safe(s.item)}: {_safe(s.reason)}", err=True)
+
+
+SourceOpt = Annotated[
+    list[str] | None, typer.Option("--source", help="Only this source id (repeatable).")
+]
+
+
+@app.command("sync")
+@_errors
+def sync_cmd(source: SourceOpt = None, as_json: JsonOpt = False) -> None:
+    """Bring the index in line with the configured sources: add new documents, supersede
+    changed ones, skip unchanged ones without writing, remove documents gone from the source.
+
+    Exit status 1 when a source or an item could not be read (its indexed documents are kept).
+    """
+    report = _run_sources("sync", source, show=not as_json)
+    if as_json:
+        _emit(report.as_dict())
+    else:
+        for rep in report.sources:
+            owner = f" (owner {_safe(rep.owner)})" if rep.owner else ""
+            d = rep.as_dict("sync")
+            typer.echo(f"{_safe(rep.source)}{owner}: added {len(d['added'])}, superseded "
+                       f"{len(d['superseded'])}, unchanged {d['unchanged']}, removed "
+                       f"{len(d['removed'])}, skipped {len(d['skipped'])}")
+            _print_problems(rep)
+        totals = ", ".join(f"{k} {v}" for k, v in report.totals().items())
+        typer.echo(f"total: {totals} ({report.seconds:.1f} s)")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command("drift")
+@_errors
+def drift_cmd(
+    source: SourceOpt = None,
+    notify: Annotated[bool, typer.Option("--notify/--no-notify",
+                                         help="POST the report to the configured webhook when "
+                                              "something drifted.")] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare each source with the index without writing: new, changed and removed documents
+    per source and owner.
+
+    Exit status 0: in sync; 1: something drifted; 2: a source could not be checked or the
+    webhook failed.
+    """
+    from .sources import notify_webhook
+
+    report = _run_sources("drift", source, show=not as_json)
+    if as_json:
+        _emit(report.as_dict())
+    else:
+        for rep in report.sources:
+            owner = f" (owner {_safe(rep.owner)})" if rep.owner else ""
+            typer.echo(f"{_safe(rep.source)}{owner}: {len(rep.new)} new, {len(rep.changed)} "
+                       f"changed, {len(rep.removed)} removed, {rep.unchanged} unchanged")
+            for kind, ids in (("new", rep.new), ("changed", rep.changed), ("removed", rep.removed)):
+                for doc_id in sorted(ids):
+                    typer.echo(f"  {kind:<8} {_safe(doc_id)}")
+            _print_problems(rep)
+        t = report.totals()
+        typer.echo(("drifted: " if report.drifted else "in sync: ")
+                   + f"{t['new']} new, {t['changed']} changed, {t['removed']} removed")
+    hook = state.cfg.freshness.notify
+    if notify and report.drifted and hook.webhook:
+        try:
+            notify_webhook(hook.webhook, report, timeout=hook.timeout_seconds)
+        except EvidexError as exc:
+            typer.echo(f"error: {_safe(str(exc))}", err=True)
+            raise typer.Exit(2) from None
+    if not report.ok:
+        raise typer.Exit(2)
+    if report.drifted:
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import numpy as np
 from .answer import Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator, answer_question
 from .cite import resolve_citation
 from .embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, EmbeddingCache, get_embedder
-from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan, split_text
+from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan, split_key, split_text
 from .model import (
     Actor,
     Document,
@@ -48,7 +48,15 @@ from .retrieve import (
     select_top,
     vector_candidates,
 )
-from .store import DocumentWrite, MissingVectors, PassageWrite, Store, StoredDocument, open_store
+from .store import (
+    DocumentWrite,
+    MissingVectors,
+    PassageWrite,
+    SourceEntry,
+    Store,
+    StoredDocument,
+    open_store,
+)
 
 __all__ = ["KnowledgeBase"]
 
@@ -164,9 +172,16 @@ class KnowledgeBase:
         split: str = "paragraph",
         *,
         max_section_chars: int = DEFAULT_MAX_SECTION_CHARS,
+        keep_history: bool | None = None,
+        sources: Sequence[SourceEntry] = (),
     ) -> IngestReport:
         """Add new documents, supersede changed ones, skip unchanged ones: all in one
-        transaction. A batch with an invalid member is rejected whole."""
+        transaction. A batch with an invalid member is rejected whole.
+
+        ``sources`` records which configured source each document came from (see
+        ``evidex.sources``) in the same transaction, so a sync killed at any moment never
+        leaves a record that claims a document is up to date when it is not.
+        ``keep_history`` overrides the knowledge base's setting for this batch."""
         if split not in SPLITS:
             raise DocumentError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
         docs = [documents] if isinstance(documents, Document) else list(documents)
@@ -181,18 +196,34 @@ class KnowledgeBase:
                     f"(items {seen[key]} and {i}); nothing was written"
                 )
             seen[key] = i
-        split_key = f"heading:{max_section_chars}" if split == "heading" else split
+        keep = self.keep_history if keep_history is None else keep_history
         writes = [
-            DocumentWrite(d, split_key, self._passages(d, split, max_section_chars)) for d in docs
+            DocumentWrite(d, split_key(split, max_section_chars, d.sections),
+                          self._passages(d, split, max_section_chars))
+            for d in docs
         ]
         if self.store.embedder == "none":
-            return self.store.apply(writes, keep_history=self.keep_history)
+            return self.store.apply(writes, keep_history=keep, sources=sources)
         try:
             skip = self.store.unchanged(writes)
-            return self.store.apply(self._with_vectors(writes, skip), keep_history=self.keep_history)
+            return self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
+                                    sources=sources)
         except MissingVectors:
             # Another writer changed a document we took for unchanged: embed everything.
-            return self.store.apply(self._with_vectors(writes, set()), keep_history=self.keep_history)
+            return self.store.apply(self._with_vectors(writes, set()), keep_history=keep,
+                                    sources=sources)
+
+    def unchanged(self, documents: Iterable[Document], split: str = "paragraph", *,
+                  max_section_chars: int = DEFAULT_MAX_SECTION_CHARS) -> set[tuple[str, str]]:
+        """(tenant, id) of the documents an ingest with these settings would skip, without
+        splitting, embedding or writing anything (what a drift check needs)."""
+        writes = [DocumentWrite(d, split_key(split, max_section_chars, d.sections), ())
+                  for d in documents]
+        return self.store.unchanged(writes)
+
+    def source_entries(self, source: str | None = None) -> list[SourceEntry]:
+        """What sync recorded about the documents of ``source`` (every source when None)."""
+        return self.store.source_entries(source)
 
     def _with_vectors(self, writes: list[DocumentWrite], skip: set[tuple[str, str]]) -> list[DocumentWrite]:
         todo = [w for w in writes if (w.document.tenant, w.document.id) not in skip]
@@ -234,7 +265,8 @@ class KnowledgeBase:
 
     def _passages(self, doc: Document, split: str, max_section_chars: int) -> tuple[PassageWrite, ...]:
         out = []
-        for p in split_text(doc.text, split, max_section_chars=max_section_chars):
+        for p in split_text(doc.text, split, max_section_chars=max_section_chars,
+                            sections=doc.sections):
             terms = Counter(self._analyzer.terms(p.text))
             out.append(PassageWrite(p, dict(terms), sum(terms.values()), flags=scan(p.text)))
         return tuple(out)

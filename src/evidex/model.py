@@ -19,6 +19,7 @@ __all__ = [
     "VISIBILITIES",
     "Actor",
     "CitationError",
+    "ConfigError",
     "Document",
     "DocumentError",
     "EvidexError",
@@ -29,6 +30,7 @@ __all__ = [
     "QueryError",
     "Resolution",
     "SearchResults",
+    "Section",
     "StoreError",
     "can_access",
     "sha256_text",
@@ -61,6 +63,10 @@ class CitationError(EvidexError):
 
 class StoreError(EvidexError):
     """The store cannot be opened as asked (other analyzer, newer schema, unreadable file)."""
+
+
+class ConfigError(EvidexError):
+    """A configuration file is invalid; the message names the file, the line and the key."""
 
 
 def sha256_text(text: str) -> str:
@@ -113,6 +119,23 @@ class Actor:
 
 
 @dataclass(frozen=True, slots=True)
+class Section:
+    """A span of a document's text that its source format marks as a unit: an HTML or Word
+    heading with its body, or a PDF page. Loaders that know the structure better than the text
+    does (ids in HTML, page breaks in PDF) hand it over this way, so passages can carry the
+    anchor and page that make a citation open the right place."""
+
+    start: int
+    end: int
+    heading_path: tuple[str, ...] = ()
+    anchor: str | None = None
+    page: int | None = None
+
+    def as_list(self) -> list[Any]:
+        return [self.start, self.end, list(self.heading_path), self.anchor, self.page]
+
+
+@dataclass(frozen=True, slots=True)
 class Document:
     """One source document as the caller hands it in; ``(tenant, id)`` identifies it."""
 
@@ -127,6 +150,9 @@ class Document:
     visibility: str = "internal"
     published_at: str | None = None
     tags: tuple[str, ...] = ()
+    #: Structure from the source format (see ``Section``); empty when the text itself carries it
+    #: (Markdown headings) or has none. Not a document field of JSON records.
+    sections: tuple[Section, ...] = ()
 
     def __post_init__(self) -> None:
         err = DocumentError
@@ -175,6 +201,14 @@ class Document:
             self, "tags", tuple(sorted(_names(tags, f"Document.tags of {self.id!r}", err,
                                               allow_empty=True)))
         )
+        secs = tuple(self.sections)
+        pos = 0
+        for s in secs:
+            if not isinstance(s, Section) or not (pos <= s.start <= s.end <= len(self.text)):
+                raise err(f"Document.sections of {self.id!r} must be Sections in text order "
+                          "that do not overlap and lie inside the text")
+            pos = s.end
+        object.__setattr__(self, "sections", secs)
 
     @property
     def content_sha256(self) -> str:
@@ -196,7 +230,7 @@ class Document:
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], **defaults: Any) -> Document:
         """Build from a JSON-like record; ``defaults`` fill absent keys (CLI options)."""
-        allowed = set(cls.__dataclass_fields__)
+        allowed = set(cls.__dataclass_fields__) - {"sections"}
         unknown = set(data) - allowed
         if unknown:
             raise DocumentError(f"unknown document fields {sorted(unknown)}; allowed: {sorted(allowed)}")

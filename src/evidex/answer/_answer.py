@@ -78,7 +78,7 @@ def answer_question(
     }
 
     def decline(reason: str, detail: str = "") -> Answer:
-        return Answer("declined", DECLINE_TEXT, [], reason, settings.handoff,
+        return Answer("declined", DECLINE_TEXT, [], reason, settings.handoff or None,
                       trace if settings.trace != "off" else None, detail)
 
     sources = number_sources(results)

@@ -1,4 +1,5 @@
-"""Reading documents from files: Markdown and text (with YAML front matter) and JSONL records.
+"""Reading documents from files: Markdown and text (with YAML front matter), HTML, PDF, Word
+and JSONL records.
 
 Loading never writes: it yields documents and per-file rejections, so a caller can report bad
 files and still ingest the good ones as one atomic batch.
@@ -15,13 +16,23 @@ from typing import Any
 
 import yaml
 
-from ..model import Document, EvidexError, sha256_text
+from ..model import Document, DocumentError, EvidexError, sha256_text
+from ._docx import extract_docx
+from ._html import extract_html
+from ._pdf import extract_pdf
 from ._split import first_heading
+from ._structure import Extracted
 
-__all__ = ["FRONT_MATTER_KEYS", "LoadResult", "Rejected", "iter_files", "load_paths"]
+__all__ = ["FORMATS", "FRONT_MATTER_KEYS", "LoadResult", "Rejected", "iter_files", "load_document",
+           "load_paths"]
 
-TEXT_SUFFIXES = {".md", ".markdown", ".txt"}
+
 RECORD_SUFFIXES = {".jsonl"}
+#: File suffix -> format. Formats are read by their libraries (markdown-it-py, selectolax,
+#: pypdf, python-docx); nothing here parses a format by hand.
+FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".html": "html",
+           ".htm": "html", ".pdf": "pdf", ".docx": "docx", ".jsonl": "records"}
+_EXTRACT = {"html": extract_html, "pdf": extract_pdf, "docx": extract_docx}
 FRONT_MATTER_KEYS = frozenset(
     {"id", "version", "groups", "visibility", "language", "title", "source_url", "tags",
      "published_at"}
@@ -47,7 +58,7 @@ def iter_files(paths: list[Path]) -> Iterator[tuple[Path, Path]]:
     for p in paths:
         if p.is_dir():
             for f in sorted(p.rglob("*")):
-                if f.is_file() and f.suffix.lower() in TEXT_SUFFIXES | RECORD_SUFFIXES:
+                if f.is_file() and f.suffix.lower() in FORMATS:
                     yield f, p
         else:
             yield p, p.parent
@@ -72,30 +83,61 @@ def _front_matter(raw: str) -> tuple[dict[str, Any], str]:
     return meta, raw[m.end():]
 
 
-def _text_document(path: Path, root: Path, defaults: dict[str, Any]) -> Document:
+def _decode(data: bytes) -> str:
     try:
         # utf-8-sig: a byte-order mark must not hide the front matter (and with it the groups
         # and visibility). Line ends are normalised to "\n"; the fingerprint is of that text.
-        raw = path.read_text(encoding="utf-8-sig")
+        raw = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise EvidexError("not UTF-8 text") from None
-    meta, body = _front_matter(raw)
-    for key in ("version", "id"):
-        if key in meta and not isinstance(meta[key], str):
-            meta[key] = str(meta[key])
-    if "published_at" in meta and meta["published_at"] is not None:
-        meta["published_at"] = str(meta["published_at"])
-    fields: dict[str, Any] = {**{k: v for k, v in defaults.items() if v is not None}, **meta}
-    fields.setdefault("id", path.relative_to(root).as_posix())
-    if "title" not in fields and path.suffix.lower() in {".md", ".markdown"}:
-        title = first_heading(body)
-        if title:
-            fields["title"] = title
-    fields["text"] = body
-    if "version" not in fields:
-        # Without an explicit version the content decides: an edited file is a new version.
-        fields["version"] = sha256_text(body)[:12]
-    return Document.from_mapping(fields)
+    return raw.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def load_document(data: bytes, fmt: str, defaults: dict[str, Any], *, doc_id: str,
+                  source_url: str | None = None, name: str | None = None,
+                  charset: str | None = None) -> Document:
+    """One document from a file's bytes. ``defaults`` (tenant, groups, ...) fill what the file
+    does not state itself; ``doc_id`` and ``source_url`` are used unless Markdown front matter
+    sets them; ``name`` (the file name) is the title of a PDF or Word file that states none.
+    ``charset`` is a transport's declaration (HTTP) for HTML. Raises an ``EvidexError`` naming
+    what is wrong, e.g. "no text layer (needs OCR)"."""
+    base: dict[str, Any] = {k: v for k, v in defaults.items() if v is not None}
+    if fmt in ("markdown", "text"):
+        meta, body = _front_matter(_decode(data))
+        for key in ("version", "id"):
+            if key in meta and not isinstance(meta[key], str):
+                meta[key] = str(meta[key])
+        if "published_at" in meta and meta["published_at"] is not None:
+            meta["published_at"] = str(meta["published_at"])
+        fields: dict[str, Any] = {**base, **meta}
+        fields.setdefault("id", doc_id)
+        if source_url is not None:
+            fields.setdefault("source_url", source_url)
+        if "title" not in fields and fmt == "markdown":
+            title = first_heading(body)
+            if title:
+                fields["title"] = title
+        fields["text"] = body
+        if "version" not in fields:
+            # Without an explicit version the content decides: an edited file is a new version.
+            fields["version"] = sha256_text(body)[:12]
+        return Document.from_mapping(fields)
+    extract = _EXTRACT.get(fmt)
+    if extract is None:
+        raise DocumentError(f"unsupported format {fmt!r}")
+    found: Extracted = extract_html(data, charset) if fmt == "html" else extract(data)
+    fields = {**base, "id": doc_id, "text": found.text}
+    if found.language:
+        fields["language"] = found.language  # what the file declares beats the default
+    title = found.title or base.get("title") or name
+    if title:
+        fields["title"] = title
+    if source_url is not None:
+        fields["source_url"] = source_url
+    fields.setdefault("version", sha256_text(found.text)[:12])
+    doc = Document.from_mapping(fields)
+    return Document(**{**{f: getattr(doc, f) for f in Document.__dataclass_fields__},
+                       "sections": found.sections})
 
 
 def load_paths(paths: list[Path], defaults: dict[str, Any]) -> LoadResult:
@@ -109,9 +151,10 @@ def load_paths(paths: list[Path], defaults: dict[str, Any]) -> LoadResult:
             continue
         if suffix in RECORD_SUFFIXES:
             _load_jsonl(path, defaults, result)
-        elif suffix in TEXT_SUFFIXES:
+        elif suffix in FORMATS:
             try:
-                doc = _text_document(path, root, defaults)
+                doc = load_document(path.read_bytes(), FORMATS[suffix], defaults,
+                                    doc_id=path.relative_to(root).as_posix(), name=path.name)
             except EvidexError as exc:
                 result.rejected.append(Rejected(str(path), str(exc)))
                 continue
@@ -120,7 +163,7 @@ def load_paths(paths: list[Path], defaults: dict[str, Any]) -> LoadResult:
         else:
             result.rejected.append(
                 Rejected(str(path), f"unsupported file type {suffix or '(none)'}; "
-                         f"supported: {sorted(TEXT_SUFFIXES | RECORD_SUFFIXES)}")
+                         f"supported: {sorted(FORMATS)}")
             )
     return result
 

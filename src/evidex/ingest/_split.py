@@ -8,15 +8,20 @@ paragraph never renumbers the others' citations.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
+import hashlib
+import json
 import re
 import unicodedata
+from collections.abc import Sequence
 from typing import Literal
 
 from markdown_it import MarkdownIt
 
-from ..model import DocumentError, Passage
+from ..model import DocumentError, Passage, Section
 
-__all__ = ["SPLITS", "SplitMode", "slugify", "split_text"]
+__all__ = ["SPLITS", "SplitMode", "slugify", "split_key", "split_text"]
 
 SplitMode = Literal["paragraph", "heading", "document"]
 SPLITS: tuple[str, ...] = ("paragraph", "heading", "document")
@@ -30,19 +35,74 @@ _md = MarkdownIt("commonmark")
 
 
 def split_text(
-    text: str, mode: str, *, max_section_chars: int = DEFAULT_MAX_SECTION_CHARS
+    text: str, mode: str, *, max_section_chars: int = DEFAULT_MAX_SECTION_CHARS,
+    sections: Sequence[Section] = (),
 ) -> list[Passage]:
+    """Passages of ``text``. ``sections`` (from HTML, Word or PDF loaders) replace the Markdown
+    heading parse in heading mode and give every passage of the other modes the heading path,
+    anchor and page of the section it starts in."""
+    if mode not in SPLITS:
+        raise DocumentError(f"split must be one of {', '.join(SPLITS)}, got {mode!r}")
+    if mode == "heading" and (
+        not isinstance(max_section_chars, int) or isinstance(max_section_chars, bool)
+        or max_section_chars < 1
+    ):
+        raise DocumentError(f"max_section_chars must be a positive int, got {max_section_chars!r}")
+    if sections:
+        return _split_sections(text, mode, max_section_chars, _cover(text, sections))
     if mode == "paragraph":
         return split_paragraphs(text)
     if mode == "heading":
-        if not isinstance(max_section_chars, int) or isinstance(max_section_chars, bool) or (
-            max_section_chars < 1
-        ):
-            raise DocumentError(f"max_section_chars must be a positive int, got {max_section_chars!r}")
         return split_headings(text, max_section_chars)
-    if mode == "document":
-        return _whole(text)
-    raise DocumentError(f"split must be one of {', '.join(SPLITS)}, got {mode!r}")
+    return _whole(text)
+
+
+def split_key(mode: str, max_section_chars: int = DEFAULT_MAX_SECTION_CHARS,
+              sections: Sequence[Section] = ()) -> str:
+    """The split configuration stored with a document: what must be equal, besides the text
+    and metadata, for a re-ingest to be a no-op. Given sections are part of it through a digest,
+    so a changed HTML id or page break re-indexes even when the text is the same."""
+    key = f"heading:{max_section_chars}" if mode == "heading" else mode
+    if sections:
+        blob = json.dumps([s.as_list() for s in sections], ensure_ascii=False)
+        key += ";sections=" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+    return key
+
+
+def _cover(text: str, sections: Sequence[Section]) -> list[Section]:
+    """The sections plus structure-less sections for any text between them, so no text is
+    lost when a loader leaves a gap."""
+    out: list[Section] = []
+    pos = 0
+    for s in sections:
+        if s.start > pos:
+            out.append(Section(pos, s.start))
+        out.append(s)
+        pos = s.end
+    if pos < len(text):
+        out.append(Section(pos, len(text)))
+    return out
+
+
+def _split_sections(text: str, mode: str, max_chars: int, sections: list[Section]) -> list[Passage]:
+    if mode == "heading":
+        out: list[Passage] = []
+        for sec in sections:
+            for s, e in _pieces(text, sec.start, sec.end, max_chars):
+                out.append(Passage(len(out) + 1, s, e, text[s:e], sec.heading_path, sec.anchor,
+                                   sec.page))
+        return out
+    parts = split_paragraphs(text) if mode == "paragraph" else _whole(text)
+    starts = [s.start for s in sections]
+    out = []
+    for p in parts:
+        i = max(bisect.bisect_right(starts, p.start) - 1, 0)
+        while i + 1 < len(sections) and sections[i].end <= p.start:
+            i += 1  # an empty section shares its start with the next one
+        sec = sections[i]
+        out.append(dataclasses.replace(p, heading_path=sec.heading_path, anchor=sec.anchor,
+                                       page=sec.page))
+    return out
 
 
 def _whole(text: str) -> list[Passage]:

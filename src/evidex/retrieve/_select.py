@@ -31,8 +31,8 @@ def _order(
     ids = doc_ids(int(k) for k in np.unique(dkeys[order[np.union1d(ties, ties + 1)]]))
     # Runs of equal scores, from the tie positions alone (no pass over the whole prefix).
     breaks = np.flatnonzero(ties[1:] != ties[:-1] + 1)
-    starts = ties[np.r_[0, breaks + 1]]
-    ends = ties[np.r_[breaks, len(ties) - 1]] + 2
+    starts = ties[np.concatenate(([0], breaks + 1))]
+    ends = ties[np.concatenate((breaks, [len(ties) - 1]))] + 2
     out = order.copy()
     for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
         run = order[a:b].tolist()
@@ -43,10 +43,15 @@ def _order(
 def _within_cap(ordered: np.ndarray, dkeys: np.ndarray, cap: int) -> np.ndarray:
     """The entries of ``ordered`` that are among the first ``cap`` of their document."""
     dk = dkeys[ordered]
+    if cap == 1:  # the common case: the best passage of each document
+        _, first = np.unique(dk, return_index=True)
+        return ordered[np.sort(first)]
     by_doc = np.argsort(dk, kind="stable")  # keeps rank order inside each document
     sorted_dk = dk[by_doc]
-    first = np.r_[True, sorted_dk[1:] != sorted_dk[:-1]]
-    run_start = np.maximum.accumulate(np.where(first, np.arange(len(dk)), 0))
+    first_of_run = np.empty(len(dk), dtype=bool)
+    first_of_run[:1] = True
+    np.not_equal(sorted_dk[1:], sorted_dk[:-1], out=first_of_run[1:])
+    run_start = np.maximum.accumulate(np.where(first_of_run, np.arange(len(dk)), 0))
     occurrence = np.empty(len(dk), dtype=np.int64)
     occurrence[by_doc] = np.arange(len(dk)) - run_start
     return ordered[occurrence < cap]

@@ -8,14 +8,12 @@ identity is ever defined.
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..model import VISIBILITIES, EvidexError
 
-__all__ = ["ApiKey", "ConfigError", "JwtSettings", "ServerSettings", "load_server_settings"]
+__all__ = ["ApiKey", "ConfigError", "JwtSettings", "ServerSettings"]
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -129,36 +127,3 @@ class ServerSettings(_Strict):
             if not re.fullmatch(r"[a-z0-9.-]{1,253}(:[0-9]{1,5})?", h):
                 raise ValueError(f"{h!r} is not a lower-case host name (no scheme, no path)")
         return hosts
-
-
-def _describe(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "server"
-    return f"server.{where}: {first['msg']}"
-
-
-def load_server_settings(path: str | Path) -> ServerSettings | None:
-    """The ``server:`` section of a YAML configuration file (None when the file has none).
-
-    A stop-gap reader until the full configuration loader is merged: it reads only this section
-    and leaves the rest of the file to that loader, so both can read the same file.
-    """
-    import yaml
-
-    try:
-        data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read the configuration {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"the configuration {path} is not valid YAML: {exc}") from None
-    if data is None:
-        return None
-    if not isinstance(data, dict):
-        raise ConfigError(f"the configuration {path} must be a mapping at the top level")
-    section = data.get("server")
-    if section is None:
-        return None
-    try:
-        return ServerSettings.model_validate(section)
-    except ValidationError as exc:
-        raise ConfigError(f"{path}: {_describe(exc)}") from None

@@ -34,6 +34,7 @@ __all__ = [
     "PassageWrite",
     "ReadView",
     "Signature",
+    "SourceEntry",
     "Store",
     "StoredDocument",
     "StoredPassage",
@@ -120,6 +121,24 @@ class HistoryEntry:
     meta: str = ""  # the version's metadata JSON (``Document.metadata``), for copying stores
 
 
+@dataclass(frozen=True, slots=True)
+class SourceEntry:
+    """Which configured source a document came from, and how its source item looked then.
+
+    Written by ``Store.apply`` in the transaction that writes the document, and deleted with
+    the document by ``Store.remove``, so an entry never claims more than the store holds. Sync
+    uses the entries to find documents gone from a source and to skip re-reading items whose
+    ``stamp`` is unchanged.
+    """
+
+    source: str  # the source id of the configuration
+    tenant: str
+    doc_id: str
+    item: str  # the file path or URL the document was read from
+    stamp: str  # an opaque change marker of the item ("" when it must be re-read next time)
+    content_sha256: str  # the fingerprint of the document text written with this entry
+
+
 class ReadView(Protocol):
     """A consistent snapshot: everything read through one view belongs to one committed state."""
 
@@ -178,9 +197,20 @@ class Store(Protocol):
 
     def read(self) -> AbstractContextManager[ReadView]: ...
 
-    def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool) -> IngestReport: ...
+    def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool,
+              sources: Sequence[SourceEntry] = ()) -> IngestReport:
+        """Write ``writes`` and upsert ``sources`` (keyed by tenant and doc_id; one entry per
+        document of the batch) in one transaction. An entry equal to the stored one writes
+        nothing, so an unchanged re-sync leaves the store untouched."""
+        ...
 
-    def remove(self, tenant: str, doc_id: str) -> bool: ...
+    def remove(self, tenant: str, doc_id: str) -> bool:
+        """Delete the document, its passages, its history and its source entry."""
+        ...
+
+    def source_entries(self, source: str | None = None) -> list[SourceEntry]:
+        """The entries of one source (every source when None), ordered by tenant and doc_id."""
+        ...
 
     def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:
         """Append (tenant, document id, entry) to the history verbatim, oldest first: how a

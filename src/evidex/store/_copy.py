@@ -82,6 +82,8 @@ def copy_store(source: Store, target: Store, *, batch: int = 200,
             progress(report.documents, len(docs))
     target.restore_history(history)
     report.history_versions = len(history)
+    # Sync bookkeeping travels too, so the first sync after a migration skips unchanged files.
+    target.apply([], keep_history=True, sources=source.source_entries())
     report.mismatches = verify_copy(source, target)
     report.verified = len(docs) - len({m.split(":")[0] for m in report.mismatches})
     return report
@@ -107,4 +109,6 @@ def verify_copy(source: Store, target: Store) -> list[str]:
             if mine != other:
                 problems.append(f"{key}: history differs")
     problems += [f"{t}/{i}: only in the target" for t, i in theirs]
+    if source.source_entries() != target.source_entries():
+        problems.append("sync records (source_documents) differ")
     return problems

@@ -134,7 +134,16 @@ def _run(sql: str) -> Callable[[psycopg.Cursor], None]:
 
 
 #: version -> the step that brings a database from version - 1 to it.
-MIGRATIONS: dict[int, Callable[[psycopg.Cursor], None]] = {1: _run(_V1), 2: _run(_V2)}
+# Version 3: which configured source wrote each document, and the stamp that lets a re-sync skip
+# an unchanged item (written in the same transaction as the document, see Store.apply).
+_V3 = """
+CREATE TABLE source_documents (
+    tenant text NOT NULL, doc_id text NOT NULL, source text NOT NULL, item text NOT NULL,
+    stamp text NOT NULL, content_sha256 text NOT NULL, PRIMARY KEY (tenant, doc_id));
+CREATE INDEX source_documents_source ON source_documents (source);
+"""
+
+MIGRATIONS: dict[int, Callable[[psycopg.Cursor], None]] = {1: _run(_V1), 2: _run(_V2), 3: _run(_V3)}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

@@ -62,6 +62,7 @@ from ._contract import (
     HistoryEntry,
     MissingVectors,
     Signature,
+    SourceEntry,
     StoredDocument,
     StoredPassage,
 )
@@ -174,6 +175,8 @@ class _Tx:
     cur: psycopg.Cursor
     schema: str
     changed: bool = False
+    #: Bookkeeping (sync records) to commit even when no searchable data changed.
+    keep: bool = False
     dead: list[int] = field(default_factory=list)
     sig_delta: dict[int, list[int]] = field(default_factory=dict)
 
@@ -628,6 +631,7 @@ class PostgresStore:
                             gen = int(row[0])
                             for pid in tx.dead:
                                 cp.write_row((gen, pid))
+                if tx.changed or tx.keep:
                     cur.execute("COMMIT")
                 else:
                     cur.execute("ROLLBACK")
@@ -682,15 +686,17 @@ class PostgresStore:
         tx.dead.extend(pids)
         tx.add(sig, -len(rows), -sum(int(r[1]) for r in rows))
 
-    def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool = True) -> IngestReport:
-        if not writes:
+    def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool = True,
+              sources: Sequence[SourceEntry] = ()) -> IngestReport:
+        if not writes and not sources:
             return IngestReport()
-        report: IngestReport = self._retrying(self._apply, writes, keep_history)
+        report: IngestReport = self._retrying(self._apply, writes, keep_history, sources)
         if report.passages_written:
             self._merge_tiers()
         return report
 
-    def _apply(self, writes: Sequence[DocumentWrite], keep_history: bool) -> IngestReport:
+    def _apply(self, writes: Sequence[DocumentWrite], keep_history: bool,
+               sources: Sequence[SourceEntry] = ()) -> IngestReport:
         added = superseded = unchanged = written = 0
         with self._write() as tx:
             c = tx.cur
@@ -701,6 +707,8 @@ class PostgresStore:
                 self.dimension = int(meta.get("dimension", "0"))
                 raise MissingVectors(f"the store now uses the model {self.embedder!r}")
             self._lock_documents(tx, ((w.document.tenant, w.document.id) for w in writes))
+            self._put_sources(c, sources)
+            tx.keep = bool(sources)
             existing = {
                 (r[0], r[1]): r[2:]
                 for r in c.execute(
@@ -877,6 +885,29 @@ class PostgresStore:
             self.embedder, self.dimension = model, dimension
         return done
 
+    @staticmethod
+    def _put_sources(c: psycopg.Cursor, entries: Sequence[SourceEntry]) -> None:
+        """Upsert entries; an entry equal to the stored one changes no row. Source entries are
+        bookkeeping for sync, not searchable data, so they never bump the generation."""
+        if not entries:
+            return
+        c.executemany(
+            "INSERT INTO source_documents (tenant, doc_id, source, item, stamp, content_sha256) "
+            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (tenant, doc_id) DO UPDATE SET "
+            "source = excluded.source, item = excluded.item, stamp = excluded.stamp, "
+            "content_sha256 = excluded.content_sha256 WHERE source_documents.source != excluded.source "
+            "OR source_documents.item != excluded.item OR source_documents.stamp != excluded.stamp "
+            "OR source_documents.content_sha256 != excluded.content_sha256",
+            [(e.tenant, e.doc_id, e.source, e.item, e.stamp, e.content_sha256) for e in entries],
+        )
+
+    def source_entries(self, source: str | None = None) -> list[SourceEntry]:
+        q = "SELECT source, tenant, doc_id, item, stamp, content_sha256 FROM source_documents"
+        with self._pool.connection() as conn:
+            rows = (conn.execute(q + " ORDER BY tenant, doc_id") if source is None else  # type: ignore[operator]
+                    conn.execute(q + " WHERE source = %s ORDER BY tenant, doc_id", (source,)))
+            return [SourceEntry(*r) for r in rows.fetchall()]
+
     def remove(self, tenant: str, doc_id: str) -> bool:
         def run() -> bool:
             with self._write() as tx:
@@ -888,6 +919,8 @@ class PostgresStore:
                 self._drop_passages(tx, int(row[0]), int(row[1]))
                 tx.cur.execute("DELETE FROM documents WHERE dkey = %s", (row[0],))  # texts cascade
                 tx.cur.execute("DELETE FROM history WHERE tenant = %s AND doc_id = %s", (tenant, doc_id))
+                tx.cur.execute("DELETE FROM source_documents WHERE tenant = %s AND doc_id = %s",
+                               (tenant, doc_id))
                 tx.changed = True
             return True
 

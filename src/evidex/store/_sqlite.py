@@ -27,6 +27,7 @@ from ._contract import (
     HistoryEntry,
     MissingVectors,
     Signature,
+    SourceEntry,
     StoredDocument,
     StoredPassage,
 )
@@ -44,7 +45,7 @@ from ._segments import (
 
 __all__ = ["MissingVectors", "SQLiteStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MERGE_FACTOR = 8
 #: Segments of at most this many passages keep their postings packed in the segment row.
 PACK_LIMIT = 4096
@@ -130,6 +131,16 @@ CREATE TABLE postings (
 ) WITHOUT ROWID;
 CREATE INDEX postings_segment ON postings (segment);
 CREATE TABLE tombstones (seq INTEGER PRIMARY KEY AUTOINCREMENT, pid INTEGER NOT NULL);
+CREATE TABLE source_documents (
+    tenant TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    item TEXT NOT NULL,
+    stamp TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    PRIMARY KEY (tenant, doc_id)
+) WITHOUT ROWID;
+CREATE INDEX source_documents_source ON source_documents (source);
 CREATE TABLE segment_vectors (
     segment INTEGER NOT NULL,
     model TEXT NOT NULL,
@@ -389,6 +400,14 @@ class SQLiteStore:
                 c.execute("COMMIT")
                 return chosen
             meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
+            if meta.get("schema_version") == "1":
+                # Version 2 added the source_documents table (sync); nothing else changed.
+                for stmt in _SCHEMA.split(";"):
+                    if "source_documents" in stmt:
+                        c.execute(stmt)
+                c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                          (str(SCHEMA_VERSION),))
+                meta["schema_version"] = str(SCHEMA_VERSION)
             c.execute("COMMIT")
         except BaseException:
             c.execute("ROLLBACK")
@@ -484,9 +503,10 @@ class SQLiteStore:
         )
         c.execute("DELETE FROM passages WHERE dkey = ?", (dkey,))
 
-    def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool = True) -> IngestReport:
+    def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool = True,
+              sources: Sequence[SourceEntry] = ()) -> IngestReport:
         added = superseded = unchanged = written = 0
-        if not writes:
+        if not writes and not sources:
             return IngestReport()
         with self._write() as c:
             meta = dict(c.execute(
@@ -564,9 +584,31 @@ class SQLiteStore:
                 written += len(prow)
             if seg_rows:
                 self._write_segment(c, seg_rows, self._stack(vectors))
+            self._put_sources(c, sources)
         if written:
             self._merge_tiers()
         return IngestReport(added, superseded, unchanged, written)
+
+    @staticmethod
+    def _put_sources(c: sqlite3.Connection, entries: Sequence[SourceEntry]) -> None:
+        """Upsert entries; an entry equal to the stored one changes no row (so a no-op sync
+        does not bump the generation)."""
+        c.executemany(
+            "INSERT INTO source_documents (tenant, doc_id, source, item, stamp, content_sha256) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, doc_id) DO UPDATE SET "
+            "source = excluded.source, item = excluded.item, stamp = excluded.stamp, "
+            "content_sha256 = excluded.content_sha256 WHERE source != excluded.source "
+            "OR item != excluded.item OR stamp != excluded.stamp "
+            "OR content_sha256 != excluded.content_sha256",
+            [(e.tenant, e.doc_id, e.source, e.item, e.stamp, e.content_sha256) for e in entries],
+        )
+
+    def source_entries(self, source: str | None = None) -> list[SourceEntry]:
+        with self._lock:
+            q = "SELECT source, tenant, doc_id, item, stamp, content_sha256 FROM source_documents"
+            rows = (self._conn.execute(q + " ORDER BY tenant, doc_id") if source is None else
+                    self._conn.execute(q + " WHERE source = ? ORDER BY tenant, doc_id", (source,)))
+            return [SourceEntry(*r) for r in rows.fetchall()]
 
     def _stack(self, vectors: list[np.ndarray | None]) -> np.ndarray | None:
         if self.embedder == "none":
@@ -678,6 +720,7 @@ class SQLiteStore:
             c.execute("DELETE FROM document_texts WHERE dkey = ?", (row[0],))
             c.execute("DELETE FROM documents WHERE dkey = ?", (row[0],))
             c.execute("DELETE FROM history WHERE tenant = ? AND doc_id = ?", (tenant, doc_id))
+            c.execute("DELETE FROM source_documents WHERE tenant = ? AND doc_id = ?", (tenant, doc_id))
         return True
 
     def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:

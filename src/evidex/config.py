@@ -1,0 +1,367 @@
+"""``knowledge.config.yaml``: sources, retrieval and answer defaults, freshness, server.
+
+Configuration is validated whole before anything runs: unknown keys, duplicate keys and bad
+values are errors naming the file, the line and the key (``ConfigError``), because a typo in a
+source's ``groups`` or ``visibility`` otherwise becomes documents the wrong people can read.
+Relative paths are relative to the configuration file, so the file means the same thing from
+any working directory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from .ingest import DEFAULT_MAX_SECTION_CHARS
+from .model import _LANG, VISIBILITIES, ConfigError
+from .server._settings import ServerSettings
+
+if TYPE_CHECKING:
+    from .answer import AnswerSettings
+
+__all__ = [
+    "AnswerConfig",
+    "Config",
+    "FilesSource",
+    "Freshness",
+    "Notify",
+    "RecordFields",
+    "RecordsSource",
+    "RetrievalConfig",
+    "SourceConfig",
+    "SourceDefaults",
+    "WebSource",
+    "load_config",
+]
+
+_SOURCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
+Visibility = Literal["public", "internal", "confidential", "restricted"]
+assert set(Visibility.__args__) == VISIBILITIES  # type: ignore[attr-defined]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _language(value: str | None) -> str | None:
+    if value is not None and not _LANG.match(value):
+        raise ValueError(f"must be a language tag like 'en' or 'de-CH', got {value!r}")
+    return value
+
+
+def _url(value: str) -> str:
+    if not _URL.match(value):
+        raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+    return value
+
+
+def _path(value: str, info: ValidationInfo) -> str:
+    base = (info.context or {}).get("base")
+    p = Path(value).expanduser()
+    return str(p if p.is_absolute() or base is None else (Path(base) / p))
+
+
+class SourceDefaults(_Strict):
+    """Access and ownership every source inherits unless it sets its own."""
+
+    tenant: str | None = Field(default=None, min_length=1)
+    groups: tuple[str, ...] | None = None
+    visibility: Visibility | None = None
+    language: str | None = None
+    owner: str | None = None
+    tags: tuple[str, ...] | None = None
+
+    _lang = field_validator("language")(_language)
+
+
+class _Source(_Strict):
+    id: str
+    tenant: str | None = Field(default=None, min_length=1)
+    groups: tuple[str, ...] | None = None
+    visibility: Visibility | None = None
+    language: str | None = None
+    owner: str | None = Field(default=None, description="who is told when the source drifts")
+    tags: tuple[str, ...] | None = None
+    max_section_chars: int = Field(default=DEFAULT_MAX_SECTION_CHARS, ge=100, le=100_000)
+    #: A changed document supersedes its previous version, which stays in the history so that
+    #: older citations still resolve to the version they quoted; false replaces it outright.
+    supersede: bool = True
+
+    _lang = field_validator("language")(_language)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not _SOURCE_ID.match(value):
+            raise ValueError("must be 1-64 letters, digits, '.', '_' or '-', starting with a letter "
+                             f"or digit, got {value!r}")
+        return value
+
+
+class FilesSource(_Source):
+    """A folder (or one file) of Markdown, text, HTML, PDF and Word files."""
+
+    type: Literal["files"]
+    path: str
+    #: Glob patterns relative to ``path``; ``**`` spans folders, a pattern without "/" matches
+    #: the file name in any folder.
+    include: tuple[str, ...] = ("**/*",)
+    exclude: tuple[str, ...] = ()
+    split: Literal["heading", "paragraph", "document"] = "heading"
+    #: Where the folder is published (e.g. https://help.example.com/): a file's citation link
+    #: is this URL plus its relative path; without it, the file's own file:// URL.
+    base_url: str | None = None
+
+    _p = field_validator("path")(_path)
+
+    @field_validator("base_url")
+    @classmethod
+    def _base(cls, value: str | None) -> str | None:
+        return None if value is None else _url(value)
+
+
+class WebSource(_Source):
+    """Pages fetched over HTTP(S): listed URLs and/or every URL of a sitemap."""
+
+    type: Literal["web"]
+    urls: tuple[str, ...] = ()
+    sitemap: str | None = None
+    split: Literal["heading", "paragraph", "document"] = "heading"
+    timeout_seconds: float = Field(default=20.0, gt=0, le=600)
+    max_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
+
+    @field_validator("urls")
+    @classmethod
+    def _urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_url(u) for u in value)
+
+    @field_validator("sitemap")
+    @classmethod
+    def _sitemap(cls, value: str | None) -> str | None:
+        return None if value is None else _url(value)
+
+    @model_validator(mode="after")
+    def _something(self) -> WebSource:
+        if not self.urls and self.sitemap is None:
+            raise ValueError("a web source needs urls, a sitemap, or both")
+        return self
+
+
+class RecordFields(_Strict):
+    """Which key of a JSON record fills which document field. ``text`` may list several keys;
+    their values are joined as paragraphs. Other keys of the record are not indexed."""
+
+    id: str = "id"
+    text: str | tuple[str, ...] = "text"
+    title: str | None = "title"
+    source_url: str | None = "url"
+    version: str | None = None
+    language: str | None = None
+    tags: str | None = None
+    published_at: str | None = None
+
+
+class RecordsSource(_Source):
+    """JSON Lines files (one record a line), e.g. a product catalogue export."""
+
+    type: Literal["records"]
+    path: str
+    include: tuple[str, ...] = ("**/*.jsonl",)
+    exclude: tuple[str, ...] = ()
+    fields: RecordFields = RecordFields()
+    split: Literal["heading", "paragraph", "document"] = "document"
+
+    _p = field_validator("path")(_path)
+
+
+SourceConfig = Annotated[FilesSource | WebSource | RecordsSource, Field(discriminator="type")]
+
+
+class RetrievalConfig(_Strict):
+    """Defaults of every search (CLI and library callers that pass the config)."""
+
+    analyzer: Literal["exact", "english", "german"] | None = None
+    embedder: str | None = None
+    mode: Literal["hybrid", "keyword", "vector"] = "hybrid"
+    fuse: Literal["rrf", "convex"] = "rrf"
+    rrf_k: int = Field(default=60, ge=1, le=1000)
+    window: int = Field(default=50, ge=1, le=1000)
+    alpha: float = Field(default=0.5, ge=0.0, le=1.0)
+    top_k: int = Field(default=6, ge=1, le=50)
+    max_per_document: int | None = Field(default=2, ge=1)
+    match: Literal["any", "all"] = "any"
+
+
+class AnswerConfig(_Strict):
+    generator: Literal["extractive", "openai"] = "extractive"
+    #: What a decline offers: the handoff to a person, or nothing.
+    when_no_evidence: Literal["decline_and_offer_person", "decline"] = "decline_and_offer_person"
+    handoff: str | None = Field(default=None, min_length=1)
+    include_flagged: bool = False
+    link_allowlist: tuple[str, ...] = ()
+
+
+class Notify(_Strict):
+    webhook: str | None = None
+    timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+
+    @field_validator("webhook")
+    @classmethod
+    def _hook(cls, value: str | None) -> str | None:
+        return None if value is None else _url(value)
+
+
+class Freshness(_Strict):
+    #: How often the drift check should run. evidex runs it when called (``evidex drift``, e.g.
+    #: from cron or a systemd timer); this value is for the scheduler that calls it.
+    drift_check: Literal["off", "hourly", "daily", "weekly"] = "daily"
+    notify: Notify = Notify()
+
+
+class Config(_Strict):
+    sources: tuple[SourceConfig, ...] = ()
+    defaults: SourceDefaults = SourceDefaults()
+    retrieval: RetrievalConfig = RetrievalConfig()
+    answer: AnswerConfig = AnswerConfig()
+    freshness: Freshness = Freshness()
+    server: ServerSettings | None = None
+
+    def answer_settings(self, handoff: str | None = None) -> AnswerSettings:
+        """The library's answer settings from the ``answer:`` and ``retrieval:`` sections (one
+        place, so the CLI and the service decline and cite alike)."""
+        from .answer import AnswerSettings
+
+        a = self.answer
+        offered = handoff or a.handoff or AnswerSettings().handoff
+        return AnswerSettings(handoff=offered if a.when_no_evidence == "decline_and_offer_person" else "",
+                              link_allowlist=a.link_allowlist, include_flagged=a.include_flagged,
+                              top_k=self.retrieval.top_k, mode=self.retrieval.mode)
+
+    def tenant_sources(self, tenant: str) -> list[str]:
+        """Ids of the sources whose documents belong to ``tenant`` (what its admins may sync)."""
+        return [s.id for s in self.sources if (s.tenant or self.defaults.tenant) == tenant]
+
+    @field_validator("sources")
+    @classmethod
+    def _unique(cls, value: tuple[Any, ...]) -> tuple[Any, ...]:
+        seen: set[str] = set()
+        for s in value:
+            if s.id in seen:
+                raise ValueError(f"source id {s.id!r} is used twice")
+            seen.add(s.id)
+        return value
+
+    def source(self, source_id: str) -> FilesSource | WebSource | RecordsSource:
+        for s in self.sources:
+            if s.id == source_id:
+                return s
+        known = ", ".join(s.id for s in self.sources) or "none"
+        raise ConfigError(f"no source {source_id!r} in the configuration; configured: {known}")
+
+
+# -- loading with line numbers ---------------------------------------------------------------
+
+def _check_duplicates(node: yaml.Node, file: str) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, int] = {}
+        for k, v in node.value:
+            key = k.value if isinstance(k, yaml.ScalarNode) else None
+            if key is not None and key in seen:
+                raise ConfigError(f"{file}:{k.start_mark.line + 1}: {key}: duplicate key (first on "
+                                  f"line {seen[key]})")
+            if key is not None:
+                seen[key] = k.start_mark.line + 1
+            _check_duplicates(v, file)
+    elif isinstance(node, yaml.SequenceNode):
+        for v in node.value:
+            _check_duplicates(v, file)
+
+
+def _locate(root: yaml.Node, loc: tuple[Any, ...], missing: bool) -> tuple[int, str]:
+    """(line, dotted key) of a pydantic error location in the YAML tree. Location parts that
+    are not in the file (the union member pydantic tried) are skipped, except the last part of
+    a ``missing`` error: the key the user has to add."""
+    node: yaml.Node | None = root
+    line = root.start_mark.line + 1
+    names: list[str] = []
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if isinstance(node, yaml.MappingNode):
+            hit = next(((k, v) for k, v in node.value
+                        if isinstance(k, yaml.ScalarNode) and k.value == str(part)), None)
+            if hit is not None:
+                line, node = hit[0].start_mark.line + 1, hit[1]
+                names.append(str(part))
+                continue
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+            names.append(f"[{part}]")
+            continue
+        if last and missing:
+            names.append(str(part))
+    return line, ".".join(names).replace(".[", "[") or "(top level)"
+
+
+def _message(err: dict[str, Any]) -> str:
+    if err["type"] == "extra_forbidden":
+        return "unknown key"
+    if err["type"] == "missing":
+        return "required key is missing"
+    msg = str(err["msg"])
+    return msg[len("Value error, "):] if msg.startswith("Value error, ") else msg
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a configuration file; raises ``ConfigError`` naming file, line, key."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read the configuration: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{file}: the configuration is not UTF-8 text") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{file}:{mark.line + 1}" if mark is not None else file
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+    if root is None or data is None:
+        data, root = {}, yaml.compose("{}", Loader=yaml.SafeLoader)
+    _check_duplicates(root, file)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}:1: (top level): the configuration must be a mapping of sections")
+    defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
+    if isinstance(data.get("sources"), list):
+        # Each source inherits from ``defaults:``; the merge happens before validation so an
+        # inherited bad value is reported at the defaults' line by the defaults section itself.
+        data = {**data, "sources": [
+            {**{k: v for k, v in defaults.items() if k in _Source.model_fields}, **s}
+            if isinstance(s, dict) else s for s in data["sources"]
+        ]}
+    try:
+        return Config.model_validate(data, context={"base": str(Path(path).resolve().parent)})
+    except ValidationError as exc:
+        found = []
+        for err in exc.errors():
+            line, key = _locate(root, tuple(err["loc"]), err["type"] == "missing")
+            found.append((line, f"{file}:{line}: {key}: {_message(err)}"))
+        lines = [text for _, text in sorted(found, key=lambda f: f[0])]
+        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+        raise ConfigError("\n".join([lines[0] + more, *lines[1:]])) from None
