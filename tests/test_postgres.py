@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -147,6 +148,125 @@ def test_hnsw_mode_recall_and_filtering(pg: Locator, monkeypatch: pytest.MonkeyP
     finally:
         exact.close()
         approx.close()
+
+
+def _hits(kb: KnowledgeBase, q: str, mode: str) -> list[tuple[str, int, float]]:
+    return [(h.document_id, h.passage, h.score)
+            for h in kb.search(A, q, mode=mode, limit=10, max_per_document=None)]
+
+
+def test_exact_mode_keeps_sqlite_vector_blocks_in_step_with_writes(pg: Locator, tmp_path: Path) -> None:
+    """Exact mode searches in-memory blocks loaded from pgvector: one long-lived reader per
+    backend sees the same results, floats included, as SQLite's across bulk loads (a block past
+    the int8 threshold), supersedes and removes (incremental refreshes with tombstones) and a
+    full merge; the blocks hold exactly the live passages; and no vector query reaches the
+    database once they are loaded (the vectors table is emptied behind the reader's back)."""
+    rng = random.Random(11)
+    docs = _random_docs(rng, 800, ("g", "h"))  # 1,200 passages of g: small block
+    docs += [Document(f"x{d.id}", d.tenant, d.groups, d.version, d.text)  # + 4,500: one block
+             for d in _random_docs(rng, 1500, ("g",))]  # past QUANT_MIN_ROWS
+    lite = KnowledgeBase.open(tmp_path / "lite.db")
+    url = pg("blocks")
+    pgkb = KnowledgeBase.open(url)
+    queries = [" ".join(f"w{rng.randrange(300)}" for _ in range(3)) for _ in range(8)]
+    try:
+        def compare(step: str) -> None:
+            for q in queries:
+                for mode in ("vector", "hybrid"):
+                    assert _hits(pgkb, q, mode) == _hits(lite, q, mode), (step, q, mode)
+            with pgkb.store.read() as view:  # type: ignore[attr-defined]
+                blocks = pgkb.store._blocks  # type: ignore[attr-defined]
+                live = int((view.sig >= 0).sum())
+            assert blocks is not None and blocks.rows() == live, step
+
+        for kb in (lite, pgkb):
+            kb.ingest(docs[:1000])
+        compare("first load")
+        for kb in (lite, pgkb):
+            kb.ingest(docs[1000:])
+        compare("second load, incremental")
+        changed = [Document(d.id, d.tenant, d.groups, "2", d.text + "\n\nw1 w2 w3")
+                   for d in rng.sample(docs, 40)]
+        for kb in (lite, pgkb):
+            kb.ingest(changed)
+            kb.remove("t", docs[0].id)
+        compare("after supersede and remove")
+        for kb in (lite, pgkb):
+            kb.optimize()
+        compare("after merge")
+        raw(url, "DELETE FROM vectors RETURNING pid")
+        for q in queries:
+            assert _hits(pgkb, q, "vector") == _hits(lite, q, "vector"), q
+    finally:
+        lite.close()
+        pgkb.close()
+
+
+def test_exact_mode_refuses_a_live_passage_without_a_vector(pg: Locator) -> None:
+    """A live passage whose vector row is missing is a corrupt store: loading the blocks fails
+    loudly instead of searching a zero vector for it."""
+    url = pg("lost")
+    with KnowledgeBase.open(url) as kb:
+        kb.ingest(_random_docs(random.Random(2), 20, ("g",)))
+    raw(url, "DELETE FROM vectors WHERE pid = (SELECT min(pid) FROM passages) RETURNING pid")
+    with KnowledgeBase.open(url) as kb, pytest.raises(StoreError, match="no stored vector"):
+        kb.search(A, "w1 w2", mode="vector")
+
+
+def test_exact_mode_loads_a_merged_segment_with_no_live_passages(pg: Locator) -> None:
+    """Removing every document and merging leaves an empty segment: a fresh reader loads it
+    (no vectors to read) and finds nothing, then finds a new document."""
+    url = pg("emptied")
+    with KnowledgeBase.open(url) as kb:
+        kb.ingest(_random_docs(random.Random(4), 5, ("g",)))
+        for i in range(5):
+            kb.remove("t", f"g{i:05d}")
+        kb.optimize()
+    assert raw(url, "SELECT n FROM segments") == [(0,)]
+    with KnowledgeBase.open(url) as kb:
+        assert kb.search(A, "w1 w2", mode="vector") == []
+        kb.ingest(Document("g-new", "t", frozenset({"g"}), "1", "w1 w2"))
+        assert [h.document_id for h in kb.search(A, "w1 w2", mode="vector")] == ["g-new"]
+
+
+def test_vector_loader_reads_sparse_and_dense_pid_sets(pg: Locator) -> None:
+    """The binary COPY reader returns the rows of the ids asked for, in id order, through the
+    range scan (dense ids) and the id-list query (sparse ids) alike, equal to the stored vectors."""
+    url = pg("copy")
+    with KnowledgeBase.open(url) as kb:
+        kb.ingest(_random_docs(random.Random(3), 200, ("g",)))
+        with kb.store.read() as view:  # type: ignore[attr-defined]
+            pids = sorted(int(r[0]) for r in raw(url, "SELECT pid FROM passages"))
+            dim = kb.store.dimension  # type: ignore[attr-defined]
+            stored = view.passage_vectors(pids)
+            for want in (pids[:300], [pids[0], pids[-2], pids[-1]]):  # dense: range; sparse: list
+                got, mat = view._load_vectors(np.array(want, dtype=np.int64), dim)
+                assert got.tolist() == want and mat.shape == (len(want), dim)
+                assert all(np.array_equal(mat[i], stored[p]) for i, p in enumerate(want))
+
+
+def test_keyword_searches_load_no_vectors(pg: Locator) -> None:
+    """Processes that only run keyword searches never hold the vector blocks; the first vector
+    search loads exactly the live passages."""
+    url = pg("kwonly")
+    with KnowledgeBase.open(url) as kb:
+        kb.ingest(_random_docs(random.Random(6), 30, ("g",)))
+        kb.remove("t", "g00000")
+    with KnowledgeBase.open(url) as kb:
+        assert kb.search(A, "w1 w2", mode="keyword") is not None
+        assert kb.store._blocks is None  # type: ignore[attr-defined]
+        kb.search(A, "w1 w2", mode="vector")
+        assert kb.store._blocks.rows() == 29 * 3  # type: ignore[attr-defined]
+
+
+def test_vector_copy_parser_rejects_other_dimensions() -> None:
+    row = (struct.pack(">hii", 2, 4, 7) + struct.pack(">ihh", 4 + 4 * 3, 3, 0)
+           + np.ones(3, dtype=">f4").tobytes())
+    buf = _postgres._COPY_SIGNATURE + b"\0" * 8 + row + b"\xff\xff"
+    pids, vecs = _postgres._parse_vector_copy(buf, 3)
+    assert pids.tolist() == [7] and vecs.tolist() == [[1.0, 1.0, 1.0]]
+    with pytest.raises(StoreError, match="dimensions"):
+        _postgres._parse_vector_copy(buf, 2)
 
 
 def _history_store(location: str) -> dict[str, object]:

@@ -10,8 +10,9 @@ arrays. Differences, and why:
   so "everything after the last sequence number I saw" could skip a late-committing row. The
   generation is bumped last in every write, under the generation row's lock, so generations
   commit in order and a snapshot always holds a prefix of them.
-* vectors live in their own table (``vectors``: pid, signature, pgvector ``vector``), searched
-  in SQL rather than loaded into every reader's memory. The column has no fixed dimension so a
+* vectors live in their own table (``vectors``: pid, signature, pgvector ``vector``) rather than
+  a blob per segment: exact mode loads them into memory by pid, hnsw mode searches them with an
+  index in SQL, and supersedes delete rows in place. The column has no fixed dimension so a
   re-embed with another model can replace every row in one transaction; the optional HNSW index
   is an expression index on ``embedding::vector(d)`` for the current model's dimension.
 

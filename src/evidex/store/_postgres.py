@@ -14,14 +14,19 @@ as the rows. What differs is concurrency and vectors:
   Signature counters are updated at the end in id order; the generation row is updated last,
   which serialises commits in generation order, and tombstones carry that generation (see
   ``_pg_schema``).
-* Vectors are pgvector rows searched in SQL over only the allowed signatures. ``exact``
-  (default) orders by pgvector's inner product over those rows, then re-scores the candidates in
-  float64 from the stored float32 vectors exactly as the SQLite backend does, widening the
-  candidate list until no unfetched row can reach the k-th score (pgvector's float32 sums can
-  reorder near-ties); scores are therefore bit-identical to SQLite's exact path. ``hnsw``
-  (opt-in, ``?vector_search=hnsw``) uses an HNSW index with pgvector's iterative index scans
-  and re-scores what it returns: approximate, and the neighbours it finds can depend on rows
-  the actor cannot see (the graph is built over all rows), though never include them.
+* Vectors are stored as pgvector rows with their signature. ``exact`` (default) searches them the
+  way the SQLite backend does: each process keeps the ``VectorBlocks`` of ``_vectors`` (one block
+  per signature; float64 exact for small blocks, int8 first pass + exact re-scoring for large
+  ones), loaded from pgvector by one binary ``COPY`` on the first vector search and then synced by
+  generation (live passage ids not yet loaded are read, dead ones killed), so results and scores
+  are SQLite's bit for bit and a query costs the same. The price is memory in every process that
+  runs vector searches: about dim x 5 bytes per live passage (float32 + int8 copy; 1M x 384 is
+  ~1.9 GB) and a first vector search that loads them all. ``hnsw`` (opt-in,
+  ``?vector_search=hnsw``) keeps no vectors in memory: an HNSW index with pgvector's iterative
+  index scans, candidates re-scored in float64; approximate, and the neighbours it finds can
+  depend on rows the actor cannot see (the graph is built over all rows), though never include
+  them. Actors who may read few passages, and index scans that give up early, get an exact scan in
+  SQL instead.
 
 Location: ``postgresql://user:pass@host:port/db?schema=evidex&vector_search=exact``; ``schema``
 (default ``evidex``) and ``vector_search`` are evidex's own parameters, everything else goes to
@@ -73,7 +78,7 @@ from ._segments import (
     pack_postings,
     unpack_postings,
 )
-from ._vectors import _exact
+from ._vectors import VectorBlocks, _exact
 
 __all__ = ["VECTOR_SEARCH_MODES", "PostgresStore", "is_postgres_url", "split_url"]
 
@@ -85,6 +90,10 @@ VECTOR_SEARCH_MODES = ("exact", "hnsw")
 #: In hnsw mode, actors who may read at most this many passages get the exact search: it is
 #: fast for them, and an iterative index scan would visit many rows they cannot read.
 HNSW_EXACT_BELOW = 20_000
+#: pgvector's hnsw.ef_search for an index scan (at least the candidate count asked for). The
+#: 132 used first gave recall@10 0.978 at 100k passages with half of them readable; at 300k,
+#: 400 gave 0.973 and 800 gave 0.99 (benchmarks/RESULTS.md). pgvector's maximum is 1000.
+HNSW_EF_SEARCH = 800
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _WRITE_RETRIES = 5
 
@@ -225,9 +234,69 @@ class _View:
         ]
 
     def vector_model(self) -> tuple[str, int]:
-        # Vectors stay in the database: the cache gets no vector blocks (dimension 0 would
-        # still make it create some, so report "none" and key re-embeds by generation).
+        # The segment cache gets no vectors: exact mode keeps its own blocks, loaded on the first
+        # vector search (``_sync_blocks``), so processes that only run keyword searches never
+        # hold them; hnsw mode never loads them.
         return "none", 0
+
+    def _sync_blocks(self) -> VectorBlocks:
+        """The store's in-memory ``VectorBlocks`` brought to this snapshot (the segment cache was
+        refreshed to it when the view opened). A passage's vector and signature never change
+        while its id lives (a new version gets new ids), so the difference to the blocks is just
+        ids: live ones not yet loaded are read with one binary COPY, loaded ones no longer live
+        (superseded, removed) are killed. A merge moves ids between segments and costs nothing."""
+        s = self._s
+        cache = s._cache
+        model = s.embedder
+        if s._blocks is None or s._blocks_model != (model, s.dimension):
+            s._blocks, s._blocks_model, s._blocks_gen = VectorBlocks(s.dimension), (model, s.dimension), None
+        blocks = s._blocks
+        if s._blocks_gen == cache.generation:
+            return blocks
+        live = cache.sig >= 0
+        loaded = np.flatnonzero(blocks._blk >= 0)
+        inside = loaded < len(live)
+        still = np.zeros(len(loaded), dtype=bool)
+        still[inside] = live[loaded[inside]]
+        gone = loaded[~still]
+        held = np.zeros(len(live), dtype=bool)
+        held[loaded[inside]] = True
+        if len(gone):
+            blocks.kill(gone)
+        new = np.flatnonzero(live & ~held)
+        if len(new):
+            pids, vecs = self._load_vectors(new, s.dimension)
+            blocks.add(pids, cache.sig[pids], vecs)
+        s._blocks_gen = cache.generation
+        return blocks
+
+    def _load_vectors(self, want: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """Stored vectors of these live passage ids (sorted), in that order, read in this
+        snapshot with one binary COPY (no per-row Python). Every live passage has a vector
+        row; one without is a corrupt store and raises rather than being searched as zeros."""
+        lo, hi = int(want[0]), int(want[-1])
+        if len(want) * 4 >= hi - lo + 1:
+            # Mostly contiguous ids (a first load, bulk writes): a range scan, then filter.
+            stmt = sql.SQL("COPY (SELECT pid, embedding FROM vectors WHERE pid BETWEEN {} AND {}) "
+                           "TO STDOUT (FORMAT BINARY)").format(sql.Literal(lo), sql.Literal(hi))
+        else:
+            stmt = sql.SQL("COPY (SELECT pid, embedding FROM vectors WHERE pid = ANY({}::int4[])) "
+                           "TO STDOUT (FORMAT BINARY)").format(sql.Literal(want.tolist()))
+        buf = bytearray()
+        with self._c.copy(stmt) as cp:
+            for chunk in cp:
+                buf += chunk
+        pids, vecs = _parse_vector_copy(buf, dim)
+        del buf
+        keep = np.isin(pids, want)
+        if not keep.all():
+            pids, vecs = pids[keep], vecs[keep]
+        if len(pids) != len(want):
+            lost = np.setdiff1d(want, pids)
+            raise StoreError(f"{len(lost)} live passages have no stored vector (e.g. pid {int(lost[0])}); "
+                             "re-embed the store with `evidex reembed`")
+        order = np.argsort(pids, kind="stable")
+        return pids[order], vecs[order]
 
     def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
         return [(decode(p, PID), decode(t, TF))
@@ -304,24 +373,26 @@ class _View:
         q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != self._s.dimension:
             raise StoreError(f"query vector has {q.shape[0]} dimensions, the store {self._s.dimension}")
-        if self._s.vector_search == "hnsw":
-            counts = {s.id: s.passages for ss in self._s._cache.by_tenant.values() for s in ss}
-            allowed = sum(counts.get(s, 0) for s in sig_list)
-            if allowed > HNSW_EXACT_BELOW:
-                got = self._hnsw(sig_list, q, k)
-                if len(got[0]) >= min(k, allowed):
-                    return got
-                # The index scan gave up early (pgvector's hnsw.max_scan_tuples): fall back
-                # to the exact scan, so a list is never under-filled.
-                self._s.hnsw_fallbacks += 1
-        return self._exact(sig_list, q, k)
+        if self._s.vector_search == "exact":
+            return self._sync_blocks().search(sig_list, q, k)
+        counts = {s.id: s.passages for ss in self._s._cache.by_tenant.values() for s in ss}
+        allowed = sum(counts.get(s, 0) for s in sig_list)
+        if allowed > HNSW_EXACT_BELOW:
+            got = self._hnsw(sig_list, q, k)
+            if len(got[0]) >= min(k, allowed):
+                return got
+            # The index scan gave up early (pgvector's hnsw.max_scan_tuples): fall back
+            # to the exact scan, so a list is never under-filled.
+            self._s.hnsw_fallbacks += 1
+        return self._sql_exact(sig_list, q, k)
 
-    def _exact(self, sigs: list[int], q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact: pgvector orders, float64 re-scoring decides. A row not fetched has a float32
-        score at most the last fetched one's; both differ from the exact score by at most
-        ``eps`` (a bound on float32 summation error over ``dim`` products of unit vectors), so
-        once the last fetched row is more than ``eps`` below the k-th exact score, no unfetched
-        row can reach or tie it."""
+    def _sql_exact(self, sigs: list[int], q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """hnsw mode's exact path (small actors, under-filled index scans), run in SQL because
+        that mode keeps no vectors in memory. pgvector orders, float64 re-scoring decides. A row
+        not fetched has a float32 score at most the last fetched one's; both differ from the
+        exact score by at most ``eps`` (a bound on float32 summation error over ``dim`` products
+        of unit vectors), so once the last fetched row is more than ``eps`` below the k-th exact
+        score, no unfetched row can reach or tie it."""
         eps = 2.0 * len(q) * 2.0**-24 * max(float(np.linalg.norm(q)), 1.0) + 1e-7
         limit = 2 * k + 32
         while True:
@@ -336,7 +407,8 @@ class _View:
     def _hnsw(self, sigs: list[int], q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         dim = int(self._s.dimension)
         limit = 2 * k + 32
-        self._c.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(100, limit))))
+        ef = min(1000, max(self._s.hnsw_ef_search, limit))  # pgvector accepts 1..1000
+        self._c.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
         self._c.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cast = sql.SQL("::vector({})").format(sql.Literal(dim))
         rows = self._all(sql.SQL(
@@ -400,6 +472,8 @@ class PostgresStore:
         self.conninfo, self.schema, self.vector_search = split_url(url)
         self.embedder, self.dimension = (embedder, dimension) if embedder else create_embedder
         self.hnsw_fallbacks = 0
+        #: Settable per store: higher is slower and finds more true neighbours.
+        self.hnsw_ef_search = HNSW_EF_SEARCH
         try:
             with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=int(connect_timeout)) as c:
                 self.analyzer = self._init_schema(c, analyzer, embedder, _schema_version)
@@ -412,6 +486,11 @@ class PostgresStore:
         )
         self._lock = threading.RLock()
         self._cache = SegmentCache()
+        # Exact mode's in-memory vectors: (model, dimension) and segment-cache generation they
+        # were synced to (see _View._sync_blocks).
+        self._blocks: VectorBlocks | None = None
+        self._blocks_model: tuple[str, int] | None = None
+        self._blocks_gen: int | None = None
         if self.vector_search == "hnsw" and self.embedder != "none":
             self._ensure_hnsw()
 
@@ -982,3 +1061,30 @@ def _hnsw_ddl(dimension: int) -> sql.Composed:
         "CREATE INDEX IF NOT EXISTS vectors_hnsw ON vectors "
         "USING hnsw ((embedding::vector({})) vector_ip_ops)"
     ).format(sql.Literal(int(dimension)))
+
+
+_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+
+
+def _parse_vector_copy(buf: bytes | bytearray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """(pids, float32 vectors) from ``COPY (SELECT pid, embedding ...) TO STDOUT (FORMAT BINARY)``.
+
+    Every tuple has the same size (field count, int4 pid, and pgvector's binary ``vector``: int16
+    dimension, int16 unused, ``dim`` big-endian float32), so the whole stream is one numpy record
+    array; each fixed field is checked, so a row of another dimension fails loudly."""
+    if bytes(buf[:11]) != _COPY_SIGNATURE:
+        raise StoreError("unexpected COPY stream from PostgreSQL (no binary signature)")
+    ext = int.from_bytes(buf[15:19], "big")
+    start = 19 + ext
+    end = len(buf) - 2  # trailer: int16 -1
+    if end < start or buf[end:] != b"\xff\xff":
+        raise StoreError("unexpected COPY stream from PostgreSQL (no trailer)")
+    row = np.dtype([("nf", ">i2"), ("l1", ">i4"), ("pid", ">i4"), ("l2", ">i4"), ("dim", ">i2"),
+                    ("unused", ">i2"), ("vec", ">f4", (dim,))])
+    if (end - start) % row.itemsize:
+        raise StoreError(f"stored vectors do not all have the store's {dim} dimensions")
+    rec = np.frombuffer(buf, dtype=row, count=(end - start) // row.itemsize, offset=start)
+    if len(rec) and not ((rec["nf"] == 2).all() and (rec["l1"] == 4).all()
+                         and (rec["l2"] == 4 + 4 * dim).all() and (rec["dim"] == dim).all()):
+        raise StoreError(f"stored vectors do not all have the store's {dim} dimensions")
+    return rec["pid"].astype(np.int64), rec["vec"].astype(np.float32)
