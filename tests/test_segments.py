@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evidex import Actor, Document, KnowledgeBase
-from evidex.store._sqlite import MERGE_FACTOR, PACK_LIMIT
+from evidex.store._segments import MERGE_FACTOR
+from evidex.store._sqlite import PACK_LIMIT
 
 VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta", "eta", "theta")
 ACTORS = (
@@ -369,10 +370,11 @@ def test_large_segment_with_small_writes_on_top(tmp_path: Path) -> None:
 def test_a_small_write_never_pays_for_a_large_merge(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The merge budget of an ingest call grows with its own size: one-document supersedes stay
     fast however many large segments exist; a large batch folds them (scaled-down limits)."""
+    import evidex.store._segments as segments_module
     import evidex.store._sqlite as sqlite_module
 
-    monkeypatch.setattr(sqlite_module, "INLINE_MERGE_LIMIT", 10)
-    monkeypatch.setattr(sqlite_module, "MAX_SEGMENTS", 3)
+    monkeypatch.setattr(segments_module, "INLINE_MERGE_LIMIT", 10)
+    monkeypatch.setattr(segments_module, "MAX_SEGMENTS", 3)
     merged: list[int] = []
     real = sqlite_module.SQLiteStore._merge
 

@@ -36,7 +36,6 @@ libpq. The schema is created if missing; the ``vector`` extension too when the r
 from __future__ import annotations
 
 import json
-import math
 import re
 import struct
 import threading
@@ -75,6 +74,8 @@ from ._segments import (
     SegmentCache,
     decode,
     encode,
+    merge_budget,
+    next_merge,
     pack_postings,
     unpack_postings,
 )
@@ -82,10 +83,7 @@ from ._vectors import VectorBlocks, _exact
 
 __all__ = ["VECTOR_SEARCH_MODES", "PostgresStore", "is_postgres_url", "split_url"]
 
-MERGE_FACTOR = 8
 PACK_LIMIT = 4096
-INLINE_MERGE_LIMIT = 65536
-MAX_SEGMENTS = 48
 VECTOR_SEARCH_MODES = ("exact", "hnsw")
 #: In hnsw mode, actors who may read at most this many passages get the exact search: it is
 #: fast for them, and an iterative index scan would visit many rows they cannot read.
@@ -132,10 +130,6 @@ def _now() -> str:
 def _sig_key(tenant: str, groups: Iterable[str], visibility: str, language: str | None,
              tags: Iterable[str]) -> str:
     return json.dumps([tenant, sorted(groups), visibility, language, sorted(tags)], ensure_ascii=False)
-
-
-def _level(n: int) -> int:
-    return int(math.log(max(n, 1), MERGE_FACTOR))
 
 
 class _Retry(Exception):
@@ -692,7 +686,7 @@ class PostgresStore:
             return IngestReport()
         report: IngestReport = self._retrying(self._apply, writes, keep_history, sources)
         if report.passages_written:
-            self._merge_tiers()
+            self._merge_tiers(merge_budget(report.passages_written))
         return report
 
     def _apply(self, writes: Sequence[DocumentWrite], keep_history: bool,
@@ -943,20 +937,11 @@ class PostgresStore:
         with self._connection() as conn:
             return {int(r[0]): int(r[1]) for r in conn.execute("SELECT id, n FROM segments ORDER BY id")}
 
-    def _merge_tiers(self) -> None:
-        """The SQLite backend's log-structured merge policy (see ``SQLiteStore._merge_tiers``)."""
+    def _merge_tiers(self, budget: int) -> None:
+        """Run the merges the shared policy (``_segments.next_merge``) calls for."""
         while True:
-            sizes = self._segment_sizes()
-            tiers: dict[int, list[int]] = {}
-            for sid, n in sizes.items():
-                tiers.setdefault(_level(n), []).append(sid)
-            cheap = [ids for ids in tiers.values()
-                     if len(ids) >= MERGE_FACTOR and sum(sizes[i] for i in ids) <= INLINE_MERGE_LIMIT]
-            if cheap:
-                ids = cheap[0]
-            elif len(sizes) > MAX_SEGMENTS:
-                ids = sorted(sizes, key=lambda i: sizes[i])[:MERGE_FACTOR]
-            else:
+            ids = next_merge(self._segment_sizes(), budget)
+            if ids is None:
                 return
             if not self._retrying(self._merge, ids):
                 return  # another process merged these meanwhile; it also merges what is left

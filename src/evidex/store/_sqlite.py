@@ -10,7 +10,6 @@ the generation counter together, so a reader (in any process) sees either all of
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -39,6 +38,8 @@ from ._segments import (
     SegmentCache,
     decode,
     encode,
+    merge_budget,
+    next_merge,
     pack_postings,
     unpack_postings,
 )
@@ -46,16 +47,8 @@ from ._segments import (
 __all__ = ["MissingVectors", "SQLiteStore"]
 
 SCHEMA_VERSION = 2
-MERGE_FACTOR = 8
 #: Segments of at most this many passages keep their postings packed in the segment row.
 PACK_LIMIT = 4096
-#: An ingest call may rewrite up to max(this, MERGE_FACTOR x its own passages) in merges: large
-#: batches pay for large merges (amortised log-structured cost), a one-document supersede never
-#: waits for one (it did: 4.6 and 12.8 s outliers at 1M passages).
-INLINE_MERGE_LIMIT = 65536
-#: Above this many segments the smallest are merged, within the same budget; what is left
-#: waits for ``optimize`` or the next large write.
-MAX_SEGMENTS = 48
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -338,10 +331,6 @@ def _chunks(items: list[int], size: int = 500) -> Iterator[list[int]]:
         yield items[i : i + size]
 
 
-def _level(n: int) -> int:
-    return int(math.log(max(n, 1), MERGE_FACTOR))
-
-
 class SQLiteStore:
     """One SQLite file; safe for many reader processes and serialised writers."""
 
@@ -589,7 +578,7 @@ class SQLiteStore:
                 self._write_segment(c, seg_rows, self._stack(vectors))
             self._put_sources(c, sources)
         if written:
-            self._merge_tiers(max(INLINE_MERGE_LIMIT, MERGE_FACTOR * written))
+            self._merge_tiers(merge_budget(written))
         return IngestReport(added, superseded, unchanged, written)
 
     @staticmethod
@@ -738,23 +727,13 @@ class SQLiteStore:
 
     # -- merging ------------------------------------------------------------------------------
     def _merge_tiers(self, budget: int) -> None:
-        """Log-structured merging: when MERGE_FACTOR segments share a size tier they are folded
-        into one, so a term is spread over O(log n) segments. Each merge rewrites at most
-        ``budget`` passages (see INLINE_MERGE_LIMIT); larger ones wait for ``optimize``."""
+        """Run the merges the shared policy (``_segments.next_merge``) calls for."""
         while True:
             sizes = dict(self._conn.execute("SELECT id, n FROM segments ORDER BY id").fetchall())
-            tiers: dict[int, list[int]] = {}
-            for sid, n in sizes.items():
-                tiers.setdefault(_level(n), []).append(sid)
-            cheap = [ids for ids in tiers.values()
-                     if len(ids) >= MERGE_FACTOR and sum(sizes[i] for i in ids) <= budget]
-            smallest = sorted(sizes, key=lambda i: sizes[i])[:MERGE_FACTOR]
-            if cheap:
-                self._merge(cheap[0])
-            elif len(sizes) > MAX_SEGMENTS and sum(sizes[i] for i in smallest) <= budget:
-                self._merge(smallest)
-            else:
+            ids = next_merge(sizes, budget)
+            if ids is None:
                 return
+            self._merge(ids)
 
     def optimize(self) -> None:
         """Merge every segment into one and drop all tombstoned postings."""
