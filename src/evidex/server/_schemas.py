@@ -96,7 +96,9 @@ class SyncRequest(_Request):
 
 
 # -- responses ---------------------------------------------------------------------------------
-class Hit(BaseModel):
+class CitedPassage(BaseModel):
+    """The citation fields every response that cites a passage carries (hits, answer citations)."""
+
     document_id: str
     version: str
     content_sha256: str
@@ -108,6 +110,9 @@ class Hit(BaseModel):
     anchor: str | None
     title: str | None
     source_url: str | None
+
+
+class Hit(CitedPassage):
     score: float = Field(description="orders the hits of this search; not comparable across searches, "
                                      "never a probability")
     rank: int
@@ -131,19 +136,8 @@ class ResolveResponse(BaseModel):
     matched_version: str | None
 
 
-class AnswerCitation(BaseModel):
-    n: int
-    document_id: str
-    version: str
-    content_sha256: str
-    passage: int
-    quote: str
-    start: int
-    end: int
-    heading_path: list[str]
-    anchor: str | None
-    title: str | None
-    source_url: str | None
+class AnswerCitation(CitedPassage):
+    n: int = Field(description="the [n] marker in the answer text")
 
 
 class AnswerResponse(BaseModel):
