@@ -398,3 +398,47 @@ def test_a_small_write_never_pays_for_a_large_merge(tmp_path: Path, monkeypatch)
     hits = kb.search(Actor("t", {"g"}), "changed", mode="keyword")
     assert [(h.document_id, h.version) for h in hits] == [("b0-0", "2")]
     kb.close()
+
+
+def test_segment_vectors_are_stored_in_parts_and_old_stores_upgrade(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A segment's vectors live in parts of consecutive rows (SQLite refuses blobs over 1e9 bytes;
+    one optimized segment of 1M x 384 float32 is 1.5 GB). Parts join back in order, survive
+    merges and optimize, and a version-2 store (one blob per segment) is upgraded on open."""
+    import evidex.store._sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "VECTOR_PART_BYTES", 3 * 64 * 4)  # 3 rows of the 64-d test vectors
+    path = tmp_path / "kb.db"
+    actor = Actor("t", {"g"})
+    docs = [Document(f"d{i}", "t", {"g"}, "1", "\n\n".join(f"{VOCAB[(i + j) % 8]} text {i} {j}"
+                                                            for j in range(3))) for i in range(12)]
+    kb = KnowledgeBase.open(path, embedder="hash-test")
+    assert kb.store.dimension == 64
+    for d in docs:
+        kb.ingest(d, split="paragraph")
+    before = [(h.document_id, h.passage, h.score) for h in kb.search(actor, "alpha text", mode="vector")]
+    kb.optimize()
+    parts = sqlite3.connect(path).execute("SELECT count(*), max(part) FROM segment_vectors").fetchone()
+    assert parts == (12, 11)  # 36 passages in one segment, 3 rows per part
+    after = [(h.document_id, h.passage, h.score) for h in kb.search(actor, "alpha text", mode="vector")]
+    assert after == before
+    kb.close()
+    # Rewrite the file into the version-2 layout, then open it with the current code.
+    with sqlite3.connect(path) as c:
+        rows = c.execute("SELECT segment, model, vecs FROM segment_vectors ORDER BY segment, part").fetchall()
+        joined: dict[tuple[int, str], bytes] = {}
+        for seg, model, blob in rows:
+            joined[(seg, model)] = joined.get((seg, model), b"") + blob
+        c.execute("DROP TABLE segment_vectors")
+        c.execute("CREATE TABLE segment_vectors (segment INTEGER NOT NULL, model TEXT NOT NULL, "
+                  "vecs BLOB NOT NULL, PRIMARY KEY (segment, model)) WITHOUT ROWID")
+        c.executemany("INSERT INTO segment_vectors VALUES (?, ?, ?)",
+                      [(s, m, b) for (s, m), b in joined.items()])
+        c.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    monkeypatch.setattr(sqlite_module, "VECTOR_PART_BYTES", 256 << 20)
+    with KnowledgeBase.open(path) as again:
+        assert again.stats()["schema_version"] == 3
+        got = [(h.document_id, h.passage, h.score) for h in again.search(actor, "alpha text", mode="vector")]
+        assert got == before
+        again.ingest(Document("d0", "t", {"g"}, "2", "alpha text again"), split="paragraph")
+        again.optimize()
+        assert [h.document_id for h in again.search(actor, "again", mode="keyword")] == ["d0"]

@@ -46,7 +46,7 @@ from ._segments import (
 
 __all__ = ["MissingVectors", "SQLiteStore"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Segments of at most this many passages keep their postings packed in the segment row.
 PACK_LIMIT = 4096
 
@@ -140,10 +140,16 @@ CREATE INDEX source_documents_source ON source_documents (source);
 CREATE TABLE segment_vectors (
     segment INTEGER NOT NULL,
     model TEXT NOT NULL,
+    part INTEGER NOT NULL,
     vecs BLOB NOT NULL,
-    PRIMARY KEY (segment, model)
+    PRIMARY KEY (segment, model, part)
 ) WITHOUT ROWID;
 """
+
+#: Bytes of vectors per segment_vectors row. SQLite refuses blobs over 1e9 bytes (SQLITE_MAX_LENGTH),
+#: which one segment of 1M x 384 float32 exceeds (1.5 GB: `optimize` failed on such a store), so a
+#: segment's vectors are stored in parts of consecutive rows.
+VECTOR_PART_BYTES = 256 << 20
 
 
 def _now() -> str:
@@ -187,13 +193,7 @@ class _View:
             packed = unpack_postings(*row[5:]) if row[5] is not None else None
             vectors = None
             if self._s.embedder != "none":
-                v = self._c.execute(
-                    "SELECT vecs FROM segment_vectors WHERE segment = ? AND model = ?",
-                    (sid, self._s.embedder),
-                ).fetchone()
-                if v is None:
-                    raise StoreError(f"segment {sid} has no vectors for {self._s.embedder!r}")
-                vectors = np.frombuffer(v[0], dtype=np.float32).reshape(-1, self._s.dimension)
+                vectors = _get_vectors(self._c, [sid], self._s.embedder, self._s.dimension)[sid]
             yield SegmentArrays(sid, *(decode(b, PID) for b in row[:5]), packed=packed,
                                 vectors=vectors)
 
@@ -331,6 +331,32 @@ def _chunks(items: list[int], size: int = 500) -> Iterator[list[int]]:
         yield items[i : i + size]
 
 
+def _put_vectors(c: sqlite3.Connection, segment: int, model: str, vectors: np.ndarray) -> None:
+    mat = np.ascontiguousarray(vectors, dtype=np.float32)
+    rows = max(1, VECTOR_PART_BYTES // max(1, mat.shape[1] * 4)) if mat.ndim == 2 else len(mat)
+    c.executemany(
+        "INSERT INTO segment_vectors (segment, model, part, vecs) VALUES (?, ?, ?, ?)",
+        [(segment, model, i, mat[start : start + rows].tobytes())
+         for i, start in enumerate(range(0, max(len(mat), 1), rows))],
+    )
+
+
+def _get_vectors(c: sqlite3.Connection, segments: Sequence[int], model: str,
+                 dimension: int) -> dict[int, np.ndarray]:
+    """Each segment's vectors, its parts joined in order; a segment without any is an error."""
+    marks = ",".join("?" * len(segments))
+    parts: dict[int, list[np.ndarray]] = {}
+    for seg, _, blob in c.execute(
+        f"SELECT segment, part, vecs FROM segment_vectors WHERE model = ? AND segment IN ({marks}) "
+        "ORDER BY segment, part", [model, *segments],
+    ):
+        parts.setdefault(seg, []).append(np.frombuffer(blob, dtype=np.float32).reshape(-1, dimension))
+    missing = [s for s in segments if s not in parts]
+    if missing:
+        raise StoreError(f"segment {missing[0]} has no vectors for {model!r}")
+    return {s: p[0] if len(p) == 1 else np.concatenate(p) for s, p in parts.items()}
+
+
 class SQLiteStore:
     """One SQLite file; safe for many reader processes and serialised writers."""
 
@@ -392,14 +418,26 @@ class SQLiteStore:
                 c.execute("COMMIT")
                 return chosen
             meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
+            found = meta.get("schema_version")
             if meta.get("schema_version") == "1":
                 # Version 2 added the source_documents table (sync); nothing else changed.
                 for stmt in _SCHEMA.split(";"):
                     if "source_documents" in stmt:
                         c.execute(stmt)
+                meta["schema_version"] = "2"
+            if meta.get("schema_version") == "2":
+                # Version 3 stores a segment's vectors in parts (see VECTOR_PART_BYTES).
+                c.execute("ALTER TABLE segment_vectors RENAME TO segment_vectors_v2")
+                for stmt in _SCHEMA.split(";"):
+                    if "CREATE TABLE segment_vectors" in stmt:
+                        c.execute(stmt)
+                c.execute("INSERT INTO segment_vectors (segment, model, part, vecs) "
+                          "SELECT segment, model, 0, vecs FROM segment_vectors_v2")
+                c.execute("DROP TABLE segment_vectors_v2")
+                meta["schema_version"] = "3"
+            if meta.get("schema_version") != found:
                 c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
-                          (str(SCHEMA_VERSION),))
-                meta["schema_version"] = str(SCHEMA_VERSION)
+                          (meta["schema_version"],))
             c.execute("COMMIT")
         except BaseException:
             c.execute("ROLLBACK")
@@ -645,8 +683,7 @@ class SQLiteStore:
         )
         seg = int(cur.lastrowid or 0)
         if vectors is not None:
-            c.execute("INSERT INTO segment_vectors (segment, model, vecs) VALUES (?, ?, ?)",
-                      (seg, self.embedder, np.ascontiguousarray(vectors, dtype=np.float32).tobytes()))
+            _put_vectors(c, seg, self.embedder, vectors)
         if n > PACK_LIMIT:
             c.executemany(
                 "INSERT INTO postings (term, segment, pids, tfs) VALUES (?, ?, ?, ?)",
@@ -691,8 +728,8 @@ class SQLiteStore:
                     # Rows of dead passages keep a zero vector: they are never read.
                     mat = np.array([vectors[p] if p in live else zero for p in pids],
                                    dtype=np.float32).reshape(len(pids), dimension)
-                    c.execute("INSERT OR REPLACE INTO segment_vectors (segment, model, vecs) "
-                              "VALUES (?, ?, ?)", (sid, model, mat.tobytes()))
+                    c.execute("DELETE FROM segment_vectors WHERE segment = ? AND model = ?", (sid, model))
+                    _put_vectors(c, sid, model, mat)
                 c.execute("DELETE FROM segment_vectors WHERE model != ?", (model,))
                 c.executemany("UPDATE meta SET value = ? WHERE key = ?",
                               [(model, "embedder"), (str(dimension), "dimension")])
@@ -755,13 +792,8 @@ class SQLiteStore:
             cols = [np.concatenate([decode(r[i], PID) for r in rows]) for i in range(1, 6)]
             vecs = None
             if self.embedder != "none":
-                vmap = dict(c.execute(
-                    f"SELECT segment, vecs FROM segment_vectors WHERE model = ? AND segment IN ({marks})",
-                    [self.embedder, *ids],
-                ).fetchall())
-                vecs = np.concatenate([
-                    np.frombuffer(vmap[r[0]], dtype=np.float32).reshape(-1, self.dimension) for r in rows
-                ])
+                vmap = _get_vectors(c, ids, self.embedder, self.dimension)
+                vecs = np.concatenate([vmap[r[0]] for r in rows])
             tomb = np.fromiter((r[0] for r in c.execute("SELECT pid FROM tombstones")), dtype=np.int64)
             dead_mask = np.isin(cols[0], tomb)
             dead = cols[0][dead_mask]
