@@ -34,25 +34,10 @@ from evidex import Actor, Document, KnowledgeBase
 from evidex.model import can_access
 from evidex.store import DocumentWrite, _postgres
 from million_keyword import documents, queries, vocabulary
-from million_vector import DIM, vectors
+from million_vector import DIM, build, vectors
 
 ACTOR = Actor("bench", frozenset({"a"}))
 SPAWN = multiprocessing.get_context("spawn")
-
-
-def build(kb: KnowledgeBase, docs: list[Document], vecs: np.ndarray) -> float:
-    t = time.perf_counter()
-    row = 0
-    for i in range(0, len(docs), 2000):
-        writes = []
-        for d in docs[i : i + 2000]:
-            ps = kb._passages(d, "paragraph", 2000)
-            ps = tuple(dataclasses.replace(p, vector=vecs[row + k]) for k, p in enumerate(ps))
-            row += len(ps)
-            writes.append(DocumentWrite(d, "paragraph", ps))
-        kb.store.apply(writes)
-    kb.optimize()
-    return time.perf_counter() - t
 
 
 def run(kb: KnowledgeBase, texts: list[str], qvecs: list[np.ndarray], mode: str) -> tuple[list, list[float]]:
