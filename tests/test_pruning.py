@@ -19,14 +19,18 @@ VOCAB = ["the", "a", "of", "kiwi", "mango", "plum", "pear", "fig", "lime", "date
 WORD = st.sampled_from(VOCAB[:3] * 6 + VOCAB[3:])
 
 
+#: Small collections of skewed words, 2-4 word queries, limits and per-document caps.
+CASES = {
+    "docs": st.lists(st.lists(st.lists(WORD, min_size=1, max_size=12), min_size=1, max_size=4),
+                     min_size=1, max_size=25),
+    "query": st.lists(st.sampled_from(VOCAB), min_size=2, max_size=4),
+    "limit": st.integers(1, 8),
+    "cap": st.sampled_from([1, 2, None]),
+}
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    docs=st.lists(st.lists(st.lists(WORD, min_size=1, max_size=12), min_size=1, max_size=4),
-                  min_size=1, max_size=25),
-    query=st.lists(st.sampled_from(VOCAB), min_size=2, max_size=4),
-    limit=st.integers(1, 8),
-    cap=st.sampled_from([1, 2, None]),
-)
+@given(**CASES)
 def test_pruned_search_equals_exhaustive(docs: list[list[list[str]]], query: list[str], limit: int,
                                           cap: int | None) -> None:
     actor = Actor("t", frozenset({"g"}))
@@ -39,13 +43,7 @@ def test_pruned_search_equals_exhaustive(docs: list[list[list[str]]], query: lis
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    docs=st.lists(st.lists(st.lists(WORD, min_size=1, max_size=12), min_size=1, max_size=4),
-                  min_size=1, max_size=25),
-    query=st.lists(st.sampled_from(VOCAB), min_size=2, max_size=4),
-    limit=st.integers(1, 8),
-    cap=st.sampled_from([1, 2, None]),
-)
+@given(**CASES)
 def test_threshold_algorithm_equals_exhaustive(docs: list[list[list[str]]], query: list[str], limit: int,
                                                cap: int | None) -> None:
     """The threshold algorithm alone (MaxScore disabled) at tiny depths, so it both stops early
