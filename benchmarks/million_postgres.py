@@ -2,6 +2,7 @@
 HNSW recall, and torn reads under 4 writer + 8 reader processes.
 
     .venv/bin/python benchmarks/million_postgres.py [--passages 1000000] [--queries 200] [--pg-url URL]
+        [--progress FILE] [--hnsw]
 
 Same synthetic data as million_keyword.py / million_vector.py (10-passage documents over a
 Zipf vocabulary, groups a/b, half of the passages readable by the actor; clustered 384-d unit
@@ -22,6 +23,7 @@ import json
 import multiprocessing
 import os
 import platform
+import resource
 import statistics
 import tempfile
 import time
@@ -155,11 +157,25 @@ def torn_reads(url: str, seconds: float = 15.0) -> dict[str, object]:
             "torn_reads": sum(r["torn"] for r in readers)}
 
 
+def checkpoint(path: Path | None, report: dict[str, object]) -> None:
+    """Write the figures so far: the 1M run takes most of an hour and must not lose them."""
+    report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    if path is not None:
+        with path.open("a") as f:
+            f.write(json.dumps(report) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--passages", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--pg-url", default=None)
+    ap.add_argument("--hnsw", action="store_true",
+                    help="also build the HNSW index and sweep ef_search (at 1M the build alone "
+                         "takes well over 18 minutes on 2 cores)")
+    ap.add_argument("--progress", type=Path, default=None,
+                    help="append the report as JSON lines after every phase, so a run cut short "
+                         "still leaves its figures")
     args = ap.parse_args()
     os.environ.setdefault("EVIDEX_CACHE_DIR", tempfile.mkdtemp(prefix="evidex-bench-cache-"))
     server = None
@@ -185,6 +201,7 @@ def main() -> None:
     report["build_sqlite_s"] = round(build(lite, docs, vecs), 1)
     report["build_postgres_s"] = round(build(pg, docs, vecs), 1)
     report["postgres_bytes"] = pg.stats()["file_bytes"]
+    checkpoint(args.progress, report)
     allowed_rows = np.concatenate([np.arange(k * 10, k * 10 + 10) for k, d in enumerate(docs)
                                    if "a" in d.groups])
     rng = np.random.default_rng(9)
@@ -221,27 +238,7 @@ def main() -> None:
     fresh.close()
     truth = true_top10(pg, qvecs)
     report["exact_store_recall_at_10_vs_brute_force"] = store_recall(pg, qvecs, truth)
-    t = time.perf_counter()
-    hn = KnowledgeBase.open(f"{url}&vector_search=hnsw")
-    report["hnsw_build_s"] = round(time.perf_counter() - t, 1)
-    run(hn, texts[:5], qvecs[:5], "hybrid")
-    sweep = {}
-    for ef in (132, 400, 800, 1000):
-        hn.store.hnsw_ef_search = ef  # type: ignore[attr-defined]
-        hn.store.hnsw_fallbacks = 0  # type: ignore[attr-defined]
-        vec_hnsw, t_vh = run(hn, texts, qvecs, "vector")
-        recall = [len({r[:2] for r in a} & {r[:2] for r in b}) / max(1, len(a))
-                  for a, b in zip(vec_exact, vec_hnsw, strict=True)]
-        sweep[ef] = {"vector_p50_ms": pct(t_vh, 50), "vector_p95_ms": pct(t_vh, 95),
-                     "recall_at_10_vs_exact_mode": round(float(np.mean(recall)), 4),
-                     "store_recall_at_10_vs_brute_force": store_recall(hn, qvecs, truth),
-                     "exact_fallbacks": hn.store.hnsw_fallbacks}  # type: ignore[attr-defined]
-    report["hnsw_ef_search_sweep"] = sweep
-    hn.store.hnsw_ef_search = _postgres.HNSW_EF_SEARCH  # type: ignore[attr-defined]
-    report["hnsw_default_ef_search"] = _postgres.HNSW_EF_SEARCH
-    _, t_hh = run(hn, texts, qvecs, "hybrid")
-    report["hnsw_hybrid_p50_ms"], report["hnsw_hybrid_p95_ms"] = pct(t_hh, 50), pct(t_hh, 95)
-    hn.close()
+    checkpoint(args.progress, report)
     sup = []
     r = np.random.default_rng(11)
     for i in range(30):
@@ -253,10 +250,36 @@ def main() -> None:
         pg.store.apply([DocumentWrite(new, "paragraph", ps)])
         sup.append((time.perf_counter() - t) * 1000)
     report["supersede_one_doc_p50_ms"] = round(statistics.median(sup), 1)
+    report["supersede_one_doc_p95_ms"] = pct(sup, 95)
     report["supersede_one_doc_max_ms"] = round(max(sup), 1)
     lite.close()
-    pg.close()
+    checkpoint(args.progress, report)
     report["concurrency_4_writers_8_readers"] = torn_reads(url)
+    checkpoint(args.progress, report)
+    if args.hnsw:
+        t = time.perf_counter()
+        hn = KnowledgeBase.open(f"{url}&vector_search=hnsw")
+        report["hnsw_build_s"] = round(time.perf_counter() - t, 1)
+        run(hn, texts[:5], qvecs[:5], "hybrid")
+        sweep = {}
+        for ef in (132, 400, 800, 1000):
+            hn.store.hnsw_ef_search = ef  # type: ignore[attr-defined]
+            hn.store.hnsw_fallbacks = 0  # type: ignore[attr-defined]
+            vec_hnsw, t_vh = run(hn, texts, qvecs, "vector")
+            recall = [len({r[:2] for r in a} & {r[:2] for r in b}) / max(1, len(a))
+                      for a, b in zip(vec_exact, vec_hnsw, strict=True)]
+            sweep[ef] = {"vector_p50_ms": pct(t_vh, 50), "vector_p95_ms": pct(t_vh, 95),
+                         "recall_at_10_vs_exact_mode": round(float(np.mean(recall)), 4),
+                         "store_recall_at_10_vs_brute_force": store_recall(hn, qvecs, truth),
+                         "exact_fallbacks": hn.store.hnsw_fallbacks}  # type: ignore[attr-defined]
+        report["hnsw_ef_search_sweep"] = sweep
+        hn.store.hnsw_ef_search = _postgres.HNSW_EF_SEARCH  # type: ignore[attr-defined]
+        report["hnsw_default_ef_search"] = _postgres.HNSW_EF_SEARCH
+        _, t_hh = run(hn, texts, qvecs, "hybrid")
+        report["hnsw_hybrid_p50_ms"], report["hnsw_hybrid_p95_ms"] = pct(t_hh, 50), pct(t_hh, 95)
+        hn.close()
+        checkpoint(args.progress, report)
+    pg.close()
     print(json.dumps(report, indent=2))
     for p in tmp.glob("bench.db*"):
         p.unlink()
