@@ -268,7 +268,9 @@ def main() -> None:
         for mode in args.modes.split(","):
             bodies = [{"query": q, "mode": mode, "top_k": 6} for q in queries]
             r: dict[str, Any] = {}
-            # Each worker's handles keep their own caches: every query 2 x handles x workers times.
+            # Query vectors are cached per worker process (shared by its handles); BM25 weights per
+            # handle. Every query 2 x handles x workers times leaves a given (query, worker) pair
+            # uncached with probability 2^-8, i.e. ~1 of the 600 pairs.
             r["warmup"] = asyncio.run(closed_loop(url, bodies, 4, 600,
                                                   total=len(bodies) * 2 * args.handles * args.workers))
             r["closed_loop"] = asyncio.run(closed_loop(url, bodies, args.concurrency, args.seconds))

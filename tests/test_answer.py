@@ -803,7 +803,8 @@ def test_team_note_is_flagged_and_stays_searchable(example_kb: KnowledgeBase, st
 
 def test_flagged_passage_is_kept_out_of_context_by_default(
         example_kb: KnowledgeBase, staff: Actor, llm: FakeLLM) -> None:
-    question = "How long do I have to return an item?"
+    # "office closed": the note's exact words, so the keyword leg finds it whatever the fusion.
+    question = "Can I return an item when the office is closed?"
     hits = hits_for(example_kb, staff, question)
     note = [i + 1 for i, h in enumerate(hits) if h.document_id == "team-note-weekly"]
     assert note and hits[note[0] - 1].flags, "precondition: the flagged note is among the hits"
@@ -852,7 +853,7 @@ def test_trace_is_minimised(example_kb: KnowledgeBase, customer: Actor, staff: A
     assert answered.status == "answered"
     _assert_minimal(answered.trace, hits_for(example_kb, customer, WORN))
     assert [r["n"] for r in answered.trace["available"]] == list(range(1, 7))
-    question = "How long do I have to return an item?"
+    question = "Can I return an item when the office is closed?"
     flagged = example_kb.answer(staff, question)
     assert flagged.trace["dropped"]
     _assert_minimal(flagged.trace, hits_for(example_kb, staff, question))

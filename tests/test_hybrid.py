@@ -105,8 +105,10 @@ def test_default_mode_is_hybrid(store: KnowledgeBase) -> None:
     # Only one passage has the word, yet six come back: the vector leg is on by default ...
     assert keys(keyword) == [("returns", 3)]
     assert len(default) == 6
-    # ... and the scores are fused RRF scores (at most 2/61), neither BM25 nor cosine.
-    assert all(h.score <= 2 / 61 for h in default)
+    # ... and the scores are fused convex scores (weighted min-max normalised leg scores, so
+    # within 0..1), neither BM25 nor cosine: the only keyword match gets the whole keyword half.
+    assert all(0.0 <= h.score <= 1.0 for h in default)
+    assert default[0].explain["keyword"]["rank"] == 1 and default[0].score >= 0.5
     assert full(default) != full(keyword) and full(default) != full(vector)
     assert default[0].explain is not None and set(default[0].explain) == {"fused_score", "keyword", "vector"}
 
@@ -116,7 +118,8 @@ def test_explain_reports_each_legs_rank_and_score_for_every_hit(store: Knowledge
     carries the leg entries of exactly the windows it is in, with the rank and score that leg
     gives it when searched alone, and its fused score is the RRF sum of those ranks."""
     q = "plan users support"
-    hits = store.search(A, q, limit=4, window=1, max_per_document=None, explain=True)
+    hits = store.search(A, q, limit=4, window=1, max_per_document=None, explain=True,
+                       fusion="rrf")
     legs = {}
     for mode in ("keyword", "vector"):
         alone = store.search(A, q, limit=4, max_per_document=None, mode=mode)
@@ -168,11 +171,14 @@ def test_convex_alpha_extremes_order_like_one_leg(store: KnowledgeBase, alpha: f
     assert hits[0].score == 1.0
 
 
-def test_convex_and_rrf_differ(store: KnowledgeBase) -> None:
+def test_convex_and_rrf_differ_and_convex_is_the_default(store: KnowledgeBase) -> None:
     q = "return items days"
-    rrf = store.search(A, q, limit=6, max_per_document=None)
+    rrf = store.search(A, q, limit=6, max_per_document=None, fusion="rrf")
     cvx = store.search(A, q, limit=6, max_per_document=None, fusion="convex", alpha=0.5)
+    default = store.search(A, q, limit=6, max_per_document=None)
     assert [h.score for h in rrf] != [h.score for h in cvx]
+    assert [(h.document_id, h.passage, h.score) for h in default] == [
+        (h.document_id, h.passage, h.score) for h in cvx]
 
 
 @pytest.mark.parametrize("bad", [
@@ -543,3 +549,57 @@ def test_cli_reembed(tmp_path: Path) -> None:
     assert out["hits"][0]["explain"]["vector"]["rank"] == 1
     human = run_cli("reembed", "--model", "hash-test", db=path)
     assert human.returncode == 0 and f"{N_PASSAGES} passages" in human.stdout
+
+
+def test_query_vectors_are_shared_by_every_handle_in_the_process(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service keeps several store handles per worker: a question embedded through one of
+    them must not be embedded again through another (e5 costs ~45 ms per query)."""
+    path = tmp_path / "kb.db"
+    first = KnowledgeBase.open(path)
+    first.ingest(DOCS)
+    second = KnowledgeBase.open(path)
+    emb = get_embedder("hash-test")
+    calls: list[str] = []
+    real = emb.embed_queries
+
+    def counting(texts: Sequence[str]) -> np.ndarray:
+        calls.extend(texts)
+        return real(texts)
+
+    monkeypatch.setattr(emb, "embed_queries", counting)
+    q = f"send it back {tmp_path.name}"  # unique: the cache outlives this test
+    a = full(first.search(A, q, mode="vector"))
+    b = full(second.search(A, q, mode="vector"))
+    assert a == b and calls == [q]
+    second.search(A, q + " please", mode="vector")
+    assert calls == [q, q + " please"]
+    first.close()
+    second.close()
+
+
+def test_query_vector_cache_is_bounded_lru_and_read_only() -> None:
+    from evidex.embed import QueryVectorCache
+
+    with pytest.raises(ValueError, match="capacity"):
+        QueryVectorCache(0)
+    cache = QueryVectorCache(capacity=2)
+    made: list[str] = []
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        made.extend(texts)
+        return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+    v = cache.get("m", "a", embed)
+    cache.get("m", "b", embed)
+    cache.get("m", "a", embed)  # a is now the most recently used
+    cache.get("m", "c", embed)  # evicts b, not a
+    assert ("m", "a") in cache and ("m", "b") not in cache and len(cache) == 2
+    assert made == ["a", "b", "c"] and (cache.hits, cache.misses) == (1, 3)
+    assert cache.get("other-model", "a", embed) is not v  # another model is another key
+    with pytest.raises(ValueError):
+        v[0] = 0.0  # shared by every caller: nobody may change it in place
+    buf = np.zeros(4, dtype=np.float32)
+    cache["m", "x"] = buf
+    buf[0] = 9.0  # the cache kept its own copy
+    assert cache["m", "x"][0] == 0.0

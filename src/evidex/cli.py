@@ -412,7 +412,9 @@ def evaluate(
         str | None, typer.Option("--analyzer", help="Analyzer (default: english).")
     ] = None,
     embedder: Annotated[str | None, typer.Option(help="Embedding model (vector, hybrid).")] = None,
-    fusion: Annotated[str, typer.Option(help="rrf or convex (hybrid).")] = "rrf",
+    fusion: Annotated[
+        str | None, typer.Option(help="convex or rrf (hybrid; default: retrieval.fuse, convex).")
+    ] = None,
     alpha: Annotated[float, typer.Option(help="Vector weight of convex fusion.")] = 0.5,
     as_json: JsonOpt = False,
 ) -> None:
@@ -437,7 +439,7 @@ def evaluate(
         return
     assert beir is not None
     result = evaluate_beir(beir, mode=mode, analyzer=analyzer or state.analyzer or "english",
-                           embedder=embedder, fusion=fusion, alpha=alpha)
+                           embedder=embedder, fusion=fusion or state.cfg.retrieval.fuse, alpha=alpha)
     if as_json:
         _emit(result)
     else:

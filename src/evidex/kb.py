@@ -17,7 +17,15 @@ import numpy as np
 
 from .answer import Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator, answer_question
 from .cite import resolve_citation
-from .embed import DEFAULT_EMBEDDER, EMBEDDERS, Embedder, EmbeddingCache, get_embedder
+from .embed import (
+    DEFAULT_EMBEDDER,
+    EMBEDDERS,
+    Embedder,
+    EmbeddingCache,
+    QueryVectorCache,
+    get_embedder,
+    query_vectors,
+)
 from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan, split_key, split_text
 from .model import (
     Actor,
@@ -35,6 +43,7 @@ from .model import (
 from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, content_terms, get_analyzer, parse_query
 from .retrieve import (
     BM25,
+    DEFAULT_FUSION,
     EVIDENCE_THRESHOLDS,
     BM25Params,
     Candidates,
@@ -109,7 +118,7 @@ class KnowledgeBase:
         self._cache_arg = embed_cache
         self._cache: EmbeddingCache | None = embed_cache if isinstance(embed_cache, EmbeddingCache) else None
         self._evidence = evidence
-        self._query_vectors: dict[tuple[str, str], np.ndarray] = {}
+        self._query_vectors: QueryVectorCache = query_vectors
         self.answer_settings = answer_settings or AnswerSettings()
 
     @classmethod
@@ -259,7 +268,6 @@ class KnowledgeBase:
                                              e.embed_passages, progress=tick)
             done.update(zip((pid for pid, _ in rows), vecs, strict=True))
             if self.store.switch_vectors(e.model_id, e.dimension, done):
-                self._query_vectors.clear()
                 return len(done)
         raise StoreError("the store kept changing during reembed; try again when writes pause")
 
@@ -292,7 +300,7 @@ class KnowledgeBase:
         filters: Filters | Mapping[str, Any] | None = None,
         max_per_document: int | None = 2,
         explain: bool = False,
-        fusion: Fusion | str = "rrf",
+        fusion: Fusion | str = DEFAULT_FUSION,
         rrf_k: int = 60,
         window: int = 50,
         alpha: float = 0.5,
@@ -360,16 +368,8 @@ class KnowledgeBase:
             return self._results(view, hits, terms, best_sim)
 
     def _query_vector(self, query: str) -> np.ndarray:
-        """Query embeddings are cached per model and exact query text (bounded): the model
-        sees the text as typed, so two texts with the same words are different keys."""
-        k = (self.store.embedder, query)
-        vec = self._query_vectors.get(k)
-        if vec is None:
-            vec = self._embedder().embed_queries([query])[0]
-            if len(self._query_vectors) >= 4096:
-                self._query_vectors.pop(next(iter(self._query_vectors)))
-            self._query_vectors[k] = vec
-        return vec
+        """The query's embedding, through the process-wide cache (see ``embed._queries``)."""
+        return self._query_vectors.get(self.store.embedder, query, self._embedder().embed_queries)
 
     @staticmethod
     def _ranked(view: Any, cand: Candidates, name: str, window: int) -> Leg:

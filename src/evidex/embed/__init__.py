@@ -26,6 +26,7 @@ from evidex.embed._cache import CACHE_ENV, EmbeddingCache, default_cache_path
 from evidex.embed._e5 import E5Embedder
 from evidex.embed._hashing import HashingEmbedder
 from evidex.embed._minilm import MiniLMEmbedder
+from evidex.embed._queries import QueryVectorCache, query_vectors
 
 __all__ = [
     "CACHE_ENV",
@@ -35,8 +36,10 @@ __all__ = [
     "Embedder",
     "EmbeddingCache",
     "MissingDependencyError",
+    "QueryVectorCache",
     "default_cache_path",
     "get_embedder",
+    "query_vectors",
 ]
 
 #: The model used unless configured otherwise: the only one here that handles German as well as

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..retrieve import DEFAULT_FUSION
+
 __all__ = [
     "AnswerRequest",
     "AnswerResponse",
@@ -49,7 +51,7 @@ class SearchRequest(_Request):
     match: Literal["any", "all"] = "any"
     filters: Filters | None = None
     explain: bool = False
-    fusion: Literal["rrf", "convex"] = "rrf"
+    fusion: Literal["rrf", "convex"] = DEFAULT_FUSION  # type: ignore[assignment]
     rrf_k: int = Field(default=60, ge=1, le=1000)
     window: int = Field(default=50, ge=1, le=500)
     alpha: float = Field(default=0.5, ge=0.0, le=1.0, description="vector weight of convex fusion")
