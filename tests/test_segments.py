@@ -442,3 +442,51 @@ def test_segment_vectors_are_stored_in_parts_and_old_stores_upgrade(tmp_path: Pa
         again.ingest(Document("d0", "t", {"g"}, "2", "alpha text again"), split="paragraph")
         again.optimize()
         assert [h.document_id for h in again.search(actor, "again", mode="keyword")] == ["d0"]
+
+
+# -- merging postings in one sort ----------------------------------------------------------------
+Entries = dict[str, list[tuple[int, int]]]
+
+
+def _reference_merge(parts: list[Entries], dead: set[int]) -> Entries:
+    out: Entries = {}
+    for part in parts:
+        for term, entries in part.items():
+            out.setdefault(term, []).extend(e for e in entries if e[0] not in dead)
+    return {t: sorted(v) for t, v in sorted(out.items()) if v}
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), chunk=st.sampled_from([1, 3, 50, 4_000_000]))
+def test_merge_postings_equals_a_per_term_merge(data: Any, chunk: int) -> None:
+    """Segments hold disjoint passage ids; the merge is the per-term union without the dead
+    passages, in term order with ascending ids, also when it is done in several chunks."""
+    import numpy as np
+    import pytest
+
+    from evidex.store import _segments as seg
+
+    n_parts = data.draw(st.integers(0, 5))
+    pids = data.draw(st.lists(st.integers(1, 10_000), unique=True, max_size=60))
+    owner = [data.draw(st.integers(0, max(n_parts - 1, 0))) for _ in pids]
+    terms = st.sampled_from(["a", "b", "zz", "é", "ß", "a1", "term"])
+    parts: list[Entries] = [{} for _ in range(n_parts)]
+    for pid, o in zip(pids, owner, strict=True):
+        if not n_parts:
+            break
+        for term in data.draw(st.sets(terms, min_size=1, max_size=4)):
+            parts[o].setdefault(term, []).append((pid, data.draw(st.integers(1, 65535))))
+    dead = set(data.draw(st.lists(st.sampled_from(pids), max_size=10))) if pids else set()
+    flat = [seg.FlatPostings.from_dict({t: (np.array([p for p, _ in sorted(e)], dtype=np.int32),
+                                            np.array([f for _, f in sorted(e)], dtype=np.uint16))
+                                        for t, e in part.items()}) for part in parts]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(seg, "MERGE_CHUNK_POSTINGS", chunk)
+        merged = seg.merge_postings(flat, np.array(sorted(dead), dtype=np.int64))
+    got = {t: list(zip(p.tolist(), f.tolist(), strict=True)) for t, p, f in merged.items()}
+    assert list(got) == merged.terms == sorted(got)
+    assert got == _reference_merge(parts, dead)
+    assert merged.pids.dtype == np.int32 and merged.tfs.dtype == np.uint16
+    # What a small segment stores reads back as the same postings.
+    back = seg.unpack_postings(*merged.stored())
+    assert {t: list(zip(p.tolist(), f.tolist(), strict=True)) for t, (p, f) in back.items()} == got

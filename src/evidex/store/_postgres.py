@@ -69,14 +69,15 @@ from ._pg_schema import SCHEMA_VERSION, current_version, migrate
 from ._segments import (
     PID,
     TF,
+    FlatPostings,
     PackedPostings,
     SegmentArrays,
     SegmentCache,
     decode,
     encode,
     merge_budget,
+    merge_postings,
     next_merge,
-    pack_postings,
     unpack_postings,
 )
 from ._vectors import VectorBlocks, _exact
@@ -806,15 +807,15 @@ class PostgresStore:
                     entry[0].append(pid)
                     entry[1].append(tf)
         cols = np.array([r[:5] for r in rows], dtype=np.int64).T
-        postings = {
+        postings = FlatPostings.from_dict({
             t: (np.array(p, dtype=np.int32), np.minimum(np.array(f), 65535).astype(np.uint16))
             for t, (p, f) in inverted.items()
-        }
+        })
         self._insert_segment(c, list(cols), postings)
 
-    def _insert_segment(self, c: psycopg.Cursor, cols: list[np.ndarray], postings: PackedPostings) -> int:
+    def _insert_segment(self, c: psycopg.Cursor, cols: list[np.ndarray], postings: FlatPostings) -> int:
         n = len(cols[0])
-        packed = pack_postings(postings) if n <= PACK_LIMIT else (None, None, None, None)
+        packed = postings.stored() if n <= PACK_LIMIT else (None, None, None, None)
         row = c.execute(
             "INSERT INTO segments (n, pids, sigs, lengths, dkeys, numbers, terms, term_ends, term_pids, "
             "term_tfs) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
@@ -824,7 +825,7 @@ class PostgresStore:
         if n > PACK_LIMIT:
             with c.copy("COPY postings (term, segment, pids, tfs) FROM STDIN (FORMAT BINARY)") as cp:
                 cp.set_types(["text", "int4", "bytea", "bytea"])
-                for t, (p, f) in postings.items():
+                for t, p, f in postings.items():
                     cp.write_row((t, seg, encode(p, PID), encode(f, TF)))
         return seg
 
@@ -968,26 +969,15 @@ class PostgresStore:
             keep = ~dead_mask
             order = np.argsort(cols[0][keep], kind="stable")
             cols = [col[keep][order] for col in cols]
-            parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-            for r in rows:
-                if r[6] is not None:
-                    for term, pt in unpack_postings(*r[6:]).items():
-                        parts.setdefault(term, []).append(pt)
+            parts = [FlatPostings.from_stored(*r[6:]) for r in rows if r[6] is not None]
             large = [r[0] for r in rows if r[6] is None]
             if large:
-                for term, p, f in c.execute("SELECT term, pids, tfs FROM postings WHERE segment = ANY(%s) "
-                                            "ORDER BY segment", (large,)):
-                    parts.setdefault(term, []).append((decode(p, PID), decode(f, TF)))
-            postings: PackedPostings = {}
-            for term, segs in parts.items():
-                pids = np.concatenate([p for p, _ in segs])
-                tfs = np.concatenate([f for _, f in segs])
-                if len(dead):
-                    alive = ~np.isin(pids, dead)
-                    pids, tfs = pids[alive], tfs[alive]
-                if len(pids):
-                    o = np.argsort(pids, kind="stable")
-                    postings[term] = (pids[o], tfs[o])
+                by_segment: dict[int, PackedPostings] = {}
+                for seg, term, p, f in c.execute("SELECT segment, term, pids, tfs FROM postings "
+                                                 "WHERE segment = ANY(%s)", (large,)):
+                    by_segment.setdefault(seg, {})[term] = (decode(p, PID), decode(f, TF))
+                parts += [FlatPostings.from_dict(v) for v in by_segment.values()]
+            postings = merge_postings(parts, dead)
             self._insert_segment(c, cols, postings)
             if large:
                 c.execute("DELETE FROM postings WHERE segment = ANY(%s)", (large,))

@@ -33,14 +33,15 @@ from ._contract import (
 from ._segments import (
     PID,
     TF,
+    FlatPostings,
     PackedPostings,
     SegmentArrays,
     SegmentCache,
     decode,
     encode,
     merge_budget,
+    merge_postings,
     next_merge,
-    pack_postings,
     unpack_postings,
 )
 
@@ -664,18 +665,18 @@ class SQLiteStore:
                     entry[0].append(pid)
                     entry[1].append(tf)
         cols = np.array([r[:5] for r in rows], dtype=np.int64).T
-        postings = {
+        postings = FlatPostings.from_dict({
             t: (np.array(p, dtype=np.int32), np.minimum(np.array(f), 65535).astype(np.uint16))
             for t, (p, f) in inverted.items()
-        }
+        })
         self._insert_segment(c, list(cols), postings, vectors)
 
     def _insert_segment(self, c: sqlite3.Connection, cols: list[np.ndarray],
-                        postings: PackedPostings, vectors: np.ndarray | None) -> int:
+                        postings: FlatPostings, vectors: np.ndarray | None) -> int:
         """Store one segment: small ones with their postings packed into the segment row (one
         write instead of hundreds of scattered index rows), large ones with a row per term."""
         n = len(cols[0])
-        packed = pack_postings(postings) if n <= PACK_LIMIT else (None, None, None, None)
+        packed = postings.stored() if n <= PACK_LIMIT else (None, None, None, None)
         cur = c.execute(
             "INSERT INTO segments (n, pids, sigs, lengths, dkeys, numbers, terms, term_ends, "
             "term_pids, term_tfs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -687,7 +688,7 @@ class SQLiteStore:
         if n > PACK_LIMIT:
             c.executemany(
                 "INSERT INTO postings (term, segment, pids, tfs) VALUES (?, ?, ?, ?)",
-                ((t, seg, encode(p, PID), encode(f, TF)) for t, (p, f) in postings.items()),
+                ((t, seg, encode(p, PID), encode(f, TF)) for t, p, f in postings.items()),
             )
         return seg
 
@@ -802,26 +803,16 @@ class SQLiteStore:
             cols = [col[keep][order] for col in cols]
             if vecs is not None:
                 vecs = vecs[keep][order]
-            parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-            for r in rows:
-                if r[6] is not None:
-                    for term, pt in unpack_postings(*r[6:]).items():
-                        parts.setdefault(term, []).append(pt)
+            parts = [FlatPostings.from_stored(*r[6:]) for r in rows if r[6] is not None]
             large = [r[0] for r in rows if r[6] is None]
             if large:
-                q = f"SELECT term, pids, tfs FROM postings WHERE segment IN ({','.join('?' * len(large))})"
-                for term, p, f in c.execute(q, large):
-                    parts.setdefault(term, []).append((decode(p, PID), decode(f, TF)))
-            postings: PackedPostings = {}
-            for term, segs in parts.items():
-                pids = np.concatenate([p for p, _ in segs])
-                tfs = np.concatenate([f for _, f in segs])
-                if len(dead):
-                    alive = ~np.isin(pids, dead)
-                    pids, tfs = pids[alive], tfs[alive]
-                if len(pids):
-                    o = np.argsort(pids, kind="stable")
-                    postings[term] = (pids[o], tfs[o])
+                by_segment: dict[int, PackedPostings] = {}
+                marks_l = ",".join("?" * len(large))
+                q = f"SELECT segment, term, pids, tfs FROM postings WHERE segment IN ({marks_l})"
+                for seg, term, p, f in c.execute(q, large):
+                    by_segment.setdefault(seg, {})[term] = (decode(p, PID), decode(f, TF))
+                parts += [FlatPostings.from_dict(v) for v in by_segment.values()]
+            postings = merge_postings(parts, dead)
             self._insert_segment(c, cols, postings, vecs)
             c.execute(f"DELETE FROM segment_vectors WHERE segment IN ({marks})", ids)
             if large:
