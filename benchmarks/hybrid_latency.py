@@ -1,0 +1,78 @@
+"""Hybrid query latency on SciFact including the query embedding (issue 3's latency target).
+
+    EVIDEX_EMBED_THREADS=1 .venv/bin/python benchmarks/hybrid_latency.py \
+        [--embedders all-minilm-l6-v2,multilingual-e5-small] [--queries 100]
+
+For each embedder: builds the SciFact store (english analyzer, corpus vectors from the embedding
+cache), then times ``kb.search(actor, query, limit=10)`` with the default mode and fusion
+(hybrid, convex) for the first ``--queries`` test queries, each seen for the first time, so each
+is embedded; then the same queries again, served from the query-vector cache, which isolates
+retrieval; and the query embedding alone on other texts. One embedding thread is the measured
+best on 2 cores (two threads contend with everything else on the machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from evidex.embed import get_embedder, query_vectors
+from evidex.evaluation import load_beir
+from scifact_hybrid import ACTOR, SCIFACT, build
+
+
+def pcts(values: list[float]) -> dict[str, float]:
+    return {"p50": round(statistics.median(values), 2), "p95": round(float(np.percentile(values, 95)), 2)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--embedders", default="all-minilm-l6-v2,multilingual-e5-small")
+    ap.add_argument("--queries", type=int, default=100)
+    args = ap.parse_args()
+    beir = load_beir(SCIFACT)
+    texts = list(beir.queries.values())
+    qs, others = texts[: args.queries], texts[args.queries : 2 * args.queries]
+    report: dict[str, object] = {
+        "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} cores",
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "embed_threads": os.environ.get("EVIDEX_EMBED_THREADS", "all cores"),
+        "load_average_before": os.getloadavg()[0],
+    }
+    for emb in args.embedders.split(","):
+        kb, _, _ = build(SCIFACT, emb, "english", Path(tempfile.mkdtemp(prefix="evidex-hlat-")))
+        query_vectors.clear()
+        kb.search(ACTOR, "warm up the model and the caches", limit=10)
+        fresh, cached, embed = [], [], []
+        for q in qs:
+            t = time.perf_counter()
+            kb.search(ACTOR, q, limit=10)
+            fresh.append((time.perf_counter() - t) * 1000)
+        for q in qs:
+            t = time.perf_counter()
+            kb.search(ACTOR, q, limit=10)
+            cached.append((time.perf_counter() - t) * 1000)
+        model = get_embedder(emb)
+        for q in others:
+            t = time.perf_counter()
+            model.embed_queries([q])
+            embed.append((time.perf_counter() - t) * 1000)
+        report[emb] = {"hybrid_incl_query_embedding_ms": pcts(fresh),
+                       "hybrid_cached_query_vector_ms": pcts(cached),
+                       "query_embedding_alone_ms": pcts(embed)}
+        kb.close()
+        print(json.dumps({emb: report[emb]}), flush=True)
+    report["load_average_after"] = os.getloadavg()[0]
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
