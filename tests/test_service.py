@@ -46,7 +46,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     tmp = tmp_path_factory.mktemp("service")
     db = tmp / "kb.db"
     build_store(db, tmp / "cache")
-    config = write_config(tmp / "config.yaml", max_body_bytes=4096, rate_limit_per_minute=100_000)
+    config = write_config(tmp / "config.yaml", max_body_bytes=4096, rate_limit_per_minute=100_000,
+                          failed_auth_per_minute=100_000)  # the tests below fail credentials on purpose
     server, calls = start_launcher(tmp, db, config)
     try:
         yield {"url": server.url, "server": server, "calls": calls, "db": db, "tmp": tmp}
@@ -337,5 +338,29 @@ def test_cli_serve_rate_limit_and_unwired_admin(tmp_path: Path) -> None:
             assert c.post("/v1/search", json={"query": "jacket"},
                           headers=auth("acme-customer-key")).status_code == 200
         assert "evidex serving" in server.logs()
+    finally:
+        server.stop()
+
+
+def test_failed_credentials_are_limited_per_address_before_any_check(tmp_path: Path) -> None:
+    """Past the budget of failed credential checks, an address gets 429 for every /v1 request,
+    also with a valid key: answering a guess with 200 or 401 would let guessing go on."""
+    db = tmp_path / "kb.db"
+    build_store(db, tmp_path / "cache")
+    config = write_config(tmp_path / "config.yaml", failed_auth_per_minute=3)
+    server = Server([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config)],
+                    {"EVIDEX_CACHE_DIR": str(tmp_path / "cache")}, tmp_path / "serve.log")
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            good = auth("acme-staff-key")
+            assert c.post("/v1/search", json={"query": "jacket"}, headers=good).status_code == 200
+            bad = [c.post("/v1/search", json={"query": "jacket"}, headers=auth(f"guess-{i}")).status_code
+                   for i in range(4)]
+            assert bad == [401, 401, 401, 429]
+            refused = c.post("/v1/search", json={"query": "jacket"}, headers=good)
+            assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+            assert "failed credential checks" in refused.json()["detail"]
+            # Successful requests never used up the failure budget, and pages outside /v1 stay up.
+            assert c.get("/healthz").status_code == 200
     finally:
         server.stop()

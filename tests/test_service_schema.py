@@ -26,7 +26,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("schema")
     db = tmp / "kb.db"
     build_store(db, tmp / "cache")
-    config = write_config(tmp / "config.yaml", rate_limit_per_minute=100_000)
+    config = write_config(tmp / "config.yaml", rate_limit_per_minute=100_000,
+                          failed_auth_per_minute=100_000)  # generated requests carry bad credentials
     server, _ = start_launcher(tmp, db, config)
     try:
         yield server.url

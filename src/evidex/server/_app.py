@@ -148,8 +148,10 @@ def _route(path: str) -> str:
 class _Guard:
     """Body limit, authentication, rate limit, security headers, request log, last-resort 500."""
 
-    def __init__(self, app: Any, auth: Authenticator, limiter: RateLimiter, max_body: int) -> None:
+    def __init__(self, app: Any, auth: Authenticator, limiter: RateLimiter, max_body: int,
+                 failures: RateLimiter) -> None:
         self.app, self.auth, self.limiter, self.max_body = app, auth, limiter, max_body
+        self.failures = failures
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -197,8 +199,18 @@ class _Guard:
                     await reply(413, f"the request body is larger than {self.max_body} bytes")
                     return
             if api:
+                # An address that failed too often is refused before its credentials are looked
+                # at: answering a guess (200 or 401) would let guessing go on at full speed.
+                client = scope.get("client")
+                address = str(client[0]) if client else "unknown"
+                wait = self.failures.waiting(address)
+                if wait > 0:
+                    await reply(429, "too many failed credential checks from this address",
+                                ((b"retry-after", str(max(1, math.ceil(wait))).encode()),))
+                    return
                 who = self.auth.from_header(authorization)
                 if who is None:
+                    self.failures.take(address)
                     await reply(401, "missing or invalid credentials",
                                 ((b"www-authenticate", b'Bearer realm="evidex"'),))
                     return
@@ -266,7 +278,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "missing or invalid credentials"},
     413: {"model": Problem, "description": "the body exceeds the configured size limit"},
     422: {"model": Problem, "description": "the body or a value breaks the API or query contract"},
-    429: {"model": Problem, "description": "rate limit of this key exceeded (see Retry-After)"},
+    429: {"model": Problem, "description": "rate limit of this key, or of failed credential checks "
+                                           "from this address, exceeded (see Retry-After)"},
 }
 _ADMIN_ERRORS = {**_ERRORS, 403: {"model": Problem, "description": "not an admin key"},
                  501: {"model": Problem, "description": "no sources are configured on this server"}}
@@ -419,5 +432,6 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(_Guard, auth=auth, limiter=RateLimiter(settings.rate_limit_per_minute),  # type: ignore[arg-type]
-                       max_body=settings.max_body_bytes)
+                       max_body=settings.max_body_bytes,
+                       failures=RateLimiter(settings.failed_auth_per_minute))
     return app

@@ -105,7 +105,8 @@ class Authenticator:
 
 
 class RateLimiter:
-    """Token buckets per principal label, each holding one minute's worth of requests.
+    """Token buckets per label (a principal, or a client address for failed credential checks),
+    each holding one minute's worth of requests.
 
     In-process state: with N worker processes each keeps its own buckets, so a key can make up
     to N times the configured rate. Used from the event loop thread only (no lock needed).
@@ -117,6 +118,15 @@ class RateLimiter:
         self.capacity = float(per_minute)
         self.rate = per_minute / 60.0
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def waiting(self, label: str, now: float | None = None) -> float:
+        """Seconds until ``label`` has a whole token again (0: it has one); takes nothing."""
+        now = time.monotonic() if now is None else now
+        if label not in self._buckets:
+            return 0.0
+        tokens, last = self._buckets[label]
+        tokens = min(self.capacity, tokens + (now - last) * self.rate)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
 
     def take(self, label: str, now: float | None = None) -> float:
         """0 when a request may go ahead, else the seconds until one may."""

@@ -104,6 +104,11 @@ class ServerSettings(_Strict):
         default=600, ge=1,
         description="requests per minute per key (a token bucket holding one minute's worth); "
                     "kept in process memory, so with N workers a key may make up to N times this")
+    failed_auth_per_minute: int = Field(
+        default=30, ge=1,
+        description="failed credential checks per minute per client address; past it, every "
+                    "/v1 request from that address gets 429 before its credentials are checked "
+                    "(a guess must not be answered), until the bucket refills. Per worker process")
     allowed_link_hosts: tuple[str, ...] = Field(
         default=(), description="hosts whose http(s) source links the web page shows as links")
     store_handles: int = Field(
