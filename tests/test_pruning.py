@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +13,7 @@ import evidex.retrieve._bm25 as bm25_module
 from evidex import Actor, Document, KnowledgeBase
 from evidex.model import Filters
 from evidex.query import words
-from evidex.retrieve import hits_from, keyword_candidates
+from evidex.retrieve import Candidates, hits_from, keyword_candidates
 
 VOCAB = ["the", "a", "of", "kiwi", "mango", "plum", "pear", "fig", "lime", "date"]
 # Skewed so that "the" and "a" behave like very common words, the fruit like rare ones.
@@ -26,37 +27,43 @@ CASES = {
     "query": st.lists(st.sampled_from(VOCAB), min_size=2, max_size=4),
     "limit": st.integers(1, 8),
     "cap": st.sampled_from([1, 2, None]),
+    # Probe common terms through dense weight arrays: every term (10**9) or none (0; tiny
+    # collections never reach the real threshold).
+    "dense": st.sampled_from([0, 10**9]),
 }
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**CASES)
 def test_pruned_search_equals_exhaustive(docs: list[list[list[str]]], query: list[str], limit: int,
-                                          cap: int | None) -> None:
+                                          cap: int | None, dense: int) -> None:
     actor = Actor("t", frozenset({"g"}))
     # Pruning normally starts only above tens of thousands of postings; force it on tiny data.
-    saved, bm25_module._PRUNE_MIN_POSTINGS = bm25_module._PRUNE_MIN_POSTINGS, 0
+    saved = bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR
+    bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR = 0, dense
     try:
         _check(actor, docs, query, limit, cap)
     finally:
-        bm25_module._PRUNE_MIN_POSTINGS = saved
+        bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR = saved
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**CASES)
 def test_threshold_algorithm_equals_exhaustive(docs: list[list[list[str]]], query: list[str], limit: int,
-                                               cap: int | None) -> None:
+                                               cap: int | None, dense: int) -> None:
     """The threshold algorithm alone (MaxScore disabled) at tiny depths, so it both stops early
     and runs out of depth on generated data."""
     actor = Actor("t", frozenset({"g"}))
-    saved = (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES, bm25_module._TA_DEPTHS)
+    saved = (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES, bm25_module._TA_DEPTHS,
+             bm25_module._DENSE_PROBE_FACTOR)
     bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES = 0, 0
     bm25_module._TA_DEPTHS = (1, 2, 4)
+    bm25_module._DENSE_PROBE_FACTOR = dense
     try:
         _check(actor, docs, query, limit, cap)
     finally:
         (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES,
-         bm25_module._TA_DEPTHS) = saved
+         bm25_module._TA_DEPTHS, bm25_module._DENSE_PROBE_FACTOR) = saved
 
 
 def test_threshold_algorithm_stops_early_on_common_words(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -92,11 +99,24 @@ def _check(actor: Actor, docs: list[list[list[str]]], query: list[str], limit: i
         got = [(h.document_id, h.passage, h.score) for h in kb.search(actor, q, limit=limit,
                                                                       max_per_document=cap, mode="keyword")]
         terms = kb._analyzer.query_terms(words(q))
+        # match="all" probes every term; its reference is the exhaustive any-match ranking
+        # restricted to the passages that contain every query term.
+        every = [(h.document_id, h.passage, h.score) for h in
+                 kb.search(actor, q, limit=limit, max_per_document=cap, mode="keyword", match="all")]
         with kb.store.read() as view:
             full = keyword_candidates(view, kb._bm25, actor, terms, Filters(), "any")  # no window
             want = [(h.document_id, h.passage, h.score) for h in hits_from(view, full, limit, cap)]
+            hits = hits_from(view, full, len(full.pids), None)
+            keep = {(h.document_id, h.passage) for h in hits
+                    if set(terms) <= set(kb._analyzer.terms(h.quote))}
+            names = view.doc_ids(int(view.dkey[p]) for p in full.pids)
+            sel = np.array([(names[int(view.dkey[p])], int(view.number[p])) in keep
+                            for p in full.pids], dtype=bool).reshape(-1)
+            both = Candidates(full.pids[sel], full.scores[sel], {})
+            want_all = [(h.document_id, h.passage, h.score) for h in hits_from(view, both, limit, cap)]
         kb.close()
     assert got == want
+    assert every == want_all
 
 
 @settings(max_examples=80, deadline=None)
@@ -108,7 +128,6 @@ def _check(actor: Actor, docs: list[list[list[str]]], query: list[str], limit: i
 def test_dense_and_sparse_accumulation_are_bit_identical(size: int, terms: list) -> None:
     """The two exhaustive paths (bincount over the id space, scratch arrays) must agree exactly,
     or which one runs (a function of collection size) would change scores."""
-    import numpy as np
 
     present = []
     for ids, base in terms:

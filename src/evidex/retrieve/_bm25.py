@@ -130,24 +130,46 @@ class BM25:
             self.weighted(t, postings, sig_of_pid, length_of_pid, allowed, generation) for t in terms
         ]
         dfs = {t: len(p) for t, (p, _) in zip(terms, per_term, strict=True)}
-        present = [pw for pw in per_term if len(pw[0])]
+        named = [(t, pw) for t, pw in zip(terms, per_term, strict=True) if len(pw[0])]
+        present = [pw for _, pw in named]
         if not present or (match == "all" and len(present) < len(terms)):
             return _EMPTY_P.astype(np.int64), _EMPTY_W, dfs
+        probing = match == "all" or (
+            top is not None and len(present) > 1 and sum(len(p) for p, _ in present) > _PRUNE_MIN_POSTINGS)
+        dense = ([self._dense((generation, allowed.key, t), pw, len(sig_of_pid)) for t, pw in named]
+                 if probing else [])
         if match == "all":
             # Every match contains the rarest term: probe the others for its passages only.
             rarest = min(present, key=lambda pw: len(pw[0]))[0]
-            scores, hits = _probe(rarest, present)
+            scores, hits = _probe(rarest, present, dense)
             keep = hits == len(present)
             return rarest[keep].astype(np.int64), scores[keep], dfs
-        if top is not None and len(present) > 1 and sum(len(p) for p, _ in present) > _PRUNE_MIN_POSTINGS:
-            pruned = _prune(present, top)
+        if probing and top is not None:
+            pruned = _prune(present, top, dense)
             if pruned is None:
-                named = [(t, pw) for t, pw in zip(terms, per_term, strict=True) if len(pw[0])]
                 orders = [self._impact_order((generation, allowed.key, t), w) for t, (_, w) in named]
-                pruned = _threshold(present, orders, top)
+                pruned = _threshold(present, orders, top, dense)
             if pruned is not None:
                 return pruned[0], pruned[1], dfs
         return (*self._accumulate(present, len(sig_of_pid)), dfs)
+
+    def _dense(self, key: tuple[object, bytes, str], term: tuple[np.ndarray, np.ndarray],
+               size: int) -> np.ndarray | None:
+        """The term's weights spread over the whole passage-id space (0 where absent), for a
+        term common enough that this costs at most ``_DENSE_PROBE_FACTOR`` x its postings' ids:
+        probing it is then one gather instead of a binary search per candidate. Cached with the
+        weights (same generation and visible set, so exactly the same values)."""
+        pids, weights = term
+        if len(pids) * _DENSE_PROBE_FACTOR < size:
+            return None
+        dkey = (key[0], key[1], key[2] + "\x00dense")
+        hit = self._cache.get(dkey)
+        if hit is not None and len(hit[0]) >= size:
+            return hit[0]
+        dense = np.zeros(size, dtype=np.float64)
+        dense[pids] = weights
+        self._remember(dkey, (dense, _EMPTY_W), key[0])
+        return dense
 
     def _impact_order(self, key: tuple[object, bytes, str], weights: np.ndarray) -> np.ndarray:
         """Positions of the term's ``_TA_DEPTHS[-1]`` largest weights, largest first (cached
@@ -199,13 +221,27 @@ class BM25:
 _DENSE_FACTOR = 16
 
 
-def _probe(cand: np.ndarray, present: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+#: Terms whose allowed postings cover at least 1/this of the passage-id space are probed through
+#: a dense weight array (8 bytes per id) rather than by binary search.
+_DENSE_PROBE_FACTOR = 8
+
+
+def _probe(cand: np.ndarray, present: list[tuple[np.ndarray, np.ndarray]],
+           dense: Sequence[np.ndarray | None] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Exact scores of ``cand`` (sorted ids) and how many terms each contains, by binary search
-    in every term's sorted postings. Weights are added in term order starting from 0.0, the same
-    float operations as the exhaustive path, so both give bit-identical scores."""
+    in every term's sorted postings, or by one gather from its dense weights (``dense[i]``, when
+    given; BM25 weights are > 0, so 0 means absent). Weights are added in term order starting
+    from 0.0, the same float operations as the exhaustive path (adding 0.0 for an absent term
+    changes nothing), so every path gives bit-identical scores."""
     scores = np.zeros(len(cand), dtype=np.float64)
     hits = np.zeros(len(cand), dtype=np.int32)
-    for p, w in present:
+    for i, (p, w) in enumerate(present):
+        full = dense[i] if i < len(dense) else None
+        if full is not None:
+            got = full[cand]
+            scores += got
+            hits += got > 0.0
+            continue
         idx = np.minimum(np.searchsorted(p, cand), len(p) - 1)
         found = p[idx] == cand
         scores += np.where(found, w[idx], 0.0)
@@ -226,6 +262,7 @@ _PRUNE_MIN_POSTINGS = 50_000
 def _prune(
     present: list[tuple[np.ndarray, np.ndarray]],
     top: Callable[[np.ndarray, np.ndarray], tuple[bool, float]],
+    dense: Sequence[np.ndarray | None] = (),
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """MaxScore for a disjunction: score only the passages of the rarer ("essential") terms.
 
@@ -244,7 +281,7 @@ def _prune(
         if size > _PRUNE_MAX_CANDIDATES:
             return None
         cand = np.unique(np.concatenate([p for p, _ in by_df[:e]])) if e > 1 else by_df[0][0]
-        scores, _ = _probe(cand, present)
+        scores, _ = _probe(cand, present, dense)
         full, lowest = top(cand, scores)
         if full and lowest > bound:
             return cand.astype(np.int64), scores
@@ -255,6 +292,7 @@ def _threshold(
     present: list[tuple[np.ndarray, np.ndarray]],
     orders: list[np.ndarray],
     top: Callable[[np.ndarray, np.ndarray], tuple[bool, float]],
+    dense: Sequence[np.ndarray | None] = (),
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Fagin's threshold algorithm over impact-ordered postings, for queries of common words.
 
@@ -279,7 +317,7 @@ def _threshold(
         cand = np.unique(np.concatenate(parts))
         if len(cand) > _TA_MAX_CANDIDATES:
             return None
-        scores, _ = _probe(cand, present)
+        scores, _ = _probe(cand, present, dense)
         full, lowest = top(cand, scores)
         if full and lowest > bound:
             return cand.astype(np.int64), scores
