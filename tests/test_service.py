@@ -318,12 +318,17 @@ def test_healthz_openapi_and_page(client: httpx.Client) -> None:
     assert client.get("/static/app.js").status_code == 200
 
 
-def test_cli_serve_rate_limit_and_unwired_admin(tmp_path: Path) -> None:
+def serve_example(tmp_path: Path, **server_settings: Any) -> Server:
+    """`evidex serve` (one worker) over the example store, with these server settings."""
     db = tmp_path / "kb.db"
     build_store(db, tmp_path / "cache")
-    config = write_config(tmp_path / "config.yaml", rate_limit_per_minute=5)
-    server = Server([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config)],
-                    {"EVIDEX_CACHE_DIR": str(tmp_path / "cache")}, tmp_path / "serve.log")
+    config = write_config(tmp_path / "config.yaml", **server_settings)
+    return Server([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config)],
+                  {"EVIDEX_CACHE_DIR": str(tmp_path / "cache")}, tmp_path / "serve.log")
+
+
+def test_cli_serve_rate_limit_and_unwired_admin(tmp_path: Path) -> None:
+    server = serve_example(tmp_path, rate_limit_per_minute=5)
     try:
         with httpx.Client(base_url=server.url, timeout=30) as c:
             r = c.post("/v1/sync", json={}, headers=auth("acme-admin-key"))
@@ -345,11 +350,7 @@ def test_cli_serve_rate_limit_and_unwired_admin(tmp_path: Path) -> None:
 def test_failed_credentials_are_limited_per_address_before_any_check(tmp_path: Path) -> None:
     """Past the budget of failed credential checks, an address gets 429 for every /v1 request,
     also with a valid key: answering a guess with 200 or 401 would let guessing go on."""
-    db = tmp_path / "kb.db"
-    build_store(db, tmp_path / "cache")
-    config = write_config(tmp_path / "config.yaml", failed_auth_per_minute=3)
-    server = Server([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config)],
-                    {"EVIDEX_CACHE_DIR": str(tmp_path / "cache")}, tmp_path / "serve.log")
+    server = serve_example(tmp_path, failed_auth_per_minute=3)
     try:
         with httpx.Client(base_url=server.url, timeout=30) as c:
             good = auth("acme-staff-key")
