@@ -149,3 +149,16 @@ def test_dense_and_sparse_accumulation_are_bit_identical(size: int, terms: list)
     s = dict(zip(sparse[0].tolist(), sparse[1].tolist(), strict=True))
     assert d == s
     assert set(d) == {int(i) for p, _ in present for i in p}
+
+
+def test_weights_cache_grows_with_the_store_unless_fixed() -> None:
+    bm = bm25_module.BM25()
+    bm._fit_cache(1_000)
+    assert bm._max_cache_bytes == bm25_module.CACHE_BYTES_MIN
+    bm._fit_cache(1_000_000)
+    assert bm._max_cache_bytes == 1_000_000 * bm25_module.CACHE_BYTES_PER_ID
+    bm._fit_cache(10**9)
+    assert bm._max_cache_bytes == bm25_module.CACHE_BYTES_MAX
+    fixed = bm25_module.BM25(cache_bytes=1 << 20)
+    fixed._fit_cache(10**9)
+    assert fixed._max_cache_bytes == 1 << 20

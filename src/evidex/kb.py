@@ -341,19 +341,21 @@ class KnowledgeBase:
                                           max_per_document)
                 hits = hits_from(view, cand, limit, max_per_document,
                                  self._explain_single(view, cand, "keyword") if explain else None)
-                return self._results(view, hits, terms, None)
+                return self._results(view, hits, terms, None, cand.info["term_pids"])
             if self.store.embedder != model:  # another process re-embedded the store meanwhile
                 qvec = self._query_vector(query)
             # Legs are windows of candidates; when the per-document cap leaves the list short
             # and a leg filled its window, the windows grow (x4) until the list is full or the
             # legs are exhausted, so a long document never under-fills the result.
             scale = 1
+            term_pids = None
             while True:
                 win = max(fz.window, limit) * scale
                 legs = []
                 if mode == "hybrid" and terms:
                     kc = keyword_candidates(view, self._bm25, actor, terms, flt, match, win, None)
                     legs.append(self._ranked(view, kc, "keyword", win))
+                    term_pids = kc.info["term_pids"]
                 vc = vector_candidates(view, actor, flt, qvec, win)  # type: ignore[arg-type]
                 best_sim = float(vc.scores.max()) if len(vc.scores) else None
                 legs.append(self._ranked(view, vc, "vector", win))
@@ -365,7 +367,7 @@ class KnowledgeBase:
                 if len(hits) >= limit or not full or max_per_document is None:
                     break
                 scale *= 4
-            return self._results(view, hits, terms, best_sim)
+            return self._results(view, hits, terms, best_sim, term_pids)
 
     def _query_vector(self, query: str) -> np.ndarray:
         """The query's embedding, through the process-wide cache (see ``embed._queries``)."""
@@ -388,17 +390,22 @@ class KnowledgeBase:
     def _thresholds(self) -> EvidenceThresholds:
         return self._evidence or EVIDENCE_THRESHOLDS.get(self.store.embedder, EVIDENCE_THRESHOLDS["none"])
 
-    def _results(self, view: Any, hits: list[Hit], terms: list[str],
-                 best_sim: float | None) -> SearchResults:
+    def _results(self, view: Any, hits: list[Hit], terms: list[str], best_sim: float | None,
+                 term_pids: Mapping[str, np.ndarray] | None = None) -> SearchResults:
         """Attach the evidence level. Which query terms the hits contain is read from the
-        postings (no re-analysis of the hit texts)."""
+        postings (no re-analysis of the hit texts): the keyword leg's readable passages per
+        term when it ran (hits are readable, so the answer is the same), else every segment's."""
         pids = np.array([h.pid for h in hits], dtype=np.int64)
         contained: list[set[str]] = [set() for _ in hits]
         for t in content_terms(terms):
             if not len(pids):
                 break
             found = np.zeros(len(pids), dtype=bool)
-            for p, _ in view.postings(t):  # each segment's ids are sorted: binary search
+            known = term_pids.get(t) if term_pids is not None else None
+            runs = [known] if known is not None else [p for p, _ in view.postings(t)]
+            for p in runs:  # sorted ids: binary search
+                if not len(p):
+                    continue
                 idx = np.minimum(np.searchsorted(p, pids), len(p) - 1)
                 found |= p[idx] == pids
             for i in np.flatnonzero(found):

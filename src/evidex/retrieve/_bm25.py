@@ -32,6 +32,12 @@ _EMPTY_P = np.zeros(0, dtype=np.int32)
 _EMPTY_W = np.zeros(0, dtype=np.float64)
 
 
+#: Default bounds of the weights cache (per KnowledgeBase handle), and its size per passage id.
+CACHE_BYTES_MIN = 128 << 20
+CACHE_BYTES_MAX = 1 << 30
+CACHE_BYTES_PER_ID = 512
+
+
 @dataclass(frozen=True, slots=True)
 class BM25Params:
     k1: float = 1.2
@@ -41,7 +47,9 @@ class BM25Params:
 class BM25:
     """Scores one query at a time; owns scratch arrays and the weighted-postings cache."""
 
-    def __init__(self, params: BM25Params | None = None, cache_bytes: int = 128 << 20) -> None:
+    def __init__(self, params: BM25Params | None = None, cache_bytes: int | None = None) -> None:
+        """``cache_bytes`` bounds the weights cache; None (the default) sizes it to the store:
+        ``CACHE_BYTES_PER_ID`` per passage id, within ``CACHE_BYTES_MIN``..``CACHE_BYTES_MAX``."""
         self.params = params or BM25Params()
         self._acc = np.zeros(0, dtype=np.float64)
         self._cnt = np.zeros(0, dtype=np.uint8)
@@ -49,7 +57,15 @@ class BM25:
         self._cache: OrderedDict[tuple[object, bytes, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cache_gen: object = None
         self._cache_bytes = 0
-        self._max_cache_bytes = cache_bytes
+        self._fixed_cache = cache_bytes is not None
+        self._max_cache_bytes = cache_bytes if cache_bytes is not None else CACHE_BYTES_MIN
+
+    def _fit_cache(self, id_space: int) -> None:
+        """Grow the default cache with the store: a million-passage store's common words have
+        weighted postings of megabytes each, and 128 MB held too few of them (Zipf queries at
+        1M, warm p50: 2.7 ms with 128 MB, 2.0 ms with 512 MB)."""
+        if not self._fixed_cache:
+            self._max_cache_bytes = min(CACHE_BYTES_MAX, max(CACHE_BYTES_MIN, id_space * CACHE_BYTES_PER_ID))
 
     def _scratch(self, size: int) -> None:
         if len(self._acc) < size:
@@ -126,6 +142,7 @@ class BM25:
         """
         if not terms or allowed.passages == 0:
             return _EMPTY_P.astype(np.int64), _EMPTY_W, {}
+        self._fit_cache(len(sig_of_pid))
         per_term = [
             self.weighted(t, postings, sig_of_pid, length_of_pid, allowed, generation) for t in terms
         ]

@@ -48,7 +48,12 @@ def keyword_candidates(
         terms, view.postings, view.sig, view.length, allowed, match, view.generation,
         top if window else None,
     )
-    return Candidates(pids, scores, {"df": dfs, "passages": allowed.passages})
+    # Each term's readable passages, sorted (the weights just computed, from the BM25 cache):
+    # the evidence check of the hits looks terms up here instead of in the raw postings, which
+    # at a million passages are megabytes to fetch per common term.
+    term_pids = {t: bm25.weighted(t, view.postings, view.sig, view.length, allowed, view.generation)[0]
+                 for t in dict.fromkeys(terms)}
+    return Candidates(pids, scores, {"df": dfs, "passages": allowed.passages, "term_pids": term_pids})
 
 
 def hits_from(
