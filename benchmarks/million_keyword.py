@@ -192,7 +192,11 @@ def main() -> None:
     t = time.perf_counter()
     kf.optimize()
     report["optimize_s"] = round(time.perf_counter() - t, 1)
+    # optimize starts a new generation: the first pass fills the caches again.
+    _, t_opt_first = timed(kf, actor, qs, args.limit)
     _, t_opt = timed(kf, actor, qs, args.limit)
+    report["keyword_optimized_first_touch_p50_ms"] = round(pct(t_opt_first, 50), 2)
+    report["keyword_optimized_first_touch_p95_ms"] = round(pct(t_opt_first, 95), 2)
     report["keyword_optimized_warm_p50_ms"] = round(pct(t_opt, 50), 2)
     report["keyword_optimized_warm_p95_ms"] = round(pct(t_opt, 95), 2)
     uq2 = queries(args.queries, vocab, seed=5, uniform=True)  # unseen: first touch again
