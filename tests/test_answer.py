@@ -964,3 +964,26 @@ def test_extractive_output_always_satisfies_the_output_contract(texts: list[str]
     assert check_output(out, [s.n for s in sources], []) == []
     for sentence, n in _marked_sentences(out["answer"]):
         assert sentence in texts[n - 1]
+
+
+def test_answers_search_with_the_configured_fusion(example_kb: KnowledgeBase, customer: Actor,
+                                                   tmp_path: Path) -> None:
+    """`retrieval.fuse` in the config file reaches the answer's own search, and the trace says
+    which fusion ranked the sources."""
+    from evidex.config import load_config
+
+    path = tmp_path / "knowledge.config.yaml"
+    path.write_text("retrieval: {fuse: rrf, rrf_k: 10}\n", encoding="utf-8")
+    st = load_config(path).answer_settings()
+    assert (st.fusion.method, st.fusion.rrf_k) == ("rrf", 10)
+    question = "How long do I have to return an item?"
+    for fusion, settings_ in (("rrf", st), ("convex", AnswerSettings())):
+        ans = example_kb.answer(customer, question, settings=settings_)
+        assert ans.trace is not None and ans.trace["searched"]["fusion"] == fusion
+        hits = example_kb.search(customer, question, limit=settings_.top_k, fusion=settings_.fusion,
+                                 limits=QUESTION_LIMITS)
+        assert [(r["document_id"], r["passage"]) for r in ans.trace["available"]] == [
+            (h.document_id, h.passage) for h in hits]
+    rrf = example_kb.search(customer, question, fusion=st.fusion, limits=QUESTION_LIMITS)
+    convex = example_kb.search(customer, question, limits=QUESTION_LIMITS)
+    assert [h.score for h in rrf] != [h.score for h in convex]  # the setting changes the search

@@ -26,7 +26,7 @@ from pydantic import (
 
 from .ingest import DEFAULT_MAX_SECTION_CHARS
 from .model import _LANG, VISIBILITIES, ConfigError
-from .retrieve import DEFAULT_FUSION
+from .retrieve import DEFAULT_FUSION, Fusion
 from .server._settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -245,11 +245,12 @@ class Config(_Strict):
         place, so the CLI and the service decline and cite alike)."""
         from .answer import AnswerSettings
 
-        a = self.answer
+        a, r = self.answer, self.retrieval
         offered = handoff or a.handoff or AnswerSettings().handoff
         return AnswerSettings(handoff=offered if a.when_no_evidence == "decline_and_offer_person" else "",
                               link_allowlist=a.link_allowlist, include_flagged=a.include_flagged,
-                              top_k=self.retrieval.top_k, mode=self.retrieval.mode)
+                              top_k=self.retrieval.top_k, mode=self.retrieval.mode,
+                              fusion=Fusion(r.fuse, r.rrf_k, r.window, r.alpha))
 
     def tenant_sources(self, tenant: str) -> list[str]:
         """Ids of the sources whose documents belong to ``tenant`` (what its admins may sync)."""

@@ -439,7 +439,7 @@ class KnowledgeBase:
         found: list[SearchResults] = []
 
         def search(q: str) -> SearchResults:
-            found.append(self.search(actor, q, limit=st.top_k, mode=mode, filters=filters,
+            found.append(self.search(actor, q, limit=st.top_k, mode=mode, filters=filters, fusion=st.fusion,
                                      limits=QUESTION_LIMITS))
             return found[-1]
 

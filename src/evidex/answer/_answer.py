@@ -68,7 +68,8 @@ def answer_question(
         raise EvidexError(f"generator must be one of {', '.join(GENERATORS)}, got {generator!r}")
     results = search(question)
     trace: dict[str, Any] = {
-        "searched": {"mode": settings.mode, "terms": list(results.terms), "top_k": settings.top_k},
+        "searched": {"mode": settings.mode, "terms": list(results.terms), "top_k": settings.top_k,
+                     "fusion": settings.fusion.method},
         "evidence": results.evidence,
         "signals": results.signals,
         "available": [],

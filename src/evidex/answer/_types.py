@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..retrieve import Fusion
+
 __all__ = ["DECLINE_TEXT", "Answer", "AnswerSettings", "Source"]
 
 #: The one sentence evidex says when it will not answer from the sources.
@@ -39,6 +41,8 @@ class AnswerSettings:
     trace: str = "minimal"
     top_k: int = 6
     mode: str = "hybrid"
+    #: How the hybrid legs are fused for the answer's search (the configured retrieval fusion).
+    fusion: Fusion = field(default_factory=Fusion)
     max_sentences: int = 3
 
 
