@@ -78,6 +78,7 @@ from ._segments import (
     merge_budget,
     merge_postings,
     next_merge,
+    segment_from_rows,
     unpack_postings,
 )
 from ._vectors import VectorBlocks, _exact
@@ -797,21 +798,8 @@ class PostgresStore:
 
     def _write_segment(self, c: psycopg.Cursor,
                        rows: list[tuple[int, int, int, int, int, dict[str, int]]]) -> None:
-        inverted: dict[str, tuple[list[int], list[int]]] = {}
-        for pid, _s, _l, _d, _n, terms in rows:  # rows are in increasing pid order
-            for term, tf in terms.items():
-                entry = inverted.get(term)
-                if entry is None:
-                    inverted[term] = ([pid], [tf])
-                else:
-                    entry[0].append(pid)
-                    entry[1].append(tf)
-        cols = np.array([r[:5] for r in rows], dtype=np.int64).T
-        postings = FlatPostings.from_dict({
-            t: (np.array(p, dtype=np.int32), np.minimum(np.array(f), 65535).astype(np.uint16))
-            for t, (p, f) in inverted.items()
-        })
-        self._insert_segment(c, list(cols), postings)
+        cols, postings = segment_from_rows(rows)
+        self._insert_segment(c, cols, postings)
 
     def _insert_segment(self, c: psycopg.Cursor, cols: list[np.ndarray], postings: FlatPostings) -> int:
         n = len(cols[0])

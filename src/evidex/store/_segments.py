@@ -28,6 +28,7 @@ __all__ = [
     "MERGE_FACTOR",
     "FlatPostings",
     "PackedPostings",
+    "PassageRow",
     "SegmentArrays",
     "SegmentCache",
     "SegmentSource",
@@ -36,6 +37,7 @@ __all__ = [
     "merge_budget",
     "merge_postings",
     "next_merge",
+    "segment_from_rows",
     "unpack_postings",
 ]
 
@@ -126,6 +128,30 @@ class FlatPostings:
         for term, end in zip(self.terms, self.ends.tolist(), strict=True):
             yield term, self.pids[start:end], self.tfs[start:end]
             start = end
+
+
+#: One new passage of a write: (passage id, signature, length, document key, number, term counts).
+PassageRow = tuple[int, int, int, int, int, dict[str, int]]
+
+
+def segment_from_rows(rows: Sequence[PassageRow]) -> tuple[list[np.ndarray], FlatPostings]:
+    """The per-passage columns and the inverted index of a new segment (rows in increasing
+    passage-id order, so every term's list comes out sorted)."""
+    inverted: dict[str, tuple[list[int], list[int]]] = {}
+    for pid, _s, _l, _d, _n, terms in rows:
+        for term, tf in terms.items():
+            entry = inverted.get(term)
+            if entry is None:
+                inverted[term] = ([pid], [tf])
+            else:
+                entry[0].append(pid)
+                entry[1].append(tf)
+    cols = np.array([r[:5] for r in rows], dtype=np.int64).T
+    postings = FlatPostings.from_dict({
+        t: (np.array(p, dtype=np.int32), np.minimum(np.array(f), 65535).astype(np.uint16))
+        for t, (p, f) in inverted.items()
+    })
+    return list(cols), postings
 
 
 #: Postings merged per sort: bounds the extra memory of a merge (about 40 bytes per posting)

@@ -42,6 +42,7 @@ from ._segments import (
     merge_budget,
     merge_postings,
     next_merge,
+    segment_from_rows,
     unpack_postings,
 )
 
@@ -655,21 +656,8 @@ class SQLiteStore:
     def _write_segment(self, c: sqlite3.Connection,
                        rows: list[tuple[int, int, int, int, int, dict[str, int]]],
                        vectors: np.ndarray | None) -> None:
-        inverted: dict[str, tuple[list[int], list[int]]] = {}
-        for pid, _s, _l, _d, _n, terms in rows:  # rows are in increasing pid order
-            for term, tf in terms.items():
-                entry = inverted.get(term)
-                if entry is None:
-                    inverted[term] = ([pid], [tf])
-                else:
-                    entry[0].append(pid)
-                    entry[1].append(tf)
-        cols = np.array([r[:5] for r in rows], dtype=np.int64).T
-        postings = FlatPostings.from_dict({
-            t: (np.array(p, dtype=np.int32), np.minimum(np.array(f), 65535).astype(np.uint16))
-            for t, (p, f) in inverted.items()
-        })
-        self._insert_segment(c, list(cols), postings, vectors)
+        cols, postings = segment_from_rows(rows)
+        self._insert_segment(c, cols, postings, vectors)
 
     def _insert_segment(self, c: sqlite3.Connection, cols: list[np.ndarray],
                         postings: FlatPostings, vectors: np.ndarray | None) -> int:
