@@ -39,12 +39,15 @@ def test_pruned_search_equals_exhaustive(docs: list[list[list[str]]], query: lis
                                           cap: int | None, dense: int) -> None:
     actor = Actor("t", frozenset({"g"}))
     # Pruning normally starts only above tens of thousands of postings; force it on tiny data.
-    saved = bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR
+    saved = (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR,
+             bm25_module._DENSE_MIN_CANDIDATES)
     bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR = 0, dense
+    bm25_module._DENSE_MIN_CANDIDATES = 0
     try:
         _check(actor, docs, query, limit, cap)
     finally:
-        bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR = saved
+        (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR,
+         bm25_module._DENSE_MIN_CANDIDATES) = saved
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -55,15 +58,15 @@ def test_threshold_algorithm_equals_exhaustive(docs: list[list[list[str]]], quer
     and runs out of depth on generated data."""
     actor = Actor("t", frozenset({"g"}))
     saved = (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES, bm25_module._TA_DEPTHS,
-             bm25_module._DENSE_PROBE_FACTOR)
+             bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_MIN_CANDIDATES)
     bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES = 0, 0
     bm25_module._TA_DEPTHS = (1, 2, 4)
-    bm25_module._DENSE_PROBE_FACTOR = dense
+    bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_MIN_CANDIDATES = dense, 0
     try:
         _check(actor, docs, query, limit, cap)
     finally:
-        (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES,
-         bm25_module._TA_DEPTHS, bm25_module._DENSE_PROBE_FACTOR) = saved
+        (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES, bm25_module._TA_DEPTHS,
+         bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_MIN_CANDIDATES) = saved
 
 
 def test_threshold_algorithm_stops_early_on_common_words(monkeypatch) -> None:  # type: ignore[no-untyped-def]

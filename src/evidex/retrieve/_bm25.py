@@ -153,8 +153,16 @@ class BM25:
             return _EMPTY_P.astype(np.int64), _EMPTY_W, dfs
         probing = match == "all" or (
             top is not None and len(present) > 1 and sum(len(p) for p, _ in present) > _PRUNE_MIN_POSTINGS)
-        dense = ([self._dense((generation, allowed.key, t), pw, len(sig_of_pid)) for t, pw in named]
-                 if probing else [])
+        made: dict[int, np.ndarray | None] = {}
+
+        def dense(i: int) -> np.ndarray | None:
+            # Built on the first probe that is large enough to need it, not for every query
+            # that merely could probe (a MaxScore run over a rare term probes a handful).
+            if i not in made:
+                t, pw = named[i]
+                made[i] = self._dense((generation, allowed.key, t), pw, len(sig_of_pid))
+            return made[i]
+
         if match == "all":
             # Every match contains the rarest term: probe the others for its passages only.
             rarest = min(present, key=lambda pw: len(pw[0]))[0]
@@ -246,21 +254,27 @@ _DENSE_FACTOR = 16
 #: a dense weight array (8 bytes per id) rather than by binary search.
 _DENSE_PROBE_FACTOR = 8
 #: ... as long as one dense array takes at most 1/this of the weights cache (128 MB: id spaces up
-#: to ~500k passages).
+#: to ~500k passages), and only for probes of at least this many candidates.
 _DENSE_MAX_SHARE = 32
+_DENSE_MIN_CANDIDATES = 1024
+
+#: Term position -> its dense weights, or None (built lazily, see ``BM25.score``).
+DenseOf = Callable[[int], "np.ndarray | None"]
 
 
 def _probe(cand: np.ndarray, present: list[tuple[np.ndarray, np.ndarray]],
-           dense: Sequence[np.ndarray | None] = ()) -> tuple[np.ndarray, np.ndarray]:
+           dense: DenseOf | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact scores of ``cand`` (sorted ids) and how many terms each contains, by binary search
-    in every term's sorted postings, or by one gather from its dense weights (``dense[i]``, when
-    given; BM25 weights are > 0, so 0 means absent). Weights are added in term order starting
+    in every term's sorted postings, or, for at least ``_DENSE_MIN_CANDIDATES`` candidates, by one
+    gather from its dense weights (``dense(i)``, when it has them; BM25 weights are > 0, so 0
+    means absent). Weights are added in term order starting
     from 0.0, the same float operations as the exhaustive path (adding 0.0 for an absent term
     changes nothing), so every path gives bit-identical scores."""
     scores = np.zeros(len(cand), dtype=np.float64)
     hits = np.zeros(len(cand), dtype=np.int32)
+    gather = dense is not None and len(cand) >= _DENSE_MIN_CANDIDATES
     for i, (p, w) in enumerate(present):
-        full = dense[i] if i < len(dense) else None
+        full = dense(i) if gather else None  # type: ignore[misc]
         if full is not None:
             got = full[cand]
             scores += got
@@ -286,7 +300,7 @@ _PRUNE_MIN_POSTINGS = 50_000
 def _prune(
     present: list[tuple[np.ndarray, np.ndarray]],
     top: Callable[[np.ndarray, np.ndarray], tuple[bool, float]],
-    dense: Sequence[np.ndarray | None] = (),
+    dense: DenseOf | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """MaxScore for a disjunction: score only the passages of the rarer ("essential") terms.
 
@@ -316,7 +330,7 @@ def _threshold(
     present: list[tuple[np.ndarray, np.ndarray]],
     orders: list[np.ndarray],
     top: Callable[[np.ndarray, np.ndarray], tuple[bool, float]],
-    dense: Sequence[np.ndarray | None] = (),
+    dense: DenseOf | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Fagin's threshold algorithm over impact-ordered postings, for queries of common words.
 
