@@ -941,7 +941,7 @@ def test_unknown_generator_is_an_error(example_kb: KnowledgeBase, customer: Acto
 
 _PIECES = ["Worn", "items", "e.g.", "P.", "chabaudi", "z. B.", "Dr.", "Smith", "returns", "within",
            "30", "days.", "vs.", "(see", "Fig.", "2)", "Ärger", "über", "die", "Rückgabe!", "why?", "\n",
-           "\n\n", "- item", "1.", "ok.", "#", "Heading"]
+           "\n\n", "- item", "1.", "ok.", "#", "Heading", "[14]", "[2].", "(ref. [3])"]
 
 
 @settings(max_examples=150, deadline=None)

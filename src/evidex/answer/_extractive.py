@@ -3,8 +3,8 @@
 It picks the sentences of the context sources that share the most (rare) words with the
 question, and quotes each verbatim with its [n] marker. When no sentence shares a word (a
 paraphrase matched by the vector leg), it quotes the opening sentences of the best-ranked source,
-which retrieval judged relevant. Sentences with markup or links are skipped, since the output
-contract would reject them.
+which retrieval judged relevant. Sentences with markup, links or bracketed numbers are skipped,
+since the output contract would reject them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,10 @@ from ._types import Source
 
 __all__ = ["extractive_answer", "split_sentences"]
 
-_SKIP = re.compile(r"<\s*/?\s*[a-zA-Z]|&[a-zA-Z]+;|https?://|www\.", re.IGNORECASE)
+#: Markup and links would break the output contract, and so would a bracketed number quoted
+#: from the source (reference lists such as "... since 1979 [14]."): the contract reads it as
+#: a citation marker of a source that was never provided.
+_SKIP = re.compile(r"<\s*/?\s*[a-zA-Z]|&[a-zA-Z]+;|https?://|www\.|\[\d{1,3}\]", re.IGNORECASE)
 
 
 def split_sentences(text: str) -> list[str]:
