@@ -165,3 +165,56 @@ def test_weights_cache_grows_with_the_store_unless_fixed() -> None:
     fixed = bm25_module.BM25(cache_bytes=1 << 20)
     fixed._fit_cache(10**9)
     assert fixed._max_cache_bytes == 1 << 20
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    size=st.integers(1, 300),
+    runs=st.lists(st.sets(st.integers(0, 299), min_size=1, max_size=80), min_size=1, max_size=5),
+    disjoint=st.booleans(),
+    sigs=st.lists(st.integers(-1, 3), min_size=300, max_size=300),
+    allowed_sigs=st.sets(st.integers(0, 3)),
+    visible_factor=st.sampled_from([0, 10**9]),
+)
+def test_weighted_postings_equal_a_plain_reference(size: int, runs: list[set[int]], disjoint: bool,
+                                                   sigs: list[int], allowed_sigs: set[int],
+                                                   visible_factor: int) -> None:
+    """Segment runs that are disjoint and in order skip the merge sort; interleaved runs are
+    sorted; large terms are masked through the visible-id array. Every way gives exactly the
+    ids and weights of a plain mask-sort-weigh reference."""
+    from evidex.retrieve._access import Allowed
+
+    if disjoint:  # cut one sorted id set into consecutive runs, handed over shuffled
+        ids = sorted(set().union(*runs))
+        cuts = sorted({min(len(ids), len(r)) for r in runs})
+        parts_ids = [ids[a:b] for a, b in zip([0, *cuts], [*cuts, len(ids)], strict=True) if ids[a:b]][::-1]
+    else:
+        parts_ids = [sorted(r) for r in runs]
+    parts_ids = [[i for i in p if i < size] for p in parts_ids]
+    parts = [(np.array(p, dtype=np.int32), (np.array(p, dtype=np.uint16) % 7 + 1).astype(np.uint16))
+             for p in parts_ids]
+    sig_of_pid = np.array(sigs[:size], dtype=np.int32)
+    length = (np.arange(size, dtype=np.int32) % 50) + 1
+    table = np.zeros(6, dtype=bool)
+    for s_ in allowed_sigs:
+        table[s_ + 1] = True
+    allowed = Allowed(table, max(1, size // 2), max(1, size * 20), table.tobytes())
+    saved = bm25_module._VISIBLE_FACTOR
+    bm25_module._VISIBLE_FACTOR = visible_factor
+    try:
+        got = bm25_module.BM25().weighted("t", lambda _t: parts, sig_of_pid, length, allowed, 1)
+    finally:
+        bm25_module._VISIBLE_FACTOR = saved
+    # Reference: every posting once per (run, id), masked, stably sorted, weighed.
+    pids = np.concatenate([p for p, _ in parts]) if parts else np.zeros(0, np.int32)
+    tfs = np.concatenate([t for _, t in parts]) if parts else np.zeros(0, np.uint16)
+    keep = allowed.mask(sig_of_pid, pids)
+    pids, tf = pids[keep], tfs[keep].astype(np.float64)
+    order = np.argsort(pids, kind="stable")
+    pids, tf = pids[order], tf[order]
+    assert got[0].tolist() == pids.tolist()
+    if len(pids):
+        k1, b = 1.2, 0.75
+        idf = np.log(1.0 + (allowed.passages - len(pids) + 0.5) / (len(pids) + 0.5))
+        norm = k1 * (1.0 - b) + (k1 * b / allowed.avgdl) * length[pids]
+        assert got[1].tolist() == ((idf * (k1 + 1.0)) * tf / (tf + norm)).tolist()
