@@ -28,45 +28,50 @@ CASES = {
     "limit": st.integers(1, 8),
     "cap": st.sampled_from([1, 2, None]),
     # Probe common terms through dense weight arrays: every term (10**9) or none (0; tiny
-    # collections never reach the real threshold).
-    "dense": st.sampled_from([0, 10**9]),
+    # collections never reach the real threshold); from the first probe of a term, or from its
+    # second (the first binary-searches), so both ways meet within one store.
+    "dense": st.sampled_from([(0, 1), (10**9, 1), (10**9, 2)]),
 }
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**CASES)
 def test_pruned_search_equals_exhaustive(docs: list[list[list[str]]], query: list[str], limit: int,
-                                          cap: int | None, dense: int) -> None:
+                                          cap: int | None, dense: tuple[int, int]) -> None:
     actor = Actor("t", frozenset({"g"}))
     # Pruning normally starts only above tens of thousands of postings; force it on tiny data.
     saved = (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR,
-             bm25_module._DENSE_MIN_CANDIDATES)
-    bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR = 0, dense
+             bm25_module._DENSE_MIN_CANDIDATES, bm25_module._DENSE_AFTER_PROBES)
+    bm25_module._PRUNE_MIN_POSTINGS = 0
+    bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_AFTER_PROBES = dense
     bm25_module._DENSE_MIN_CANDIDATES = 0
     try:
         _check(actor, docs, query, limit, cap)
     finally:
         (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR,
-         bm25_module._DENSE_MIN_CANDIDATES) = saved
+         bm25_module._DENSE_MIN_CANDIDATES, bm25_module._DENSE_AFTER_PROBES) = saved
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**CASES)
 def test_threshold_algorithm_equals_exhaustive(docs: list[list[list[str]]], query: list[str], limit: int,
-                                               cap: int | None, dense: int) -> None:
+                                               cap: int | None, dense: tuple[int, int]) -> None:
     """The threshold algorithm alone (MaxScore disabled) at tiny depths, so it both stops early
     and runs out of depth on generated data."""
     actor = Actor("t", frozenset({"g"}))
     saved = (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES, bm25_module._TA_DEPTHS,
-             bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_MIN_CANDIDATES)
+             bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_MIN_CANDIDATES,
+             bm25_module._DENSE_AFTER_PROBES)
     bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES = 0, 0
     bm25_module._TA_DEPTHS = (1, 2, 4)
-    bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_MIN_CANDIDATES = dense, 0
+    bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_AFTER_PROBES = dense
+    bm25_module._DENSE_MIN_CANDIDATES = 0
     try:
         _check(actor, docs, query, limit, cap)
     finally:
         (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES, bm25_module._TA_DEPTHS,
-         bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_MIN_CANDIDATES) = saved
+         bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_MIN_CANDIDATES,
+         bm25_module._DENSE_AFTER_PROBES) = saved
 
 
 def test_threshold_algorithm_stops_early_on_common_words(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -110,6 +110,19 @@ class StoredPassage:
     page: int | None
     flags: tuple[str, ...]
 
+    @classmethod
+    def from_row(cls, r: Sequence[object]) -> StoredPassage:
+        """From (pid, dkey, number, start, end, text, heading_path JSON, anchor, page, flags
+        JSON), the column order both backends select."""
+        return cls(r[0], r[1], r[2], r[3], r[4], r[5], _json_tuple(r[6]), r[7], r[8],  # type: ignore[arg-type]
+                   _json_tuple(r[9]))
+
+
+def _json_tuple(text: object) -> tuple[str, ...]:
+    # Most passages have no heading path and no flags: "[]" skips the JSON parser (a search
+    # decodes two per hit; 13,000 parses were 0.2 ms per query of a cold 1M-passage pass).
+    return () if text == "[]" else tuple(json.loads(text))  # type: ignore[arg-type]
+
 
 @dataclass(frozen=True, slots=True)
 class HistoryEntry:

@@ -329,7 +329,7 @@ class _View:
         missing = [p for p in want if p not in rows]
         if missing:
             for r in self._all(f"{_PASSAGE_SELECT} WHERE pid = ANY(%s)", (missing,)):
-                rows[r[0]] = _passage(r)
+                rows[r[0]] = StoredPassage.from_row(r)
         out = {p: rows[p] for p in want if p in rows}
         while len(rows) > cache.max_passage_rows:
             rows.popitem(last=False)
@@ -345,10 +345,11 @@ class _View:
 
     def passage(self, dkey: int, number: int) -> StoredPassage | None:
         r = self._c.execute(f"{_PASSAGE_SELECT} WHERE dkey = %s AND number = %s", (dkey, number)).fetchone()
-        return _passage(r) if r else None
+        return StoredPassage.from_row(r) if r else None
 
     def document_passages(self, dkey: int) -> list[StoredPassage]:
-        return [_passage(r) for r in self._all(f"{_PASSAGE_SELECT} WHERE dkey = %s ORDER BY number", (dkey,))]
+        rows = self._all(f"{_PASSAGE_SELECT} WHERE dkey = %s ORDER BY number", (dkey,))
+        return [StoredPassage.from_row(r) for r in rows]
 
     def passage_vectors(self, pids: Iterable[int]) -> dict[int, np.ndarray]:
         if self._s.embedder == "none":
@@ -443,10 +444,6 @@ def _doc(r: Sequence[Any]) -> StoredDocument:
         published_at=m["published_at"], split=r[6], indexed_at=r[7],
     )
 
-
-def _passage(r: Sequence[Any]) -> StoredPassage:
-    return StoredPassage(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], r[8],
-                         tuple(json.loads(r[9])))
 
 
 class PostgresStore:

@@ -259,7 +259,7 @@ class _View:
         for chunk in _chunks(missing):
             q = f"{_PASSAGE_SELECT} WHERE pid IN ({','.join('?' * len(chunk))})"
             for r in self._c.execute(q, chunk):
-                rows[r[0]] = _passage(r)
+                rows[r[0]] = StoredPassage.from_row(r)
         out = {p: rows[p] for p in want if p in rows}
         while len(rows) > cache.max_passage_rows:
             rows.popitem(last=False)
@@ -283,10 +283,10 @@ class _View:
     def passage(self, dkey: int, number: int) -> StoredPassage | None:
         r = self._c.execute(f"{_PASSAGE_SELECT} WHERE dkey = ? AND number = ?",
                             (dkey, number)).fetchone()
-        return _passage(r) if r else None
+        return StoredPassage.from_row(r) if r else None
 
     def document_passages(self, dkey: int) -> list[StoredPassage]:
-        return [_passage(r) for r in self._c.execute(
+        return [StoredPassage.from_row(r) for r in self._c.execute(
             f"{_PASSAGE_SELECT} WHERE dkey = ? ORDER BY number", (dkey,))]
 
     def passage_vectors(self, pids: Iterable[int]) -> dict[int, np.ndarray]:
@@ -321,11 +321,6 @@ def _doc(r: tuple[Any, ...]) -> StoredDocument:
         visibility=m["visibility"], groups=frozenset(m["groups"]), tags=tuple(m["tags"]),
         published_at=m["published_at"], split=r[6], indexed_at=r[7],
     )
-
-
-def _passage(r: tuple[Any, ...]) -> StoredPassage:
-    return StoredPassage(r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6])), r[7], r[8],
-                         tuple(json.loads(r[9])))
 
 
 def _chunks(items: list[int], size: int = 500) -> Iterator[list[int]]:
