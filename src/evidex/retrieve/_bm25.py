@@ -61,6 +61,8 @@ class BM25:
         #: Largest weight per cached (generation, visible set, term): MaxScore's bound, which
         #: took a pass over a common word's weights on every query (0.3 ms per query at 1M).
         self._maxima: dict[tuple[object, bytes, str], float] = {}
+        #: Large probes per term so far (dense arrays are built from the second, see _dense).
+        self._probes: dict[tuple[object, bytes, str], int] = {}
         self._fixed_cache = cache_bytes is not None
         self._max_cache_bytes = cache_bytes if cache_bytes is not None else CACHE_BYTES_MIN
 
@@ -156,8 +158,9 @@ class BM25:
     def _remember(self, key: tuple[object, bytes, str], value: tuple[np.ndarray, np.ndarray],
                   generation: object) -> None:
         with self._lock:
-            if generation != self._cache_gen or len(self._maxima) > _MAXIMA_LIMIT:
+            if generation != self._cache_gen or len(self._maxima) + len(self._probes) > _MAXIMA_LIMIT:
                 self._maxima.clear()
+                self._probes.clear()
             if generation != self._cache_gen:
                 self._cache.clear()
                 self._cache_bytes = 0
@@ -244,8 +247,7 @@ class BM25:
         # The first large probe of a term binary-searches; only a term probed again gets its
         # array (8 bytes per passage id of fresh memory: 4-35 ms to build at 1M on the benchmark
         # VM, paid inside the first query that happens to probe it).
-        seen = self._maxima.get(dkey, 0.0) + 1.0
-        self._maxima[dkey] = seen
+        seen = self._probes[dkey] = self._probes.get(dkey, 0) + 1
         if seen < _DENSE_AFTER_PROBES:
             return None
         dense = np.zeros(size, dtype=np.float64)
@@ -353,7 +355,7 @@ def _probe(cand: np.ndarray, present: list[tuple[np.ndarray, np.ndarray]],
 
 #: MaxScore gives up (handing over to the threshold algorithm) beyond this many candidates.
 _PRUNE_MAX_CANDIDATES = 20_000
-#: The maxima cache is dropped when it holds more entries than this (they are 100-byte items).
+#: Maxima and probe counts are dropped when they hold more entries than this (~100 bytes each).
 _MAXIMA_LIMIT = 200_000
 #: Depths (entries per term, by descending weight) the threshold algorithm tries in turn.
 _TA_DEPTHS = (256, 2048, 16_384)
