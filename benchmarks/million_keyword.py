@@ -2,7 +2,7 @@
 
 Run by hand (takes several minutes and a few GB of disk in benchmarks/.work/):
 
-    .venv/bin/python benchmarks/million_keyword.py [--passages 1000000] [--queries 1000] [--supersedes 200]
+    .venv/bin/python benchmarks/million_keyword.py [--passages 1000000] [--queries 1000] [--supersedes 600]
 
 What it does, all through the public API:
 1. Generates documents of 10 passages, each passage ~60 tokens drawn from a Zipf(1.1) vocabulary
@@ -13,14 +13,16 @@ What it does, all through the public API:
 3. Runs 2-3 word queries (words sampled from the same Zipf distribution, so common and rare words
    both occur) against F as the actor and against V; asserts identical (document, passage, score)
    lists, then reports p50/p95 latency of F with cold caches (first touch of each term) and warm.
-4. Supersedes single documents (new version, 10 new passages) and reports the time per ingest call
-   (p50/p95/max), before and after `optimize`.
+4. Supersedes single documents (new version, 10 + 1 new passages) and reports the time per ingest
+   call (p50/p95/max and the three slowest), before and after `optimize`. 600 of them, so that
+   the 512th small write's fold of eight ~700-passage segments is among them.
 5. Records peak RSS and the file size.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import platform
 import resource
@@ -119,14 +121,32 @@ def supersedes(kb: KnowledgeBase, docs: list[Document], n: int, seed: int, tag: 
     store, so no model call): p50 / p95 / max in ms."""
     sup = []
     rng = np.random.default_rng(seed)
-    for i in range(n):
-        d = docs[int(rng.integers(0, len(docs)))]
-        new = Document(d.id, d.tenant, d.groups, f"{tag}{i + 2}", d.text + f"\n\nrevision {tag}{i}")
-        t = time.perf_counter()
-        kb.ingest([new])
-        sup.append((time.perf_counter() - t) * 1000)
+    gc_ms: list[float] = []  # full (generation 2) garbage collections, which pause any call
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                watch.t = time.perf_counter()  # type: ignore[attr-defined]
+            else:
+                gc_ms.append((time.perf_counter() - watch.t) * 1000)  # type: ignore[attr-defined]
+
+    gc.callbacks.append(watch)
+    slow = []
+    try:
+        for i in range(n):
+            d = docs[int(rng.integers(0, len(docs)))]
+            new = Document(d.id, d.tenant, d.groups, f"{tag}{i + 2}", d.text + f"\n\nrevision {tag}{i}")
+            before = len(gc_ms)
+            t = time.perf_counter()
+            kb.ingest([new])
+            sup.append((time.perf_counter() - t) * 1000)
+            slow.append((round(sup[-1], 1), i, round(sum(gc_ms[before:]), 1)))
+    finally:
+        gc.callbacks.remove(watch)
     return {"n": n, "p50": round(statistics.median(sup), 1), "p95": round(pct(sup, 95), 1),
-            "max": round(max(sup), 1)}
+            "max": round(max(sup), 1),
+            # The three slowest calls: (ms, call number, ms of full garbage collection inside it).
+            "slowest": sorted(slow, reverse=True)[:3]}
 
 
 def main() -> None:
@@ -134,7 +154,7 @@ def main() -> None:
     ap.add_argument("--passages", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--limit", type=int, default=10)
-    ap.add_argument("--supersedes", type=int, default=200)
+    ap.add_argument("--supersedes", type=int, default=600)
     ap.add_argument("--keep", action="store_true", help="reuse stores built by an earlier run")
     args = ap.parse_args()
     WORK.mkdir(exist_ok=True)

@@ -11,7 +11,7 @@ import pytest
 from backends import Locator, raw
 from evidex import Actor, Document, DocumentError, EvidexError, KnowledgeBase, StoreError
 from evidex.model import sha256_text
-from evidex.store._segments import unpack_postings
+from evidex.store._segments import FlatPostings
 
 
 def doc(
@@ -126,7 +126,10 @@ def test_remove_deletes_passages_and_history(locate: Locator) -> None:
     assert kb.stats()["segments"] == 1 and kb.stats()["tombstones"] == 0
     # After a merge the removed passages are gone from the keyword index too.
     row = raw(path, "SELECT terms, term_ends, term_pids, term_tfs FROM segments")[0]
-    alpha_pids, _ = unpack_postings(*(bytes(v) if isinstance(v, memoryview) else v for v in row))["alpha"]
+    stored = FlatPostings.from_stored(*(bytes(v) if isinstance(v, memoryview) else v for v in row))
+    alpha = stored.get("alpha")
+    assert alpha is not None
+    alpha_pids, _ = alpha
     assert len(alpha_pids) == 1
     kb.close()
 

@@ -22,8 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evidex import Actor, Document, KnowledgeBase
-from evidex.store._segments import MERGE_FACTOR
-from evidex.store._sqlite import PACK_LIMIT
+from evidex.store._segments import MERGE_FACTOR, PACK_LIMIT
 
 VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta", "eta", "theta")
 ACTORS = (
@@ -488,5 +487,10 @@ def test_merge_postings_equals_a_per_term_merge(data: Any, chunk: int) -> None:
     assert got == _reference_merge(parts, dead)
     assert merged.pids.dtype == np.int32 and merged.tfs.dtype == np.uint16
     # What a small segment stores reads back as the same postings.
-    back = seg.unpack_postings(*merged.stored())
-    assert {t: list(zip(p.tolist(), f.tolist(), strict=True)) for t, (p, f) in back.items()} == got
+    back = seg.FlatPostings.from_stored(*merged.stored())
+    assert {t: list(zip(p.tolist(), f.tolist(), strict=True)) for t, p, f in back.items()} == got
+    # Readers look terms up by binary search: every term is found, others are not.
+    for t, pairs in got.items():
+        found = back.get(t)
+        assert found is not None and list(zip(found[0].tolist(), found[1].tolist(), strict=True)) == pairs
+    assert back.get("\x00absent") is None and back.get("zzzz-absent") is None

@@ -67,6 +67,7 @@ from ._contract import (
 )
 from ._pg_schema import SCHEMA_VERSION, current_version, migrate
 from ._segments import (
+    PACK_LIMIT,
     PID,
     TF,
     FlatPostings,
@@ -79,13 +80,11 @@ from ._segments import (
     merge_postings,
     next_merge,
     segment_from_rows,
-    unpack_postings,
 )
 from ._vectors import VectorBlocks, _exact
 
 __all__ = ["VECTOR_SEARCH_MODES", "PostgresStore", "is_postgres_url", "split_url"]
 
-PACK_LIMIT = 4096
 VECTOR_SEARCH_MODES = ("exact", "hnsw")
 #: In hnsw mode, actors who may read at most this many passages get the exact search: it is
 #: fast for them, and an iterative index scan would visit many rows they cannot read.
@@ -210,7 +209,7 @@ class _View:
                 "FROM segments WHERE id = %s", (sid,)
             ).fetchone()
             assert row is not None
-            packed = unpack_postings(*row[5:]) if row[5] is not None else None
+            packed = FlatPostings.from_stored(*row[5:]) if row[5] is not None else None
             yield SegmentArrays(sid, *(decode(b, PID) for b in row[:5]), packed=packed)
 
     def tombstones_after(self, seq: int) -> tuple[np.ndarray, int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ __all__ = [
     "MAX_SEGMENTS",
     "MERGE_CHUNK_POSTINGS",
     "MERGE_FACTOR",
+    "PACK_LIMIT",
     "FlatPostings",
     "PackedPostings",
     "PassageRow",
@@ -38,7 +40,6 @@ __all__ = [
     "merge_postings",
     "next_merge",
     "segment_from_rows",
-    "unpack_postings",
 ]
 
 PID = np.dtype("<i4")
@@ -66,21 +67,9 @@ class SegmentArrays:
     numbers: np.ndarray
     #: Postings of a small segment, stored in its own row and held in memory whole; None for a
     #: large segment whose postings are one stored row per term.
-    packed: PackedPostings | None = None
+    packed: FlatPostings | None = None
     #: Passage vectors of the store's current embedding model, row i for pids[i].
     vectors: np.ndarray | None = None
-
-
-def unpack_postings(terms: str, ends: bytes, pids: bytes, tfs: bytes) -> PackedPostings:
-    names = terms.split("\n") if terms else []
-    e = decode(ends, PID)
-    p, t = decode(pids, PID), decode(tfs, TF)
-    out: PackedPostings = {}
-    start = 0
-    for name, end in zip(names, e.tolist(), strict=True):
-        out[name] = (p[start:end], t[start:end])
-        start = end
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +77,11 @@ class FlatPostings:
     """A segment's inverted index as flat arrays: ``terms`` sorted, the postings of
     ``terms[i]`` at ``pids[ends[i - 1]:ends[i]]`` (ascending passage ids) with ``tfs`` alongside.
 
-    This is the stored layout of a small segment (``stored``; ``unpack_postings`` reads it) and
-    what merges work on: merging by one sort over all postings costs a few array operations per merge, where a
-    Python loop per term cost ~30 us x thousands of terms (a 5,000-passage merge took 0.7 s of a
-    one-document supersede).
+    This is the stored layout of a small segment (``stored``; ``from_stored`` reads it back, and
+    readers look terms up in it by binary search, ``get``) and what merges work on: merging by
+    one sort over all postings costs a few array operations per merge, where a Python loop per
+    term cost ~30 us x thousands of terms (a 5,000-passage merge took 0.7 s of a one-document
+    supersede).
     """
 
     terms: list[str]
@@ -118,8 +108,19 @@ class FlatPostings:
     def empty(cls) -> FlatPostings:
         return cls([], np.zeros(0, np.int64), np.zeros(0, PID), np.zeros(0, TF))
 
+    def get(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(passage ids, term frequencies) of ``term``, or None. A binary search in the sorted
+        terms: no per-term dictionary to build when a reader loads the segment (that loop cost
+        ~20 ms for a 5,600-passage segment of ~30,000 terms)."""
+        i = bisect_left(self.terms, term)
+        if i == len(self.terms) or self.terms[i] != term:
+            return None
+        start = int(self.ends[i - 1]) if i else 0
+        end = int(self.ends[i])
+        return self.pids[start:end], self.tfs[start:end]
+
     def stored(self) -> tuple[str, bytes, bytes, bytes]:
-        """The four values a small segment stores (the layout ``unpack_postings`` reads)."""
+        """The four values a small segment stores (the layout ``from_stored`` reads)."""
         return "\n".join(self.terms), encode(self.ends, PID), encode(self.pids, PID), encode(self.tfs, TF)
 
     def items(self) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
@@ -244,7 +245,7 @@ class SegmentCache:
         self.vector_model: str | None = None
         self.vectors: VectorBlocks | None = None
         self.segments: dict[int, np.ndarray] = {}
-        self.packed: dict[int, PackedPostings] = {}
+        self.packed: dict[int, FlatPostings] = {}
         self.tomb_seq = 0
         self.sig = np.full(0, -1, dtype=np.int32)
         self.length = np.zeros(0, dtype=np.int32)
@@ -325,7 +326,7 @@ class SegmentCache:
             self._postings.move_to_end(term)
             return hit
         rows = source.fetch_postings(term)
-        rows += [seg[term] for seg in self.packed.values() if term in seg]
+        rows += [hit for seg in self.packed.values() if (hit := seg.get(term)) is not None]
         size = sum(p.nbytes + t.nbytes for p, t in rows) + 64
         self._postings[term] = rows
         self._postings_bytes += size
@@ -339,8 +340,16 @@ class SegmentCache:
 MERGE_FACTOR = 8
 #: An ingest call may rewrite up to max(this, MERGE_FACTOR x its own passages) in merges: large
 #: batches pay for large merges (amortised log-structured cost), a one-document supersede never
-#: waits for one (it did: 4.6 and 12.8 s outliers at 1M passages).
-INLINE_MERGE_LIMIT = 65536
+#: waits for one (it did: 4.6 and 12.8 s outliers at 1M passages). 8,192 lets a small write fold
+#: eight ~700-passage segments (20-40 ms) but not eight ~5,600-passage ones: with 65,536 every
+#: 512th one-document supersede paid that 45,000-passage merge, 0.7 s at 1M passages. Segments
+#: of that tier wait for a write of >= 5,632 passages or `optimize` (one more per 512 small writes).
+INLINE_MERGE_LIMIT = 8192
+#: Segments of at most this many passages keep their postings packed in the segment row (one
+#: write); larger ones store a row per term, which readers fetch one term at a time. Equal to
+#: the inline merge limit, so what a small write merges is written packed: a 5,600-passage
+#: segment written as ~30,000 term rows took 0.4 s plus 0.2 s of commit.
+PACK_LIMIT = INLINE_MERGE_LIMIT
 #: Above this many segments the smallest are merged, within the same budget; what is left
 #: waits for ``optimize`` or the next large write.
 MAX_SEGMENTS = 48

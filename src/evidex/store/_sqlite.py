@@ -31,6 +31,7 @@ from ._contract import (
     StoredPassage,
 )
 from ._segments import (
+    PACK_LIMIT,
     PID,
     TF,
     FlatPostings,
@@ -43,14 +44,11 @@ from ._segments import (
     merge_postings,
     next_merge,
     segment_from_rows,
-    unpack_postings,
 )
 
 __all__ = ["MissingVectors", "SQLiteStore"]
 
 SCHEMA_VERSION = 3
-#: Segments of at most this many passages keep their postings packed in the segment row.
-PACK_LIMIT = 4096
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -192,7 +190,7 @@ class _View:
                 "FROM segments WHERE id = ?",
                 (sid,),
             ).fetchone()
-            packed = unpack_postings(*row[5:]) if row[5] is not None else None
+            packed = FlatPostings.from_stored(*row[5:]) if row[5] is not None else None
             vectors = None
             if self._s.embedder != "none":
                 vectors = _get_vectors(self._c, [sid], self._s.embedder, self._s.dimension)[sid]
