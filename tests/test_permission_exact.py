@@ -329,6 +329,88 @@ def test_adding_superseding_removing_inaccessible_documents_in_place(
             other.close()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@SETTINGS
+@given(scenarios(), st.data())
+def test_a_handle_with_warm_caches_follows_every_write(backend: str, scenario: Scenario,
+                                                        data: st.DataObject) -> None:
+    """Ranking caches are kept per visible collection (the allowed signatures' versions), not
+    per store generation. A handle whose caches were filled before a random series of writes,
+    readable or not, merges included (a merge can drop a passage tombstoned since the handle's
+    last look), answers exactly as a handle opened afterwards; and a write the actor cannot see
+    leaves its cached weights in use (nothing recomputed)."""
+    actor, flt, vis, hid, qs = scenario
+    with store(vis + hid, backend=backend) as (kb, path):
+        warm = KnowledgeBase.open(path)
+        try:
+            for q in qs:
+                results(warm, actor, q)
+            live = {(d.tenant, d.id): d for d in vis + hid}
+            steps = data.draw(st.lists(st.sampled_from(["add", "hidden", "supersede", "remove", "optimize"]),
+                                       min_size=1, max_size=8))
+            pending: list[str] = []
+            for k, step in enumerate(steps):
+                if step == "add":
+                    d = data.draw(visible_doc(actor, flt, f"n{k}"))
+                    kb.ingest(d)
+                    live[(d.tenant, d.id)] = d
+                elif step == "hidden":
+                    d = data.draw(hidden_doc(actor, flt, 200 + k))
+                    kb.ingest(d)
+                    live[(d.tenant, d.id)] = d
+                elif step == "supersede" and live:
+                    old = live[data.draw(st.sampled_from(sorted(live)))]
+                    new = Document(old.id, old.tenant, old.groups, f"w{k}", data.draw(text),
+                                   language=old.language, visibility=old.visibility, tags=old.tags)
+                    kb.ingest(new)
+                    live[(new.tenant, new.id)] = new
+                elif step == "remove" and live:
+                    key = data.draw(st.sampled_from(sorted(live)))
+                    assert kb.remove(*key)
+                    del live[key]
+                elif step == "optimize":
+                    kb.optimize()
+                pending.append(step)
+                # Look now or after more writes (so a merge may drop a passage tombstoned since
+                # the last look); always after the last step.
+                if not data.draw(st.booleans()) and k < len(steps) - 1:
+                    continue
+                misses = _count_weight_misses(warm)
+                got = [results(warm, actor, q) for q in qs]
+                computed = misses()
+                fresh = KnowledgeBase.open(path)
+                try:
+                    assert got == [results(fresh, actor, q) for q in qs], (pending, k)
+                finally:
+                    fresh.close()
+                if set(pending) <= {"hidden", "optimize"}:
+                    assert computed == 0, f"writes the actor cannot see dropped its cached weights: {pending}"
+                pending = []
+        finally:
+            warm.close()
+
+
+def _count_weight_misses(kb: KnowledgeBase):  # type: ignore[no-untyped-def]
+    """Wraps the handle's BM25 weights computation; the returned function tells how many times
+    weights were computed (not served from the cache) since, and removes the wrapper."""
+    bm = kb._bm25
+    calls = [0]
+    real = bm._remember
+
+    def remember(key, value, generation):  # type: ignore[no-untyped-def]
+        if "\x00" not in key[2]:  # weights, not the derived arrays cached alongside them
+            calls[0] += 1
+        return real(key, value, generation)
+
+    bm._remember = remember
+
+    def done() -> int:
+        del bm._remember
+        return calls[0]
+
+    return done
+
+
 @st.composite
 def random_doc(draw: st.DrawFn, index: int) -> Document:
     tenant = draw(st.sampled_from(TENANTS))
@@ -567,3 +649,35 @@ def test_example_actor_who_can_read_nothing(locate: Locator) -> None:
     # N = 1 and df = 1 for the public-only actor: idf = ln(1 + 0.5/1.5).
     assert math.isclose(public[0].score, math.log(1 + 0.5 / 1.5), rel_tol=1e-12)
     kb.close()
+
+
+@pytest.mark.parametrize("change", ["add", "same_lengths", "remove", "remove_then_optimize"])
+def test_example_warm_handle_sees_readable_changes(locate: Locator, change: str) -> None:
+    """Each way a readable write reaches a handle with warm caches: new passages in a signature
+    the actor already reads, a supersede that keeps every passage count and length (so the
+    signature's statistics alone would not tell), a removal (tombstones), and a removal folded
+    away by `optimize` before the handle looks again. The warm handle answers as a fresh one."""
+    path = locate("kb")
+    kb = KnowledgeBase.open(path)
+    kb.ingest([_doc("a", "alpha beta\n\nbeta gamma"), _doc("b", "alpha delta"), _doc("c", "gamma")])
+    warm = KnowledgeBase.open(path)
+    query = "alpha beta gamma delta"
+    before = scored(warm, STAFF, query)
+    if change == "add":
+        kb.ingest(_doc("d", "alpha alpha beta"))
+    elif change == "same_lengths":
+        kb.ingest(_doc("b", "beta gamma", version="2"))  # two words, as "alpha delta"
+    elif change == "remove":
+        assert kb.remove("acme", "b")
+    else:
+        assert kb.remove("acme", "b")
+        kb.optimize()
+    fresh = KnowledgeBase.open(path)
+    try:
+        after = scored(fresh, STAFF, query)
+        assert after != before  # the change is readable: a stale cache would show
+        assert scored(warm, STAFF, query) == after
+    finally:
+        fresh.close()
+        warm.close()
+        kb.close()

@@ -23,7 +23,10 @@ class Allowed:
     table: np.ndarray  # bool, index = signature id + 1
     passages: int
     total_length: int
-    #: Identifies the visible set within one store generation (for exact caching).
+    #: Identifies the visible collection: the allowed signatures and their versions (a version
+    #: changes with every write that adds or removes one of the signature's passages). Equal
+    #: keys mean equal visible passages and statistics, whatever was written elsewhere in the
+    #: store meanwhile, so exact ranking caches are keyed by it.
     key: bytes
 
     @property
@@ -47,4 +50,6 @@ def allowed_signatures(view: ReadView, actor: Actor, filters: Filters) -> Allowe
     table = np.zeros(size, dtype=bool)
     for s in ok:
         table[s.id + 1] = True
-    return Allowed(table, sum(s.passages for s in ok), sum(s.total_length for s in ok), table.tobytes())
+    state = np.array(sorted((s.id, s.version) for s in ok), dtype=np.int64)
+    return Allowed(table, sum(s.passages for s in ok), sum(s.total_length for s in ok),
+                   table.tobytes() + state.tobytes())

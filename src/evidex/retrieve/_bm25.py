@@ -9,9 +9,12 @@ scratch array, which makes them bit-for-bit reproducible for the same visible co
 idf = ln(1 + (N - df + 0.5) / (df + 0.5)) (Lucene's non-negative form);
 weight = idf * (k1 + 1) * tf / (tf + k1 * (1 - b) + k1 * b * dl / avgdl).
 
-Weighted postings are cached per (store generation, allowed set, term): within one generation
-and one visible set they are a pure function of the data, so reuse is exact. This is what a
-global-statistics engine precomputes at index time, computed here lazily per visible set.
+Weighted postings are cached per (visible collection, term): ``Allowed.key`` names the allowed
+signatures with their versions and statistics, so within one key the weights are a pure function
+of the data and reuse is exact, and a write the actor cannot see (another tenant, group or
+visibility) leaves the actor's cache valid. This is what a global-statistics engine precomputes
+at index time, computed here lazily per visible collection. (An explicit ``generation`` epoch is
+still accepted: entries of another epoch are then dropped at once.)
 """
 
 from __future__ import annotations
@@ -148,7 +151,8 @@ class BM25:
         the first term common enough to repay it; cached with the weights."""
         key = (generation, allowed.key, "\x00visible")
         hit = self._cache.get(key)
-        if hit is not None:
+        if hit is not None and len(hit[0]) >= len(sig_of_pid):
+            # Ids added since are not visible (the key would differ), nor are unused ids.
             return hit[0]
         table = allowed.table
         vis = table[np.minimum(sig_of_pid + 1, len(table) - 1)]

@@ -77,6 +77,10 @@ class Signature:
     tags: frozenset[str]
     passages: int
     total_length: int
+    #: The generation of the last write that added or removed a passage of this signature, as
+    #: seen by this reader (set by the reader's cache): equal versions of every signature an
+    #: actor may read mean an unchanged visible collection, so its ranking caches stay valid.
+    version: int = 0
 
 
 @dataclass(frozen=True, slots=True)

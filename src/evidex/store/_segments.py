@@ -14,7 +14,7 @@ import math
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -44,6 +44,7 @@ __all__ = [
 
 PID = np.dtype("<i4")
 TF = np.dtype("<u2")
+_NO_PIDS = np.zeros(0, dtype=np.int64)
 
 
 def encode(a: np.ndarray, dtype: np.dtype) -> bytes:
@@ -252,6 +253,9 @@ class SegmentCache:
         self.dkey = np.zeros(0, dtype=np.int32)
         self.number = np.zeros(0, dtype=np.int32)
         self.by_tenant: dict[str, list[Signature]] = {}
+        #: Signature id -> generation of the last write this reader saw add or remove one of its
+        #: passages (``Signature.version``).
+        self.sig_version: dict[int, int] = {}
         self.doc_ids: dict[int, str] = {}  # dkey -> document id; dkeys are never reused
         # Row caches: a passage row never changes while its id lives (a new version gets new
         # ids), so it may be kept across generations; a document row changes on supersede, so
@@ -284,9 +288,16 @@ class SegmentCache:
             self.__init__(self._max_postings_bytes)  # type: ignore[misc]
             self.vector_model = model
             self.vectors = VectorBlocks(dim) if model != "none" else None
+        full = self.generation is None  # first load (or after a reset): every signature is new
         live = set(source.segment_ids())
         removed = [s for s in self.segments if s not in live]
         added = sorted(live - set(self.segments))
+        # Which signatures gained or lost a live passage since the last refresh. A merge moves
+        # live passages from removed to added segments without changing them, so only passages
+        # that were not live before, and live ones that are gone now, count.
+        touched: set[int] = set()
+        moved = np.concatenate([self.segments[s] for s in removed]) if removed else _NO_PIDS
+        moved_sigs = self.sig[moved].copy()
         # Removal first: a merge moves live passages from removed to added segments.
         for seg in removed:
             pids = self.segments.pop(seg)
@@ -301,13 +312,20 @@ class SegmentCache:
                 self.length[arr.pids] = arr.lengths
                 self.dkey[arr.pids] = arr.dkeys
                 self.number[arr.pids] = arr.numbers
+                new = arr.sigs if not len(moved) else arr.sigs[~np.isin(arr.pids, moved)]
+                touched.update(np.unique(new).tolist())
             self.segments[arr.id] = arr.pids
             if self.vectors is not None and arr.vectors is not None:
                 self.vectors.add(arr.pids, arr.sigs, arr.vectors)
             if arr.packed is not None:
                 self.packed[arr.id] = arr.packed
+        if len(moved):  # live before, not re-added by a merge: gone
+            gone = moved_sigs[(self.sig[moved] == -1) & (moved_sigs >= 0)]
+            touched.update(np.unique(gone).tolist())
         dead, self.tomb_seq = source.tombstones_after(self.tomb_seq)
         dead = dead[dead < len(self.sig)]
+        dead_sigs = self.sig[dead]
+        touched.update(np.unique(dead_sigs[dead_sigs >= 0]).tolist())
         self.sig[dead] = -1
         if self.vectors is not None:
             self.vectors.kill(dead)
@@ -317,7 +335,10 @@ class SegmentCache:
         self.document_rows.clear()
         self.by_tenant = {}
         for s in source.all_signatures():
-            self.by_tenant.setdefault(s.tenant, []).append(s)
+            version = self.sig_version.get(s.id)
+            if full or version is None or s.id in touched:
+                version = self.sig_version[s.id] = generation
+            self.by_tenant.setdefault(s.tenant, []).append(replace(s, version=version))
         self.generation = generation
 
     def postings(self, source: SegmentSource, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
