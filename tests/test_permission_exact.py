@@ -316,12 +316,8 @@ def test_adding_superseding_removing_inaccessible_documents_in_place(
                     assert (report.superseded, report.unchanged) == (
                         (0, 1) if new.metadata() == old.metadata() and same else (1, 0))
                     live[(new.tenant, new.id)] = new
-                elif step == "remove" and live:
-                    key = data.draw(st.sampled_from(sorted(live)))
-                    assert kb.remove(*key)
-                    del live[key]
-                elif step == "optimize":
-                    kb.optimize()
+                elif step in ("remove", "optimize"):
+                    remove_or_optimize(kb, step, live, data)
                 for q, want in zip(qs, before, strict=True):
                     assert results(kb, actor, q) == want, (step, q)
                     assert results(other, actor, q) == want, (step, q)
@@ -364,12 +360,8 @@ def test_a_handle_with_warm_caches_follows_every_write(backend: str, scenario: S
                                    language=old.language, visibility=old.visibility, tags=old.tags)
                     kb.ingest(new)
                     live[(new.tenant, new.id)] = new
-                elif step == "remove" and live:
-                    key = data.draw(st.sampled_from(sorted(live)))
-                    assert kb.remove(*key)
-                    del live[key]
-                elif step == "optimize":
-                    kb.optimize()
+                elif step in ("remove", "optimize"):
+                    remove_or_optimize(kb, step, live, data)
                 pending.append(step)
                 # Look now or after more writes (so a merge may drop a passage tombstoned since
                 # the last look); always after the last step.
@@ -409,6 +401,18 @@ def _count_weight_misses(kb: KnowledgeBase):  # type: ignore[no-untyped-def]
         return calls[0]
 
     return done
+
+
+def remove_or_optimize(kb: KnowledgeBase, step: str, live: dict[tuple[str, str], Document],
+                       data: st.DataObject) -> None:
+    """The "remove" step (a random live document, if any) or the "optimize" step of the
+    write-series tests."""
+    if step == "remove" and live:
+        key = data.draw(st.sampled_from(sorted(live)))
+        assert kb.remove(*key)
+        del live[key]
+    elif step == "optimize":
+        kb.optimize()
 
 
 @st.composite
