@@ -346,12 +346,9 @@ def test_a_handle_with_warm_caches_follows_every_write(backend: str, scenario: S
                                        min_size=1, max_size=8))
             pending: list[str] = []
             for k, step in enumerate(steps):
-                if step == "add":
-                    d = data.draw(visible_doc(actor, flt, f"n{k}"))
-                    kb.ingest(d)
-                    live[(d.tenant, d.id)] = d
-                elif step == "hidden":
-                    d = data.draw(hidden_doc(actor, flt, 200 + k))
+                if step in ("add", "hidden"):  # a new document the actor may or may not read
+                    d = data.draw(visible_doc(actor, flt, f"n{k}") if step == "add"
+                                  else hidden_doc(actor, flt, 200 + k))
                     kb.ingest(d)
                     live[(d.tenant, d.id)] = d
                 elif step == "supersede" and live:
