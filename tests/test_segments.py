@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from evidex import Actor, Document, KnowledgeBase
 from evidex.store._segments import MERGE_FACTOR, PACK_LIMIT
+from evidex.store._sqlite import SCHEMA_VERSION
 
 VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta", "eta", "theta")
 ACTORS = (
@@ -435,12 +436,63 @@ def test_segment_vectors_are_stored_in_parts_and_old_stores_upgrade(tmp_path: Pa
         c.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     monkeypatch.setattr(sqlite_module, "VECTOR_PART_BYTES", 256 << 20)
     with KnowledgeBase.open(path) as again:
-        assert again.stats()["schema_version"] == 3
+        assert again.stats()["schema_version"] == SCHEMA_VERSION
         got = [(h.document_id, h.passage, h.score) for h in again.search(actor, "alpha text", mode="vector")]
         assert got == before
         again.ingest(Document("d0", "t", {"g"}, "2", "alpha text again"), split="paragraph")
         again.optimize()
         assert [h.document_id for h in again.search(actor, "again", mode="keyword")] == ["d0"]
+
+
+def test_version_3_blob_tables_are_rebuilt_with_their_keys_out_of_the_rows(tmp_path: Path) -> None:
+    """Version 3 kept postings and vector parts in WITHOUT ROWID tables, where SQLite compares
+    keys by reading whole overflowing rows (every lookup read megabytes at 1M passages). Opening
+    such a store rebuilds both as rowid tables with a key index, keeping every row; searches,
+    writes and optimize work on the result exactly as before."""
+    path = tmp_path / "kb.db"
+    actor = Actor("t", {"g"})
+    big = [Document(f"b{i}", "t", {"g"}, "1",
+                    "\n\n".join(f"{VOCAB[(i + j) % 8]} bulk {i} {j}" for j in range(40)))
+           for i in range(PACK_LIMIT // 40 + 5)]
+    kb = KnowledgeBase.open(path, embedder="hash-test")
+    kb.ingest(big, split="paragraph")  # one segment too large to pack: postings rows
+    kb.ingest(Document("d0", "t", {"g"}, "1", "alpha small text"), split="paragraph")
+    queries = ["alpha bulk", "beta 3", "small text"]
+
+    def results(k: KnowledgeBase) -> list[list[tuple[str, int, float]]]:
+        return [[(h.document_id, h.passage, h.score) for h in k.search(actor, q, mode=mode)]
+                for q in queries for mode in ("keyword", "vector")]
+
+    before = results(kb)
+    kb.close()
+    with sqlite3.connect(path) as c:
+        rows = {t: c.execute(f"SELECT * FROM {t} ORDER BY 2, 3").fetchall()
+                for t in ("postings", "segment_vectors")}
+        assert rows["postings"] and rows["segment_vectors"]
+        c.execute("DROP TABLE postings")
+        c.execute("CREATE TABLE postings (term TEXT NOT NULL, segment INTEGER NOT NULL, pids BLOB NOT NULL, "
+                  "tfs BLOB NOT NULL, PRIMARY KEY (term, segment)) WITHOUT ROWID")
+        c.execute("CREATE INDEX postings_segment ON postings (segment)")
+        c.executemany("INSERT INTO postings VALUES (?, ?, ?, ?)", [r[1:] for r in rows["postings"]])
+        c.execute("DROP TABLE segment_vectors")
+        c.execute("CREATE TABLE segment_vectors (segment INTEGER NOT NULL, model TEXT NOT NULL, part INTEGER "
+                  "NOT NULL, vecs BLOB NOT NULL, PRIMARY KEY (segment, model, part)) WITHOUT ROWID")
+        c.executemany("INSERT INTO segment_vectors VALUES (?, ?, ?, ?)",
+                      [r[1:] for r in rows["segment_vectors"]])
+        c.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    with KnowledgeBase.open(path) as again:
+        assert again.stats()["schema_version"] == SCHEMA_VERSION == 4
+        assert results(again) == before
+        again.ingest(Document("d0", "t", {"g"}, "2", "alpha changed"), split="paragraph")
+        again.optimize()
+        assert [h.document_id for h in again.search(actor, "changed", mode="keyword")] == ["d0"]
+    with sqlite3.connect(path) as c:
+        sql = dict(c.execute("SELECT name, sql FROM sqlite_master WHERE name IN "
+                             "('postings', 'segment_vectors')").fetchall())
+        assert len(sql) == 2 and not any("WITHOUT ROWID" in v for v in sql.values())
+        names = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert {"postings_term", "postings_segment", "segment_vectors_key"} <= names
+        assert not any(n.endswith("_v3") for (n,) in c.execute("SELECT name FROM sqlite_master"))
 
 
 # -- merging postings in one sort ----------------------------------------------------------------
