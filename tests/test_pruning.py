@@ -95,14 +95,54 @@ def test_threshold_algorithm_stops_early_on_common_words(monkeypatch) -> None:  
     assert outcomes and outcomes[-1], outcomes
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=CASES["docs"], word=st.sampled_from(VOCAB), limit=CASES["limit"], cap=CASES["cap"],
+       depths=st.sampled_from([(1,), (1, 2, 4), (3, 50)]), reverse=st.booleans())
+def test_one_word_queries_from_the_largest_weights_equal_exhaustive(
+        docs: list[list[list[str]]], word: str, limit: int, cap: int | None, depths: tuple[int, ...],
+        reverse: bool) -> None:
+    """A one-word query is selected from the word's largest weights, ties included: generated
+    passages share weights all the time (same count, same length), so a cut inside a tie would
+    show up here as a different document winning the tie-break."""
+    saved = bm25_module._PRUNE_MIN_POSTINGS, bm25_module._TA_DEPTHS
+    bm25_module._PRUNE_MIN_POSTINGS, bm25_module._TA_DEPTHS = 0, depths
+    try:
+        _check(Actor("t", frozenset({"g"})), docs, [word, word], limit, cap, reverse)
+    finally:
+        bm25_module._PRUNE_MIN_POSTINGS, bm25_module._TA_DEPTHS = saved
+
+
+def test_one_word_queries_stop_at_the_largest_weights(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Guards the test above against vacuity: the head of a common word's weights, with its
+    ties, really is the candidate set, and the result equals exhaustive."""
+    sizes: list[int] = []
+    real = bm25_module._single
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        out = real(*args, **kwargs)
+        sizes.append(-1 if out is None else len(out[0]))
+        return out
+
+    monkeypatch.setattr(bm25_module, "_single", spy)
+    monkeypatch.setattr(bm25_module, "_PRUNE_MIN_POSTINGS", 0)
+    monkeypatch.setattr(bm25_module, "_TA_DEPTHS", (2, 8))
+    # 30 documents of one passage; "the" occurs 1-5 times in passages of equal length.
+    docs = [[["the"] * (1 + i % 5) + ["fig"] * (8 - i % 5)] for i in range(30)]
+    _check(Actor("t", frozenset({"g"})), docs, ["the"], 3, None, reverse=True)
+    assert sizes and 3 <= sizes[-1] < 30, sizes  # the six passages of five "the"s, not all 30
+
+
 def _check(actor: Actor, docs: list[list[list[str]]], query: list[str], limit: int,
-           cap: int | None) -> None:
+           cap: int | None, reverse: bool = False) -> None:
+    """``reverse`` ingests the documents last to first, so that passage ids (the order within a
+    term's postings) run against the document ids that break ties."""
     with tempfile.TemporaryDirectory() as tmp:
         kb = KnowledgeBase.open(Path(tmp) / "kb.db")
-        kb.ingest([
+        batch = [
             Document(f"d{i:02d}", "t", {"g"}, "1", "\n\n".join(" ".join(p) for p in paras))
             for i, paras in enumerate(docs)
-        ])
+        ]
+        kb.ingest(batch[::-1] if reverse else batch)
         q = " ".join(query)
         got = [(h.document_id, h.passage, h.score) for h in kb.search(actor, q, limit=limit,
                                                                       max_per_document=cap, mode="keyword")]

@@ -215,6 +215,11 @@ class BM25:
                 made[i] = self._dense((generation, allowed.key, t), pw, len(sig_of_pid))
             return made[i]
 
+        if top is not None and len(present) == 1 and len(present[0][0]) > _PRUNE_MIN_POSTINGS:
+            t, (pids, weights) = named[0]
+            got = _single(pids, weights, self._impact_order((generation, allowed.key, t), weights), top)
+            if got is not None:
+                return got[0], got[1], dfs
         if match == "all":
             # Every match contains the rarest term: probe the others for its passages only.
             rarest = min(present, key=lambda pw: len(pw[0]))[0]
@@ -396,6 +401,31 @@ def _prune(
         scores, _ = _probe(cand, present, dense)
         full, lowest = top(cand, scores)
         if full and lowest > bound:
+            return cand.astype(np.int64), scores
+    return None
+
+
+def _single(
+    pids: np.ndarray,
+    weights: np.ndarray,
+    order: np.ndarray,
+    top: Callable[[np.ndarray, np.ndarray], tuple[bool, float]],
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """One term: its passages are scored by their weight alone, so the selection comes from its
+    largest weights. All passages weighing at least the ``depth``-th largest are candidates, ties
+    included (a common word has few distinct weights, and a cut inside a tie would let the
+    tie-break by document id reach outside); every other passage weighs less than each of them,
+    so a full selection from the candidates is the selection from all. Scores are the weights
+    themselves, as on the exhaustive path (0.0 + w)."""
+    for depth in _TA_DEPTHS:
+        if depth >= len(weights) or len(order) < depth:
+            return None
+        at = np.flatnonzero(weights >= weights[order[depth - 1]])
+        if len(at) > _TA_MAX_CANDIDATES:
+            return None
+        cand, scores = pids.take(at), weights.take(at)
+        full, _ = top(cand, scores)
+        if full:
             return cand.astype(np.int64), scores
     return None
 
