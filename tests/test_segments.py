@@ -367,6 +367,51 @@ def test_large_segment_with_small_writes_on_top(tmp_path: Path) -> None:
         reader.close()
 
 
+def test_large_segment_postings_are_fetched_again_only_when_large_segments_change(
+        tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A reader keeps the large segments' postings rows across small writes (they add packed
+    segments, read from memory) and fetches them again only when the set of large segments
+    has changed (``optimize``) and a term's weights must be computed again; its results equal a
+    fresh build at every step."""
+    import evidex.store._sqlite as sqlite_module
+
+    fetched: list[str] = []
+    real = sqlite_module._View.fetch_postings
+
+    path = tmp_path / "big.db"
+
+    def spy(self, term: str):  # type: ignore[no-untyped-def]
+        if Path(self._s.path) == path:  # not the fresh builds compared with
+            fetched.append(term)
+        return real(self, term)
+
+    monkeypatch.setattr(sqlite_module._View, "fetch_postings", spy)
+    rng = random.Random(7)
+    n = PACK_LIMIT // 4 + 30
+    current = {f"b{i:04d}": big_doc(rng, i) for i in range(n)}
+    with KnowledgeBase.open(path, embedder="none") as kb, KnowledgeBase.open(path) as reader:
+        kb.ingest(list(current.values()))
+
+        def check(step: str) -> None:
+            want = fresh_snapshots(current.values(), {"queries": (("the alpha", "any"),)})
+            assert [snapshot(reader, queries=(("the alpha", "any"),))] == want, step
+
+        check("big batch")
+        assert sorted(fetched) == ["alpha", "the"]
+        for i in range(3):  # supersede documents of the large segment, readable to the actor
+            current[f"b{i:04d}"] = big_doc(rng, i, "2")
+            kb.ingest(current[f"b{i:04d}"])
+            check(f"supersede {i}")
+        assert sorted(fetched) == ["alpha", "the"], "small writes must not refetch"
+        kb.optimize()  # moves no live passage in or out of view: the reader's weights stay valid
+        check("optimize")
+        assert sorted(fetched) == ["alpha", "the"]
+        current["b0005"] = big_doc(rng, 5, "2")  # a readable write after it: weights recomputed
+        kb.ingest(current["b0005"])
+        check("after optimize")
+        assert sorted(fetched) == ["alpha", "alpha", "the", "the"]
+
+
 def test_a_small_write_never_pays_for_a_large_merge(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The merge budget of an ingest call grows with its own size: one-document supersedes stay
     fast however many large segments exist; a large batch folds them (scaled-down limits)."""

@@ -263,9 +263,15 @@ class SegmentCache:
         self.passage_rows: OrderedDict[int, Any] = OrderedDict()
         self.document_rows: dict[int, Any] = {}
         self.max_passage_rows = 20_000
+        #: Term -> its postings rows in the large (row-per-term) segments. Those segments are
+        #: immutable and change only with large merges and ``optimize``; a small write adds a
+        #: packed segment, which ``postings`` reads from memory. So the rows stay valid across
+        #: small writes (keyed by the set of large segments): dropping them on every write made
+        #: the first query after any write refetch each common word's megabytes.
         self._postings: OrderedDict[str, list[tuple[np.ndarray, np.ndarray]]] = OrderedDict()
         self._postings_bytes = 0
         self._max_postings_bytes = max_postings_bytes
+        self._large: tuple[int, ...] = ()
 
     def _grow(self, max_pid: int) -> None:
         need = max_pid + 1
@@ -329,9 +335,11 @@ class SegmentCache:
         self.sig[dead] = -1
         if self.vectors is not None:
             self.vectors.kill(dead)
-        if removed or added:
+        large = tuple(sorted(seg for seg in self.segments if seg not in self.packed))
+        if large != self._large:
             self._postings.clear()
             self._postings_bytes = 0
+            self._large = large
         self.document_rows.clear()
         self.by_tenant = {}
         for s in source.all_signatures():
@@ -342,19 +350,16 @@ class SegmentCache:
         self.generation = generation
 
     def postings(self, source: SegmentSource, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
-        hit = self._postings.get(term)
-        if hit is not None:
+        rows = self._postings.get(term)
+        if rows is not None:
             self._postings.move_to_end(term)
-            return hit
-        rows = source.fetch_postings(term)
-        rows += [hit for seg in self.packed.values() if (hit := seg.get(term)) is not None]
-        size = sum(p.nbytes + t.nbytes for p, t in rows) + 64
-        self._postings[term] = rows
-        self._postings_bytes += size
-        while self._postings_bytes > self._max_postings_bytes and len(self._postings) > 1:
-            _, old = self._postings.popitem(last=False)
-            self._postings_bytes -= sum(p.nbytes + t.nbytes for p, t in old) + 64
-        return rows
+        else:
+            rows = self._postings[term] = source.fetch_postings(term)
+            self._postings_bytes += sum(p.nbytes + t.nbytes for p, t in rows) + 64
+            while self._postings_bytes > self._max_postings_bytes and len(self._postings) > 1:
+                _, old = self._postings.popitem(last=False)
+                self._postings_bytes -= sum(p.nbytes + t.nbytes for p, t in old) + 64
+        return rows + [hit for seg in self.packed.values() if (hit := seg.get(term)) is not None]
 
 
 # -- merge policy (shared by every backend) ----------------------------------------------------
