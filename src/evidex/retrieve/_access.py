@@ -35,8 +35,8 @@ class Allowed:
 
     def mask(self, sig_of_pid: np.ndarray, pids: np.ndarray) -> np.ndarray:
         """True for the passages in ``pids`` that are live and allowed."""
-        sigs = sig_of_pid[pids]
-        return self.table[np.minimum(sigs + 1, len(self.table) - 1)]
+        sigs = sig_of_pid.take(pids)
+        return self.table.take(np.minimum(sigs + 1, len(self.table) - 1))
 
 
 def allowed_signatures(view: ReadView, actor: Actor, filters: Filters) -> Allowed:
