@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import jwt
 import pytest
+import yaml
 
 from evidex import Document, KnowledgeBase
 from service_helpers import (
@@ -318,13 +319,39 @@ def test_healthz_openapi_and_page(client: httpx.Client) -> None:
     assert client.get("/static/app.js").status_code == 200
 
 
-def serve_example(tmp_path: Path, **server_settings: Any) -> Server:
-    """`evidex serve` (one worker) over the example store, with these server settings."""
+def serve_example(tmp_path: Path, retrieval: dict[str, Any] | None = None, **server_settings: Any) -> Server:
+    """`evidex serve` (one worker) over the example store, with these server settings (and
+    this ``retrieval:`` section)."""
     db = tmp_path / "kb.db"
     build_store(db, tmp_path / "cache")
     config = write_config(tmp_path / "config.yaml", **server_settings)
+    if retrieval is not None:
+        data = yaml.safe_load(config.read_text(encoding="utf-8"))
+        config.write_text(yaml.safe_dump({**data, "retrieval": retrieval}), encoding="utf-8")
     return Server([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config)],
                   {"EVIDEX_CACHE_DIR": str(tmp_path / "cache")}, tmp_path / "serve.log")
+
+
+def test_search_fusion_defaults_to_the_configured_one(tmp_path: Path) -> None:
+    """A deployment that configures RRF gets RRF from a plain /v1/search body (its default was
+    the library's convex fusion whatever the configuration said); a body may still choose."""
+    server = serve_example(tmp_path, retrieval={"fuse": "rrf", "rrf_k": 10})
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            def ranked(**extra: Any) -> list[tuple[str, int, float]]:
+                r = c.post("/v1/search", json={"query": "return a worn jacket", "mode": "hybrid", **extra},
+                           headers=auth("acme-staff-key"))
+                assert r.status_code == 200, r.text
+                return [(h["document_id"], h["passage"], h["score"]) for h in r.json()["hits"]]
+
+            plain = ranked()
+            assert plain and plain == ranked(fusion="rrf", rrf_k=10)
+            assert all(score <= 2 / 11 for _, _, score in plain)  # two legs, 1 / (10 + rank) each
+            assert plain == ranked(fusion="rrf")  # each field left out is the configured one
+            assert plain != ranked(rrf_k=60)
+            assert plain != ranked(fusion="convex")
+    finally:
+        server.stop()
 
 
 def test_cli_serve_rate_limit_and_unwired_admin(tmp_path: Path) -> None:

@@ -310,6 +310,8 @@ def create_app(
     factory, single = _as_factory(kb)
     pool = StorePool(factory, 1 if single else settings.store_handles)
     page = _page(settings)
+    # A search request's fusion defaults to the configured one (``retrieval:``), as answers do.
+    configured_fusion = (answer_settings or AnswerSettings()).fusion
     setup_logging()
 
     @asynccontextmanager
@@ -345,8 +347,7 @@ def create_app(
         with pool.handle() as base:
             hits = base.search(who.actor, body.query, limit=body.top_k, match=body.match, mode=body.mode,
                                filters=flt, max_per_document=body.max_per_document, explain=body.explain,
-                               fusion=body.fusion, rrf_k=body.rrf_k, window=body.window,
-                               alpha=body.alpha)
+                               fusion=body.fusion_over(configured_fusion))
         return JSONResponse({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence})
 
     @app.post("/v1/answer", response_model=AnswerResponse, responses=_ERRORS, tags=["retrieval"])

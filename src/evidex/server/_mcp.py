@@ -76,8 +76,8 @@ def build_server(kb: KnowledgeBase, who: Principal, *, answer_settings: AnswerSe
             a: Any = args
             hits = kb.search(who.actor, a.query, limit=a.top_k, match=a.match, mode=a.mode,
                              filters=a.filters.model_dump() if a.filters else None,
-                             max_per_document=a.max_per_document, explain=a.explain, fusion=a.fusion,
-                             rrf_k=a.rrf_k, window=a.window, alpha=a.alpha)
+                             max_per_document=a.max_per_document, explain=a.explain,
+                             fusion=a.fusion_over((answer_settings or AnswerSettings()).fusion))
             return {"hits": [h.as_dict() for h in hits], "evidence": hits.evidence}
         if name == "resolve":
             return kb.resolve(who.actor, args.model_dump()).as_dict()

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..retrieve import DEFAULT_FUSION
+from ..retrieve import Fusion
 
 __all__ = [
     "AnswerRequest",
@@ -51,11 +51,22 @@ class SearchRequest(_Request):
     match: Literal["any", "all"] = "any"
     filters: Filters | None = None
     explain: bool = False
-    fusion: Literal["rrf", "convex"] = DEFAULT_FUSION  # type: ignore[assignment]
-    rrf_k: int = Field(default=60, ge=1, le=1000)
-    window: int = Field(default=50, ge=1, le=500)
-    alpha: float = Field(default=0.5, ge=0.0, le=1.0, description="vector weight of convex fusion")
+    # Fusion fields left out take the service's configured ones (config ``retrieval:``), so a
+    # deployment that chose RRF gets RRF from a plain request, as its answers do.
+    fusion: Literal["rrf", "convex"] | None = Field(
+        default=None, description="how keyword and vector ranks are fused; default: retrieval.fuse")
+    rrf_k: int | None = Field(default=None, ge=1, le=1000, description="default: retrieval.rrf_k (60)")
+    window: int | None = Field(default=None, ge=1, le=500, description="default: retrieval.window (50)")
+    alpha: float | None = Field(default=None, ge=0.0, le=1.0,
+                                description="vector weight of convex fusion; default: retrieval.alpha (0.5)")
     max_per_document: int | None = Field(default=2, ge=1, le=50)
+
+    def fusion_over(self, configured: Fusion) -> Fusion:
+        """This request's fusion fields over the service's configured fusion."""
+        return Fusion(self.fusion or configured.method,
+                      configured.rrf_k if self.rrf_k is None else self.rrf_k,
+                      configured.window if self.window is None else self.window,
+                      configured.alpha if self.alpha is None else self.alpha)
 
 
 class Citation(_Request):
