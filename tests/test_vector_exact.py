@@ -147,7 +147,7 @@ class Query:
 
 
 # Shared with the keyword property tests, so both draw the same kinds of actors and documents.
-from test_permission_exact import actors, filters, visible_doc  # noqa: E402
+from test_permission_exact import actors, filters, remove_or_optimize, visible_doc  # noqa: E402
 
 
 @st.composite
@@ -337,12 +337,8 @@ def test_a_writes_to_unreadable_documents_change_nothing_in_place(
                     assert not visible(actor, flt, new)
                     kb.ingest(new)
                     live[(new.tenant, new.id)] = new
-                elif step == "remove" and live:
-                    key = data.draw(st.sampled_from(sorted(live)))
-                    assert kb.remove(*key)
-                    del live[key]
-                elif step == "optimize":
-                    kb.optimize()
+                elif step in ("remove", "optimize"):
+                    remove_or_optimize(kb, step, live, data)
                 assert all_results(kb, actor, qs) == before, (k, step)
                 assert all_results(other, actor, qs) == before, (k, step)
             fresh = KnowledgeBase.open(path)
