@@ -154,7 +154,7 @@ CREATE UNIQUE INDEX segment_vectors_key ON segment_vectors (segment, model, part
 #: b-tree's interior cells were whole rows, and SQLite reads a cell's entire overflowing payload
 #: to compare keys: every lookup read megabytes of neighbouring blobs (at 1M passages, a term
 #: found in no segment took 5-22 ms to look up, a common word's 5 MB row 10-60 ms; now 0.02 and
-#: 3.5-8 ms). SQLite's own advice is to keep WITHOUT ROWID rows under ~1/20 of a page.
+#: 3.5-11 ms). SQLite's own advice is to keep WITHOUT ROWID rows under ~1/20 of a page.
 _BLOB_TABLES = {  # table: (key columns, other columns)
     "postings": ("term, segment", "pids, tfs"),
     "segment_vectors": ("segment, model, part", "vecs"),
