@@ -153,6 +153,8 @@ def test_long_history_of_small_writes_equals_a_fresh_build(tmp_path: Path) -> No
                 assert (r.added, r.superseded) == (1, 1)
                 current[(new.tenant, new.id)] = new
                 current[(sup.tenant, sup.id)] = sup
+            w1.store.settle()  # merges run after the write returns (see store._merger)
+            w2.store.settle()
             sizes = segment_sizes(path)
             check_tiers(sizes)
             max_segment = max([max_segment, *sizes])
@@ -217,6 +219,7 @@ def test_random_histories_equal_a_fresh_build(ops: list[tuple[str, int, int]]) -
                 expected = fresh_snapshot(current.values())
                 assert snapshot(kb) == expected, (i, op)
                 assert snapshot(reader) == expected, (i, op)
+                kb.store.settle()
                 check_tiers(segment_sizes(path))
         finally:
             kb.close()
@@ -236,6 +239,7 @@ def test_optimize_leaves_one_segment_and_no_tombstones(tmp_path: Path) -> None:
         kb.remove("t", f"d{i}")
         del docs[f"d{i}"]
     before = snapshot(kb)
+    kb.store.settle()
     stats = kb.stats()
     assert stats["segments"] > 1 and stats["tombstones"] > 0
     kb.optimize()
@@ -282,6 +286,7 @@ def test_second_handle_sees_writes_including_merges(tmp_path: Path) -> None:
             hits = b.search(actor, f"w{i}x", mode="keyword")
             assert [(h.document_id, h.passage) for h in hits] == [(f"n{i:02d}", 1)], i
             assert len(b.search(actor, "alpha", limit=50, max_per_document=None, mode="keyword")) == i + 2
+        a.store.settle()
         assert len(segment_sizes(path)) < 3 * MERGE_FACTOR  # merges happened
         a.ingest(Document("n05", "t", {"a"}, "2", "gamma renamed"))
         assert b.search(actor, "w5x", mode="keyword") == []
@@ -338,6 +343,7 @@ def test_large_segment_with_small_writes_on_top(tmp_path: Path) -> None:
 
     try:
         kb.ingest(list(current.values()))
+        kb.store.settle()
         assert segment_sizes(path) == [4 * n] and 4 * n > PACK_LIMIT
         check("big batch")
         for step in range(8):
@@ -421,24 +427,27 @@ def test_a_small_write_never_pays_for_a_large_merge(tmp_path: Path, monkeypatch)
     monkeypatch.setattr(segments_module, "INLINE_MERGE_LIMIT", 10)
     monkeypatch.setattr(segments_module, "MAX_SEGMENTS", 3)
     merged: list[int] = []
-    real = sqlite_module.SQLiteStore._merge
+    real = sqlite_module.SQLiteStore._plan_merge
 
-    def spy(self, ids):  # type: ignore[no-untyped-def]
-        merged.append(sum(n for (n,) in self._conn.execute(
+    def spy(self, c, ids):  # type: ignore[no-untyped-def]
+        merged.append(sum(n for (n,) in c.execute(
             f"SELECT n FROM segments WHERE id IN ({','.join('?' * len(ids))})", ids)))
-        return real(self, ids)
+        return real(self, c, ids)
 
-    monkeypatch.setattr(sqlite_module.SQLiteStore, "_merge", spy)
+    monkeypatch.setattr(sqlite_module.SQLiteStore, "_plan_merge", spy)
     kb = KnowledgeBase.open(tmp_path / "kb.db", embedder="none")
     for b in range(6):  # six segments of 40 passages: more than MAX_SEGMENTS, none cheap
         kb.ingest([Document(f"b{b}-{i}", "t", {"g"}, "1", "\n\n".join(f"w{b} x{i} p{j}" for j in range(4)))
                    for i in range(10)], split="paragraph")
+    kb.store.settle()
     merged.clear()
     before = kb.stats()["segments"]
     kb.ingest(Document("b0-0", "t", {"g"}, "2", "changed text"), split="paragraph")
+    kb.store.settle()
     assert merged == [] and kb.stats()["segments"] == before + 1
     kb.ingest([Document(f"big-{i}", "t", {"g"}, "1", "\n\n".join(f"y{i} q{j}" for j in range(4)))
                for i in range(30)], split="paragraph")  # 120 passages: budget 960
+    kb.store.settle()
     assert merged and max(merged) > 10 and kb.stats()["segments"] <= 3
     hits = kb.search(Actor("t", {"g"}), "changed", mode="keyword")
     assert [(h.document_id, h.version) for h in hits] == [("b0-0", "2")]

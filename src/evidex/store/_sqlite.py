@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from ._contract import (
     StoredDocument,
     StoredPassage,
 )
+from ._merger import Merger
 from ._segments import (
     PACK_LIMIT,
     PID,
@@ -337,6 +339,25 @@ _PASSAGE_SELECT = (
 )
 
 
+def _bump_generation(c: sqlite3.Connection) -> None:
+    """Readers (in any process) compare the generation to refresh their segment caches."""
+    c.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+
+
+@dataclass(frozen=True, slots=True)
+class _MergePlan:
+    """A merged segment computed from a snapshot, to be committed if its inputs still exist."""
+
+    ids: list[int]
+    large: list[int]  # the inputs whose postings are rows of their own
+    cols: list[np.ndarray]
+    postings: FlatPostings
+    vectors: np.ndarray | None
+    model: str
+    dead: np.ndarray  # tombstoned passages the merged segment leaves out
+    tomb_seq: int  # the last tombstone the plan saw
+
+
 def _doc(r: tuple[Any, ...]) -> StoredDocument:
     m = json.loads(r[5])
     return StoredDocument(
@@ -390,29 +411,36 @@ class SQLiteStore:
         dimension: int = 0,
         create_embedder: tuple[str, int] = ("none", 0),
         busy_timeout_ms: int = 30_000,
+        background_merges: bool = True,
     ) -> None:
         """Open or create the store. ``embedder``/``dimension`` insist on a model (an existing
         store made with another one is an error); ``create_embedder`` is the model a new store
-        gets when ``embedder`` is None."""
+        gets when ``embedder`` is None. ``background_merges`` (the default) folds segments on a
+        thread of the handle's own (see ``_merger``) instead of inside the write call."""
         self.path = str(path)
         self.embedder, self.dimension = (embedder, dimension) if embedder else create_embedder
+        self._busy_timeout_ms = busy_timeout_ms
         try:
-            self._conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
-            )
-            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._conn.execute("PRAGMA foreign_keys = ON")
-            # Reads go through a memory map and a 64 MiB page cache: postings blobs and the
-            # small document rows are read at random on every query.
-            self._conn.execute("PRAGMA cache_size = -65536")
-            self._conn.execute("PRAGMA mmap_size = 4294967296")
+            self._conn = self._connect()
             self.analyzer = self._init_schema(analyzer, embedder)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open {self.path} as an evidex store: {exc}") from None
         self._lock = threading.RLock()
         self._cache = SegmentCache()
+        self._merger = Merger(self._connect, self._merge_due) if background_merges else None
+
+    def _connect(self) -> sqlite3.Connection:
+        c = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                            timeout=self._busy_timeout_ms / 1000)
+        c.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        c.execute("PRAGMA journal_mode = WAL")
+        c.execute("PRAGMA synchronous = NORMAL")
+        c.execute("PRAGMA foreign_keys = ON")
+        # Reads go through a memory map and a 64 MiB page cache: postings blobs and the
+        # small document rows are read at random on every query.
+        c.execute("PRAGMA cache_size = -65536")
+        c.execute("PRAGMA mmap_size = 4294967296")
+        return c
 
     # -- schema -------------------------------------------------------------------------------
     def _init_schema(self, analyzer: str | None, embedder: str | None) -> str:
@@ -532,9 +560,7 @@ class SQLiteStore:
                 c.execute("ROLLBACK")
                 raise
             if c.total_changes != self._changes_before:
-                c.execute(
-                    "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
-                )
+                _bump_generation(c)
                 c.execute("COMMIT")
             else:
                 c.execute("ROLLBACK")
@@ -570,6 +596,8 @@ class SQLiteStore:
         added = superseded = unchanged = written = 0
         if not writes and not sources:
             return IngestReport()
+        if self._merger is not None:
+            self._merger.check()  # a failed background merge is reported before writing more
         with self._write() as c:
             meta = dict(c.execute(
                 "SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')").fetchall())
@@ -648,7 +676,7 @@ class SQLiteStore:
                 self._write_segment(c, seg_rows, self._stack(vectors))
             self._put_sources(c, sources)
         if written:
-            self._merge_tiers(merge_budget(written))
+            self._schedule_merges(merge_budget(written))
         return IngestReport(added, superseded, unchanged, written)
 
     @staticmethod
@@ -690,7 +718,8 @@ class SQLiteStore:
         self._insert_segment(c, cols, postings, vectors)
 
     def _insert_segment(self, c: sqlite3.Connection, cols: list[np.ndarray],
-                        postings: FlatPostings, vectors: np.ndarray | None) -> int:
+                        postings: FlatPostings, vectors: np.ndarray | None,
+                        model: str | None = None) -> int:
         """Store one segment: small ones with their postings packed into the segment row (one
         write instead of hundreds of scattered index rows), large ones with a row per term."""
         n = len(cols[0])
@@ -702,7 +731,7 @@ class SQLiteStore:
         )
         seg = int(cur.lastrowid or 0)
         if vectors is not None:
-            _put_vectors(c, seg, self.embedder, vectors)
+            _put_vectors(c, seg, model or self.embedder, vectors)
         if n > PACK_LIMIT:
             c.executemany(
                 "INSERT INTO postings (term, segment, pids, tfs) VALUES (?, ?, ?, ?)",
@@ -782,62 +811,128 @@ class SQLiteStore:
                  for t, d, e in entries])
 
     # -- merging ------------------------------------------------------------------------------
-    def _merge_tiers(self, budget: int) -> None:
-        """Run the merges the shared policy (``_segments.next_merge``) calls for."""
+    def _schedule_merges(self, budget: int) -> None:
+        """After a write: the merges the shared policy (``_segments.next_merge``) calls for, on
+        the merger thread, or here when background merges are off."""
+        if self._merger is not None:
+            self._merger.request(budget)
+        else:
+            with self._lock:
+                self._merge_due(self._conn, budget)
+
+    def settle(self) -> None:
+        """Wait for the merges earlier writes asked for (a no-op without background merges)."""
+        if self._merger is not None:
+            self._merger.settle()
+
+    def _merge_due(self, c: sqlite3.Connection, budget: int) -> None:
+        """Run every merge the policy calls for under ``budget``, one transaction pair each."""
         while True:
-            sizes = dict(self._conn.execute("SELECT id, n FROM segments ORDER BY id").fetchall())
+            sizes = dict(c.execute("SELECT id, n FROM segments ORDER BY id").fetchall())
             ids = next_merge(sizes, budget)
             if ids is None:
                 return
-            self._merge(ids)
+            c.execute("BEGIN")  # a read snapshot: writers go on while the merge is computed
+            try:
+                plan = self._plan_merge(c, ids)
+            finally:
+                c.execute("COMMIT")
+            if plan is None:
+                continue
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                done = self._commit_merge(c, plan)
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            if done:
+                _bump_generation(c)
+                c.execute("COMMIT")
+            else:
+                c.execute("ROLLBACK")
 
     def optimize(self) -> None:
         """Merge every segment into one and drop all tombstoned postings."""
-        ids = [r[0] for r in self._conn.execute("SELECT id FROM segments ORDER BY id")]
-        tomb = self._conn.execute("SELECT count(*) FROM tombstones").fetchone()[0]
-        if len(ids) > 1 or (ids and tomb):
-            self._merge(ids)
-
-    def _merge(self, ids: list[int]) -> None:
+        self.settle()
         with self._write() as c:
-            marks = ",".join("?" * len(ids))
-            rows = c.execute(
-                "SELECT id, pids, sigs, lengths, dkeys, numbers, terms, term_ends, term_pids, "
-                f"term_tfs FROM segments WHERE id IN ({marks})",
-                ids,
-            ).fetchall()
-            if len(rows) != len(ids):
-                return  # another process merged meanwhile
-            cols = [np.concatenate([decode(r[i], PID) for r in rows]) for i in range(1, 6)]
-            vecs = None
-            if self.embedder != "none":
-                vmap = _get_vectors(c, ids, self.embedder, self.dimension)
-                vecs = np.concatenate([vmap[r[0]] for r in rows])
-            tomb = np.fromiter((r[0] for r in c.execute("SELECT pid FROM tombstones")), dtype=np.int64)
-            dead_mask = np.isin(cols[0], tomb)
-            dead = cols[0][dead_mask]
-            keep = ~dead_mask
-            order = np.argsort(cols[0][keep], kind="stable")
-            cols = [col[keep][order] for col in cols]
-            if vecs is not None:
-                vecs = vecs[keep][order]
-            parts = [FlatPostings.from_stored(*r[6:]) for r in rows if r[6] is not None]
-            large = [r[0] for r in rows if r[6] is None]
-            if large:
-                by_segment: dict[int, PackedPostings] = {}
-                marks_l = ",".join("?" * len(large))
-                q = f"SELECT segment, term, pids, tfs FROM postings WHERE segment IN ({marks_l})"
-                for seg, term, p, f in c.execute(q, large):
-                    by_segment.setdefault(seg, {})[term] = (decode(p, PID), decode(f, TF))
-                parts += [FlatPostings.from_dict(v) for v in by_segment.values()]
-            postings = merge_postings(parts, dead)
-            self._insert_segment(c, cols, postings, vecs)
-            c.execute(f"DELETE FROM segment_vectors WHERE segment IN ({marks})", ids)
-            if large:
-                c.execute(f"DELETE FROM postings WHERE segment IN ({','.join('?' * len(large))})", large)
-            c.execute(f"DELETE FROM segments WHERE id IN ({marks})", ids)
-            for chunk in _chunks([int(p) for p in dead]):
-                c.execute(f"DELETE FROM tombstones WHERE pid IN ({','.join('?' * len(chunk))})", chunk)
+            ids = [r[0] for r in c.execute("SELECT id FROM segments ORDER BY id")]
+            tomb = c.execute("SELECT count(*) FROM tombstones").fetchone()[0]
+            if len(ids) > 1 or (ids and tomb):
+                plan = self._plan_merge(c, ids)
+                if plan is not None:
+                    self._commit_merge(c, plan)
+
+    def _plan_merge(self, c: sqlite3.Connection, ids: list[int]) -> _MergePlan | None:
+        """Read segments ``ids`` and build their merged segment without the passages dead now
+        (inside a transaction of ``c``; None if a segment is gone, i.e. merged meanwhile)."""
+        marks = ",".join("?" * len(ids))
+        rows = c.execute(
+            "SELECT id, pids, sigs, lengths, dkeys, numbers, terms, term_ends, term_pids, "
+            f"term_tfs FROM segments WHERE id IN ({marks})",
+            ids,
+        ).fetchall()
+        if len(rows) != len(ids):
+            return None
+        meta = dict(c.execute(
+            "SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')").fetchall())
+        model, dimension = meta.get("embedder", "none"), int(meta.get("dimension", "0"))
+        cols = [np.concatenate([decode(r[i], PID) for r in rows]) for i in range(1, 6)]
+        vecs = None
+        if model != "none":
+            vmap = _get_vectors(c, ids, model, dimension)
+            vecs = np.concatenate([vmap[r[0]] for r in rows])
+        rows_t = c.execute("SELECT seq, pid FROM tombstones").fetchall()
+        tomb = np.fromiter((r[1] for r in rows_t), dtype=np.int64, count=len(rows_t))
+        tomb_seq = max((r[0] for r in rows_t), default=0)
+        dead_mask = np.isin(cols[0], tomb)
+        dead = cols[0][dead_mask]
+        keep = ~dead_mask
+        order = np.argsort(cols[0][keep], kind="stable")
+        cols = [col[keep][order] for col in cols]
+        if vecs is not None:
+            vecs = vecs[keep][order]
+        parts = [FlatPostings.from_stored(*r[6:]) for r in rows if r[6] is not None]
+        large = [r[0] for r in rows if r[6] is None]
+        if large:
+            by_segment: dict[int, PackedPostings] = {}
+            marks_l = ",".join("?" * len(large))
+            q = f"SELECT segment, term, pids, tfs FROM postings WHERE segment IN ({marks_l})"
+            for seg, term, p, f in c.execute(q, large):
+                by_segment.setdefault(seg, {})[term] = (decode(p, PID), decode(f, TF))
+            parts += [FlatPostings.from_dict(v) for v in by_segment.values()]
+        return _MergePlan(ids, large, cols, merge_postings(parts, dead), vecs, model, dead, tomb_seq)
+
+    def _commit_merge(self, c: sqlite3.Connection, plan: _MergePlan) -> bool:
+        """Replace the plan's segments by the merged one (inside a write transaction of ``c``).
+
+        False, changing nothing, when a segment is gone or the store switched vector models
+        since the plan was read. Passages that died after the plan was read are left out here
+        (with their tombstones): a merged segment never holds a tombstoned passage, since a
+        reader that already applied the tombstone would otherwise see the passage again."""
+        ids, marks = plan.ids, ",".join("?" * len(plan.ids))
+        still = c.execute(f"SELECT count(*) FROM segments WHERE id IN ({marks})", ids).fetchone()[0]
+        model = c.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        if still != len(ids) or (model[0] if model else "none") != plan.model:
+            return False
+        cols, postings, vectors, dead = plan.cols, plan.postings, plan.vectors, plan.dead
+        since = np.fromiter((r[0] for r in c.execute(
+            "SELECT pid FROM tombstones WHERE seq > ?", (plan.tomb_seq,))), dtype=np.int64)
+        late_mask = np.isin(cols[0], since)
+        if late_mask.any():
+            late = cols[0][late_mask]
+            cols = [col[~late_mask] for col in cols]
+            vectors = vectors[~late_mask] if vectors is not None else None
+            postings = merge_postings([postings], late)
+            dead = np.concatenate([dead, late])
+        self._insert_segment(c, cols, postings, vectors, plan.model)
+        c.execute(f"DELETE FROM segment_vectors WHERE segment IN ({marks})", ids)
+        if plan.large:
+            c.execute(f"DELETE FROM postings WHERE segment IN ({','.join('?' * len(plan.large))})",
+                      plan.large)
+        c.execute(f"DELETE FROM segments WHERE id IN ({marks})", ids)
+        for chunk in _chunks([int(p) for p in dead]):
+            c.execute(f"DELETE FROM tombstones WHERE pid IN ({','.join('?' * len(chunk))})", chunk)
+        return True
 
     # -- inspection ---------------------------------------------------------------------------
     def stats(self) -> dict[str, object]:
@@ -869,5 +964,9 @@ class SQLiteStore:
             yield _doc(r)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        try:
+            if self._merger is not None:
+                self._merger.close()
+        finally:
+            with self._lock:
+                self._conn.close()

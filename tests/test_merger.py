@@ -1,0 +1,131 @@
+"""Segment merges after the write returns (``store._merger``): what a write must not wait for,
+and what the merge must still get right while other writes and readers go on meanwhile."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+import evidex.store._sqlite as sqlite_module
+from evidex import Actor, Document, KnowledgeBase, StoreError
+from evidex.store._segments import MERGE_FACTOR
+
+ACTOR = Actor("t", frozenset({"a"}))
+
+
+def small(i: int, version: str = "1", text: str | None = None) -> Document:
+    return Document(f"d{i}", "t", {"a"}, version, text or f"alpha w{i}x\n\nbeta common")
+
+
+def segment_count(path: Path) -> int:
+    with sqlite3.connect(path) as c:
+        return int(c.execute("SELECT count(*) FROM segments").fetchone()[0])
+
+
+def found(kb: KnowledgeBase, query: str) -> list[tuple[str, str, int]]:
+    return [(h.document_id, h.version, h.passage)
+            for h in kb.search(ACTOR, query, mode="keyword", limit=50, max_per_document=None)]
+
+
+def test_a_write_returns_before_its_merge_and_the_merge_lands_later(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The write that completes a tier returns while the merge is held back; searches are
+    complete meanwhile; once released the tier is one segment."""
+    path = tmp_path / "kb.db"
+    release = threading.Event()
+    real = sqlite_module.SQLiteStore._plan_merge
+
+    def held(self, c, ids):  # type: ignore[no-untyped-def]
+        assert release.wait(30)
+        return real(self, c, ids)
+
+    monkeypatch.setattr(sqlite_module.SQLiteStore, "_plan_merge", held)
+    kb = KnowledgeBase.open(path, embedder="none")
+    try:
+        for i in range(MERGE_FACTOR):
+            kb.ingest(small(i))  # the last one asks for a merge, which waits for `release`
+        assert segment_count(path) == MERGE_FACTOR
+        assert len(found(kb, "alpha")) == MERGE_FACTOR
+        release.set()
+        kb.store.settle()
+        assert segment_count(path) == 1
+        assert len(found(kb, "alpha")) == MERGE_FACTOR
+    finally:
+        release.set()
+        kb.close()
+
+
+def test_a_passage_superseded_during_a_merge_stays_gone_for_a_warm_reader(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A supersede that commits between the merge's read and its commit tombstones a passage
+    the merge was computed with. A reader that applied that tombstone before the merged segment
+    appeared must not see the old passage again (it would, if the merged segment kept it)."""
+    path = tmp_path / "kb.db"
+    kb = KnowledgeBase.open(path, embedder="none")
+    other = KnowledgeBase.open(path, embedder="none")
+    reader = KnowledgeBase.open(path, embedder="none")
+    real = sqlite_module.SQLiteStore._plan_merge
+    interleaved: list[str] = []
+
+    def interleave(self, c, ids):  # type: ignore[no-untyped-def]
+        plan = real(self, c, ids)
+        if not interleaved:
+            interleaved.append("done")
+            other.ingest(small(0, "2", "renamed zeta"))  # another handle supersedes d0
+            assert found(reader, "w0x") == []  # the reader applies the tombstone now
+        return plan
+
+    monkeypatch.setattr(sqlite_module.SQLiteStore, "_plan_merge", interleave)
+    try:
+        assert found(reader, "alpha") == []
+        for i in range(MERGE_FACTOR):
+            kb.ingest(small(i))
+        kb.store.settle()
+        assert interleaved == ["done"]
+        assert found(reader, "w0x") == []
+        assert found(reader, "zeta") == [("d0", "2", 1)]
+        assert len(found(reader, "alpha")) == MERGE_FACTOR - 1
+        with sqlite3.connect(path) as c:  # the late tombstone went with its passages
+            assert c.execute("SELECT count(*) FROM tombstones").fetchone()[0] == 0
+    finally:
+        for h in (kb, other, reader):
+            h.close()
+
+
+def test_a_failed_background_merge_is_reported_and_loses_nothing(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "kb.db"
+    real = sqlite_module.SQLiteStore._plan_merge
+    broken = [True]
+
+    def failing(self, c, ids):  # type: ignore[no-untyped-def]
+        if broken[0]:
+            raise OSError("disk on fire")
+        return real(self, c, ids)
+
+    monkeypatch.setattr(sqlite_module.SQLiteStore, "_plan_merge", failing)
+    kb = KnowledgeBase.open(path, embedder="none")
+    try:
+        for i in range(MERGE_FACTOR):
+            kb.ingest(small(i))
+        with pytest.raises(StoreError, match="background segment merge failed: disk on fire"):
+            kb.store.settle()
+        kb.store.settle()  # reported once
+        assert segment_count(path) == MERGE_FACTOR and len(found(kb, "alpha")) == MERGE_FACTOR
+        broken[0] = False
+        kb.ingest(small(MERGE_FACTOR))  # the policy asks for the merge again
+        kb.store.settle()
+        assert segment_count(path) == 1 and len(found(kb, "alpha")) == MERGE_FACTOR + 1
+    finally:
+        kb.close()
+
+
+def test_close_finishes_the_requested_merges(tmp_path: Path) -> None:
+    path = tmp_path / "kb.db"
+    kb = KnowledgeBase.open(path, embedder="none")
+    for i in range(MERGE_FACTOR):
+        kb.ingest(small(i))
+    kb.close()
+    assert segment_count(path) == 1
+    with KnowledgeBase.open(path, embedder="none") as again:
+        assert len(found(again, "alpha")) == MERGE_FACTOR
