@@ -57,7 +57,7 @@ def test_a_write_returns_before_its_merge_and_the_merge_lands_later(tmp_path: Pa
         kb.close()
 
 
-def test_a_passage_superseded_during_a_merge_stays_gone_for_a_warm_reader(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_passage_superseded_during_a_merge_stays_gone(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A supersede that commits between the merge's read and its commit tombstones a passage
     the merge was computed with. A reader that applied that tombstone before the merged segment
     appeared must not see the old passage again (it would, if the merged segment kept it)."""

@@ -263,3 +263,30 @@ def test_weighted_postings_equal_a_plain_reference(size: int, runs: list[set[int
         idf = np.log(1.0 + (allowed.passages - len(pids) + 0.5) / (len(pids) + 0.5))
         norm = k1 * (1.0 - b) + (k1 * b / allowed.avgdl) * length[pids]
         assert got[1].tolist() == ((idf * (k1 + 1.0)) * tf / (tf + norm)).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.integers(1, 40), min_size=1, max_size=3000), depth=st.integers(1, 400),
+       scale=st.sampled_from([1.0, 0.37]))
+def test_top_positions_are_the_largest_weights(values: list[int], depth: int, scale: float) -> None:
+    """The sampled selection returns ``depth`` positions (all, if fewer), largest weight first,
+    whose weights are exactly the ``depth`` largest (few distinct values: ties everywhere)."""
+    weights = np.array(values, dtype=np.float64) * scale
+    depth = min(depth, len(weights))
+    got = bm25_module._top_positions(weights, depth)
+    assert len(got) >= depth and len(set(got.tolist())) == len(got)
+    chosen = weights[got]
+    assert (np.diff(chosen) <= 0).all()
+    assert (np.sort(chosen)[::-1][:depth] == np.sort(weights)[::-1][:depth]).all()
+
+
+def test_top_positions_fall_back_when_the_sample_misleads() -> None:
+    """A sample that sees only the few largest weights (too few candidates) or only the
+    smallest (too many) must not change the answer: the full selection runs instead."""
+    few = np.ones(4000)
+    few[0:300:10] = 50.0  # 30 huge weights, all on sampled positions (step 10 for depth 100)
+    many = np.ones(4000)
+    many[1:1000:10] = 50.0  # 100 huge weights, none sampled
+    for weights in (few, many):
+        got = bm25_module._top_positions(weights, 100)
+        assert (np.sort(weights[got])[::-1][:100] == np.sort(weights)[::-1][:100]).all()

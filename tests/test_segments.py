@@ -418,6 +418,48 @@ def test_large_segment_postings_are_fetched_again_only_when_large_segments_chang
         assert sorted(fetched) == ["alpha", "alpha", "the", "the"]
 
 
+def test_a_common_word_keeps_its_allowed_postings_per_large_segment_across_writes(
+        tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """After a write the reader can see, a common word's weights are computed again (N, the
+    average length and its document frequency moved), but its allowed postings in the large
+    segment are reused minus the passages that died, not masked again from the raw postings;
+    the results equal a fresh build at every step (they would not if the dead stayed)."""
+    import evidex.retrieve._bm25 as bm25_module
+
+    drops: list[tuple[int, int]] = []
+    real = bm25_module._drop
+
+    def spy(pids, tfs, dead):  # type: ignore[no-untyped-def]
+        out = real(pids, tfs, dead)
+        drops.append((len(pids), len(out[0])))
+        return out
+
+    monkeypatch.setattr(bm25_module, "_drop", spy)
+    rng = random.Random(11)
+    n = PACK_LIMIT // 4 + 30
+    current = {f"b{i:04d}": big_doc(rng, i) for i in range(n)}
+    path = tmp_path / "big.db"
+    queries = (("the alpha", "any"), ("the", "any"))
+    with KnowledgeBase.open(path, embedder="none") as kb, KnowledgeBase.open(path) as reader:
+        kb.ingest(list(current.values()))
+
+        def check(step: str) -> None:
+            want = fresh_snapshots(current.values(), {"queries": queries})
+            assert [snapshot(reader, queries=queries)] == want, step
+
+        check("big batch")
+        assert drops == []  # nothing cached yet: every part was masked
+        for i in (1, 2):  # b0001 is readable to ACTORS[0], b0002 to ACTORS[2] only
+            current[f"b{i:04d}"] = big_doc(rng, i, "2")
+            kb.ingest(current[f"b{i:04d}"])
+            check(f"supersede {i}")
+        # "the" is in each of a document's four passages: an allowed part lost exactly those.
+        assert any(a - b == 4 for a, b in drops), drops
+        assert kb.remove("t", "b0004")
+        del current["b0004"]
+        check("remove")
+
+
 def test_a_small_write_never_pays_for_a_large_merge(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The merge budget of an ingest call grows with its own size: one-document supersedes stay
     fast however many large segments exist; a large batch folds them (scaled-down limits)."""

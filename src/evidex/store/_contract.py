@@ -166,11 +166,18 @@ class ReadView(Protocol):
     number: np.ndarray
     #: Changes with every committed write; equal generations mean equal content.
     generation: object
+    #: This snapshot's position in the log of passage deaths (see ``deaths_since``).
+    deaths_mark: tuple[object, int]
 
     def signatures(self, tenant: str) -> Sequence[Signature]: ...
 
     def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
         """(passage ids, term frequencies) per live segment; may include dead passages."""
+        ...
+
+    def deaths_since(self, mark: tuple[object, int]) -> np.ndarray | None:
+        """Sorted ids of the passages that died between ``mark`` (an earlier ``deaths_mark``)
+        and this snapshot, or None if that is no longer known."""
         ...
 
     def doc_ids(self, dkeys: Iterable[int]) -> dict[int, str]: ...

@@ -275,6 +275,13 @@ class SegmentCache:
         self._postings_bytes = 0
         self._max_postings_bytes = max_postings_bytes
         self._large: tuple[int, ...] = ()
+        #: The passage ids each refresh found dead (tombstoned), oldest first, so a cache of
+        #: per-segment derived arrays can drop exactly those instead of recomputing: see
+        #: ``deaths_since``. ``_deaths_base`` counts the entries trimmed from the front.
+        self._deaths: list[np.ndarray] = []
+        self._deaths_base = 0
+        self._deaths_size = 0
+        self._epoch = object()  # a new one whenever the arrays are rebuilt from scratch
 
     def _grow(self, max_pid: int) -> None:
         need = max_pid + 1
@@ -338,6 +345,7 @@ class SegmentCache:
         self.sig[dead] = -1
         if self.vectors is not None:
             self.vectors.kill(dead)
+        self._log_deaths(dead)
         large = tuple(sorted(seg for seg in self.segments if seg not in self.packed))
         if large != self._large:
             self._postings.clear()
@@ -352,6 +360,32 @@ class SegmentCache:
             self.by_tenant.setdefault(s.tenant, []).append(replace(s, version=version))
         self.generation = generation
 
+    def _log_deaths(self, dead: np.ndarray) -> None:
+        self._deaths.append(np.unique(dead))
+        self._deaths_size += len(dead)
+        while self._deaths_size > _DEATHS_LOGGED and len(self._deaths) > 1:
+            self._deaths_size -= len(self._deaths.pop(0))
+            self._deaths_base += 1
+
+    def deaths_mark(self) -> tuple[object, int]:
+        """A position in the log of deaths, for ``deaths_since``."""
+        return self._epoch, self._deaths_base + len(self._deaths)
+
+    def deaths_since(self, mark: tuple[object, int]) -> np.ndarray | None:
+        """The sorted ids of passages that died after ``mark``, or None when that is no longer
+        known (the log was trimmed, or the arrays were rebuilt): the caller must recompute.
+
+        A live passage's segment, access signature and length never change, so what is derived
+        from a segment for one allowed set changes only by these deaths: new passages come in
+        new segments, and a merge moves live passages without changing them."""
+        epoch, count = mark
+        if epoch is not self._epoch or count < self._deaths_base:
+            return None
+        since = self._deaths[count - self._deaths_base:]
+        if not since:
+            return _NO_PIDS
+        return since[0] if len(since) == 1 else np.unique(np.concatenate(since))
+
     def postings(self, source: SegmentSource, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
         rows = self._postings.get(term)
         if rows is not None:
@@ -363,6 +397,11 @@ class SegmentCache:
                 _, old = self._postings.popitem(last=False)
                 self._postings_bytes -= sum(p.nbytes + t.nbytes for p, t in old) + 64
         return rows + [hit for seg in self.packed.values() if (hit := seg.get(term)) is not None]
+
+
+#: Passage deaths kept in the log (``SegmentCache.deaths_since``): about 10,000 one-document
+#: supersedes' worth; a reader that falls further behind recomputes its derived arrays.
+_DEATHS_LOGGED = 100_000
 
 
 # -- merge policy (shared by every backend) ----------------------------------------------------

@@ -206,6 +206,7 @@ class _View:
         self.dkey = cache.dkey
         self.number = cache.number
         self.generation = cache.generation
+        self.deaths_mark = cache.deaths_mark()
 
     # -- SegmentSource ------------------------------------------------------------------------
     def segment_ids(self) -> list[int]:
@@ -258,6 +259,9 @@ class _View:
 
     def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
         return self._s._cache.postings(self, term)
+
+    def deaths_since(self, mark: tuple[object, int]) -> np.ndarray | None:
+        return self._s._cache.deaths_since(mark)
 
     def doc_ids(self, dkeys: Iterable[int]) -> dict[int, str]:
         known = self._s._cache.doc_ids
