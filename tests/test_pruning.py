@@ -290,3 +290,78 @@ def test_top_positions_fall_back_when_the_sample_misleads() -> None:
     for weights in (few, many):
         got = bm25_module._top_positions(weights, 100)
         assert (np.sort(weights[got])[::-1][:100] == np.sort(weights)[::-1][:100]).all()
+
+
+class _Log:
+    """A read view's log of passage deaths, for BM25.weighted (see store.SegmentCache)."""
+
+    def __init__(self) -> None:
+        self.epoch = object()
+        self.dead: list[int] = []
+        self.deaths_mark = (self.epoch, 0)
+
+    def die(self, pids: list[int]) -> None:
+        self.dead += pids
+        self.deaths_mark = (self.epoch, len(self.dead))
+
+    def deaths_since(self, mark: tuple[object, int]) -> np.ndarray | None:
+        return np.unique(np.array(self.dead[mark[1]:], dtype=np.int64))
+
+
+def _reference(parts: list[tuple[np.ndarray, np.ndarray]], sig_of_pid: np.ndarray, length: np.ndarray,
+               allowed: object) -> tuple[list[int], list[float]]:
+    pids = np.concatenate([p for p, _ in parts])
+    tfs = np.concatenate([t for _, t in parts])
+    keep = allowed.mask(sig_of_pid, pids)  # type: ignore[attr-defined]
+    pids, tf = pids[keep], tfs[keep].astype(np.float64)
+    order = np.argsort(pids, kind="stable")
+    pids, tf = pids[order], tf[order]
+    k1, b = 1.2, 0.75
+    n = allowed.passages  # type: ignore[attr-defined]
+    idf = np.log(1.0 + (n - len(pids) + 0.5) / (len(pids) + 0.5))
+    norm = k1 * (1.0 - b) + (k1 * b / allowed.avgdl) * length[pids]  # type: ignore[attr-defined]
+    return pids.tolist(), ((idf * (k1 + 1.0)) * tf / (tf + norm)).tolist()
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    runs=st.lists(st.sets(st.integers(0, 399), min_size=1, max_size=200), min_size=1, max_size=4),
+    sigs=st.lists(st.integers(0, 3), min_size=400, max_size=400),
+    allowed_sigs=st.sets(st.integers(0, 3), min_size=1),
+    dead=st.sets(st.integers(0, 399), max_size=40),
+    tf_top=st.sampled_from([3, 60]),
+    grid=st.sampled_from([0, 10**9]),
+)
+def test_kept_parts_and_weight_grids_equal_a_plain_reference(
+        runs: list[set[int]], sigs: list[int], allowed_sigs: set[int], dead: set[int], tf_top: int,
+        grid: int) -> None:
+    """Large parts keep their allowed postings (and, where the (tf, length) grid is small, its
+    index) across visible collections; after passages die, a second visible collection (new
+    statistics) reuses them without the dead. Ids and weights equal the plain reference
+    bit for bit, on both the grid and the direct path."""
+    from evidex.retrieve._access import Allowed
+
+    size = 400
+    parts = [(np.array(sorted(r), dtype=np.int32),
+              (np.array(sorted(r), dtype=np.uint16) % tf_top + 1).astype(np.uint16)) for r in runs]
+    sig_of_pid = np.array(sigs, dtype=np.int32)
+    length = (np.arange(size, dtype=np.int32) * 7 % 61) + 1
+    table = np.zeros(6, dtype=bool)
+    for s_ in allowed_sigs:
+        table[s_ + 1] = True
+    log = _Log()
+    saved = (bm25_module._PART_FACTOR, bm25_module._GRID_FACTOR, bm25_module._VISIBLE_FACTOR)
+    bm25_module._PART_FACTOR, bm25_module._VISIBLE_FACTOR = 10**9, 10**9  # every part is large
+    bm25_module._GRID_FACTOR = 0 if grid else 10**9  # always / never a grid
+    try:
+        bm = bm25_module.BM25()
+        first = Allowed(table, 150, 150 * 31, table.tobytes() + b"1")
+        got = bm.weighted("t", lambda _t: parts, sig_of_pid, length, first, None, log)
+        assert (got[0].tolist(), got[1].tolist()) == _reference(parts, sig_of_pid, length, first)
+        sig_of_pid[sorted(dead)] = -1
+        log.die(sorted(dead))
+        second = Allowed(table, 149, 149 * 30, table.tobytes() + b"2")
+        got = bm.weighted("t", lambda _t: parts, sig_of_pid, length, second, None, log)
+        assert (got[0].tolist(), got[1].tolist()) == _reference(parts, sig_of_pid, length, second)
+    finally:
+        bm25_module._PART_FACTOR, bm25_module._GRID_FACTOR, bm25_module._VISIBLE_FACTOR = saved

@@ -429,8 +429,8 @@ def test_a_common_word_keeps_its_allowed_postings_per_large_segment_across_write
     drops: list[tuple[int, int]] = []
     real = bm25_module._drop
 
-    def spy(pids, tfs, dead):  # type: ignore[no-untyped-def]
-        out = real(pids, tfs, dead)
+    def spy(pids, dead, *aligned):  # type: ignore[no-untyped-def]
+        out = real(pids, dead, *aligned)
         drops.append((len(pids), len(out[0])))
         return out
 

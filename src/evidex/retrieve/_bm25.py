@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import pairwise
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -45,9 +45,27 @@ class Deaths(Protocol):
     def deaths_since(self, mark: tuple[object, int]) -> np.ndarray | None: ...
 
 
-#: A cached masked part: the raw postings array it was derived from (weakly: the segment cache
-#: owns it) and the part's allowed passage ids and term frequencies.
-_Part = tuple["weakref.ref[np.ndarray]", np.ndarray, np.ndarray]
+@dataclass(frozen=True, slots=True)
+class _Masked:
+    """One segment's allowed postings of a term. For a large part also ``code``: each
+    posting's (tf, passage length) pair as one index, tf * width + length, into a grid of
+    weights computed once per visible collection (a few hundred pairs for a million
+    postings), so recomputing the part's weights is one gather from a small table."""
+
+    pids: np.ndarray
+    tfs: np.ndarray
+    code: np.ndarray | None = None
+    width: int = 0  # 0: not indexed yet; -1: the grid would not be much smaller than the part
+    tf_max: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self.pids.nbytes + self.tfs.nbytes + (self.code.nbytes if self.code is not None else 0)
+
+
+#: A cached masked part and the raw postings array it was derived from (weakly: the segment
+#: cache owns that array; a part is recognised by its identity).
+_Part = tuple["weakref.ref[np.ndarray]", _Masked]
 _EMPTY_P = np.zeros(0, dtype=np.int32)
 _EMPTY_W = np.zeros(0, dtype=np.float64)
 
@@ -127,50 +145,65 @@ class BM25:
             parts.sort(key=lambda pt: int(pt[0][0]))
             ordered = all(int(a[0][-1]) < int(b[0][0]) for a, b in pairwise(parts))
             if sum(len(p) for p, _ in parts) * _VISIBLE_FACTOR >= len(sig_of_pid):
-                masked = self._masked(term, parts, allowed, sig_of_pid, generation, deaths)
-                pids = np.concatenate([p for p, _ in masked]) if len(masked) > 1 else masked[0][0]
-                tfs = np.concatenate([t for _, t in masked]) if len(masked) > 1 else masked[0][1]
+                masked = self._masked(term, parts, allowed, sig_of_pid, length_of_pid,
+                                      generation, deaths)
             else:
                 pids = np.concatenate([p for p, _ in parts]) if len(parts) > 1 else parts[0][0]
                 tfs = np.concatenate([t for _, t in parts]) if len(parts) > 1 else parts[0][1]
                 at = np.flatnonzero(allowed.mask(sig_of_pid, pids))
-                pids = pids.take(at)
-                tfs = tfs.take(at)
-            if not ordered:
-                order = np.argsort(pids, kind="stable")
-                pids, tfs = pids[order], tfs[order]
-        if not parts or len(pids) == 0:
+                masked = [_Masked(pids.take(at), tfs.take(at))]
+            df = sum(len(m.pids) for m in masked)
+        if not parts or df == 0:
             out = (_EMPTY_P, _EMPTY_W)
         else:
-            k1, b = self.params.k1, self.params.b
-            n, df = allowed.passages, len(pids)
+            n = allowed.passages
             idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            # idf * (k1 + 1) * tf / (tf + k1 * (1 - b) + k1 * b * dl / avgdl), evaluated in place:
-            # fresh memory is what a common word's first use mostly pays for (page faults cost
-            # ~5 us each on the benchmark VM; the expression form allocated ~70 bytes per
-            # posting, this one 24). Same operations in the same order, so the same bits.
-            norm = length_of_pid.take(pids).astype(np.float64)
-            np.multiply(norm, k1 * b / allowed.avgdl, out=norm)
-            np.add(norm, k1 * (1.0 - b), out=norm)
-            tf = tfs.astype(np.float64)
-            np.add(norm, tf, out=norm)  # tf + norm (addition commutes exactly)
-            np.multiply(tf, idf * (k1 + 1.0), out=tf)
-            np.divide(tf, norm, out=tf)
-            out = (pids, tf)
+            ws = []
+            for m in masked:
+                if m.code is None:
+                    ws.append(self._weights(m.tfs, length_of_pid.take(m.pids), idf, allowed.avgdl))
+                else:
+                    grid_tf = np.repeat(np.arange(m.tf_max + 1), m.width)
+                    grid_dl = np.tile(np.arange(m.width), m.tf_max + 1)
+                    ws.append(self._weights(grid_tf, grid_dl, idf, allowed.avgdl).take(m.code))
+            pids = np.concatenate([m.pids for m in masked]) if len(masked) > 1 else masked[0].pids
+            weights = np.concatenate(ws) if len(ws) > 1 else ws[0]
+            if not ordered:
+                order = np.argsort(pids, kind="stable")
+                pids, weights = pids[order], weights[order]
+            out = (pids, weights)
         self._remember(key, out, generation)
         return out
 
+    def _weights(self, tfs: np.ndarray, lengths: np.ndarray, idf: float, avgdl: float) -> np.ndarray:
+        """idf * (k1 + 1) * tf / (tf + k1 * (1 - b) + k1 * b * dl / avgdl), element by element.
+
+        Evaluated in place: fresh memory is what a common word's first use mostly pays for
+        (page faults cost ~5 us each on the benchmark VM; the expression form allocated ~70
+        bytes per posting, this one 24). Every path (direct or through the grid of a large
+        part) runs the same operations in the same order on the same values, so the same bits.
+        """
+        k1, b = self.params.k1, self.params.b
+        norm = lengths.astype(np.float64)
+        np.multiply(norm, k1 * b / avgdl, out=norm)
+        np.add(norm, k1 * (1.0 - b), out=norm)
+        tf = tfs.astype(np.float64)
+        np.add(norm, tf, out=norm)  # tf + norm (addition commutes exactly)
+        np.multiply(tf, idf * (k1 + 1.0), out=tf)
+        np.divide(tf, norm, out=tf)
+        return tf
+
     def _masked(self, term: str, parts: list[tuple[np.ndarray, np.ndarray]], allowed: Allowed,
-                sig_of_pid: np.ndarray, generation: object,
-                deaths: Deaths | None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Each part's allowed (passage ids, term frequencies), for a common term.
+                sig_of_pid: np.ndarray, length_of_pid: np.ndarray, generation: object,
+                deaths: Deaths | None) -> list[_Masked]:
+        """Each part's allowed postings, for a common term.
 
         Masking a common word's million postings is most of what recomputing its weights
         costs after a write the actor can read (the weights themselves must be recomputed:
         N, the average length and the document frequency moved). But a live passage's
-        segment and access signature never change, so a large segment's allowed postings
-        under one signature table change only by the passages that died since: those are
-        dropped (binary search) and the part is reused; new passages arrive in new (small)
+        segment, access signature and length never change, so a large segment's allowed
+        postings under one signature table change only by the passages that died since: those
+        are dropped (binary search) and the part is reused; new passages arrive in new (small)
         segments, which are masked afresh. Parts are recognised by the identity of the raw
         postings array, which the segment cache keeps while its segment lives."""
         key = (allowed.table.tobytes(), term)
@@ -179,14 +212,21 @@ class BM25:
         dead = deaths.deaths_since(old[0]) if old is not None and deaths is not None else None
         reuse: dict[int, _Part] = {}
         if old is not None and dead is not None:
-            reuse = {id(r): (ref, p, t) for ref, p, t in old[1] if (r := ref()) is not None}
+            reuse = {id(r): (ref, m) for ref, m in old[1] if (r := ref()) is not None}
         vis: np.ndarray | None = None
-        out: list[tuple[np.ndarray, np.ndarray]] = []
+        out: list[_Masked] = []
         kept: list[_Part] = []
         for raw, tf in parts:
             hit = reuse.get(id(raw))
+            large = deaths is not None and len(raw) * _PART_FACTOR >= len(sig_of_pid)
             if hit is not None and hit[0]() is raw and dead is not None:
-                vp, vt = _drop(hit[1], hit[2], dead)
+                m = hit[1]
+                pids, tfs, code = _drop(m.pids, dead, m.tfs, m.code)
+                m = _Masked(pids, tfs, code, m.width, m.tf_max) if pids is not m.pids else m
+                if m.code is None and m.width == 0 and len(m.pids):
+                    # Indexed on first reuse, not first use: a part that is never reused
+                    # (one visible collection, no writes) does not pay for it.
+                    m = _with_code(m, length_of_pid)
             else:
                 if len(raw) * _VISIBLE_FACTOR < len(sig_of_pid):
                     # A small part (a recent write): two gathers of its own ids beat building
@@ -200,27 +240,27 @@ class BM25:
                 # take() of the kept positions beats boolean indexing when about half are kept
                 # (a permission mask is no sorted run): 0.8 vs 2.3 ms for 340k of 680k postings.
                 at = np.flatnonzero(keep)
-                vp, vt = raw.take(at), tf.take(at)
-            out.append((vp, vt))
-            if deaths is not None and len(raw) * _PART_FACTOR >= len(sig_of_pid):
-                kept.append((weakref.ref(raw), vp, vt))
+                m = _Masked(raw.take(at), tf.take(at))
+            out.append(m)
+            if large:
+                kept.append((weakref.ref(raw), m))
         if kept and deaths is not None:
             self._remember_parts(key, (deaths.deaths_mark, kept))
         return out
 
     def _remember_parts(self, key: tuple[bytes, str],
                         value: tuple[tuple[object, int], list[_Part]]) -> None:
-        size = sum(p.nbytes + t.nbytes + 64 for _, p, t in value[1])
+        size = sum(m.nbytes + 64 for _, m in value[1])
         with self._lock:
             old = self._parts.pop(key, None)
             if old is not None:
-                self._parts_bytes -= sum(p.nbytes + t.nbytes + 64 for _, p, t in old[1])
+                self._parts_bytes -= sum(m.nbytes + 64 for _, m in old[1])
             self._parts[key] = value
             self._parts_bytes += size
             limit = self._max_cache_bytes // _PARTS_SHARE
             while self._parts_bytes > limit and len(self._parts) > 1:
                 _, (_, gone) = self._parts.popitem(last=False)
-                self._parts_bytes -= sum(p.nbytes + t.nbytes + 64 for _, p, t in gone)
+                self._parts_bytes -= sum(m.nbytes + 64 for _, m in gone)
 
     def _upper(self, key: tuple[object, bytes, str], weights: np.ndarray) -> float:
         hit = self._maxima.get(key)
@@ -433,19 +473,38 @@ _SAMPLE_PER_DEPTH = 4
 _SAMPLE_MAX_FACTOR = 16
 
 
-def _drop(pids: np.ndarray, tfs: np.ndarray, dead: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pids``/``tfs`` without the passages in ``dead`` (both sorted; few dead, binary search)."""
+def _drop(pids: np.ndarray, dead: np.ndarray, *aligned: np.ndarray | None) -> tuple[Any, ...]:
+    """``pids`` and the arrays aligned with it without the passages in ``dead`` (both sorted;
+    few dead: binary search). The same objects when none of them is there."""
     if not len(dead) or not len(pids):
-        return pids, tfs
+        return (pids, *aligned)
     lo, hi = np.searchsorted(dead, [int(pids[0]), int(pids[-1]) + 1])
     if lo == hi:
-        return pids, tfs
+        return (pids, *aligned)
     needles = dead[lo:hi].astype(pids.dtype)
     idx = np.minimum(np.searchsorted(pids, needles), len(pids) - 1)
     at = idx[pids.take(idx) == needles]
     if not len(at):
-        return pids, tfs
-    return np.delete(pids, at), np.delete(tfs, at)
+        return (pids, *aligned)
+    return (np.delete(pids, at), *(None if a is None else np.delete(a, at) for a in aligned))
+
+
+def _with_code(m: _Masked, length_of_pid: np.ndarray) -> _Masked:
+    """``m`` with its (tf, length) grid index, when the grid is much smaller than the part
+    (else marked with width -1, so that it is not tried again)."""
+    lengths = length_of_pid.take(m.pids)
+    width, tf_max = int(lengths.max()) + 1, int(m.tfs.max())
+    if (tf_max + 1) * width * _GRID_FACTOR > len(m.pids):
+        return _Masked(m.pids, m.tfs, None, -1)
+    code = m.tfs.astype(np.int32)
+    np.multiply(code, width, out=code)
+    np.add(code, lengths, out=code)
+    return _Masked(m.pids, m.tfs, code, width, tf_max)
+
+
+#: A part's weights come from a grid of (tf, length) pairs when the grid has at most 1/this of
+#: the part's postings.
+_GRID_FACTOR = 8
 
 
 #: A part with at least 1/this of the id space in postings keeps its allowed postings (_masked).
