@@ -365,3 +365,31 @@ def test_kept_parts_and_weight_grids_equal_a_plain_reference(
         assert (got[0].tolist(), got[1].tolist()) == _reference(parts, sig_of_pid, length, second)
     finally:
         bm25_module._PART_FACTOR, bm25_module._GRID_FACTOR, bm25_module._VISIBLE_FACTOR = saved
+
+
+def test_dense_arrays_are_recycled_only_when_nobody_holds_them() -> None:
+    """After the visible collection changes, a common word's dense array is rebuilt in the
+    memory of the previous one (no fresh pages), but never while a query still holds that
+    array: its values must stay those of its own collection."""
+    bm = bm25_module.BM25()
+    size = 1000
+
+    def build(version: bytes, pids: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        key = (None, b"T" + version, "t")
+        assert bm._dense(key, (pids, weights), size, b"T") is None  # the first probe searches
+        got = bm._dense(key, (pids, weights), size, b"T")
+        assert got is not None
+        want = np.zeros(size)
+        want[pids] = weights
+        assert (got == want).all()
+        return got
+
+    p1, p2, p3 = (np.arange(s, size, 3, dtype=np.int32) for s in (0, 1, 2))
+    held = build(b"1", p1, np.full(len(p1), 1.5))  # a query of collection 1 still reads it
+    second = build(b"2", p2, np.full(len(p2), 2.5))
+    assert second is not held
+    assert (held[p1] == 1.5).all() and held.sum() == 1.5 * len(p1)  # untouched
+    address = second.__array_interface__["data"][0]
+    del second  # nobody reads collection 2 any more: its memory is reused for collection 3
+    third = build(b"3", p3, np.full(len(p3), 3.5))
+    assert third.__array_interface__["data"][0] == address
