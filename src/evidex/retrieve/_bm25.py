@@ -165,17 +165,17 @@ class BM25:
             # recomputing costs most on the benchmark VM (page faults), and a weights array per
             # part plus their concatenation allocated every weight twice.
             weights = np.empty(df, dtype=np.float64)
-            at = 0
+            pos = 0
             for m in masked:
-                out = weights[at:at + len(m.pids)]
+                dest = weights[pos:pos + len(m.pids)]
                 if m.code is None:
-                    self._weights(m.tfs, length_of_pid.take(m.pids), idf, allowed.avgdl, out)
+                    self._weights(m.tfs, length_of_pid.take(m.pids), idf, allowed.avgdl, dest)
                 else:
                     grid_tf = np.repeat(np.arange(m.tf_max + 1), m.width)
                     grid_dl = np.tile(np.arange(m.width), m.tf_max + 1)
                     grid = self._weights(grid_tf, grid_dl, idf, allowed.avgdl)
-                    grid.take(m.code, out=out, mode="clip")  # codes index the grid: no clipping
-                at += len(m.pids)
+                    grid.take(m.code, out=dest, mode="clip")  # codes index the grid: no clipping
+                pos += len(m.pids)
             pids = np.concatenate([m.pids for m in masked]) if len(masked) > 1 else masked[0].pids
             if not ordered:
                 order = np.argsort(pids, kind="stable")
