@@ -264,17 +264,17 @@ class BM25:
 
     def _remember_parts(self, key: tuple[bytes, str],
                         value: tuple[tuple[object, int], list[_Part]]) -> None:
-        size = sum(m.nbytes + 64 for _, m in value[1])
+        size = _parts_bytes(value[1])
         with self._lock:
             old = self._parts.pop(key, None)
             if old is not None:
-                self._parts_bytes -= sum(m.nbytes + 64 for _, m in old[1])
+                self._parts_bytes -= _parts_bytes(old[1])
             self._parts[key] = value
             self._parts_bytes += size
             limit = self._max_cache_bytes // _PARTS_SHARE
             while self._parts_bytes > limit and len(self._parts) > 1:
                 _, (_, gone) = self._parts.popitem(last=False)
-                self._parts_bytes -= sum(m.nbytes + 64 for _, m in gone)
+                self._parts_bytes -= _parts_bytes(gone)
 
     def _upper(self, key: tuple[object, bytes, str], weights: np.ndarray) -> float:
         hit = self._maxima.get(key)
@@ -362,8 +362,8 @@ class BM25:
 
         if top is not None and len(present) == 1 and len(present[0][0]) > _PRUNE_MIN_POSTINGS:
             t, (pids, weights) = named[0]
-            key1 = (generation, allowed.key, t)
-            got = _single(pids, weights, lambda d: self._impact_order(key1, weights, d), top)
+            got = _single(pids, weights, partial(self._impact_order, (generation, allowed.key, t), weights),
+                          top)
             if got is not None:
                 return got[0], got[1], dfs
         if match == "all":
@@ -481,6 +481,10 @@ class BM25:
             acc[cand] = 0.0
             seen[cand] = 0
         return cand.astype(np.int64), scores
+
+
+def _parts_bytes(parts: list[_Part]) -> int:
+    return sum(m.nbytes + 64 for _, m in parts)
 
 
 def _top_positions(weights: np.ndarray, depth: int) -> np.ndarray:

@@ -432,8 +432,8 @@ class SQLiteStore:
         self._lock = threading.RLock()
         #: Taken around every write transaction of this handle's connections (the writer's and
         #: the merge thread's): in-process they queue here and wake at once, instead of meeting
-        #: in SQLite's busy handler, which sleeps in steps of up to 100 ms (a supersede that met
-        #: a merge's commit there took 60-84 ms).
+        #: in SQLite's busy handler, which sleeps in steps of up to 100 ms. (Measured: it did
+        #: not change the one slow write after a series' first merge, 25-40 ms; see RESULTS.)
         self._write_gate = threading.Lock()
         self._cache = SegmentCache()
         self._merger = Merger(self._merge_connection, self._merge_due) if background_merges else None
@@ -557,18 +557,24 @@ class SQLiteStore:
     # -- writing ------------------------------------------------------------------------------
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; it bumps the generation (readers refresh their caches) only
-        when it changed something, so a no-op re-ingest leaves the file untouched."""
-        with self._lock, self._write_gate:
-            c = self._conn
+        """One write transaction on the handle's connection (see ``_transaction``)."""
+        with self._lock, self._transaction(self._conn) as c:
+            yield c
+
+    @contextmanager
+    def _transaction(self, c: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        """One write transaction on ``c`` (the handle's or the merge thread's connection); it
+        bumps the generation (readers refresh their caches) only when it changed something, so
+        a no-op re-ingest, or a merge that gives up, leaves the file untouched."""
+        with self._write_gate:
             c.execute("BEGIN IMMEDIATE")
-            self._changes_before = c.total_changes
+            before = c.total_changes
             try:
                 yield c
             except BaseException:
                 c.execute("ROLLBACK")
                 raise
-            if c.total_changes != self._changes_before:
+            if c.total_changes != before:
                 _bump_generation(c)
                 c.execute("COMMIT")
             else:
@@ -831,9 +837,9 @@ class SQLiteStore:
 
     def _merge_connection(self) -> sqlite3.Connection:
         """The merge thread's connection. SQLite's automatic checkpoint runs inside the commit
-        that crosses 1,000 log pages; inside a merge's commit it held the in-process write
-        lock, so the next supersede waited for a whole checkpoint (25-27 ms, and 1.2-1.3 s for
-        the log of an `optimize`). The merge thread checkpoints after releasing the lock."""
+        that crosses 1,000 log pages; inside a merge's commit it would hold the in-process
+        write lock, and the next supersede would wait for the whole checkpoint (1.2-1.3 s once,
+        for the log of an `optimize`). The merge thread checkpoints after releasing the lock."""
         c = self._connect()
         c.execute("PRAGMA wal_autocheckpoint = 0")
         return c
@@ -857,18 +863,8 @@ class SQLiteStore:
                 c.execute("COMMIT")
             if plan is None:
                 continue
-            with self._write_gate:
-                c.execute("BEGIN IMMEDIATE")
-                try:
-                    done = self._commit_merge(c, plan)
-                except BaseException:
-                    c.execute("ROLLBACK")
-                    raise
-                if done:
-                    _bump_generation(c)
-                    c.execute("COMMIT")
-                else:
-                    c.execute("ROLLBACK")
+            with self._transaction(c):
+                done = self._commit_merge(c, plan)
             if done and c is not self._conn:
                 # PASSIVE: copies what it can without waiting for readers or writers, which
                 # go on meanwhile (the writer's own commits still checkpoint automatically).
