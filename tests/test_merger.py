@@ -129,3 +129,30 @@ def test_close_finishes_the_requested_merges(tmp_path: Path) -> None:
     assert segment_count(path) == 1
     with KnowledgeBase.open(path, embedder="none") as again:
         assert len(found(again, "alpha")) == MERGE_FACTOR
+
+
+@pytest.mark.parametrize("pack_limit", [8192, 1])
+def test_small_merges_commit_on_the_handles_connection(tmp_path: Path, monkeypatch, pack_limit: int) -> None:  # type: ignore[no-untyped-def]
+    """A change made by another connection makes SQLite unmap the handle connection's whole
+    memory map at its next transaction (20-25 ms at 1M, inside the next supersede or search),
+    so a small merge commits on the handle's connection; a large one (a row per term) on the
+    merge thread's, so that searches do not wait for it. Either way the result is the same."""
+    monkeypatch.setattr(sqlite_module, "PACK_LIMIT", pack_limit)
+    real = sqlite_module.SQLiteStore._commit_merge
+    on_handle: list[bool] = []
+
+    def spy(self, c, plan):  # type: ignore[no-untyped-def]
+        on_handle.append(c is self._conn)
+        return real(self, c, plan)
+
+    monkeypatch.setattr(sqlite_module.SQLiteStore, "_commit_merge", spy)
+    kb = KnowledgeBase.open(tmp_path / "kb.db", embedder="none")
+    try:
+        for i in range(MERGE_FACTOR):
+            kb.ingest(small(i))
+        kb.store.settle()
+        assert on_handle == [pack_limit > 1]
+        assert segment_count(tmp_path / "kb.db") == 1
+        assert len(found(kb, "alpha")) == MERGE_FACTOR
+    finally:
+        kb.close()

@@ -432,8 +432,8 @@ class SQLiteStore:
         self._lock = threading.RLock()
         #: Taken around every write transaction of this handle's connections (the writer's and
         #: the merge thread's): in-process they queue here and wake at once, instead of meeting
-        #: in SQLite's busy handler, which sleeps in steps of up to 100 ms. (Measured: it did
-        #: not change the one slow write after a series' first merge, 25-40 ms; see RESULTS.)
+        #: in SQLite's busy handler, which sleeps in steps of up to 100 ms. (Only large merges
+        #: still commit on the merge thread's connection; see ``_merge_due``.)
         self._write_gate = threading.Lock()
         self._cache = SegmentCache()
         self._merger = Merger(self._merge_connection, self._merge_due) if background_merges else None
@@ -842,6 +842,10 @@ class SQLiteStore:
         for the log of an `optimize`). The merge thread checkpoints after releasing the lock."""
         c = self._connect()
         c.execute("PRAGMA wal_autocheckpoint = 0")
+        # No memory map: a connection drops its whole map when it sees another connection's
+        # commit (SQLite unmaps on any change it did not make), which the merge thread does
+        # on every plan; its reads are small segments.
+        c.execute("PRAGMA mmap_size = 0")
         return c
 
     def settle(self) -> None:
@@ -863,8 +867,19 @@ class SQLiteStore:
                 c.execute("COMMIT")
             if plan is None:
                 continue
-            with self._transaction(c):
-                done = self._commit_merge(c, plan)
+            if c is self._conn or len(plan.cols[0]) <= PACK_LIMIT:
+                # A small merge commits on the handle's own connection (a few ms, one segment
+                # row). Committed on the merge connection, it was a change the handle's
+                # connection had not made, and SQLite then unmaps that connection's whole
+                # memory map at its next transaction: 20-25 ms of munmap inside the next
+                # supersede or search at 1M (their slowest, measured).
+                with self._write() as w:
+                    done = self._commit_merge(w, plan)
+            else:
+                # A large one writes a row per term, long enough that searches should not wait
+                # for it: the next transaction of the handle pays the remap instead.
+                with self._transaction(c):
+                    done = self._commit_merge(c, plan)
             if done and c is not self._conn:
                 # PASSIVE: copies what it can without waiting for readers or writers, which
                 # go on meanwhile (the writer's own commits still checkpoint automatically).
@@ -900,9 +915,14 @@ class SQLiteStore:
         if model != "none":
             vmap = _get_vectors(c, ids, model, dimension)
             vecs = np.concatenate([vmap[r[0]] for r in rows])
-        rows_t = c.execute("SELECT seq, pid FROM tombstones").fetchall()
-        tomb = np.fromiter((r[1] for r in rows_t), dtype=np.int64, count=len(rows_t))
-        tomb_seq = max((r[0] for r in rows_t), default=0)
+        # Only the tombstones in these segments' id range: those of passages in large segments
+        # that are never merged pile up (18,700 in the 1M benchmark store), and turning all of
+        # them into Python rows on every small merge took ~20 ms of the merge thread's GIL time.
+        tomb_seq = c.execute("SELECT coalesce(max(seq), 0) FROM tombstones").fetchone()[0]
+        lo, hi = (int(cols[0].min()), int(cols[0].max())) if len(cols[0]) else (0, -1)
+        tomb = np.fromiter((r[0] for r in c.execute(
+            "SELECT pid FROM tombstones WHERE pid BETWEEN ? AND ?", (lo, hi))),
+            dtype=np.int64)
         dead_mask = np.isin(cols[0], tomb)
         dead = cols[0][dead_mask]
         keep = ~dead_mask
