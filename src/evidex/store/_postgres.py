@@ -955,7 +955,11 @@ class PostgresStore:
             if len(rows) != len(ids):
                 return False
             cols = [np.concatenate([decode(r[i], PID) for r in rows]) for i in range(1, 6)]
-            tomb = np.fromiter((r[0] for r in c.execute("SELECT pid FROM tombstones")), dtype=np.int64)
+            # Only the tombstones in these segments' id range (indexed): those of passages in
+            # large segments that are rarely merged pile up, and every small merge read them all.
+            lo, hi = (int(cols[0].min()), int(cols[0].max())) if len(cols[0]) else (0, -1)
+            tomb = np.fromiter((r[0] for r in c.execute(
+                "SELECT pid FROM tombstones WHERE pid BETWEEN %s AND %s", (lo, hi))), dtype=np.int64)
             dead_mask = np.isin(cols[0], tomb)
             dead = cols[0][dead_mask]
             keep = ~dead_mask
