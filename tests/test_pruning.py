@@ -143,26 +143,32 @@ def _check(actor: Actor, docs: list[list[list[str]]], query: list[str], limit: i
             for i, paras in enumerate(docs)
         ]
         kb.ingest(batch[::-1] if reverse else batch)
-        q = " ".join(query)
-        got = [(h.document_id, h.passage, h.score) for h in kb.search(actor, q, limit=limit,
-                                                                      max_per_document=cap, mode="keyword")]
-        terms = kb._analyzer.query_terms(words(q))
-        # match="all" probes every term; its reference is the exhaustive any-match ranking
-        # restricted to the passages that contain every query term.
-        every = [(h.document_id, h.passage, h.score) for h in
-                 kb.search(actor, q, limit=limit, max_per_document=cap, mode="keyword", match="all")]
-        with kb.store.read() as view:
-            full = keyword_candidates(view, kb._bm25, actor, terms, Filters(), "any")  # no window
-            want = [(h.document_id, h.passage, h.score) for h in hits_from(view, full, limit, cap)]
-            hits = hits_from(view, full, len(full.pids), None)
-            keep = {(h.document_id, h.passage) for h in hits
-                    if set(terms) <= set(kb._analyzer.terms(h.quote))}
-            names = view.doc_ids(int(view.dkey[p]) for p in full.pids)
-            sel = np.array([(names[int(view.dkey[p])], int(view.number[p])) in keep
-                            for p in full.pids], dtype=bool).reshape(-1)
-            both = Candidates(full.pids[sel], full.scores[sel], {})
-            want_all = [(h.document_id, h.passage, h.score) for h in hits_from(view, both, limit, cap)]
-        kb.close()
+        try:
+            _compare(kb, actor, " ".join(query), limit, cap)
+        finally:
+            kb.close()
+
+
+def _compare(kb: KnowledgeBase, actor: Actor, q: str, limit: int, cap: int | None) -> None:
+    """The search (any and all) equals the exhaustive disjunction, restricted for "all"."""
+    got = [(h.document_id, h.passage, h.score) for h in kb.search(actor, q, limit=limit,
+                                                                  max_per_document=cap, mode="keyword")]
+    terms = kb._analyzer.query_terms(words(q))
+    # match="all" probes every term; its reference is the exhaustive any-match ranking
+    # restricted to the passages that contain every query term.
+    every = [(h.document_id, h.passage, h.score) for h in
+             kb.search(actor, q, limit=limit, max_per_document=cap, mode="keyword", match="all")]
+    with kb.store.read() as view:
+        full = keyword_candidates(view, kb._bm25, actor, terms, Filters(), "any")  # no window
+        want = [(h.document_id, h.passage, h.score) for h in hits_from(view, full, limit, cap)]
+        hits = hits_from(view, full, len(full.pids), None)
+        keep = {(h.document_id, h.passage) for h in hits
+                if set(terms) <= set(kb._analyzer.terms(h.quote))}
+        names = view.doc_ids(int(view.dkey[p]) for p in full.pids)
+        sel = np.array([(names[int(view.dkey[p])], int(view.number[p])) in keep
+                        for p in full.pids], dtype=bool).reshape(-1)
+        both = Candidates(full.pids[sel], full.scores[sel], {})
+        want_all = [(h.document_id, h.passage, h.score) for h in hits_from(view, both, limit, cap)]
     assert got == want
     assert every == want_all
 
@@ -367,29 +373,62 @@ def test_kept_parts_and_weight_grids_equal_a_plain_reference(
         bm25_module._PART_FACTOR, bm25_module._GRID_FACTOR, bm25_module._VISIBLE_FACTOR = saved
 
 
-def test_dense_arrays_are_recycled_only_when_nobody_holds_them() -> None:
-    """After the visible collection changes, a common word's dense array is rebuilt in the
-    memory of the previous one (no fresh pages), but never while a query still holds that
-    array: its values must stay those of its own collection."""
+def test_dense_frequencies_are_kept_and_only_new_parts_written() -> None:
+    """A common word's frequency array serves every later query: a large part it has folded
+    in is recognised by identity and not written again, a new array (a merged segment, a new
+    segment) is, and the array grows with the id space."""
     bm = bm25_module.BM25()
     size = 1000
+    big = (np.arange(0, size, 2, dtype=np.int32), np.full(size // 2, 3, dtype=np.uint16))
+    parts = [big]
+    assert bm._dense_tfs("t", lambda _t: parts, len(big[0]), size) is None  # the first probe searches
+    tfs = bm._dense_tfs("t", lambda _t: parts, len(big[0]), size)
+    assert tfs is not None and (tfs[:size:2] == 3).all() and not tfs[1:size:2].any()
+    tfs[0] = 9  # a marker: writing the big part again would reset it
+    new = (np.array([1001, 1003], dtype=np.int32), np.array([5, 6], dtype=np.uint16))
+    parts = [big, new]
+    again = bm._dense_tfs("t", lambda _t: parts, len(big[0]) + 2, size + 4)
+    assert again is not None and again[0] == 9  # the big part was recognised
+    assert again[1001] == 5 and again[1003] == 6 and again[1002] == 0
+    merged = (big[0].copy(), big[1].copy())  # the same postings in a new segment
+    parts = [merged, new]
+    last = bm._dense_tfs("t", lambda _t: parts, len(big[0]) + 2, size + 4)
+    assert last is not None and last[0] == 3 and last[1001] == 5
 
-    def build(version: bytes, pids: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        key = (None, b"T" + version, "t")
-        assert bm._dense(key, (pids, weights), size, b"T") is None  # the first probe searches
-        got = bm._dense(key, (pids, weights), size, b"T")
-        assert got is not None
-        want = np.zeros(size)
-        want[pids] = weights
-        assert (got == want).all()
-        return got
 
-    p1, p2, p3 = (np.arange(s, size, 3, dtype=np.int32) for s in (0, 1, 2))
-    held = build(b"1", p1, np.full(len(p1), 1.5))  # a query of collection 1 still reads it
-    second = build(b"2", p2, np.full(len(p2), 2.5))
-    assert second is not held
-    assert (held[p1] == 1.5).all() and held.sum() == 1.5 * len(p1)  # untouched
-    address = second.__array_interface__["data"][0]
-    del second  # nobody reads collection 2 any more: its memory is reused for collection 3
-    third = build(b"3", p3, np.full(len(p3), 3.5))
-    assert third.__array_interface__["data"][0] == address
+HISTORY = st.lists(st.tuples(st.sampled_from(["add", "supersede", "remove"]), st.integers(0, 7),
+                             st.sampled_from(["g", "h"]), CASES["docs"].map(lambda d: d[0])),
+                   min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=HISTORY, query=st.lists(WORD, min_size=2, max_size=3), limit=CASES["limit"],
+       cap=CASES["cap"], after=st.sampled_from([1, 2]))
+def test_dense_probes_stay_exact_across_writes(history: list, query: list[str], limit: int,
+                                               cap: int | None, after: int) -> None:
+    """Frequency arrays outlive writes (new segments, merges, dead passages, documents the actor
+    cannot read): after every write, searches probing through them equal exhaustive scoring."""
+    actor = Actor("t", frozenset({"g"}))
+    saved = (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR,
+             bm25_module._DENSE_MIN_CANDIDATES, bm25_module._DENSE_AFTER_PROBES)
+    bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR = 0, 10**9
+    bm25_module._DENSE_MIN_CANDIDATES, bm25_module._DENSE_AFTER_PROBES = 0, after
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            kb = KnowledgeBase.open(Path(tmp) / "kb.db")
+            try:
+                versions: dict[int, int] = {}
+                for op, i, group, paras in history:
+                    text = "\n\n".join(" ".join(p) for p in paras)
+                    if op == "remove":
+                        kb.remove("t", f"d{i}")
+                        versions.pop(i, None)
+                    elif op == "add" or i in versions:
+                        versions[i] = versions.get(i, 0) + 1
+                        kb.ingest(Document(f"d{i}", "t", {group}, str(versions[i]), text))
+                    _compare(kb, actor, " ".join(query), limit, cap)
+            finally:
+                kb.close()
+    finally:
+        (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR,
+         bm25_module._DENSE_MIN_CANDIDATES, bm25_module._DENSE_AFTER_PROBES) = saved

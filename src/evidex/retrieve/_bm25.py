@@ -19,7 +19,6 @@ still accepted: entries of another epoch are then dropped at once.)
 
 from __future__ import annotations
 
-import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -99,10 +98,13 @@ class BM25:
         #: Largest weight per cached (generation, visible set, term): MaxScore's bound, which
         #: took a pass over a common word's weights on every query (0.3 ms per query at 1M).
         self._maxima: dict[tuple[object, bytes, str], float] = {}
-        #: Large probes per term so far (dense arrays are built from the second, see _dense).
-        self._probes: dict[tuple[object, bytes, str], int] = {}
-        #: (signature table, term) -> the cache key of its newest dense array (_recycled_dense).
-        self._dense_of: dict[tuple[bytes, str], tuple[object, bytes, str]] = {}
+        #: term -> (its term frequencies over the passage-id space, the large raw parts folded
+        #: into them): see _dense_tfs. Independent of actor and generation.
+        self._tfs: OrderedDict[str, tuple[np.ndarray, dict[int, weakref.ref[np.ndarray]]]] = OrderedDict()
+        self._tfs_bytes = 0
+        self._tfs_lock = threading.Lock()
+        #: Large probes per term so far (frequency arrays are built from the second).
+        self._probes: dict[str, int] = {}
         self._fixed_cache = cache_bytes is not None
         self._max_cache_bytes = cache_bytes if cache_bytes is not None else CACHE_BYTES_MIN
         #: (allowed signature table, term) -> (deaths mark, masked large parts): see _masked.
@@ -159,8 +161,7 @@ class BM25:
         if not parts or df == 0:
             out = (_EMPTY_P, _EMPTY_W)
         else:
-            n = allowed.passages
-            idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            idf = _idf(allowed.passages, df)
             # Each part writes its weights into its slice of one array: fresh memory is what
             # recomputing costs most on the benchmark VM (page faults), and a weights array per
             # part plus their concatenation allocated every weight twice.
@@ -300,10 +301,8 @@ class BM25:
     def _remember(self, key: tuple[object, bytes, str], value: tuple[np.ndarray, np.ndarray],
                   generation: object) -> None:
         with self._lock:
-            if generation != self._cache_gen or len(self._maxima) + len(self._probes) > _MAXIMA_LIMIT:
+            if generation != self._cache_gen or len(self._maxima) > _MAXIMA_LIMIT:
                 self._maxima.clear()
-                self._probes.clear()
-                self._dense_of.clear()
             if generation != self._cache_gen:
                 self._cache.clear()
                 self._cache_bytes = 0
@@ -349,15 +348,16 @@ class BM25:
             return _EMPTY_P.astype(np.int64), _EMPTY_W, dfs
         probing = match == "all" or (
             top is not None and len(present) > 1 and sum(len(p) for p, _ in present) > _PRUNE_MIN_POSTINGS)
-        made: dict[int, np.ndarray | None] = {}
+        made: dict[int, WeightsAt | None] = {}
 
-        def dense(i: int) -> np.ndarray | None:
+        def dense(i: int) -> WeightsAt | None:
             # Built on the first probe that is large enough to need it, not for every query
             # that merely could probe (a MaxScore run over a rare term probes a handful).
             if i not in made:
-                t, pw = named[i]
-                made[i] = self._dense((generation, allowed.key, t), pw, len(sig_of_pid),
-                                      allowed.table.tobytes())
+                t, (pids, _) = named[i]
+                tfs = self._dense_tfs(t, postings, len(pids), len(sig_of_pid))
+                made[i] = None if tfs is None else partial(
+                    self._weights_at, tfs, length_of_pid, _idf(allowed.passages, len(pids)), allowed.avgdl)
             return made[i]
 
         if top is not None and len(present) == 1 and len(present[0][0]) > _PRUNE_MIN_POSTINGS:
@@ -382,59 +382,62 @@ class BM25:
                 return pruned[0], pruned[1], dfs
         return (*self._accumulate(present, len(sig_of_pid)), dfs)
 
-    def _dense(self, key: tuple[object, bytes, str], term: tuple[np.ndarray, np.ndarray],
-               size: int, family: bytes = b"") -> np.ndarray | None:
-        """The term's weights spread over the whole passage-id space (0 where absent), for a
-        term common enough that this costs at most ``_DENSE_PROBE_FACTOR`` x its postings' ids:
-        probing it is then one gather instead of a binary search per candidate. Cached with the
-        weights (same generation and visible set, so exactly the same values).
+    def _dense_tfs(self, term: str, postings: Callable[[str], Postings], df: int,
+                   size: int) -> np.ndarray | None:
+        """The term's frequency in every passage id (0 where absent), for a term whose allowed
+        postings cover at least 1/``_DENSE_PROBE_FACTOR`` of the id space: probing it is then
+        one gather instead of a binary search per candidate, and the candidates' weights are
+        computed from their frequencies and lengths (``_weights_at``).
 
-        Only while one such array is a small share of the cache: at 1M passages each is 8 MB,
-        and a few dozen common words then evicted each other and the weights (measured: Zipf
-        queries at 1M, warm p50 2.8 ms without dense arrays, 6.6 ms with them)."""
-        pids, weights = term
-        if len(pids) * _DENSE_PROBE_FACTOR < size or size * 8 * _DENSE_MAX_SHARE > self._max_cache_bytes:
+        What is kept is the raw frequencies, not weights: a live passage's frequencies never
+        change and passage ids are never reused, so the array serves every actor and stays
+        valid across writes. A write only adds the postings of new segments; merged segments
+        hold passages already in it (written again, same values), and dead passages are never
+        candidates (they are in no allowed postings). Weights arrays had to be rebuilt after
+        every write the actor could read: 8 MB of fresh memory per common word at 1M, 10.8 ms
+        of the slowest 10 % of queries after 600 supersedes. Large raw parts are recognised by
+        identity (the segment cache keeps them while their segment lives), small ones are
+        written again on each build (a few hundred postings)."""
+        if df * _DENSE_PROBE_FACTOR < size or size * TF_BYTES * _DENSE_MAX_SHARE > self._max_cache_bytes:
             return None
-        dkey = (key[0], key[1], key[2] + "\x00dense")
-        hit = self._cache.get(dkey)
-        if hit is not None and len(hit[0]) >= size:
-            return hit[0]
-        # The first large probe of a term binary-searches; only a term probed again gets its
-        # array (8 bytes per passage id of fresh memory: 4-35 ms to build at 1M on the benchmark
-        # VM, paid inside the first query that happens to probe it).
-        seen = self._probes[dkey] = self._probes.get(dkey, 0) + 1
-        if seen < _DENSE_AFTER_PROBES:
-            return None
-        dense = self._recycled_dense(family, key[2], dkey, size)
-        if dense is None:
-            dense = np.zeros(size, dtype=np.float64)
-        dense[pids] = weights
-        self._remember(dkey, (dense, _EMPTY_W), key[0])
-        return dense
+        with self._tfs_lock:
+            entry = self._tfs.get(term)
+            if entry is None:
+                # The first large probe of a term binary-searches; only a term probed again
+                # gets its array (2 bytes per passage id, paid inside the query that builds it).
+                seen = self._probes[term] = self._probes.get(term, 0) + 1
+                if len(self._probes) > _MAXIMA_LIMIT:
+                    self._probes.clear()
+                if seen < _DENSE_AFTER_PROBES:
+                    return None
+                tfs, folded = np.zeros(size + size // 8, dtype=np.uint16), {}
+            else:
+                tfs, folded = entry
+                self._tfs_bytes -= tfs.nbytes
+                if len(tfs) < size:  # new passages since: room for them and for some more
+                    grown = np.zeros(size + size // 8, dtype=np.uint16)
+                    grown[:len(tfs)] = tfs
+                    tfs = grown
+            kept: dict[int, weakref.ref[np.ndarray]] = {}
+            for raw, tf in postings(term):
+                ref = folded.get(id(raw))
+                if ref is None or ref() is not raw:
+                    tfs[raw] = tf  # in place: readers only look up ids of their own snapshot
+                if len(raw) * _PART_FACTOR >= size:
+                    kept[id(raw)] = ref if ref is not None and ref() is raw else weakref.ref(raw)
+            self._tfs.pop(term, None)
+            self._tfs[term] = (tfs, kept)
+            self._tfs_bytes += tfs.nbytes
+            while self._tfs_bytes > self._max_cache_bytes // _TFS_SHARE and len(self._tfs) > 1:
+                _, (gone, _) = self._tfs.popitem(last=False)
+                self._tfs_bytes -= gone.nbytes
+        return tfs
 
-    def _recycled_dense(self, family: bytes, term: str, dkey: tuple[object, bytes, str],
-                        size: int) -> np.ndarray | None:
-        """The term's dense array of an earlier visible collection under the same signature
-        table, zeroed, if nothing else uses it: after a readable write every common word's
-        array is built again, and 8 MB of fresh memory is ~2,000 page faults (the dense
-        builds were 8.5 ms of the slowest 10 % of queries after writes at 1M); refilling
-        mapped memory is a memset. Old collections never come back (signature versions only
-        grow), so the old entry is dead weight in the cache anyway."""
-        with self._lock:
-            prev = self._dense_of.get((family, term))
-            self._dense_of[(family, term)] = dkey
-            old = self._cache.pop(prev, None) if prev is not None and prev != dkey else None
-            if old is not None:
-                self._cache_bytes -= old[0].nbytes + old[1].nbytes + 128
-        if old is None:
-            return None
-        buf = old[0]
-        del old
-        # Only this frame and getrefcount's argument refer to it: no query is reading it.
-        if len(buf) < size or sys.getrefcount(buf) > 2:
-            return None
-        buf.fill(0.0)
-        return buf
+    def _weights_at(self, tfs: np.ndarray, length_of_pid: np.ndarray, idf: float, avgdl: float,
+                    cand: np.ndarray) -> np.ndarray:
+        """The term's weights of passages ``cand`` from its frequency array: the same operations
+        on the same values as ``weighted``, so the same bits; 0.0 where it is absent (tf 0)."""
+        return self._weights(tfs.take(cand), length_of_pid.take(cand), idf, avgdl)
 
     def _impact_order(self, key: tuple[object, bytes, str], weights: np.ndarray,
                       depth: int) -> np.ndarray:
@@ -481,6 +484,11 @@ class BM25:
             acc[cand] = 0.0
             seen[cand] = 0
         return cand.astype(np.int64), scores
+
+
+def _idf(n: int, df: int) -> float:
+    """Lucene's non-negative idf; one expression for every path, so the same bits."""
+    return float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
 
 
 def _parts_bytes(parts: list[_Part]) -> int:
@@ -566,25 +574,31 @@ _VISIBLE_FACTOR = 16
 
 
 #: Terms whose allowed postings cover at least 1/this of the passage-id space are probed through
-#: a dense weight array (8 bytes per id) rather than by binary search.
+#: a dense frequency array (``TF_BYTES`` per id) rather than by binary search.
 _DENSE_PROBE_FACTOR = 8
-#: ... as long as one dense array takes at most 1/this of the weights cache (128 MB: id spaces up
-#: to ~500k passages), and only for probes of at least this many candidates.
+TF_BYTES = 2
+#: ... as long as one such array takes at most 1/this of the weights cache, and only for probes
+#: of at least this many candidates.
 _DENSE_MAX_SHARE = 32
 _DENSE_MIN_CANDIDATES = 1024
-#: ... and from its this-many-th such probe within one generation and visible set.
+#: ... and from its this-many-th such probe (per term, for the life of the handle).
 _DENSE_AFTER_PROBES = 2
+#: The frequency arrays take at most 1/this of the weights cache's bytes (besides it).
+_TFS_SHARE = 4
 
-#: Term position -> its dense weights, or None (built lazily, see ``BM25.score``).
-DenseOf = Callable[[int], "np.ndarray | None"]
+#: The weights of one term for the given passage ids (0.0 where absent).
+WeightsAt = Callable[[np.ndarray], np.ndarray]
+#: Term position -> its WeightsAt through a dense frequency array, or None (built lazily, see
+#: ``BM25.score``).
+DenseOf = Callable[[int], "WeightsAt | None"]
 
 
 def _probe(cand: np.ndarray, present: list[tuple[np.ndarray, np.ndarray]],
            dense: DenseOf | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact scores of ``cand`` (sorted ids) and how many terms each contains, by binary search
-    in every term's sorted postings, or, for at least ``_DENSE_MIN_CANDIDATES`` candidates, by one
-    gather from its dense weights (``dense(i)``, when it has them; BM25 weights are > 0, so 0
-    means absent). Weights are added in term order starting
+    in every term's sorted postings, or, for at least ``_DENSE_MIN_CANDIDATES`` candidates, from
+    its dense frequencies (``dense(i)``, when it has them; BM25 weights are > 0, so 0 means
+    absent). Weights are added in term order starting
     from 0.0, the same float operations as the exhaustive path (adding 0.0 for an absent term
     changes nothing), so every path gives bit-identical scores."""
     scores = np.zeros(len(cand), dtype=np.float64)
@@ -595,9 +609,9 @@ def _probe(cand: np.ndarray, present: list[tuple[np.ndarray, np.ndarray]],
             scores += w
             hits += 1
             continue
-        full = dense(i) if gather else None  # type: ignore[misc]
-        if full is not None:
-            got = full[cand]
+        weights_at = dense(i) if gather else None  # type: ignore[misc]
+        if weights_at is not None:
+            got = weights_at(cand)
             scores += got
             hits += got > 0.0
             continue
