@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 from pathlib import Path
 
@@ -199,3 +200,27 @@ def test_a_foreign_file_is_not_opened(tmp_path: Path) -> None:
 def test_errors_are_value_errors() -> None:
     for err in (DocumentError, StoreError, EvidexError):
         assert issubclass(err, ValueError)
+
+
+def test_cached_rows_give_the_stored_fields_and_are_not_walked_by_the_collector(kb: KnowledgeBase) -> None:
+    """Hits are built from row caches that hold plain tuples (a full garbage collection walks
+    every cached object; tuples of strings and numbers are untracked), and a hit served from
+    the cache carries the same fields as one read from the database."""
+    doc = Document("d1", "t", {"g"}, "1", "alpha beta\n\ngamma alpha", title="T", tags=("x",),
+                   source_url="https://example.org/d1", language="en")
+    kb.ingest(doc)
+    actor = Actor("t", frozenset({"g"}))
+    first = [h.citation() for h in kb.search(actor, "alpha", mode="keyword")]
+    again = [h.citation() for h in kb.search(actor, "alpha", mode="keyword")]
+    assert first == again and len(first) == 2
+    assert {(c["title"], c["source_url"]) for c in first} == {("T", "https://example.org/d1")}
+    cache = kb.store._cache  # type: ignore[attr-defined]
+    gc.collect()
+    gc.collect()
+    assert cache.passage_rows and cache.document_rows
+    assert not any(gc.is_tracked(r) for r in cache.passage_rows.values())
+    assert not any(gc.is_tracked(r) for r in cache.document_rows.values())
+    with kb.store.read() as view:
+        (d,) = view.documents(cache.document_rows).values()
+    want = ("d1", frozenset({"g"}), ("x",), "en", "internal")
+    assert (d.id, d.groups, d.tags, d.language, d.visibility) == want

@@ -100,6 +100,26 @@ class StoredDocument:
     split: str
     indexed_at: str
 
+    @classmethod
+    def from_row(cls, r: Sequence[object]) -> StoredDocument:
+        """From (dkey, tenant, doc_id, version, content_sha256, meta JSON, split, indexed_at),
+        the column order both backends select."""
+        return cls.from_flat(flat_document(r))
+
+    @classmethod
+    def from_flat(cls, t: tuple[object, ...]) -> StoredDocument:
+        """From ``flat_document``'s tuple (what the row caches keep, see ``SegmentCache``)."""
+        return cls(*t[:9], frozenset(t[9]), *t[10:])  # type: ignore[arg-type]
+
+
+def flat_document(r: Sequence[object]) -> tuple[object, ...]:
+    """A document row with its meta JSON parsed, as a tuple of strings, numbers and tuples of
+    strings: the garbage collector stops tracking such a tuple, unlike an object."""
+    m = json.loads(r[5])  # type: ignore[arg-type]
+    return (r[0], r[1], r[2], r[3], r[4], m["title"], m["source_url"], m["language"],
+            m["visibility"], tuple(sorted(m["groups"])), tuple(m["tags"]), m["published_at"], r[6], r[7])
+
+
 
 @dataclass(frozen=True, slots=True)
 class StoredPassage:

@@ -317,30 +317,16 @@ class _View:
         return known
 
     def documents(self, dkeys: Iterable[int]) -> dict[int, StoredDocument]:
-        cached = self._s._cache.document_rows
-        want = {int(k) for k in dkeys}
-        missing = [k for k in want if k not in cached]
-        if missing:
-            for r in self._all(f"{_DOC_SELECT} WHERE dkey = ANY(%s)", (missing,)):
-                cached[r[0]] = _doc(r)
-        return {k: cached[k] for k in want if k in cached}
+        return self._s._cache.documents(
+            dkeys, lambda missing: self._all(f"{_DOC_SELECT} WHERE dkey = ANY(%s)", (missing,)))
 
     def passages(self, pids: Iterable[int]) -> dict[int, StoredPassage]:
-        cache = self._s._cache
-        rows = cache.passage_rows
-        want = {int(p) for p in pids}
-        missing = [p for p in want if p not in rows]
-        if missing:
-            for r in self._all(f"{_PASSAGE_SELECT} WHERE pid = ANY(%s)", (missing,)):
-                rows[r[0]] = StoredPassage.from_row(r)
-        out = {p: rows[p] for p in want if p in rows}
-        while len(rows) > cache.max_passage_rows:
-            rows.popitem(last=False)
-        return out
+        return self._s._cache.passages(
+            pids, lambda missing: self._all(f"{_PASSAGE_SELECT} WHERE pid = ANY(%s)", (missing,)))
 
     def document(self, tenant: str, doc_id: str) -> StoredDocument | None:
         r = self._c.execute(f"{_DOC_SELECT} WHERE tenant = %s AND doc_id = %s", (tenant, doc_id)).fetchone()
-        return _doc(r) if r else None
+        return StoredDocument.from_row(r) if r else None
 
     def document_text(self, dkey: int) -> str:
         r = self._c.execute("SELECT text FROM document_texts WHERE dkey = %s", (dkey,)).fetchone()
@@ -436,16 +422,6 @@ _DOC_SELECT = (
 _PASSAGE_SELECT = (
     "SELECT pid, dkey, number, start_off, end_off, text, heading_path, anchor, page, flags FROM passages"
 )
-
-
-def _doc(r: Sequence[Any]) -> StoredDocument:
-    m = json.loads(r[5])
-    return StoredDocument(
-        dkey=r[0], tenant=r[1], id=r[2], version=r[3], content_sha256=r[4],
-        title=m["title"], source_url=m["source_url"], language=m["language"],
-        visibility=m["visibility"], groups=frozenset(m["groups"]), tags=tuple(m["tags"]),
-        published_at=m["published_at"], split=r[6], indexed_at=r[7],
-    )
 
 
 
@@ -1020,7 +996,7 @@ class PostgresStore:
             else:
                 rows = conn.execute(f"{_DOC_SELECT} WHERE tenant = %s ORDER BY doc_id", (tenant,)).fetchall()
         for r in rows:
-            yield _doc(r)
+            yield StoredDocument.from_row(r)
 
     def close(self) -> None:
         with self._lock:

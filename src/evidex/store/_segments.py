@@ -13,13 +13,13 @@ import itertools
 import math
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
 
-from ._contract import Signature
+from ._contract import Signature, StoredDocument, StoredPassage, flat_document
 from ._vectors import VectorBlocks
 
 __all__ = [
@@ -262,9 +262,9 @@ class SegmentCache:
         self.doc_ids: dict[int, str] = {}  # dkey -> document id; dkeys are never reused
         # Row caches: a passage row never changes while its id lives (a new version gets new
         # ids), so it may be kept across generations; a document row changes on supersede, so
-        # that cache lives for one generation only.
-        self.passage_rows: OrderedDict[int, Any] = OrderedDict()
-        self.document_rows: dict[int, Any] = {}
+        # that cache lives for one generation only. Both keep plain tuples (see ``passages``).
+        self.passage_rows: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
+        self.document_rows: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
         self.max_passage_rows = 20_000
         #: Term -> its postings rows in the large (row-per-term) segments. Those segments are
         #: immutable and change only with large merges and ``optimize``; a small write adds a
@@ -385,6 +385,39 @@ class SegmentCache:
         if not since:
             return _NO_PIDS
         return since[0] if len(since) == 1 else np.unique(np.concatenate(since))
+
+    def passages(self, pids: Iterable[int],
+                 fetch: Callable[[list[int]], Iterable[Sequence[Any]]]) -> dict[int, StoredPassage]:
+        """The passages with these ids (``fetch`` reads the rows not cached yet).
+
+        Rows are cached as the tuples the database returned and turned into objects on the way
+        out: the garbage collector stops tracking a tuple of strings and numbers, but walks
+        every object on each full collection. 40,000 cached passage and document objects made
+        a full collection take 38 ms (inside a supersede, at 1M passages)."""
+        rows = self.passage_rows
+        want = {int(p) for p in pids}
+        missing = [p for p in want if p not in rows]
+        if missing:
+            for r in fetch(missing):
+                rows[r[0]] = tuple(r)
+        out = {p: StoredPassage.from_row(rows[p]) for p in want if p in rows}
+        while len(rows) > self.max_passage_rows:
+            rows.popitem(last=False)
+        return out
+
+    def documents(self, dkeys: Iterable[int],
+                  fetch: Callable[[list[int]], Iterable[Sequence[Any]]]) -> dict[int, StoredDocument]:
+        """The documents with these keys, cached like ``passages`` (as parsed flat tuples)."""
+        cached = self.document_rows
+        want = {int(k) for k in dkeys}
+        missing = [k for k in want if k not in cached]
+        if missing:
+            for r in fetch(missing):
+                cached[r[0]] = flat_document(r)
+        out = {k: StoredDocument.from_flat(cached[k]) for k in want if k in cached}
+        while len(cached) > self.max_passage_rows:
+            cached.popitem(last=False)
+        return out
 
     def postings(self, source: SegmentSource, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
         rows = self._postings.get(term)

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -272,33 +273,20 @@ class _View:
         return known
 
     def documents(self, dkeys: Iterable[int]) -> dict[int, StoredDocument]:
-        cached = self._s._cache.document_rows
-        want = {int(k) for k in dkeys}
-        missing = [k for k in want if k not in cached]
-        for chunk in _chunks(missing):
-            q = f"{_DOC_SELECT} WHERE dkey IN ({','.join('?' * len(chunk))})"
-            for r in self._c.execute(q, chunk):
-                cached[r[0]] = _doc(r)
-        return {k: cached[k] for k in want if k in cached}
+        return self._s._cache.documents(dkeys, partial(self._rows, f"{_DOC_SELECT} WHERE dkey"))
 
     def passages(self, pids: Iterable[int]) -> dict[int, StoredPassage]:
-        cache = self._s._cache
-        rows = cache.passage_rows
-        want = {int(p) for p in pids}
-        missing = [p for p in want if p not in rows]
-        for chunk in _chunks(missing):
-            q = f"{_PASSAGE_SELECT} WHERE pid IN ({','.join('?' * len(chunk))})"
-            for r in self._c.execute(q, chunk):
-                rows[r[0]] = StoredPassage.from_row(r)
-        out = {p: rows[p] for p in want if p in rows}
-        while len(rows) > cache.max_passage_rows:
-            rows.popitem(last=False)
-        return out
+        return self._s._cache.passages(pids, partial(self._rows, f"{_PASSAGE_SELECT} WHERE pid"))
+
+    def _rows(self, select: str, keys: list[int]) -> Iterator[tuple[Any, ...]]:
+        """``select`` (ending in a key column) IN ``keys``, in chunks of SQLite's variables."""
+        for chunk in _chunks(keys):
+            yield from self._c.execute(f"{select} IN ({','.join('?' * len(chunk))})", chunk)
 
     def document(self, tenant: str, doc_id: str) -> StoredDocument | None:
         r = self._c.execute(f"{_DOC_SELECT} WHERE tenant = ? AND doc_id = ?",
                             (tenant, doc_id)).fetchone()
-        return _doc(r) if r else None
+        return StoredDocument.from_row(r) if r else None
 
     def vector_search(self, sigs: Iterable[int], query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         vectors = self._s._cache.vectors
@@ -360,16 +348,6 @@ class _MergePlan:
     model: str
     dead: np.ndarray  # tombstoned passages the merged segment leaves out
     tomb_seq: int  # the last tombstone the plan saw
-
-
-def _doc(r: tuple[Any, ...]) -> StoredDocument:
-    m = json.loads(r[5])
-    return StoredDocument(
-        dkey=r[0], tenant=r[1], id=r[2], version=r[3], content_sha256=r[4],
-        title=m["title"], source_url=m["source_url"], language=m["language"],
-        visibility=m["visibility"], groups=frozenset(m["groups"]), tags=tuple(m["tags"]),
-        published_at=m["published_at"], split=r[6], indexed_at=r[7],
-    )
 
 
 def _chunks(items: list[int], size: int = 500) -> Iterator[list[int]]:
@@ -1000,7 +978,7 @@ class SQLiteStore:
             rows = self._conn.execute(f"{_DOC_SELECT} WHERE tenant = ? ORDER BY doc_id",
                                       (tenant,)).fetchall()
         for r in rows:
-            yield _doc(r)
+            yield StoredDocument.from_row(r)
 
     def close(self) -> None:
         try:
