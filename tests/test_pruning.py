@@ -432,3 +432,39 @@ def test_dense_probes_stay_exact_across_writes(history: list, query: list[str], 
     finally:
         (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR,
          bm25_module._DENSE_MIN_CANDIDATES, bm25_module._DENSE_AFTER_PROBES) = saved
+
+
+def test_weights_reuse_the_previous_collections_memory_only_when_nobody_holds_it() -> None:
+    """After a readable write a common word's ids and weights are computed again into the
+    memory of the previous visible collection's (no fresh pages), but never while a query
+    still holds those arrays: their values must stay those of their own collection."""
+    from evidex.retrieve._access import Allowed
+
+    size = 400
+    # Two parts of disjoint id ranges (as segments written in id order are): the ids are
+    # concatenated, in order.
+    parts = [(np.arange(s, s + size // 2, dtype=np.int32), np.full(size // 2, 1 + s % 3, dtype=np.uint16))
+             for s in (0, size // 2)]
+    sig_of_pid = np.zeros(size, dtype=np.int32)
+    length = (np.arange(size, dtype=np.int32) % 13) + 1
+    table = np.array([False, True], dtype=bool)
+    log = _Log()
+    bm = bm25_module.BM25()
+
+    def collection(i: int) -> Allowed:
+        return Allowed(table, size, size * (6 + i), table.tobytes() + bytes([i]))
+
+    def address(a: np.ndarray) -> int:
+        return int(a.__array_interface__["data"][0])
+
+    held = bm.weighted("t", lambda _t: parts, sig_of_pid, length, collection(1), None, log)
+    want = _reference(parts, sig_of_pid, length, collection(1))
+    second = bm.weighted("t", lambda _t: parts, sig_of_pid, length, collection(2), None, log)
+    assert not np.shares_memory(second[1], held[1]) and not np.shares_memory(second[0], held[0])
+    assert (held[0].tolist(), held[1].tolist()) == want  # untouched
+    assert (second[0].tolist(), second[1].tolist()) == _reference(parts, sig_of_pid, length, collection(2))
+    where = address(second[0]), address(second[1])
+    del second  # nobody reads collection 2 any more: its memory is reused for collection 3
+    third = bm.weighted("t", lambda _t: parts, sig_of_pid, length, collection(3), None, log)
+    assert (address(third[0]), address(third[1])) == where
+    assert (third[0].tolist(), third[1].tolist()) == _reference(parts, sig_of_pid, length, collection(3))

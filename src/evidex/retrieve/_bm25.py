@@ -19,6 +19,7 @@ still accepted: entries of another epoch are then dropped at once.)
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -103,6 +104,8 @@ class BM25:
         self._tfs: OrderedDict[str, tuple[np.ndarray, dict[int, weakref.ref[np.ndarray]]]] = OrderedDict()
         self._tfs_bytes = 0
         self._tfs_lock = threading.Lock()
+        #: (signature table, term) -> the cache key of its newest weighted postings (_spares).
+        self._latest: dict[tuple[bytes, str], tuple[object, bytes, str]] = {}
         #: Large probes per term so far (frequency arrays are built from the second).
         self._probes: dict[str, int] = {}
         self._fixed_cache = cache_bytes is not None
@@ -165,7 +168,8 @@ class BM25:
             # Each part writes its weights into its slice of one array: fresh memory is what
             # recomputing costs most on the benchmark VM (page faults), and a weights array per
             # part plus their concatenation allocated every weight twice.
-            weights = np.empty(df, dtype=np.float64)
+            spare_p, spare_w = self._spares(allowed.table.tobytes(), term, key) if deaths else (None, None)
+            weights = _buffer(spare_w, df, np.dtype(np.float64))
             pos = 0
             for m in masked:
                 dest = weights[pos:pos + len(m.pids)]
@@ -177,13 +181,36 @@ class BM25:
                     grid = self._weights(grid_tf, grid_dl, idf, allowed.avgdl)
                     grid.take(m.code, out=dest, mode="clip")  # codes index the grid: no clipping
                 pos += len(m.pids)
-            pids = np.concatenate([m.pids for m in masked]) if len(masked) > 1 else masked[0].pids
+            pids = masked[0].pids
+            if len(masked) > 1:
+                pids = np.concatenate([m.pids for m in masked], out=_buffer(spare_p, df, pids.dtype))
             if not ordered:
                 order = np.argsort(pids, kind="stable")
                 pids, weights = pids[order], weights[order]
             out = (pids, weights)
         self._remember(key, out, generation)
         return out
+
+    def _spares(self, family: bytes, term: str, key: tuple[object, bytes, str]
+                ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The buffers of the term's weighted postings in the previous visible collection of the
+        same signature table, if nothing else holds them: that entry is dead weight (signature
+        versions only grow, so an old collection never comes back), and after a readable write
+        every common word is recomputed into fresh memory otherwise (6 MB per word at 1M; page
+        faults cost 5-10 us each on the benchmark VM)."""
+        with self._lock:
+            prev = self._latest.get((family, term))
+            self._latest[(family, term)] = key
+            if len(self._latest) > _MAXIMA_LIMIT:
+                self._latest.clear()
+            old = self._cache.pop(prev, None) if prev is not None and prev != key else None
+            if old is not None:
+                self._cache_bytes -= old[0].nbytes + old[1].nbytes + 128
+        if old is None:
+            return None, None
+        pids, weights = old
+        del old
+        return _spare(pids), _spare(weights)
 
     def _weights(self, tfs: np.ndarray, lengths: np.ndarray, idf: float, avgdl: float,
                  out: np.ndarray | None = None) -> np.ndarray:
@@ -484,6 +511,27 @@ class BM25:
             acc[cand] = 0.0
             seen[cand] = 0
         return cand.astype(np.int64), scores
+
+
+def _spare(a: np.ndarray) -> np.ndarray | None:
+    """``a``'s memory if only the caller holds ``a`` (its base buffer, for a view): the caller's
+    name, this parameter and getrefcount's argument are 3 references; a query still reading
+    the array adds one."""
+    if sys.getrefcount(a) > 3:
+        return None
+    if a.base is None:
+        return a
+    base = a.base
+    # The view, this name and getrefcount's argument; and it must own plain memory.
+    return base if isinstance(base, np.ndarray) and base.base is None and sys.getrefcount(base) <= 3 else None
+
+
+def _buffer(spare: np.ndarray | None, n: int, dtype: np.dtype) -> np.ndarray:
+    """``n`` elements of ``spare`` if it fits (and is not much larger), else of a new array with
+    a little room, so that the next collection's slightly larger set fits into it again."""
+    if spare is not None and spare.dtype == dtype and n <= len(spare) <= 2 * n + 64:
+        return spare[:n]
+    return np.empty(n + n // 32, dtype=dtype)[:n]
 
 
 def _idf(n: int, df: int) -> float:
