@@ -203,9 +203,14 @@ class BM25:
             self._latest[(family, term)] = key
             if len(self._latest) > _MAXIMA_LIMIT:
                 self._latest.clear()
-            old = self._cache.pop(prev, None) if prev is not None and prev != key else None
-            if old is not None:
-                self._cache_bytes -= old[0].nbytes + old[1].nbytes + 128
+            old = None
+            if prev is not None and prev != key:
+                # Its impact order goes with it.
+                for k in (prev, (prev[0], prev[1], prev[2] + "\x00impact")):
+                    gone = self._cache.pop(k, None)
+                    if gone is not None:
+                        self._cache_bytes -= gone[0].nbytes + gone[1].nbytes + 128
+                        old = gone if k is prev else old
         if old is None:
             return None, None
         pids, weights = old
