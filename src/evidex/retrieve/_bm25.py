@@ -64,6 +64,9 @@ class _Masked:
         return self.pids.nbytes + self.tfs.nbytes + (self.code.nbytes if self.code is not None else 0)
 
 
+#: A term's frequencies over the id space, the large raw parts folded into them (by identity)
+#: and the deaths mark of the segments folded in last (see BM25._dense_tfs).
+_Tfs = tuple[np.ndarray, dict[int, "weakref.ref[np.ndarray]"], "tuple[object, int] | None"]
 #: A cached masked part and the raw postings array it was derived from (weakly: the segment
 #: cache owns that array; a part is recognised by its identity).
 _Part = tuple["weakref.ref[np.ndarray]", _Masked]
@@ -101,7 +104,7 @@ class BM25:
         self._maxima: dict[tuple[object, bytes, str], float] = {}
         #: term -> (its term frequencies over the passage-id space, the large raw parts folded
         #: into them): see _dense_tfs. Independent of actor and generation.
-        self._tfs: OrderedDict[str, tuple[np.ndarray, dict[int, weakref.ref[np.ndarray]]]] = OrderedDict()
+        self._tfs: OrderedDict[str, _Tfs] = OrderedDict()
         self._tfs_bytes = 0
         self._tfs_lock = threading.Lock()
         #: (signature table, term) -> the cache key of its newest weighted postings (_spares).
@@ -387,7 +390,8 @@ class BM25:
             # that merely could probe (a MaxScore run over a rare term probes a handful).
             if i not in made:
                 t, (pids, _) = named[i]
-                tfs = self._dense_tfs(t, postings, len(pids), len(sig_of_pid))
+                mark = deaths.deaths_mark if deaths is not None else None
+                tfs = self._dense_tfs(t, postings, len(pids), len(sig_of_pid), mark)
                 made[i] = None if tfs is None else partial(
                     self._weights_at, tfs, length_of_pid, _idf(allowed.passages, len(pids)), allowed.avgdl)
             return made[i]
@@ -415,7 +419,7 @@ class BM25:
         return (*self._accumulate(present, len(sig_of_pid)), dfs)
 
     def _dense_tfs(self, term: str, postings: Callable[[str], Postings], df: int,
-                   size: int) -> np.ndarray | None:
+                   size: int, mark: tuple[object, int] | None = None) -> np.ndarray | None:
         """The term's frequency in every passage id (0 where absent), for a term whose allowed
         postings cover at least 1/``_DENSE_PROBE_FACTOR`` of the id space: probing it is then
         one gather instead of a binary search per candidate, and the candidates' weights are
@@ -429,11 +433,16 @@ class BM25:
         every write the actor could read: 8 MB of fresh memory per common word at 1M, 10.8 ms
         of the slowest 10 % of queries after 600 supersedes. Large raw parts are recognised by
         identity (the segment cache keeps them while their segment lives), small ones are
-        written again on each build (a few hundred postings)."""
+        written again on each build (a few hundred postings). ``mark`` (the read view's place in
+        the log of deaths, which moves on every refresh) names the segments folded in last: with
+        the same mark nothing is new, and the postings are not even looked up."""
         if df * _DENSE_PROBE_FACTOR < size or size * TF_BYTES * _DENSE_MAX_SHARE > self._max_cache_bytes:
             return None
         with self._tfs_lock:
             entry = self._tfs.get(term)
+            if entry is not None and mark is not None and entry[2] == mark and len(entry[0]) >= size:
+                self._tfs.move_to_end(term)
+                return entry[0]
             if entry is None:
                 # The first large probe of a term binary-searches; only a term probed again
                 # gets its array (2 bytes per passage id, paid inside the query that builds it).
@@ -444,7 +453,7 @@ class BM25:
                     return None
                 tfs, folded = np.zeros(size + size // 8, dtype=np.uint16), {}
             else:
-                tfs, folded = entry
+                tfs, folded, _ = entry
                 self._tfs_bytes -= tfs.nbytes
                 if len(tfs) < size:  # new passages since: room for them and for some more
                     grown = np.zeros(size + size // 8, dtype=np.uint16)
@@ -458,10 +467,10 @@ class BM25:
                 if len(raw) * _PART_FACTOR >= size:
                     kept[id(raw)] = ref if ref is not None and ref() is raw else weakref.ref(raw)
             self._tfs.pop(term, None)
-            self._tfs[term] = (tfs, kept)
+            self._tfs[term] = (tfs, kept, mark)
             self._tfs_bytes += tfs.nbytes
             while self._tfs_bytes > self._max_cache_bytes // _TFS_SHARE and len(self._tfs) > 1:
-                _, (gone, _) = self._tfs.popitem(last=False)
+                _, (gone, _, _) = self._tfs.popitem(last=False)
                 self._tfs_bytes -= gone.nbytes
         return tfs
 
