@@ -212,7 +212,7 @@ class BM25:
                 for k in (prev, (prev[0], prev[1], prev[2] + "\x00impact")):
                     gone = self._cache.pop(k, None)
                     if gone is not None:
-                        self._cache_bytes -= gone[0].nbytes + gone[1].nbytes + 128
+                        self._cache_bytes -= _entry_bytes(gone)
                         old = gone if k is prev else old
         if old is None:
             return None, None
@@ -344,12 +344,11 @@ class BM25:
                 self._cache_gen = generation
             old = self._cache.pop(key, None)  # a deeper impact order replaces a shallower one
             if old is not None:
-                self._cache_bytes -= old[0].nbytes + old[1].nbytes + 128
+                self._cache_bytes -= _entry_bytes(old)
             self._cache[key] = value
-            self._cache_bytes += value[0].nbytes + value[1].nbytes + 128
+            self._cache_bytes += _entry_bytes(value)
             while self._cache_bytes > self._max_cache_bytes and len(self._cache) > 1:
-                _, (p, w) = self._cache.popitem(last=False)
-                self._cache_bytes -= p.nbytes + w.nbytes + 128
+                self._cache_bytes -= _entry_bytes(self._cache.popitem(last=False)[1])
 
     def score(
         self,
@@ -551,6 +550,11 @@ def _buffer(spare: np.ndarray | None, n: int, dtype: np.dtype) -> np.ndarray:
 def _idf(n: int, df: int) -> float:
     """Lucene's non-negative idf; one expression for every path, so the same bits."""
     return float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
+
+
+def _entry_bytes(value: tuple[np.ndarray, np.ndarray]) -> int:
+    """What one weights-cache entry counts against its budget (arrays plus bookkeeping)."""
+    return value[0].nbytes + value[1].nbytes + 128
 
 
 def _parts_bytes(parts: list[_Part]) -> int:

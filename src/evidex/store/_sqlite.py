@@ -850,22 +850,7 @@ class SQLiteStore:
             if plan is None:
                 continue
             if c is self._conn or len(plan.cols[0]) <= PACK_LIMIT:
-                # A small merge commits on the handle's own connection (a few ms, one segment
-                # row). Committed on the merge connection, it was a change the handle's
-                # connection had not made, and SQLite then unmaps that connection's whole
-                # memory map at its next transaction: 20-25 ms of munmap inside the next
-                # supersede or search at 1M (their slowest, measured).
-                with self._lock:
-                    # Not with SQLite's automatic checkpoint: a merge's commit crosses its
-                    # 1,000 log pages more often than a supersede's, and the checkpoint then ran
-                    # inside the commit, under the lock (18 ms of a 37 ms supersede that waited,
-                    # at 1M). The merge thread checkpoints below, after releasing the lock.
-                    self._conn.execute("PRAGMA wal_autocheckpoint = 0")
-                    try:
-                        with self._write() as w:
-                            done = self._commit_merge(w, plan)
-                    finally:
-                        self._conn.execute(f"PRAGMA wal_autocheckpoint = {_AUTOCHECKPOINT_PAGES}")
+                done = self._commit_on_handle(plan)
             else:
                 # A large one writes a row per term, long enough that searches should not wait
                 # for it: the next transaction of the handle pays the remap instead.
@@ -875,6 +860,23 @@ class SQLiteStore:
                 # PASSIVE: copies what it can without waiting for readers or writers, which
                 # go on meanwhile (the writer's own commits still checkpoint automatically).
                 c.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def _commit_on_handle(self, plan: _MergePlan) -> bool:
+        """Commit a small merge on the handle's own connection (a few ms, one segment row).
+        Committed on the merge connection, it was a change the handle's connection had not
+        made, and SQLite then unmaps that connection's whole memory map at its next
+        transaction: 20-25 ms of munmap inside the next supersede or search at 1M (their
+        slowest, measured). Without SQLite's automatic checkpoint: a merge's commit crosses its
+        1,000 log pages more often than a supersede's, and the checkpoint then ran inside the
+        commit, under the lock (18 ms of a 37 ms supersede that waited, at 1M); the merge thread
+        checkpoints after releasing the lock."""
+        with self._lock:
+            self._conn.execute("PRAGMA wal_autocheckpoint = 0")
+            try:
+                with self._write() as w:
+                    return self._commit_merge(w, plan)
+            finally:
+                self._conn.execute(f"PRAGMA wal_autocheckpoint = {_AUTOCHECKPOINT_PAGES}")
 
     def optimize(self) -> None:
         """Merge every segment into one and drop all tombstoned postings."""
