@@ -61,9 +61,10 @@ def test_threshold_algorithm_equals_exhaustive(docs: list[list[list[str]]], quer
     actor = Actor("t", frozenset({"g"}))
     saved = (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES, bm25_module._TA_DEPTHS,
              bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_MIN_CANDIDATES,
-             bm25_module._DENSE_AFTER_PROBES)
+             bm25_module._DENSE_AFTER_PROBES, bm25_module._TA_HEAD_SHARE)
     bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES = 0, 0
     bm25_module._TA_DEPTHS = (1, 2, 4)
+    bm25_module._TA_HEAD_SHARE = 0  # never hand tiny collections over to exhaustive scoring
     bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_AFTER_PROBES = dense
     bm25_module._DENSE_MIN_CANDIDATES = 0
     try:
@@ -71,7 +72,27 @@ def test_threshold_algorithm_equals_exhaustive(docs: list[list[list[str]]], quer
     finally:
         (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES, bm25_module._TA_DEPTHS,
          bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_MIN_CANDIDATES,
-         bm25_module._DENSE_AFTER_PROBES) = saved
+         bm25_module._DENSE_AFTER_PROBES, bm25_module._TA_HEAD_SHARE) = saved
+
+
+def test_threshold_algorithm_hands_over_when_its_heads_hold_most_postings(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Probing the heads of terms that have few postings beyond them costs more than scoring
+    every posting: the threshold algorithm then gives up before probing anything."""
+    calls: list[int] = []
+
+    def top(cand: np.ndarray, scores: np.ndarray) -> tuple[bool, float]:
+        calls.append(len(cand))
+        return False, 0.0
+
+    pids = np.arange(10, dtype=np.int32)
+    weights = np.linspace(1.0, 2.0, 10)
+    present = [(pids, weights), (pids + 5, weights)]  # 20 postings
+    orders = [lambda d: np.argsort(-weights, kind="stable")[:d]] * 2
+    monkeypatch.setattr(bm25_module, "_TA_DEPTHS", (6,))  # heads of 12 postings of 20
+    assert bm25_module._threshold(present, orders, top) is None and calls == []
+    monkeypatch.setattr(bm25_module, "_TA_DEPTHS", (3,))  # heads of 6: worth probing
+    bm25_module._threshold(present, orders, top)
+    assert calls == [6]
 
 
 def test_threshold_algorithm_stops_early_on_common_words(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -284,6 +305,17 @@ def test_top_positions_are_the_largest_weights(values: list[int], depth: int, sc
     chosen = weights[got]
     assert (np.diff(chosen) <= 0).all()
     assert (np.sort(chosen)[::-1][:depth] == np.sort(weights)[::-1][:depth]).all()
+
+
+def test_top_positions_complete_a_tie_at_the_threshold() -> None:
+    """A common word's weights are mostly one value: the sample's threshold then is that value,
+    and the answer is every larger weight plus enough of the tied ones."""
+    weights = np.ones(10_000)
+    weights[7:10_000:200] = 2.0  # 50 larger weights
+    weights[3] = 3.0
+    got = bm25_module._top_positions(weights, 100)
+    assert len(got) == 100 and len(set(got.tolist())) == 100
+    assert got[0] == 3 and (weights[got[1:51]] == 2.0).all() and (weights[got[51:]] == 1.0).all()
 
 
 def test_top_positions_fall_back_when_the_sample_misleads() -> None:
