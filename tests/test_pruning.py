@@ -500,3 +500,25 @@ def test_weights_reuse_the_previous_collections_memory_only_when_nobody_holds_it
     third = bm.weighted("t", lambda _t: parts, sig_of_pid, length, collection(3), None, log)
     assert (address(third[0]), address(third[1])) == where
     assert (third[0].tolist(), third[1].tolist()) == _reference(parts, sig_of_pid, length, collection(3))
+
+
+def test_every_cache_entry_read_is_kept_as_recently_used() -> None:
+    """The visible-id array and impact orders are read by later queries as weights are: a
+    full cache evicts what was read least recently, not these because they are never the
+    entry a query asks for by term."""
+    from evidex.retrieve._access import Allowed
+
+    size = 4000
+    sig_of_pid = np.zeros(size, dtype=np.int32)
+    length = np.full(size, 10, dtype=np.int32)
+    table = np.array([False, True])
+    allowed = Allowed(table, size, size * 10, table.tobytes())
+    bm = bm25_module.BM25(cache_bytes=200_000)  # room for about five terms' weights
+    vis = bm._visible(allowed, sig_of_pid, None)
+    weights = np.linspace(1.0, 2.0, size)
+    order = bm._impact_order((None, allowed.key, "w"), weights, 16)
+    for i in range(30):
+        term = (np.arange(0, size, 2, dtype=np.int32), np.full(size // 2, 1 + i % 3, dtype=np.uint16))
+        bm.weighted(f"t{i}", lambda _t, p=term: [p], sig_of_pid, length, allowed, None)
+        assert bm._visible(allowed, sig_of_pid, None) is vis
+        assert bm._impact_order((None, allowed.key, "w"), weights, 16) is order

@@ -24,6 +24,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from itertools import pairwise
@@ -144,9 +145,8 @@ class BM25:
         With ``deaths`` (the read view), a common term's allowed postings are kept per large
         segment across writes (see ``_masked``)."""
         key = (generation, allowed.key, term)
-        hit = self._cache.get(key)
+        hit = self._hit(key)
         if hit is not None:
-            self._cache.move_to_end(key)
             return hit
         parts = [pt for pt in postings(term) if len(pt[0])]
         if parts:
@@ -324,7 +324,7 @@ class BM25:
         masked in 9 ms that way, 2 ms this way). Built once per generation and visible set, for
         the first term common enough to repay it; cached with the weights."""
         key = (generation, allowed.key, "\x00visible")
-        hit = self._cache.get(key)
+        hit = self._hit(key)
         if hit is not None and len(hit[0]) >= len(sig_of_pid):
             # Ids added since are not visible (the key would differ), nor are unused ids.
             return hit[0]
@@ -332,6 +332,19 @@ class BM25:
         vis = table.take(np.minimum(sig_of_pid + 1, len(table) - 1))
         self._remember(key, (vis, _EMPTY_W), generation)
         return vis
+
+    def _hit(self, key: tuple[object, bytes, str]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The cached entry of ``key``, marked as used. Every kind of entry (weights, the
+        visible-id array, impact orders) is marked: only weights were, so once the cache was
+        full the visible-id array (read by every first use of a common word) and the impact
+        orders were evicted first, however often they were read. Without the lock (a query
+        holds it while accumulating): each dictionary operation is atomic, and a concurrent
+        query may evict the entry between the lookup and the move, which raised KeyError."""
+        hit = self._cache.get(key)
+        if hit is not None:
+            with suppress(KeyError):  # evicted meanwhile; the caller still holds the arrays
+                self._cache.move_to_end(key)
+        return hit
 
     def _remember(self, key: tuple[object, bytes, str], value: tuple[np.ndarray, np.ndarray],
                   generation: object) -> None:
@@ -487,7 +500,7 @@ class BM25:
         the first depth, and selecting 16,384 of a common word's weights cost 1.7 ms where 256
         or 2,048 cost a fraction of it."""
         okey = (key[0], key[1], key[2] + "\x00impact")
-        hit = self._cache.get(okey)
+        hit = self._hit(okey)
         if hit is not None and (len(hit[0]) >= depth or len(hit[0]) == len(weights)):
             return hit[0]
         order = _top_positions(weights, min(len(weights), depth))
