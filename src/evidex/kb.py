@@ -471,7 +471,10 @@ class KnowledgeBase:
         return self.store.stats()
 
     def close(self) -> None:
+        """Close the store and drop this handle's ranking caches; using it afterwards raises
+        ``StoreError``. Closing twice is harmless."""
         self.store.close()
+        self._bm25.clear()
 
     def __enter__(self) -> KnowledgeBase:
         return self

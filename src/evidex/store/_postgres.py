@@ -458,6 +458,7 @@ class PostgresStore:
         )
         self._lock = threading.RLock()
         self._cache = SegmentCache()
+        self._closed = False
         # Exact mode's in-memory vectors: (model, dimension) and segment-cache generation they
         # were synced to (see _View._sync_blocks).
         self._blocks: VectorBlocks | None = None
@@ -568,6 +569,8 @@ class PostgresStore:
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
+        if self._closed:
+            raise StoreError("the store is closed")
         try:
             with self._pool.connection() as conn:
                 yield conn
@@ -1001,6 +1004,9 @@ class PostgresStore:
     def close(self) -> None:
         with self._lock:
             self._pool.close()
+            self._closed = True
+            self._cache = SegmentCache()  # its arrays are hundreds of MB at 1M passages
+            self._blocks = None
 
 
 def _hnsw_ddl(dimension: int) -> sql.Composed:

@@ -406,8 +406,9 @@ class SQLiteStore:
         self.path = str(path)
         self.embedder, self.dimension = (embedder, dimension) if embedder else create_embedder
         self._busy_timeout_ms = busy_timeout_ms
+        self._closed = False
         try:
-            self._conn = self._connect()
+            self._main = self._connect()
             self.analyzer = self._init_schema(analyzer, embedder)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open {self.path} as an evidex store: {exc}") from None
@@ -419,6 +420,13 @@ class SQLiteStore:
         self._write_gate = threading.Lock()
         self._cache = SegmentCache()
         self._merger = Merger(self._merge_connection, self._merge_due) if background_merges else None
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """The handle's connection (reads and writes); StoreError once the store is closed."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        return self._main
 
     def _connect(self) -> sqlite3.Connection:
         c = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
@@ -1001,4 +1009,6 @@ class SQLiteStore:
                 self._merger.close()
         finally:
             with self._lock:
-                self._conn.close()
+                self._main.close()
+                self._closed = True
+                self._cache = SegmentCache()  # its arrays are hundreds of MB at 1M passages
