@@ -597,9 +597,9 @@ def _top_positions(weights: np.ndarray, depth: int) -> np.ndarray:
     A full selection over a common word's half-million weights (argpartition) takes 2-3 ms; a
     strided sample gives a threshold that about twice ``depth`` weights reach, one comparison
     pass finds them, and the selection runs over those only. The sample is dense enough to hold
-    ``_SAMPLE_ABOVE`` weights above that threshold: with one (a sample of 4 x depth, as before)
-    the estimate missed often enough that the first use of the commonest word at 1M paid the
-    full selection (3-8 ms) for its first 256 entries. Exact: if at least ``depth``
+    ``_SAMPLE_ABOVE`` weights above that threshold: a sample of 4 x depth held one, and missed
+    so often that the first use of the commonest word at 1M paid the full selection (3-8 ms)
+    for its first 256 entries (176 weights reached the sample's maximum). Exact: if at least ``depth``
     weights reach the threshold, the depth largest are among them; if fewer lie strictly above
     it, those and enough of the tied ones are the answer; otherwise the full selection runs."""
     n = len(weights)
@@ -612,9 +612,8 @@ def _top_positions(weights: np.ndarray, depth: int) -> np.ndarray:
             cand = np.flatnonzero(weights >= threshold)
             if len(cand) > _SAMPLE_MAX_FACTOR * depth:
                 # A tie at the threshold (a common word has few distinct weights): what lies
-                # strictly above it is in the answer, and any tied positions complete it. The
-                # full selection this used to fall back to took 4-8 ms for the most common
-                # word at 1M.
+                # strictly above it is in the answer, and any tied positions complete it,
+                # without the full selection.
                 sub = weights.take(cand)
                 above = cand[sub > threshold]
                 if len(above) < depth:
