@@ -245,3 +245,31 @@ def test_a_closed_handle_drops_its_caches_and_says_it_is_closed(any_kb: Knowledg
     with pytest.raises(StoreError, match="closed"):
         any_kb.ingest([Document("d0", "t", frozenset({"g"}), "2", "changed")])
     any_kb.close()  # twice is harmless
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_removed_text_is_gone_from_the_sqlite_file(tmp_path: Path, secure: bool) -> None:
+    """``remove`` erases, not hides: after it and a merge of the index segments (``optimize``),
+    neither the text nor its words are anywhere in the file. SQLite leaves deleted bytes in free
+    pages unless secure_delete is on, which evidex sets on every connection (SQLite builds
+    differ in the default); with it off the same steps leave the text behind."""
+    from evidex.store import _sqlite
+
+    path = tmp_path / "erase.db"
+    secret = "zqxsalaryzqx " * 600  # about 8 KB: the full text spills into overflow pages
+    kb = KnowledgeBase.open(path)
+    if not secure:
+        kb.store._conn.execute("PRAGMA secure_delete = OFF")
+        kb.store._merge_connection = lambda: _off(_sqlite.SQLiteStore._merge_connection(kb.store))
+    kb.ingest([Document("keep", "t", frozenset({"g"}), "1", "public words " * 50),
+               Document("gone", "t", frozenset({"g"}), "1", "intro\n\n" + secret)])
+    kb.remove("t", "gone")
+    kb.optimize()
+    kb.close()
+    found = b"zqxsalaryzqx" in path.read_bytes()
+    assert found is not secure
+
+
+def _off(c: sqlite3.Connection) -> sqlite3.Connection:
+    c.execute("PRAGMA secure_delete = OFF")
+    return c

@@ -435,6 +435,11 @@ class SQLiteStore:
         c.execute("PRAGMA journal_mode = WAL")
         c.execute("PRAGMA synchronous = NORMAL")
         c.execute("PRAGMA foreign_keys = ON")
+        # Deleted rows are overwritten, not left in free pages: `remove` erases (SQLite builds
+        # differ in the default; the interpreter's own has it on). It costs merges time: freeing
+        # a segment row zeroes its overflow pages (a 2.5 MB fold deleting 8 rows: 5.5 ms of
+        # its delete against 0.5 ms without, isolated on the benchmark VM).
+        c.execute("PRAGMA secure_delete = ON")
         # Reads go through a memory map and a 64 MiB page cache: postings blobs and the
         # small document rows are read at random on every query.
         c.execute("PRAGMA cache_size = -65536")
