@@ -94,9 +94,22 @@ class BM25:
         """``cache_bytes`` bounds the weights cache; None (the default) sizes it to the store:
         ``CACHE_BYTES_PER_ID`` per passage id, within ``CACHE_BYTES_MIN``..``CACHE_BYTES_MAX``."""
         self.params = params or BM25Params()
+        self._lock = threading.Lock()
+        self._tfs_lock = threading.Lock()
+        self._fixed_cache = cache_bytes is not None
+        self._max_cache_bytes = cache_bytes if cache_bytes is not None else CACHE_BYTES_MIN
+        self._empty()
+
+    def clear(self) -> None:
+        """Drop every cache (a closed handle should not keep hundreds of MB of arrays: while one
+        did, the first queries of the next handle in the same process ran 2-3x slower at 1M)."""
+        with self._lock, self._tfs_lock:
+            self._empty()
+
+    def _empty(self) -> None:
+        """Every cache and scratch array, empty: the one place that lists them."""
         self._acc = np.zeros(0, dtype=np.float64)
         self._cnt = np.zeros(0, dtype=np.uint8)
-        self._lock = threading.Lock()
         self._cache: OrderedDict[tuple[object, bytes, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cache_gen: object = None
         self._cache_bytes = 0
@@ -107,32 +120,13 @@ class BM25:
         #: into them): see _dense_tfs. Independent of actor and generation.
         self._tfs: OrderedDict[str, _Tfs] = OrderedDict()
         self._tfs_bytes = 0
-        self._tfs_lock = threading.Lock()
         #: (signature table, term) -> the cache key of its newest weighted postings (_spares).
         self._latest: dict[tuple[bytes, str], tuple[object, bytes, str]] = {}
         #: Large probes per term so far (frequency arrays are built from the second).
         self._probes: dict[str, int] = {}
-        self._fixed_cache = cache_bytes is not None
-        self._max_cache_bytes = cache_bytes if cache_bytes is not None else CACHE_BYTES_MIN
         #: (allowed signature table, term) -> (deaths mark, masked large parts): see _masked.
         self._parts: OrderedDict[tuple[bytes, str], tuple[tuple[object, int], list[_Part]]] = OrderedDict()
         self._parts_bytes = 0
-
-    def clear(self) -> None:
-        """Drop every cache (a closed handle should not keep hundreds of MB of arrays: while one
-        did, the first queries of the next handle in the same process ran 2-3x slower at 1M)."""
-        with self._lock, self._tfs_lock:
-            self._cache.clear()
-            self._cache_bytes = 0
-            self._maxima.clear()
-            self._tfs.clear()
-            self._tfs_bytes = 0
-            self._latest.clear()
-            self._probes.clear()
-            self._parts.clear()
-            self._parts_bytes = 0
-            self._acc = np.zeros(0, dtype=np.float64)
-            self._cnt = np.zeros(0, dtype=np.uint8)
 
     def _fit_cache(self, id_space: int) -> None:
         """Grow the default cache with the store: a million-passage store's common words have
