@@ -156,3 +156,61 @@ def test_small_merges_commit_on_the_handles_connection(tmp_path: Path, monkeypat
         assert len(found(kb, "alpha")) == MERGE_FACTOR
     finally:
         kb.close()
+
+
+def _plan_while_the_handle_is_busy(tmp_path: Path, monkeypatch, seconds: float,  # type: ignore[no-untyped-def]
+                                   hold: float) -> tuple[bool, bool]:
+    """A search holds the handle while a background merge plans: (did the plan finish while
+    the search was under way, did it finish after)."""
+    monkeypatch.setattr(sqlite_module, "_YIELD_SECONDS", seconds)
+    real = sqlite_module.SQLiteStore._plan_merge
+    go, planned = threading.Event(), threading.Event()
+
+    def gated(self, c, ids):  # type: ignore[no-untyped-def]
+        assert go.wait(30)
+        plan = real(self, c, ids)
+        planned.set()
+        return plan
+
+    monkeypatch.setattr(sqlite_module.SQLiteStore, "_plan_merge", gated)
+    kb = KnowledgeBase.open(tmp_path / "kb.db", embedder="none")
+    try:
+        for i in range(MERGE_FACTOR):
+            kb.ingest(small(i))  # the last asks for a merge, whose plan waits for `go`
+        with kb.store.read():  # what a search holds while it runs
+            go.set()
+            during = planned.wait(hold)
+        after = planned.wait(30)
+        kb.store.settle()
+        assert segment_count(tmp_path / "kb.db") == 1 and len(found(kb, "alpha")) == MERGE_FACTOR
+        return during, after
+    finally:
+        go.set()
+        kb.close()
+
+
+def test_a_merge_plan_waits_for_a_search_under_way(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The merge thread shares the interpreter lock with searches and writes; between its steps
+    it waits while the handle is in use, so that the search under way runs undisturbed."""
+    assert _plan_while_the_handle_is_busy(tmp_path, monkeypatch, seconds=30, hold=0.5) == (False, True)
+
+
+def test_a_merge_plan_does_not_starve_under_unbroken_use(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The wait at each step is bounded, so a plan finishes even while the handle never idles."""
+    assert _plan_while_the_handle_is_busy(tmp_path, monkeypatch, seconds=0.001, hold=20) == (True, True)
+
+
+def test_merge_postings_pauses_between_its_steps() -> None:
+    """The pause points merge_postings offers: after the term union, per part and per chunk."""
+    import numpy as np
+
+    from evidex.store._segments import FlatPostings, merge_postings
+
+    parts = [FlatPostings.from_dict({"a": (np.array([i]), np.array([1])), f"t{i}": (np.array([i]), np.array([2]))})
+             for i in range(3)]
+    calls: list[int] = []
+    merged = merge_postings(parts, np.array([1]), lambda: calls.append(1))
+    assert merged.terms == ["a", "t0", "t2"] and merged.pids.tolist() == [0, 2, 0, 2]
+    assert len(calls) >= 1 + len(parts) + 1
+    plain = merge_postings(parts, np.array([1]))  # the default pauses nowhere
+    assert plain.terms == merged.terms and plain.pids.tolist() == merged.pids.tolist()

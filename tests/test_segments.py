@@ -577,7 +577,7 @@ def test_version_3_blob_tables_are_rebuilt_with_their_keys_out_of_the_rows(tmp_p
                       [r[1:] for r in rows["segment_vectors"]])
         c.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     with KnowledgeBase.open(path) as again:
-        assert again.stats()["schema_version"] == SCHEMA_VERSION == 4
+        assert again.stats()["schema_version"] == SCHEMA_VERSION == 5
         assert results(again) == before
         again.ingest(Document("d0", "t", {"g"}, "2", "alpha changed"), split="paragraph")
         again.optimize()
@@ -589,6 +589,34 @@ def test_version_3_blob_tables_are_rebuilt_with_their_keys_out_of_the_rows(tmp_p
         names = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert {"postings_term", "postings_segment", "segment_vectors_key"} <= names
         assert not any(n.endswith("_v3") for (n,) in c.execute("SELECT name FROM sqlite_master"))
+
+
+def test_version_4_gains_the_tombstone_index_and_merges_drop_tombstones_through_it(tmp_path: Path) -> None:
+    """Version 5 indexes tombstones by passage id (a merge deletes the tombstones of the
+    passages it drops; without the index each delete scanned the table). Opening a version-4
+    store adds the index; results are unchanged and a merge still clears the tombstones."""
+    path = tmp_path / "kb.db"
+    actor = Actor("t", {"g"})
+    kb = KnowledgeBase.open(path)
+    kb.ingest([Document(f"d{i}", "t", {"g"}, "1", f"alpha {VOCAB[i % 8]}\n\nbeta {i}") for i in range(6)],
+              split="paragraph")
+    kb.ingest(Document("d0", "t", {"g"}, "2", "alpha replaced"), split="paragraph")
+    before = [(h.document_id, h.passage, h.score) for h in kb.search(actor, "alpha beta", match="any")]
+    kb.close()
+    with sqlite3.connect(path) as c:
+        c.execute("DROP INDEX tombstones_pid")
+        c.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+        assert c.execute("SELECT count(*) FROM tombstones").fetchone()[0] == 2
+    with KnowledgeBase.open(path) as again:
+        assert again.stats()["schema_version"] == SCHEMA_VERSION == 5
+        assert [(h.document_id, h.passage, h.score)
+                for h in again.search(actor, "alpha beta", match="any")] == before
+        again.optimize()
+        assert again.stats()["tombstones"] == 0
+    with sqlite3.connect(path) as c:
+        plan = " ".join(r[-1] for r in c.execute(
+            "EXPLAIN QUERY PLAN DELETE FROM tombstones WHERE pid IN (1, 2)"))
+        assert "tombstones_pid" in plan, plan
 
 
 # -- merging postings in one sort ----------------------------------------------------------------
