@@ -7,11 +7,12 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import evidex.store._sqlite as sqlite_module
 from evidex import Actor, Document, KnowledgeBase, StoreError
-from evidex.store._segments import MERGE_FACTOR
+from evidex.store._segments import MERGE_FACTOR, FlatPostings, merge_postings
 
 ACTOR = Actor("t", frozenset({"a"}))
 
@@ -202,12 +203,8 @@ def test_a_merge_plan_does_not_starve_under_unbroken_use(tmp_path: Path, monkeyp
 
 def test_merge_postings_pauses_between_its_steps() -> None:
     """The pause points merge_postings offers: after the term union, per part and per chunk."""
-    import numpy as np
-
-    from evidex.store._segments import FlatPostings, merge_postings
-
-    parts = [FlatPostings.from_dict({"a": (np.array([i]), np.array([1])), f"t{i}": (np.array([i]), np.array([2]))})
-             for i in range(3)]
+    parts = [FlatPostings.from_dict({"a": (np.array([i]), np.array([1])),
+                                     f"t{i}": (np.array([i]), np.array([2]))}) for i in range(3)]
     calls: list[int] = []
     merged = merge_postings(parts, np.array([1]), lambda: calls.append(1))
     assert merged.terms == ["a", "t0", "t2"] and merged.pids.tolist() == [0, 2, 0, 2]
