@@ -306,6 +306,31 @@ def test_second_handle_sees_writes_including_merges(tmp_path: Path) -> None:
         b.close()
 
 
+def test_readers_see_columns_cut_to_the_id_space(tmp_path: Path) -> None:
+    """The per-id columns a reader ranks with span exactly the ids in use (one past the largest),
+    however much room the arrays have: ranking sizes its id-space work by them (the visible-id
+    array, dense frequency arrays, the switch between its paths), and arrays left at twice the
+    id space by growth doubled that work."""
+    path = tmp_path / "kb.db"
+    a, b = KnowledgeBase.open(path), KnowledgeBase.open(path)
+
+    def largest_pid() -> int:
+        with sqlite3.connect(path) as c:
+            return int(c.execute("SELECT max(pid) FROM passages").fetchone()[0])
+
+    try:
+        for i in range(40):
+            a.ingest([Document(f"d{i}-{j}", "t", {"a"}, "1", f"alpha\n\nbeta w{j}") for j in range(i + 1)])
+            b.search(ACTORS[0], "alpha", mode="keyword")
+            with b.store.read() as view:
+                columns = (view.sig, view.length, view.dkey, view.number)
+                assert {len(col) for col in columns} == {largest_pid() + 1}, i
+                assert (view.sig >= 0).sum() == 2 * (i + 1) * (i + 2) // 2
+    finally:
+        a.close()
+        b.close()
+
+
 BIG_QUERIES = (("the alpha", "any"), ("w17 the", "any"), ("w17 beta", "all"), ("gamma the delta", "any"),
                ("zeta", "any"))
 

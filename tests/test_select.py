@@ -34,3 +34,31 @@ def test_select_top_matches_reference(
             used[rows[i][1]] = used.get(rows[i][1], 0) + 1
             ref.append(i)
     assert select_top(scores, dkeys, numbers, limit, cap, doc_ids) == ref[:limit]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0]), st.integers(0, 6), st.integers(1, 5)),
+                  max_size=120, unique_by=lambda r: (r[1], r[2])),
+    limit=st.integers(1, 40),
+    cap=st.sampled_from([None, 1, 2]),
+    seed=st.integers(0, 2**16),
+)
+def test_select_top_by_passage_id_matches_per_candidate_arrays(
+    rows: list[tuple[float, int, int]], limit: int, cap: int | None, seed: int
+) -> None:
+    """With ``pids``, document keys and numbers are looked up by passage id: the same choice as
+    with per-candidate arrays, whatever ids the candidates have."""
+    scores = np.array([r[0] for r in rows], dtype=np.float64)
+    dkeys = np.array([r[1] for r in rows], dtype=np.int32)
+    numbers = np.array([r[2] for r in rows], dtype=np.int32)
+    pids = np.random.default_rng(seed).permutation(4 * len(rows) + 1)[:len(rows)].astype(np.int32)
+    dkey_of_pid = np.full(4 * len(rows) + 1, -7, dtype=np.int32)  # never read for a candidate
+    number_of_pid = np.full(len(dkey_of_pid), -7, dtype=np.int32)
+    dkey_of_pid[pids], number_of_pid[pids] = dkeys, numbers
+
+    def doc_ids(keys):  # type: ignore[no-untyped-def]
+        return {int(k): f"doc-{(3 * int(k)) % 7}-{int(k)}" for k in keys}
+
+    assert select_top(scores, dkey_of_pid, number_of_pid, limit, cap, doc_ids, pids) == \
+        select_top(scores, dkeys, numbers, limit, cap, doc_ids)

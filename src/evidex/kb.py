@@ -375,8 +375,8 @@ class KnowledgeBase:
 
     @staticmethod
     def _ranked(view: Any, cand: Candidates, name: str, window: int) -> Leg:
-        order = select_top(cand.scores, view.dkey[cand.pids], view.number[cand.pids], window, None,
-                           view.doc_ids)
+        order = select_top(cand.scores, view.dkey, view.number, window, None, view.doc_ids,
+                           cand.pids)
         return Leg(name, cand.pids[order], cand.scores[order])
 
     def _explain_single(self, view: Any, cand: Candidates, name: str) -> dict[int, dict[str, Any]]:

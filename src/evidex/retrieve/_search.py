@@ -40,8 +40,8 @@ def keyword_candidates(
     allowed = allowed_signatures(view, actor, filters)
 
     def top(pids: np.ndarray, scores: np.ndarray) -> tuple[bool, float]:
-        chosen = select_top(scores, view.dkey[pids], view.number[pids], window or 0,
-                            max_per_document, view.doc_ids)
+        chosen = select_top(scores, view.dkey, view.number, window or 0, max_per_document,
+                            view.doc_ids, pids)
         return len(chosen) == window, float(scores[chosen[-1]]) if chosen else 0.0
 
     # The cache epoch is the visible collection itself (``allowed.key`` carries its signatures'
@@ -67,8 +67,8 @@ def hits_from(
 ) -> list[Hit]:
     """Select the best candidates and turn them into hits with full citation data."""
     pids = cand.pids
-    chosen = select_top(cand.scores, view.dkey[pids], view.number[pids], limit,
-                        max_per_document, view.doc_ids)
+    chosen = select_top(cand.scores, view.dkey, view.number, limit, max_per_document,
+                        view.doc_ids, pids)
     sel = [int(pids[i]) for i in chosen]
     passages = view.passages(sel)
     docs = view.documents({p.dkey for p in passages.values()})

@@ -17,13 +17,14 @@ __all__ = ["select_top"]
 
 
 def _order(
-    idx: np.ndarray,
     neg: np.ndarray,
     dkeys: np.ndarray,
     numbers: np.ndarray,
     doc_ids: Callable[[Iterable[int]], dict[int, str]],
 ) -> np.ndarray:
-    order = idx[np.argsort(neg[idx], kind="stable")]
+    """Positions of ``neg`` (negated scores) in selection order, ties by document id and
+    passage number."""
+    order = np.argsort(neg, kind="stable")
     s = neg[order]
     ties = np.flatnonzero(s[1:] == s[:-1])
     if len(ties) == 0:
@@ -64,8 +65,14 @@ def select_top(
     limit: int,
     max_per_document: int | None,
     doc_ids: Callable[[Iterable[int]], dict[int, str]],
+    pids: np.ndarray | None = None,
 ) -> list[int]:
-    """Indices into ``scores`` of the selected candidates, best first."""
+    """Indices into ``scores`` of the selected candidates, best first.
+
+    ``dkeys`` and ``numbers`` are per candidate, or, with ``pids`` (the candidates' passage
+    ids), per passage id: then only the prefix that can be selected is looked up. Gathering
+    both for every candidate (up to tens of thousands, at random places of arrays over a
+    million ids) cost more than the selection itself."""
     n = len(scores)
     if n == 0 or limit <= 0:
         return []
@@ -77,9 +84,14 @@ def select_top(
             idx = np.flatnonzero(neg <= kth)
         else:
             idx = np.arange(n)
-        ordered = _order(idx, neg, dkeys, numbers, doc_ids)
+        if pids is None:
+            dk, nm = dkeys.take(idx), numbers.take(idx)
+        else:
+            at = pids.take(idx)
+            dk, nm = dkeys.take(at), numbers.take(at)
+        ordered = _order(neg.take(idx), dk, nm, doc_ids)
         if max_per_document is not None and max_per_document < len(ordered):
-            ordered = _within_cap(ordered, dkeys, max_per_document)
+            ordered = _within_cap(ordered, dk, max_per_document)
         if len(ordered) >= limit or m >= n:
-            return ordered[:limit].tolist()
+            return idx.take(ordered[:limit]).tolist()
         m = min(n, m * 4)

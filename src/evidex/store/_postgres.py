@@ -189,10 +189,7 @@ class _View:
         self._s = store
         self._c = cur
         cache = store._cache
-        self.sig = cache.sig
-        self.length = cache.length
-        self.dkey = cache.dkey
-        self.number = cache.number
+        self.sig, self.length, self.dkey, self.number = cache.columns()
         self.generation = cache.generation
         self.deaths_mark = cache.deaths_mark()
 
