@@ -62,3 +62,33 @@ def test_select_top_by_passage_id_matches_per_candidate_arrays(
 
     assert select_top(scores, dkey_of_pid, number_of_pid, limit, cap, doc_ids, pids) == \
         select_top(scores, dkeys, numbers, limit, cap, doc_ids)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0]), st.integers(0, 9), st.integers(1, 5)),
+                  max_size=150, unique_by=lambda r: (r[1], r[2])),
+    limit=st.integers(1, 40),
+    cap=st.sampled_from([None, 1, 2]),
+)
+def test_selection_without_tie_breaks_has_the_same_size_and_lowest_score(
+    rows: list[tuple[float, int, int]], limit: int, cap: int | None
+) -> None:
+    """What pruning asks of a selection (is it full, and its lowest score) does not depend on how
+    ties are broken, so it may skip the document-id lookups; the chosen scores are the same,
+    best first."""
+    scores = np.array([r[0] for r in rows], dtype=np.float64)
+    dkeys = np.array([r[1] for r in rows], dtype=np.int64)
+    numbers = np.array([r[2] for r in rows], dtype=np.int64)
+    looked_up: list[int] = []
+
+    def doc_ids(keys):  # type: ignore[no-untyped-def]
+        keys = list(keys)
+        looked_up.extend(keys)
+        return {int(k): f"doc-{(3 * int(k)) % 7}-{int(k)}" for k in keys}
+
+    exact = select_top(scores, dkeys, numbers, limit, cap, doc_ids)
+    looked_up.clear()
+    loose = select_top(scores, dkeys, numbers, limit, cap, doc_ids, ties=False)
+    assert looked_up == []
+    assert scores[loose].tolist() == scores[exact].tolist()

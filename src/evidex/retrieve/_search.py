@@ -41,7 +41,7 @@ def keyword_candidates(
 
     def top(pids: np.ndarray, scores: np.ndarray) -> tuple[bool, float]:
         chosen = select_top(scores, view.dkey, view.number, window or 0, max_per_document,
-                            view.doc_ids, pids)
+                            view.doc_ids, pids, ties=False)
         return len(chosen) == window, float(scores[chosen[-1]]) if chosen else 0.0
 
     # The cache epoch is the visible collection itself (``allowed.key`` carries its signatures'

@@ -4,7 +4,7 @@ Order is (score descending, document id ascending, passage number ascending). On
 prefix of the candidates is ever sorted: every candidate whose score reaches the m-th best is
 taken (so ties at the cut are never split arbitrarily), and m grows only when the cap per
 document left the list short. Document ids (strings) are looked up only for runs of equal
-scores, which are rare with BM25 but common with rank fusion.
+scores (passages of equal length and term frequencies; rank fusion).
 """
 
 from __future__ import annotations
@@ -20,25 +20,33 @@ def _order(
     neg: np.ndarray,
     dkeys: np.ndarray,
     numbers: np.ndarray,
-    doc_ids: Callable[[Iterable[int]], dict[int, str]],
+    doc_ids: Callable[[Iterable[int]], dict[int, str]] | None,
 ) -> np.ndarray:
     """Positions of ``neg`` (negated scores) in selection order, ties by document id and
-    passage number."""
+    passage number; without ``doc_ids``, ties in any (deterministic) order.
+
+    The documents of tied entries are ranked by id once (a Python sort of a few strings), and
+    one lexicographic sort orders the prefix: a Python sort per run of equal scores cost more
+    than the rest of the selection, and runs are common (passages of equal length with the same
+    term frequencies score the same)."""
     order = np.argsort(neg, kind="stable")
-    s = neg[order]
-    ties = np.flatnonzero(s[1:] == s[:-1])
-    if len(ties) == 0:
+    if doc_ids is None:
         return order
-    ids = doc_ids(int(k) for k in np.unique(dkeys[order[np.union1d(ties, ties + 1)]]))
-    # Runs of equal scores, from the tie positions alone (no pass over the whole prefix).
-    breaks = np.flatnonzero(ties[1:] != ties[:-1] + 1)
-    starts = ties[np.concatenate(([0], breaks + 1))]
-    ends = ties[np.concatenate((breaks, [len(ties) - 1]))] + 2
-    out = order.copy()
-    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-        run = order[a:b].tolist()
-        out[a:b] = sorted(run, key=lambda k: (ids[int(dkeys[k])], int(numbers[k])))
-    return out
+    s = neg[order]
+    tied = s[1:] == s[:-1]
+    if not tied.any():
+        return order
+    in_run = np.zeros(len(s), dtype=bool)
+    in_run[1:] |= tied
+    in_run[:-1] |= tied
+    keys = np.unique(dkeys[order[in_run]])
+    ids = doc_ids(int(k) for k in keys)
+    by_id = sorted(range(len(keys)), key=lambda i: ids[int(keys[i])])
+    rank_of_key = np.empty(len(keys), dtype=np.int64)
+    rank_of_key[by_id] = np.arange(len(keys))
+    # Entries outside every run get some rank: their score alone places them.
+    rank = rank_of_key[np.minimum(np.searchsorted(keys, dkeys), len(keys) - 1)]
+    return np.lexsort((numbers, rank, neg))
 
 
 def _within_cap(ordered: np.ndarray, dkeys: np.ndarray, cap: int) -> np.ndarray:
@@ -66,13 +74,19 @@ def select_top(
     max_per_document: int | None,
     doc_ids: Callable[[Iterable[int]], dict[int, str]],
     pids: np.ndarray | None = None,
+    ties: bool = True,
 ) -> list[int]:
     """Indices into ``scores`` of the selected candidates, best first.
 
     ``dkeys`` and ``numbers`` are per candidate, or, with ``pids`` (the candidates' passage
     ids), per passage id: then only the prefix that can be selected is looked up. Gathering
     both for every candidate (up to tens of thousands, at random places of arrays over a
-    million ids) cost more than the selection itself."""
+    million ids) cost more than the selection itself.
+
+    ``ties=False`` leaves equal scores in any order, for a caller that needs only how many are
+    selected and the lowest selected score: neither depends on how ties are broken (within a
+    document the cap keeps equal scores either way, and across documents the cut falls on one
+    score), and breaking them means looking up document ids."""
     n = len(scores)
     if n == 0 or limit <= 0:
         return []
@@ -89,7 +103,7 @@ def select_top(
         else:
             at = pids.take(idx)
             dk, nm = dkeys.take(at), numbers.take(at)
-        ordered = _order(neg.take(idx), dk, nm, doc_ids)
+        ordered = _order(neg.take(idx), dk, nm, doc_ids if ties else None)
         if max_per_document is not None and max_per_document < len(ordered):
             ordered = _within_cap(ordered, dk, max_per_document)
         if len(ordered) >= limit or m >= n:
