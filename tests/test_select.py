@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evidex.retrieve import select_top
+from evidex.retrieve import _select, select_top
 
 
-@settings(max_examples=300, deadline=None)
+@pytest.fixture(params=["python", "numpy"])
+def prefix_path(request):  # type: ignore[no-untyped-def]
+    """Each test below runs with short prefixes ordered in Python (the default) and in numpy."""
+    small = _select._SMALL
+    _select._SMALL = small if request.param == "python" else -1
+    yield request.param
+    _select._SMALL = small
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     rows=st.lists(st.tuples(st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.25]), st.integers(0, 6),
                             st.integers(1, 5)), max_size=120, unique_by=lambda r: (r[1], r[2])),
@@ -17,7 +27,7 @@ from evidex.retrieve import select_top
     cap=st.sampled_from([None, 1, 2, 3]),
 )
 def test_select_top_matches_reference(
-    rows: list[tuple[float, int, int]], limit: int, cap: int | None
+    prefix_path: str, rows: list[tuple[float, int, int]], limit: int, cap: int | None
 ) -> None:
     scores = np.array([r[0] for r in rows], dtype=np.float64)
     dkeys = np.array([r[1] for r in rows], dtype=np.int64)
@@ -36,7 +46,7 @@ def test_select_top_matches_reference(
     assert select_top(scores, dkeys, numbers, limit, cap, doc_ids) == ref[:limit]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     rows=st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0]), st.integers(0, 6), st.integers(1, 5)),
                   max_size=120, unique_by=lambda r: (r[1], r[2])),
@@ -45,7 +55,7 @@ def test_select_top_matches_reference(
     seed=st.integers(0, 2**16),
 )
 def test_select_top_by_passage_id_matches_per_candidate_arrays(
-    rows: list[tuple[float, int, int]], limit: int, cap: int | None, seed: int
+    prefix_path: str, rows: list[tuple[float, int, int]], limit: int, cap: int | None, seed: int
 ) -> None:
     """With ``pids``, document keys and numbers are looked up by passage id: the same choice as
     with per-candidate arrays, whatever ids the candidates have."""
@@ -64,7 +74,7 @@ def test_select_top_by_passage_id_matches_per_candidate_arrays(
         select_top(scores, dkeys, numbers, limit, cap, doc_ids)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     rows=st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0]), st.integers(0, 9), st.integers(1, 5)),
                   max_size=150, unique_by=lambda r: (r[1], r[2])),
@@ -72,7 +82,7 @@ def test_select_top_by_passage_id_matches_per_candidate_arrays(
     cap=st.sampled_from([None, 1, 2]),
 )
 def test_selection_without_tie_breaks_has_the_same_size_and_lowest_score(
-    rows: list[tuple[float, int, int]], limit: int, cap: int | None
+    prefix_path: str, rows: list[tuple[float, int, int]], limit: int, cap: int | None
 ) -> None:
     """What pruning asks of a selection (is it full, and its lowest score) does not depend on how
     ties are broken, so it may skip the document-id lookups; the chosen scores are the same,

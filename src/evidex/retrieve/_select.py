@@ -10,6 +10,7 @@ scores (passages of equal length and term frequencies; rank fusion).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from itertools import pairwise
 
 import numpy as np
 
@@ -98,14 +99,47 @@ def select_top(
             idx = np.flatnonzero(neg <= kth)
         else:
             idx = np.arange(n)
-        if pids is None:
-            dk, nm = dkeys.take(idx), numbers.take(idx)
+        at = idx if pids is None else pids.take(idx)
+        dk, nm = dkeys.take(at), numbers.take(at)
+        if len(idx) <= _SMALL:
+            chosen = _select_small(neg.take(idx).tolist(), dk.tolist(), nm.tolist(),
+                                   doc_ids if ties else None, max_per_document)
+            if len(chosen) >= limit or m >= n:
+                return idx.take(chosen[:limit]).tolist()
         else:
-            at = pids.take(idx)
-            dk, nm = dkeys.take(at), numbers.take(at)
-        ordered = _order(neg.take(idx), dk, nm, doc_ids if ties else None)
-        if max_per_document is not None and max_per_document < len(ordered):
-            ordered = _within_cap(ordered, dk, max_per_document)
-        if len(ordered) >= limit or m >= n:
-            return idx.take(ordered[:limit]).tolist()
+            ordered = _order(neg.take(idx), dk, nm, doc_ids if ties else None)
+            if max_per_document is not None and max_per_document < len(ordered):
+                ordered = _within_cap(ordered, dk, max_per_document)
+            if len(ordered) >= limit or m >= n:
+                return idx.take(ordered[:limit]).tolist()
         m = min(n, m * 4)
+
+
+#: Prefixes up to this many entries are ordered in plain Python (``_select_small``).
+_SMALL = 256
+
+
+def _select_small(neg: list[float], dk: list[int], nm: list[int],
+                  doc_ids: Callable[[Iterable[int]], dict[int, str]] | None,
+                  cap: int | None) -> list[int]:
+    """``_order`` and ``_within_cap`` for a short prefix (typically ~33 entries), as Python
+    lists: a dozen numpy calls on arrays this short cost more than the work (0.3 ms of a 2 ms
+    query at 1M), and a Python sort of a few dozen keys is microseconds. Same order: score,
+    then document id for equal scores, then passage number."""
+    order = sorted(range(len(neg)), key=neg.__getitem__)
+    if doc_ids is not None:
+        tied = {dk[i] for a, b in pairwise(order) if neg[a] == neg[b] for i in (a, b)}
+        if tied:
+            ids = doc_ids(tied)
+            # Entries outside every run never compare beyond their (distinct) score.
+            order.sort(key=lambda i: (neg[i], ids.get(dk[i], ""), nm[i]))
+    if cap is None or cap >= len(order):
+        return order
+    used: dict[int, int] = {}
+    kept = []
+    for i in order:
+        c = used.get(dk[i], 0)
+        if c < cap:
+            used[dk[i]] = c + 1
+            kept.append(i)
+    return kept
