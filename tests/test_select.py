@@ -10,6 +10,18 @@ from hypothesis import strategies as st
 from evidex.retrieve import _select, select_top
 
 
+def rows_of(scores: list[float], documents: int) -> st.SearchStrategy[list[tuple[float, int, int]]]:
+    """Candidates as (score, document key, passage number), at most one per passage."""
+    return st.lists(st.tuples(st.sampled_from(scores), st.integers(0, documents - 1), st.integers(1, 5)),
+                    max_size=150, unique_by=lambda r: (r[1], r[2]))
+
+
+def columns(rows: list[tuple[float, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scores, document keys and passage numbers of ``rows``, one array each."""
+    return (np.array([r[0] for r in rows], dtype=np.float64), np.array([r[1] for r in rows], dtype=np.int32),
+            np.array([r[2] for r in rows], dtype=np.int32))
+
+
 @pytest.fixture(params=["python", "numpy"])
 def prefix_path(request):  # type: ignore[no-untyped-def]
     """Each test below runs with short prefixes ordered in Python (the default) and in numpy."""
@@ -21,17 +33,14 @@ def prefix_path(request):  # type: ignore[no-untyped-def]
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    rows=st.lists(st.tuples(st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.25]), st.integers(0, 6),
-                            st.integers(1, 5)), max_size=120, unique_by=lambda r: (r[1], r[2])),
+    rows=rows_of([0.5, 1.0, 1.5, 2.0, 3.25], 7),
     limit=st.integers(1, 40),
     cap=st.sampled_from([None, 1, 2, 3]),
 )
 def test_select_top_matches_reference(
     prefix_path: str, rows: list[tuple[float, int, int]], limit: int, cap: int | None
 ) -> None:
-    scores = np.array([r[0] for r in rows], dtype=np.float64)
-    dkeys = np.array([r[1] for r in rows], dtype=np.int64)
-    numbers = np.array([r[2] for r in rows], dtype=np.int64)
+    scores, dkeys, numbers = columns(rows)
     names = {d: f"doc-{(7 * d) % 5}-{d}" for d in range(7)}  # id order differs from dkey order
 
     def doc_ids(keys):  # type: ignore[no-untyped-def]
@@ -48,8 +57,7 @@ def test_select_top_matches_reference(
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    rows=st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0]), st.integers(0, 6), st.integers(1, 5)),
-                  max_size=120, unique_by=lambda r: (r[1], r[2])),
+    rows=rows_of([0.5, 1.0, 2.0], 7),
     limit=st.integers(1, 40),
     cap=st.sampled_from([None, 1, 2]),
     seed=st.integers(0, 2**16),
@@ -59,9 +67,7 @@ def test_select_top_by_passage_id_matches_per_candidate_arrays(
 ) -> None:
     """With ``pids``, document keys and numbers are looked up by passage id: the same choice as
     with per-candidate arrays, whatever ids the candidates have."""
-    scores = np.array([r[0] for r in rows], dtype=np.float64)
-    dkeys = np.array([r[1] for r in rows], dtype=np.int32)
-    numbers = np.array([r[2] for r in rows], dtype=np.int32)
+    scores, dkeys, numbers = columns(rows)
     pids = np.random.default_rng(seed).permutation(4 * len(rows) + 1)[:len(rows)].astype(np.int32)
     dkey_of_pid = np.full(4 * len(rows) + 1, -7, dtype=np.int32)  # never read for a candidate
     number_of_pid = np.full(len(dkey_of_pid), -7, dtype=np.int32)
@@ -76,8 +82,7 @@ def test_select_top_by_passage_id_matches_per_candidate_arrays(
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    rows=st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0]), st.integers(0, 9), st.integers(1, 5)),
-                  max_size=150, unique_by=lambda r: (r[1], r[2])),
+    rows=rows_of([0.5, 1.0, 2.0], 10),
     limit=st.integers(1, 40),
     cap=st.sampled_from([None, 1, 2]),
 )
@@ -87,9 +92,7 @@ def test_selection_without_tie_breaks_has_the_same_size_and_lowest_score(
     """What pruning asks of a selection (is it full, and its lowest score) does not depend on how
     ties are broken, so it may skip the document-id lookups; the chosen scores are the same,
     best first."""
-    scores = np.array([r[0] for r in rows], dtype=np.float64)
-    dkeys = np.array([r[1] for r in rows], dtype=np.int64)
-    numbers = np.array([r[2] for r in rows], dtype=np.int64)
+    scores, dkeys, numbers = columns(rows)
     looked_up: list[int] = []
 
     def doc_ids(keys):  # type: ignore[no-untyped-def]

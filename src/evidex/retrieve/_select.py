@@ -27,9 +27,9 @@ def _order(
     passage number; without ``doc_ids``, ties in any (deterministic) order.
 
     The documents of tied entries are ranked by id once (a Python sort of a few strings), and
-    one lexicographic sort orders the prefix: a Python sort per run of equal scores cost more
-    than the rest of the selection, and runs are common (passages of equal length with the same
-    term frequencies score the same)."""
+    one lexicographic sort orders the prefix, instead of a Python sort per run of equal scores:
+    runs are common (passages of equal length with the same term frequencies score the same;
+    967 of 1,038 selections in a pass of Zipf queries at 1M had some)."""
     order = np.argsort(neg, kind="stable")
     if doc_ids is None:
         return order
@@ -123,8 +123,8 @@ def _select_small(neg: list[float], dk: list[int], nm: list[int],
                   doc_ids: Callable[[Iterable[int]], dict[int, str]] | None,
                   cap: int | None) -> list[int]:
     """``_order`` and ``_within_cap`` for a short prefix (typically ~33 entries), as Python
-    lists: a dozen numpy calls on arrays this short cost more than the work (0.3 ms of a 2 ms
-    query at 1M), and a Python sort of a few dozen keys is microseconds. Same order: score,
+    lists: on arrays this short a dozen numpy calls cost more than the work (selection took
+    0.46 ms per query of a first-use pass at 1M that way, 0.36 ms this way). Same order: score,
     then document id for equal scores, then passage number."""
     order = sorted(range(len(neg)), key=neg.__getitem__)
     if doc_ids is not None:
