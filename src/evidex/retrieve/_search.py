@@ -46,15 +46,14 @@ def keyword_candidates(
 
     # The cache epoch is the visible collection itself (``allowed.key`` carries its signatures'
     # versions), not the store generation: a write the actor cannot see keeps their caches.
-    pids, scores, dfs = bm25.score(
+    # ``term_pids``: each term's readable passages, sorted. The evidence check of the hits looks
+    # terms up there instead of in the raw postings, which at a million passages are megabytes
+    # to fetch per common term.
+    pids, scores, term_pids = bm25.score(
         terms, view.postings, view.sig, view.length, allowed, match, None,
         top if window else None, view,
     )
-    # Each term's readable passages, sorted (the weights just computed, from the BM25 cache):
-    # the evidence check of the hits looks terms up here instead of in the raw postings, which
-    # at a million passages are megabytes to fetch per common term.
-    term_pids = {t: bm25.weighted(t, view.postings, view.sig, view.length, allowed, None, view)[0]
-                 for t in dict.fromkeys(terms)}
+    dfs = {t: len(p) for t, p in term_pids.items()}
     return Candidates(pids, scores, {"df": dfs, "passages": allowed.passages, "term_pids": term_pids})
 
 
