@@ -89,8 +89,8 @@ def main() -> None:
         with kb.store.read() as view:
             for terms in q_terms:
                 cand = keyword_candidates(view, bm, actor, terms, flt, "any")
-                sel = select_top(cand.scores, view.dkey[cand.pids], view.number[cand.pids], k, 1,
-                                 view.doc_ids)
+                # As `search` selects (`hits_from`): document keys and numbers by passage id.
+                sel = select_top(cand.scores, view.dkey, view.number, k, 1, view.doc_ids, cand.pids)
                 out.append([int(view.dkey[cand.pids[i]]) for i in sel])
             dt = time.perf_counter() - t
             names = view.doc_ids({d for r in out for d in r})
@@ -109,7 +109,7 @@ def main() -> None:
     with kb2.store.read() as view:
         for terms in q_terms:
             cand = keyword_candidates(view, kb2._bm25, actor, terms, flt, "any")
-            select_top(cand.scores, view.dkey[cand.pids], view.number[cand.pids], 10, 1, view.doc_ids)
+            select_top(cand.scores, view.dkey, view.number, 10, 1, view.doc_ids, cand.pids)
     report["evidex_core_cold_qps_k10"] = round(len(q_terms) / (time.perf_counter() - t))
     kb2.close()
 
