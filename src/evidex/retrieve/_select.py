@@ -131,11 +131,11 @@ def _select_small(neg: list[float], dk: list[int], nm: list[int],
     the limit needs (more under a cap), and breaking ties and applying the cap all through it
     made selection at limit 100 take 139-166 us per SciFact query, against 107-123 us for a
     head (at limit 10: 53-56 against 46-48 us; ``select_top`` alone, same candidates, 2 runs of
-    7 rounds). The head ends with the
-    whole run of equal scores at the limit-th entry kept under the cap; how many entries the
-    cap keeps at each score does not depend on how ties are ordered (a document keeps its
-    ``cap`` best scores either way), so the head is found before ties are broken, and when it
-    holds no ties the entries kept on the way are the answer."""
+    7 rounds). The head ends with the whole run of equal scores at the limit-th entry kept
+    under the cap. How many entries the cap keeps at each score does not depend on how ties
+    are ordered (a document keeps its ``cap`` best scores either way), so the head is found
+    before ties are broken, and when it holds no ties the entries kept on the way are the
+    answer."""
     order = sorted(range(len(neg)), key=neg.__getitem__)
     kept, end = _capped(order, neg, dk, cap, limit)
     if doc_ids is None:
@@ -153,8 +153,8 @@ def _select_small(neg: list[float], dk: list[int], nm: list[int],
 def _capped(order: list[int], neg: list[float], dk: list[int], cap: int | None,
             limit: int) -> tuple[list[int], int]:
     """The entries of ``order`` (sorted by ``neg``) kept under ``cap``, from the start until
-    ``limit`` are kept and the run of scores equal to the last one taken has ended; and how
-    many entries of ``order`` that walked."""
+    ``limit`` are kept and every entry tied with the limit-th kept one has been walked; and
+    how many entries of ``order`` that walk took."""
     n = len(order)
     if cap is None or cap >= n:
         end = min(limit, n)
