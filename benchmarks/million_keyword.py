@@ -207,8 +207,8 @@ def supersedes(kb: KnowledgeBase, docs: list[Document], n: int, seed: int, tag: 
             kb.ingest([new])
             sup.append((time.perf_counter() - t) * 1000)
             m1 = machine_marks()
-            slow.append((round(sup[-1], 1), i, round(sum(gc_ms[before:]), 1),
-                         m1[0] - m0[0], round((m1[1] - m0[1]) / 1e6, 1)))
+            waited = None if m0[1] is None or m1[1] is None else round((m1[1] - m0[1]) / 1e6, 1)
+            slow.append((round(sup[-1], 1), i, round(sum(gc_ms[before:]), 1), m1[0] - m0[0], waited))
     finally:
         gc.callbacks.remove(watch)
     # Merges run on the store's thread after the write returns; wait for the last ones so the
@@ -221,14 +221,15 @@ def supersedes(kb: KnowledgeBase, docs: list[Document], n: int, seed: int, tag: 
             "settle_ms": round(settle_ms, 1),
             # The five slowest calls: (ms, call number, ms of full garbage collection inside it,
             # ms of steal time on the machine's cores, ms the writing thread sat runnable but
-            # not running); see machine_marks.
+            # not running, or None where the kernel does not say); see machine_marks.
             "slowest": sorted(slow, reverse=True)[:5],
             "over_50ms": sum(s[0] > 50 for s in slow),
             "over_50ms_without_steal": sum(s[0] > 50 and s[3] == 0 for s in slow)}
 
 
-def machine_marks() -> tuple[int, int]:
-    """(steal ms summed over the machine's cores, ns the calling thread waited on a run queue).
+def machine_marks() -> tuple[int, int | None]:
+    """(steal ms summed over the machine's cores, ns the calling thread waited on a run queue,
+    or None on a kernel that does not keep it: a 0 there would claim the thread never waited).
 
     Steal is the time the hypervisor ran something else while this VM wanted its cores
     (``/proc/stat``, kept in 10 ms ticks, so a call's figure is exact to +-10 ms). The run-queue
@@ -238,10 +239,9 @@ def machine_marks() -> tuple[int, int]:
         steal = int(f.readline().split()[8]) * (1000 // os.sysconf("SC_CLK_TCK"))
     try:
         with open("/proc/thread-self/schedstat") as f:
-            wait = int(f.read().split()[1])
-    except OSError:  # kernels without schedstats
-        wait = 0
-    return steal, wait
+            return steal, int(f.read().split()[1])
+    except FileNotFoundError:  # a kernel built without scheduler statistics
+        return steal, None
 
 
 def restore(kb: KnowledgeBase, docs: list[Document]) -> None:
