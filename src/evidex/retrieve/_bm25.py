@@ -24,7 +24,6 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from itertools import pairwise
@@ -352,8 +351,12 @@ class BM25:
         query may evict the entry between the lookup and the move, which raised KeyError."""
         hit = self._cache.get(key)
         if hit is not None:
-            with suppress(KeyError):  # evicted meanwhile; the caller still holds the arrays
+            # try/except, not contextlib.suppress: building the context manager cost 0.5 us per
+            # call, and a SciFact query makes nine of these calls.
+            try:  # noqa: SIM105 (see above)
                 self._cache.move_to_end(key)
+            except KeyError:  # evicted meanwhile; the caller still holds the arrays
+                pass
         return hit
 
     def _remember(self, key: tuple[object, bytes, str], value: tuple[np.ndarray, np.ndarray],
@@ -535,7 +538,10 @@ class BM25:
             pids = np.concatenate([p for p, _ in present]) if len(present) > 1 else present[0][0]
             weights = np.concatenate([w for _, w in present]) if len(present) > 1 else present[0][1]
             dense = np.bincount(pids, weights, minlength=size)
-            cand = np.flatnonzero(dense)  # BM25 weights are > 0, so non-zero means matched
+            # BM25 weights are > 0, so non-zero means matched. Comparing first and taking the
+            # positions of a boolean array is 3 us over SciFact's 5,184 ids; ``flatnonzero`` on
+            # the floats themselves took 10 us.
+            cand = (dense != 0).nonzero()[0]
             return cand.astype(np.int64), dense[cand]
         with self._lock:
             self._scratch(size)
