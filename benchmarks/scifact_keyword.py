@@ -9,7 +9,8 @@ Speed, measured in the same process, interleaved round by round so machine noise
 * bm25s (global statistics, Lucene idf, k1=1.2, b=0.75) indexed on evidex's english-analyzer
   tokens, queried one query at a time (k=10 and k=100) and as one batch;
 * evidex's ranking core on the same tokens: permission-exact BM25 (statistics summed over the
-  actor's signatures, postings masked per query) plus selection with deterministic ties, k=10 and
+  actor's signatures, postings masked per query, MaxScore pruning for the window k with one
+  passage per document, as `search` ranks) plus selection with deterministic ties, k=10 and
   k=100, one query at a time;
 * evidex's full `KnowledgeBase.search` (query parsing, snapshot, ranking, citation data), k=10.
 Both engines return identical top-10 document lists for most queries; the count is reported.
@@ -88,13 +89,15 @@ def main() -> None:
         t = time.perf_counter()
         with kb.store.read() as view:
             for terms in q_terms:
-                cand = keyword_candidates(view, bm, actor, terms, flt, "any")
+                # As `search` ranks: the window (k, one passage per document) lets BM25 prune.
+                cand = keyword_candidates(view, bm, actor, terms, flt, "any", k, 1)
                 # As `search` selects (`hits_from`): document keys and numbers by passage id.
                 sel = select_top(cand.scores, view.dkey, view.number, k, 1, view.doc_ids, cand.pids)
-                out.append([int(view.dkey[cand.pids[i]]) for i in sel])
+                out.append(cand.pids.take(sel))  # bm25s's side keeps its arrays as well
             dt = time.perf_counter() - t
-            names = view.doc_ids({d for r in out for d in r})
-        return len(q_terms) / dt, [[names[d] for d in r] for r in out]
+            keys = [view.dkey.take(p).tolist() for p in out]
+            names = view.doc_ids({d for r in keys for d in r})
+        return len(q_terms) / dt, [[names[d] for d in r] for r in keys]
 
     def full(k: int) -> float:
         t = time.perf_counter()
@@ -108,7 +111,7 @@ def main() -> None:
     t = time.perf_counter()
     with kb2.store.read() as view:
         for terms in q_terms:
-            cand = keyword_candidates(view, kb2._bm25, actor, terms, flt, "any")
+            cand = keyword_candidates(view, kb2._bm25, actor, terms, flt, "any", 10, 1)
             select_top(cand.scores, view.dkey, view.number, 10, 1, view.doc_ids, cand.pids)
     report["evidex_core_cold_qps_k10"] = round(len(q_terms) / (time.perf_counter() - t))
     kb2.close()
