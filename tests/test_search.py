@@ -162,3 +162,23 @@ def test_operators_are_not_operators(example_kb: KnowledgeBase, customer: Actor)
     b = example_kb.search(customer, 'title:"ERR-401"', match="any", mode="keyword")
     assert {h.document_id for h in b} >= {"error-codes"}
     assert example_kb.search(customer, "refun*", mode="keyword") == []  # no prefix search
+
+
+def test_keyword_evidence_counts_the_query_words_the_hits_contain(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Coverage is the share of the query's content words found in some hit, read from the
+    postings: words in other passages, unreadable passages or past the last hit's id count not."""
+    kb = KnowledgeBase.open(tmp_path / "kb.db", embedder="none")
+    a = Actor("t", frozenset({"g"}))
+    kb.ingest([
+        Document("d1", "t", ("g",), "1", "alpha beta\n\nzeta"),
+        Document("d2", "t", ("g",), "1", "gamma"),
+        Document("d3", "t", ("other",), "1", "delta"),  # not readable by a
+        Document("d4", "t", ("g",), "1", "epsilon omega"),  # the highest ids
+    ], split="paragraph")
+    res = kb.search(a, "alpha beta gamma delta", mode="keyword", match="any")
+    assert {h.document_id for h in res} == {"d1", "d2"}
+    assert res.signals["coverage"] == 0.75  # delta exists only where a cannot read
+    both = kb.search(a, "alpha beta", mode="keyword", match="all")
+    assert [h.document_id for h in both] == ["d1"] and both.signals["coverage"] == 1.0
+    one = kb.search(a, "alpha omega", mode="keyword", match="any", limit=1)
+    assert len(one) == 1 and one.signals["coverage"] == 0.5
