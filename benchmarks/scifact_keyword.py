@@ -12,7 +12,8 @@ Speed, measured in the same process, interleaved round by round so machine noise
   actor's signatures, postings masked per query, MaxScore pruning for the window k with one
   passage per document, as `search` ranks) plus selection with deterministic ties, k=10 and
   k=100, one query at a time;
-* evidex's full `KnowledgeBase.search` (query parsing, snapshot, ranking, citation data), k=10.
+* evidex's full `KnowledgeBase.search` (query parsing, snapshot, ranking, citation data), k=10
+  and k=100.
 Both engines return identical top-10 document lists for most queries; the count is reported.
 """
 

@@ -166,7 +166,8 @@ def test_operators_are_not_operators(example_kb: KnowledgeBase, customer: Actor)
 
 def test_keyword_evidence_counts_the_query_words_the_hits_contain(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Coverage is the share of the query's content words found in some hit, read from the
-    postings: words in other passages, unreadable passages or past the last hit's id count not."""
+    postings: a word only in passages that are not hits, or only where the actor cannot read,
+    does not count, also for hits whose ids lie beyond the word's last posting."""
     kb = KnowledgeBase.open(tmp_path / "kb.db", embedder="none")
     a = Actor("t", frozenset({"g"}))
     kb.ingest([
