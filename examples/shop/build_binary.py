@@ -31,7 +31,7 @@ from fpdf import FPDF
 from fpdf.enums import XPos, YPos
 
 HERE = Path(__file__).resolve().parent
-FIXED = dt.datetime(2026, 1, 2, 9, 0, 0, tzinfo=dt.timezone.utc)
+FIXED = dt.datetime(2026, 1, 2, 9, 0, 0, tzinfo=dt.UTC)
 FONT_DIRS = ["/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu",
              "/usr/local/share/fonts", "/Library/Fonts"]
 _NUMBERED = re.compile(r"^\d+\.\s+")
