@@ -37,7 +37,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 KINDS = {"wh", "keyword", "cross_de_en", "cross_en_de", "ooc"}
 DEFAULT_LANG = {"cross_de_en": "de", "cross_en_de": "en"}
-HEADER = re.compile(r"^\[(?P<id>(?P<lang>en|de)-[a-z0-9-]+)\]\s+(?P<title>[^<]+?)(?:\s+<\s+(?P<of>[a-z0-9-]+))?\s*$")
+HEADER = re.compile(
+    r"^\[(?P<id>(?P<lang>en|de)-[a-z0-9-]+)\]\s+(?P<title>[^<]+?)(?:\s+<\s+(?P<of>[a-z0-9-]+))?\s*$"
+)
 QUERY = re.compile(r"^(?P<mark>[?!])\s*(?P<kind>[a-z_]+)(?:/(?P<lang>en|de))?:\s*(?P<rest>.+)$")
 
 
@@ -76,7 +78,8 @@ def parse(path: Path) -> tuple[list[dict], list[dict]]:
                     raise SourceError(f"{where}: '!' lines are ooc questions without an answer")
                 ooc_n += 1
                 queries.append({"_id": f"ooc-{topic}-{ooc_n}", "text": qm["rest"].strip(),
-                                "language": qm["lang"] or "en", "kind": "ooc", "topic": topic, "_where": where})
+                                "language": qm["lang"] or "en", "kind": "ooc", "topic": topic,
+                                "_where": where})
                 continue
             if kind == "ooc" or current is None:
                 raise SourceError(f"{where}: '?' lines need a paragraph above and a kind other than ooc")
@@ -86,9 +89,9 @@ def parse(path: Path) -> tuple[list[dict], list[dict]]:
             answer, _, other = (s.strip() for s in answer.partition("||"))
             current["_queries"] += 1
             lang = qm["lang"] or DEFAULT_LANG.get(kind, current["language"])
-            queries.append({"_id": f"q-{current['_id']}-{current['_queries']}", "text": text, "language": lang,
-                            "kind": kind, "topic": topic, "target": current["_id"], "answer": answer,
-                            "_other": other, "_where": where})
+            queries.append({"_id": f"q-{current['_id']}-{current['_queries']}", "text": text,
+                            "language": lang, "kind": kind, "topic": topic, "target": current["_id"],
+                            "answer": answer, "_other": other, "_where": where})
             continue
         if current is None:
             raise SourceError(f"{where}: text before any paragraph header")
@@ -144,15 +147,16 @@ def build(src: Path) -> tuple[list[dict], list[dict], list[str]]:
         if other_id:
             span = other_span or q["answer"]
             if span not in by_id[other_id]["text"]:
-                errors.append(f"{where}: answer {span!r} is not verbatim in the translation {other_id} (give '|| span')")
+                errors.append(f"{where}: answer {span!r} is not verbatim in the translation {other_id}"
+                              " (give '|| span')")
             q["answers"][other_id] = span
         elif other_span:
             errors.append(f"{where}: '|| span' given but {target['_id']} has no translation")
         q["relevant"] = sorted(q["answers"])
         if q["kind"] == "cross_de_en" and (target["language"] != "en" or other_id):
-            errors.append(f"{where}: cross_de_en must target an English paragraph without a German translation")
+            errors.append(f"{where}: cross_de_en must target an English paragraph without a translation")
         if q["kind"] == "cross_en_de" and (target["language"] != "de" or other_id):
-            errors.append(f"{where}: cross_en_de must target a German paragraph without an English translation")
+            errors.append(f"{where}: cross_en_de must target a German paragraph without a translation")
         if q["kind"] in {"wh", "keyword"} and q["language"] != target["language"]:
             errors.append(f"{where}: a {q['kind']} question is in its paragraph's language")
     for p in paragraphs:
