@@ -164,10 +164,11 @@ OVERRIDE = [
 
 _ROLE_CUE = re.compile(
     r"\b(?:you|your|yours|the\W+(?:assistant|model|ai|bot|chatbot|user)|assistant|always|never|must|"
-    r"from\W+now\W+on|ignore|disregard|do\W+not|don't|only|sure|of\W+course|certainly|here\W+(?:is|are)|"
+    r"from\W+now\W+on|ignore|disregard|do\W+not|don't|sure|of\W+course|certainly|here\W+(?:is|are)|"
     r"i\W+will|i'll|i\W+am|respond|answer|reply|say|tell|approve|confirm|recommend|new\W+rules|"
     r"du|dein\w*|dir|dich|immer|nie|niemals|musst|sollst|antworte\w*|sag|sage|natürlich|ab\W+jetzt|"
-    r"ab\W+sofort|ich\W+werde|behaupte\w*|genehmige\w*)\b")
+    r"ab\W+sofort|ich\W+werde|behaupte\w*|genehmige\w*|muss|soll|(?:der|die|das)\W+(?:assistent\w*|"
+    r"chatbot|bot|ki|modell))\b")
 _ROLE_LABEL_W = ("system assistant developer ai bot chatbot model human llm assistent entwickler ki "
                  "systemanweisung systemnachricht systemhinweis systemprompt admin administrator "
                  "systemnote systemmessage systemoverride")
@@ -175,15 +176,8 @@ _ROLE_LABEL = (r"(?:system|assistant|developer|ai|bot|chatbot|model|human|llm|as
                r"system\W?(?:note|message|override|notice|instruction|prompt|update|alert)|"
                r"systemanweisung|systemnachricht|systemhinweis|systemprompt|"
                r"admin(?:istrator)?\W(?:note|override|message))")
-_SHOUTED = ("system", "assistant", "developer", "human")
-
-
 def _role_body(v: Views, m: re.Match[str]) -> bool:
-    """What follows a role label addresses a model or speaks as one ("System: 4 GB RAM" does not).
-    An upper-case SYSTEM, ASSISTANT, DEVELOPER or HUMAN label is enough on its own."""
-    label = m.group("label")
-    if label.isupper() and label.lower().startswith(_SHOUTED):
-        return True
+    """What follows a role label addresses a model or speaks as one ("System: 4 GB RAM" does not)."""
     body = " ".join(v.low_lines[m.end():m.end() + 160].split())
     return _ROLE_CUE.search(body) is not None
 
@@ -374,11 +368,12 @@ EXFILTRATION = [
 
 # -- hidden_text: content a reader does not see -----------------------------------------------
 
+# Hidden content that speaks to a model or tells it what to answer (an editor's "TODO: replace
+# screenshot" does not).
 _HIDDEN_CUE = re.compile(
-    r"\b(?:ignore|disregard|forget|approve|answer|reply|respond|say|tell|state|claim|recommend|always|"
-    r"never|must|should|you|your|assistant|ai|model|llm|chatbot|bot|instructions?|system|prompt|reveal|"
-    r"rate|mention|genehmig\w*|antworte\w*|sag|sage|behaupte\w*|immer|nie|niemals|du|dein\w*|ki|"
-    r"assistent\w*|anweisung\w*|erwähne\w*|ignorier\w*|empfiehl\w*)\b")
+    r"\b(?:ignore|disregard|forget|approve|answer|reply|respond|say|tell|claim|recommend|reveal|"
+    r"assistant|ai|llm|chatbot|gpt|genehmig\w*|antworte\w*|sag|sage|behaupte\w*|empfiehl\w*|"
+    r"ignorier\w*|vergiss|verrate|erwähne\w*|ki|assistent\w*|sprachmodell\w*)\b")
 # Single characters that hide text by themselves (zero-width space, word joiner, invisible
 # operators, bidi overrides and isolates, tag characters); zero-width (non-)joiners, direction
 # marks, soft hyphens and variation selectors only between Latin letters or in runs, since emoji

@@ -62,14 +62,14 @@ _TAG_CHARS = re.compile("[\U000e0000-\U000e007f]")
 # The code point ranges that hold every key of FOLD (a class of ranges is quick to search; the
 # text is folded only when it holds one of them).
 _FOLDABLE = re.compile("[\u061c\u200b-\u200f\u00ab-\u024f\u0250-\u02af\u034f\u0370-\u058f"
-                       "\u115f\u1160\u17b4\u17b5\u180b-\u180f\u1d00-\u1d2b\u2010-\u203a\u2060-\u206f\u2212-\u22c5\u3164"
+                       "\u115f\u1160\u17b4\u17b5\u180b-\u180f\u1d00-\u1d2b\u1e00-\u1eff\u2010-\u203a\u2060-\u206f\u2212-\u22c5\u3164"
                        "\ua730-\ua7ff\ufe00-\ufe0f\ufe58\ufe63\ufeff\uff0d\uffa0\U0001d173-\U0001d17a"
                        "\U000e0000-\U000e01ef]")
 # A letter, "-", optional blanks, a line break, a letter: the word goes on on the next line.
 _LINE_END_HYPHEN = re.compile(rf"-(?<={_LETTER}-)[ \t]*\n[ \t]*(?={_LETTER})")
 # Three or more single letters, each separated by 1-3 of space, dot, hyphen ... or one line break.
 _SEP = r"[ \t.\-_*/|+~]"
-_SPACED = re.compile(rf"(?<!\w){_LETTER}(?:(?:{_SEP}{{1,3}}|\n){_LETTER}(?!\w)){{2,}}")
+_SPACED = re.compile(rf"(?<![^\W_]){_LETTER}(?:(?:{_SEP}{{1,3}}|\n){_LETTER}(?![^\W_])){{2,}}")
 # Cheap pre-check for _SPACED on the gate bytes (separators already turned into spaces).
 _SPACED_HINT = re.compile(rb" [a-z] {1,3}[a-z] {1,3}[a-z](?![a-z])")
 _COMMENT_MARKS = re.compile(r"<!--|-->")
@@ -82,8 +82,16 @@ _TO_SPACE = bytes(b if chr(b).isalnum() or b >= 0x80 else 0x20 for b in range(25
 _NOT_LETTER = bytes(b for b in range(128) if not chr(b).isalpha())
 
 
+_RUN_PARTS = re.compile(rf"({_LETTER})((?:{_SEP}{{1,3}}|\n)?)")
+
+
 def _join_letters(m: re.Match[str]) -> str:
-    return "".join(ch for ch in m.group() if ch.isalpha())
+    """Join a run of spaced-out letters; a separator other than the run's usual one ("i g n o r e
+    a l l" with two spaces, "i-g-n-o-r-e a-l-l") still separates words."""
+    parts = _RUN_PARTS.findall(m.group())
+    seps = [sep for _, sep in parts[:-1]]
+    usual = max(set(seps), key=seps.count)
+    return "".join(ch + (" " if sep and sep != usual else "") for ch, sep in parts)
 
 
 def normalise(text: str) -> Views:
