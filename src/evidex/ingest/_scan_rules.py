@@ -35,6 +35,16 @@ _DETERMINER = re.compile(r"\b(?:a|an|the|this|that|our|your|its|my|each|every)\W
 _SENTENCE_END = re.compile(r"[.!?\n](?:\s|$)")
 
 
+_SUBJECT = re.compile(r"\b(?:we|they|he|she|it|who|which|that|i|one)\W+(?:(?:may|might|can|could|will|would|"
+                      r"shall|should|must|do|does|did|also|only|sometimes|generally|usually)\W+)?$")
+
+
+def _declarative(v: Views, m: re.Match[str]) -> bool:
+    """The verb states what someone does ("we disclose personal data where the law requires it"),
+    rather than asking for it."""
+    return _SUBJECT.search(v.flat, max(0, m.start() - 30), m.start()) is not None
+
+
 def _negated(v: Views, m: re.Match[str]) -> bool:
     """The match is in the scope of a negation just before it ("never send passwords")."""
     return bool(_NEG.search(v.flat, max(0, m.start() - 40), m.start()))
@@ -58,7 +68,8 @@ _OV_OBJ_EN_W = ("instruction instructions rule rules guideline guidelines direct
                 "directives prompt prompts programming constraint constraints restriction restrictions "
                 "guardrail guardrails safeguard safeguards filter filters policy policies orders command "
                 "commands training settings")
-_OV_VERB = _alt(*_OV_VERB_EN.split())
+_OV_VERB = _alt(*_OV_VERB_EN.split(), r"pay\W+no\W+attention\W+to")
+_OV_VERB_EN += " attention"
 _OV_QUAL = _alt("all", "any", "previous", "prior", "above", "earlier", "preceding", "foregoing",
                 "original", "initial", "your", "system", "safety", "developer's", "preset")
 _OV_OBJ = _alt(r"instructions?", r"rules?", r"guidelines?", r"directions?", r"directives?", r"prompts?",
@@ -105,6 +116,12 @@ OVERRIDE = [
           rf"previous|prior|original|initial)\b{_words(1)}(?:{_OV_OBJ}|system\W+prompt)\b",
           "follow following obey obeying adhere comply listen abide", _OV_OBJ_EN_W + " system",
           "not don dont never stop longer cease quit"),
+    _flat(rf"\b(?:reset|clear|wipe|erase|delete|remove|drop)\W+(?:your|all\W+(?:of\W+)?(?:your|previous|prior))"
+          rf"\W+(?:\w+\W+)?(?:{_OV_OBJ}|system\W+prompt|memory|context)\b",
+          "reset clear wipe erase delete remove drop", _OV_OBJ_EN_W + " system memory context"),
+    _flat(rf"\b(?:your\W+(?:\w+\W+)?{_OV_OBJ}\W+(?:\w+\W+)?(?:no\W+longer|do\W+not|don't)\W+apply|"
+          rf"{_OV_OBJ}\W+(?:\w+\W+){{0,2}}?(?:no\W+longer|do\W+not|don't)\W+apply\W+to\W+you)\b",
+          _OV_OBJ_EN_W, "apply"),
     _flat(r"\b(?:you\W+are|you're)\W+(?:now\W+)?(?:no\W+longer|not)\W+(?:bound|restricted|limited|"
           r"constrained|governed)\W+by\b", "bound restricted limited constrained governed", "longer not"),
     _flat(r"\b(?:free|freed|released)\W+from\W+(?:all\W+|any\W+|your\W+)+(?:previous\W+)?"
@@ -135,7 +152,12 @@ OVERRIDE = [
     _flat(rf"\b(?:befolge|folge|gehorche|halte\W+dich)\b(?=[^.!?]{{0,60}}\b(?:nicht|nie|niemals)\b)"
           rf"[^.!?]{{0,40}}?\b{_OV_QUAL_DE}\W+{_OV_OBJ_DE}\b",
           "befolge folge gehorche halte", "nicht nie niemals", _OV_OBJ_DE_W),
-    _flat(rf"\bsetze?\b[^.!?]{{0,30}}\b{_OV_QUAL_DE}\W+{_OV_OBJ_DE}\W+außer\W+kraft", "kraft"),
+    _flat(rf"\bsetze?\b[^.!?]{{0,30}}\b{_OV_QUAL_DE}\W+(?:\w+\W+)?{_OV_OBJ_DE}\W+(?:außer\W+kraft|zurück)\b",
+          "setze setz", "kraft zurück"),
+    _flat(rf"\b(?:deine|ihre)\W+(?:\w+\W+)?{_OV_OBJ_DE}\W+(?:gelten|gilt)\W+(?:\w+\W+)?(?:nicht|nie)\b",
+          "deine ihre", "gelten gilt"),
+    _flat(rf"\b(?:lösche|vergiss|entferne)\W+(?:deine|alle\W+(?:deine|bisherigen|vorherigen))\W+(?:\w+\W+)?"
+          rf"{_OV_OBJ_DE}", "lösche vergiss entferne", _OV_OBJ_DE_W),
     _flat(r"\b(?:deine|ihre)\W+neuen\W+(?:anweisungen|regeln|vorgaben)\b|\bneue\W+(?:anweisungen|regeln)"
           r"\W+für\W+(?:dich|die\W+ki|den\W+(?:assistenten|chatbot))\b",
           "neuen neue", "anweisungen regeln vorgaben"),
@@ -200,6 +222,12 @@ ROLE_CLAIM = [
     Rule("lines", re.compile(r"(?P<label>\b(?:SYSTEM|ASSISTANT|DEVELOPER)(?:\s+(?:OVERRIDE|MESSAGE|NOTE|"
                              r"PROMPT|INSTRUCTION|UPDATE|ALERT))?)\s*:"),
          contains=(("SYSTEM", "ASSISTANT", "DEVELOPER"),), contains_in="lines", check=_role_body),
+    _flat(r"\b(?:begin|start|end)\W+(?:of\W+)?(?:the\W+)?(?:system|developer)\W+(?:prompt|message|"
+          r"instructions)\b", "begin start end", "system developer", "prompt message instructions"),
+    _flat(r"\byou\W+are\W+(?:no\W+longer|not)\W+(?:\w+\W+){0,4}?(?:assistant|bot|chatbot|ai|model|"
+          r"language\W+model|llm)\b", "you", "longer not",
+          "assistant bot chatbot ai model language llm"),
+    _flat(r"(?:^|[.!?:;]\W*|\byou\W+(?:must|should|will|can|now)\W+)role\W?play\W+as\b", "roleplay role"),
     _flat(r"\byou\W+are\W+now\W+(?:(?:a|an|the|my|in|called|named)\W+)?(?:\w+\W+){0,3}?"
           r"(?:ai|assistant|chatbot|bot|model|llm|gpt|dan|system\W+administrator|sysadmin|root|superuser|"
           r"unrestricted|unfiltered|uncensored|jailbroken|no\W+longer|\w+bot|(?:dan|god|jailbreak|"
@@ -233,7 +261,8 @@ ROLE_CLAIM = [
           r"ausgangsprompt|versteckten\W+anweisungen)\b",
           "dein deine deinen deinem deiner deines", "systemprompt system systemnachricht "
           "systemanweisung* ausgangsprompt versteckten"),
-    _flat(r"\b(?:du\W+bist|sie\W+sind)\W+(?:jetzt|nun|ab\W+sofort|ab\W+jetzt|von\W+nun\W+an)\W+"
+    _flat(r"\b(?:(?:du\W+bist|sie\W+sind)\W+(?:jetzt|nun|ab\W+sofort|ab\W+jetzt|von\W+nun\W+an)|"
+          r"(?:ab\W+sofort|ab\W+jetzt|von\W+nun\W+an|jetzt|nun)\W+(?:bist\W+du|sind\W+sie))\W+"
           r"(?:(?:ein|eine|der|die|kein|keine)\W+)?(?:\w+\W+){0,2}?(?:ki|assistent\w*|bot|chatbot|modell|"
           r"sprachmodell|systemadministrator|root|uneingeschränkt\w*|ungefiltert\w*|dan|"
           r"frei\W+von|ohne\W+(?:regeln|einschränkungen|filter|grenzen))\b",
@@ -265,15 +294,15 @@ _X_MODEL = {
 }
 _X_SECRET_W = ("password passwords passcode passcodes passphrase passphrases phrase phrases credentials "
                "credential login log api apikey apikeys token tokens session secret secrets private ssh "
-               "salary salaries personal customer user employee email emails addresses phone details "
+               "salary salaries personal customer user employee email emails address addresses phone details "
                "records credit card iban bank environment env discount internal database activation "
                "license licence admin root")
 _X_SECRET = (r"(?:passwords?|passcodes?|pass\W?phrases?|credentials?|log\W?in\W+(?:details|data)|"
              r"api\W?keys?|access\W+tokens?|session\W+(?:tokens?|cookies?)|auth\w*\W+tokens?|"
              r"secret\W+keys?|private\W+keys?|ssh\W+keys?|secrets|salar(?:y|ies)(?:\W+(?:data|bands))?|"
              r"personal\W+data|customer\W+(?:data|list|records|database|emails?|email\W+addresses|"
-             r"addresses|details)|user\W+data|employee\W+(?:data|records|salaries)|email\W+addresses|"
-             r"phone\W+numbers|(?:details|addresses|emails?|records)\W+of\W+(?:all|other|every)|"
+             r"addresses|details)|user\W+data|employee\W+(?:data|records|salaries)|email\W+address(?:es)?|"
+             r"phone\W+numbers?|(?:details|addresses|emails?|records)\W+of\W+(?:all|other|every)|"
              r"credit\W+card(?:\W+numbers)?|card\W+numbers|iban|bank\W+details|environment\W+variables|"
              r"env\W+vars|discount\W+codes?|internal\W+(?:price\W+list|documents)|(?:\w+\W+)?database|"
              r"activation\W+keys|licen[cs]e\W+keys|(?:admin|root)\W+password)")
@@ -290,13 +319,13 @@ _X_UI = re.compile(r"\b(?:click|tap|press|select|choose|icon|button|to)\W+$")
 
 
 def _exfil_model(v: Views, m: re.Match[str]) -> bool:
-    return not _negated(v, m) and not _noun_use(v, m)
+    return not (_negated(v, m) or _noun_use(v, m) or _declarative(v, m))
 
 
 def _exfil_strong(v: Views, m: re.Match[str]) -> bool:
     """Reveal/publish + a secret; the reader's own ("to reveal your API key, click ...") or a UI
     action ("click Reveal") only with an outside recipient or a bulk qualifier."""
-    if _negated(v, m) or _noun_use(v, m):
+    if _negated(v, m) or _noun_use(v, m) or _declarative(v, m):
         return False
     if m.group("obj").startswith("your") or _X_UI.search(v.flat, max(0, m.start() - 16), m.start()):
         return _X_AUDIENCE.search(_sentence(v, m)) is not None
@@ -305,7 +334,8 @@ def _exfil_strong(v: Views, m: re.Match[str]) -> bool:
 
 def _exfil_weak(v: Views, m: re.Match[str]) -> bool:
     """Send/show/tell + a secret, only with a recipient or a bulk qualifier in the sentence."""
-    return not _negated(v, m) and not _noun_use(v, m) and _X_AUDIENCE.search(_sentence(v, m)) is not None
+    return (not (_negated(v, m) or _noun_use(v, m) or _declarative(v, m))
+            and _X_AUDIENCE.search(_sentence(v, m)) is not None)
 
 
 _X_DE_STRONG = _alt("verrate", "verrat", "veröffentliche", "leake", "exfiltriere", "enthülle",
@@ -341,7 +371,9 @@ def _exfil_de(v: Views, m: re.Match[str]) -> bool:
 # Markdown or HTML images and links whose URL query carries a placeholder for data to be filled
 # in ({...}, [..], <...>, $..., "...", an UPPER_CASE name) or a long encoded blob; case matters.
 _X_QUERY = (r"[?&][\w.\-\[\]]+=(?:[^&)\s\"'>]*?(?:[{}\[\]<>$]|(?i:%7b|%7d|%5b|%3c)|\.\.\.|…)|"
-            r"[A-Za-z0-9+/=_-]{24,}|[A-Z]{2,}_[A-Z_]+|[A-Z]{4,}(?![a-z]))")
+            r"[A-Za-z0-9+/=_-]{24,}|[A-Z]{2,}_[A-Z_]+|(?:DATA|SECRETS?|TOKEN|PASSWORDS?|EMAIL|HISTORY|CONTEXT|"
+            r"SUMMARY|CONVERSATION|CHAT|QUERY|QUESTION|ANSWER|PROMPT|INFO|NAME|USER|KEY|ZUGANGSDATEN|DATEN|"
+            r"PASSWORT|NUTZER)\b)")
 _FILL_IN = "replace fill substitute append insert encode ersetze füge trage"
 _FILL_IN_RE = _alt(r"fill\s+in", *_FILL_IN.split())
 
@@ -436,8 +468,14 @@ TOOL_CALL = [
           rf"(?:\w+\W+)?{_TOOL_WORD}s?\W+{_IDENT}", _CALL_W, _TOOL_WORD_W, contains=(_IDENT_HINT,)),
     _flat(rf"\b(?:call|invoke|execute|trigger|run|use)\W+(?:the\W+|this\W+|your\W+|a\W+)?{_IDENT}"
           rf"[\w.]*[`'\"]?\W+{_TOOL_WORD}\b", _CALL_W, _TOOL_WORD_W, contains=(_IDENT_HINT,)),
-    _flat(r"\b(?:invoke|execute|trigger|call|run)\W+[`'\"]?(?:[a-z]\w*_\w*|[a-z]\w*\.[a-z_]\w*)\(",
-          "invoke execute trigger call run", contains=(("_(", "(", ),)),
+    # Calling a function by name: only names that delete, grant, move or send something.
+    _flat(r"\b(?:invoke|execute|trigger|call|run)\W+[`'\"]?[a-z]*(?:delete|drop|wipe|remove|purge|reset|grant|"
+          r"transfer|export|send|upload|exec|shell|eval|sudo|admin|refund|disable)\w*\(",
+          "invoke execute trigger call run", contains=(("(",),)),
+    _flat(r"\b(?:using|with|via|through|use)\W+(?:your|the\W+model's)\W+(?:shell|terminal|bash|code|python|"
+          r"browser|browsing|web|search|email|e-mail|http|file|api|retrieval|fetch)\W+(?:tool|plugin|function|"
+          r"access|capabilit(?:y|ies))\b", "using with via through use", "your",
+          "tool plugin function access capability capabilities"),
     _flat(r"\b(?:functions?|tools?)\.[a-z_]\w*\s*\(", "functions function tools tool",
           contains=(("functions.", "function.", "tools.", "tool."),)),
     _flat(r"\buse\W+(?:the|your)\W+(?:\w+\W+)?(?:tool|plugin|function|browser)s?\W+to\W+(?:send|email|"
@@ -455,7 +493,7 @@ TOOL_CALL = [
           rf"{_TOOL_DE}\W+{_IDENT}", "führe rufe starte verwende benutze nutze",
           "tool tools werkzeug funktion befehl skript plugin aktion", contains=(_IDENT_HINT,)),
     # Fetching a URL on the model's behalf, or requests whose purpose is the model's data.
-    _flat(r"(?<!git )\b(?:fetch|retrieve|browse\W+to|navigate\W+to)\W+(?:the\W+)?(?:\w+\W+)?"
+    _flat(r"(?<!git )\b(?:fetch|retrieve|browse\W+to|navigate\W+to)(?!\s*\()\W+(?:the\W+)?(?:\w+\W+)?"
           r"(?:at\W+|from\W+)?<?https?://", "fetch retrieve browse navigate", contains=(("http",),)),
     _flat(r"\b(?:visit|open|load|read|access|rufe|öffne|lade|besuche)\b[^.!?]{0,40}?https?://\S+"
           r"[^.!?]{0,30}\b(?:and|then|und|dann)\W+(?:obey|do\W+what|execute|carry\W+out|folge|befolge|"
@@ -487,7 +525,7 @@ _AI_EN = (r"(?:ai|ais|llms?|large\W+language\W+models?|language\W+models?|chat\W
 _ASSIST = (r"(?:(?<!sales\W)(?<!shop\W)(?<!store\W)(?<!office\W)(?<!legal\W)(?<!team\W)(?<!dental\W)"
            r"(?<!medical\W)(?<!research\W)(?<!teaching\W)(?<!personal\W)(?<!executive\W)assistants?|"
            r"virtual\W+assistants?|models?|chat\W?bots?|bots?|llms?|ai|language\W+models?|gpts?|"
-           r"copilots?|ai\W+(?:assistants?|models?))")
+           r"copilots?|ai\W+(?:assistants?|models?|systems?|agents?))")
 _SAY_EN_W = ("say tell answer respond reply state claim confirm mention recommend describe deny assert "
              "inform stress emphasise emphasize insist rate praise promote push suggest advise pretend "
              "refuse approve output write include present call")
@@ -496,8 +534,8 @@ _READ_W = ("reads read reading processes processing summarises summarizes summar
            "parses parsing indexes indexing finds")
 _AI_DE_W = ("ki künstliche assistent* chatbot chatbots bot bots sprachmodell* llm llms modell* "
             "kiassistent* kimodell*")
-_AI_DE = (r"(?:ki|künstliche\W+intelligenz|ki\W?assistent\w*|ki\W?modell\w*|sprachmodell\w*|chatbots?|bots?|"
-          r"assistent(?:in|en)?|llms?|modell)")
+_AI_DE = (r"(?:ki|künstliche\W+intelligenz|ki\W?(?:assistent|modell|system|agent)\w*|ki\W?tools?|"
+          r"sprachmodell\w*|chatbots?|bots?|assistent(?:in|en)?|llms?|modell)")
 _SAY_DE_W = ("sagen mitteilen antworten behaupten erwähnen empfehlen bestätigen erklären schreiben "
              "beantworten verschweigen nennen bewerten loben darstellen versichern hinweisen")
 
@@ -535,6 +573,7 @@ ANSWER_STEERING = [
     _flat(rf"\b(?:hinweis|nachricht|anweisung(?:en)?|achtung|info|liebe[rs]?|hallo|hey)\W+(?:(?:an|für)\W+)?"
           rf"(?:(?:die|den|das|alle)\W+)?{_AI_DE}\W*[:,]",
           "hinweis nachricht anweisung anweisungen achtung info liebe lieber liebes hallo hey", _AI_DE_W),
+    _flat(rf"(?:^|[.!?:;]\W*)an\W+(?:alle|die|den|das|jede[ns]?)\W+{_AI_DE}\W*[:,]", "an", _AI_DE_W),
 ]
 
 
