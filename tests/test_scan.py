@@ -19,8 +19,7 @@ from hypothesis import strategies as st
 
 from evidex.ingest import FLAGS, scan
 from evidex.ingest._confusables import FOLD
-from evidex.ingest._scan import _scan
-from evidex.ingest._scan_rules import FAMILIES
+from evidex.ingest._scan import FAMILIES, _scan
 from evidex.ingest._scan_views import _FOLDABLE, Rule, normalise
 
 CORPUS = Path(__file__).parent / "data" / "injection"

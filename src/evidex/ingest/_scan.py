@@ -9,7 +9,7 @@ and the model is given no tools.
 
 Matching runs on normalised text (NFKC, look-alike letters folded to Latin, invisible characters
 dropped, spaced-out letters and words broken over lines joined: `_scan_views`), against rules
-grouped by family (`_scan_rules`). The families are the flag names, in this order:
+grouped by family (`_scan_steer`, `_scan_leak`). The families are the flag names, in this order:
 
 - ``override``: ignore / forget / stop following previous instructions, "from now on answer only".
 - ``role_claim``: role markers and chat-template tokens (``SYSTEM:``, ``### System:``,
@@ -25,11 +25,20 @@ grouped by family (`_scan_rules`). The families are the flag names, in this orde
 
 from __future__ import annotations
 
-from ._scan_rules import FAMILIES
-from ._scan_views import normalise
+from ._scan_leak import EXFILTRATION, HIDDEN_TEXT, TOOL_CALL
+from ._scan_steer import ANSWER_STEERING, OVERRIDE, ROLE_CLAIM
+from ._scan_views import Rule, normalise
 
 __all__ = ["FLAGS", "scan"]
 
+FAMILIES: dict[str, list[Rule]] = {
+    "override": OVERRIDE,
+    "role_claim": ROLE_CLAIM,
+    "exfiltration": EXFILTRATION,
+    "tool_or_url_call": TOOL_CALL,
+    "hidden_text": HIDDEN_TEXT,
+    "answer_steering": ANSWER_STEERING,
+}
 FLAGS: tuple[str, ...] = tuple(FAMILIES)
 
 
