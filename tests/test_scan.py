@@ -206,6 +206,12 @@ def test_gates_never_change_a_result_on_the_corpus() -> None:
     assert [t for t in texts if _scan(t, gated=True) != _scan(t, gated=False)] == []
 
 
+def test_no_pattern_carries_a_formatted_quantifier() -> None:
+    """A regex quantifier written as {0,500} inside an f-string turns into the text "(0, 500)"."""
+    patterns = [r.pattern.pattern for rules in FAMILIES.values() for r in rules]
+    assert [p for p in patterns if (b"(0, " if isinstance(p, bytes) else "(0, ") in p] == []
+
+
 def test_a_rule_refuses_contains_that_are_not_groups() -> None:
     with pytest.raises(TypeError, match="groups"):
         Rule("flat", re.compile("x"), contains=("ab", "cd"))  # type: ignore[arg-type]

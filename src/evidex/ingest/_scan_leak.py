@@ -115,9 +115,11 @@ def _exfil_de(v: Views, m: re.Match[str]) -> bool:
     return _X_DE_AUDIENCE.search(sentence(v, m)[len(m.group("verb")):]) is not None
 
 
+# Open-ended classes are bounded ({0,2000} ...) throughout: a pattern that can start at many places
+# must not scan to the end of the text from each of them (quadratic time on crafted input).
 # Markdown or HTML images and links whose URL query carries a placeholder for data to be filled
 # in ({...}, [..], <...>, $..., "...", an UPPER_CASE name) or a long encoded blob; case matters.
-_X_QUERY = (r"[?&][\w.\-\[\]]+=(?:[^&)\s\"'>]*?(?:[{}\[\]<>$]|(?i:%7b|%7d|%5b|%3c)|\.\.\.|…)|"
+_X_QUERY = (r"[?&][\w.\-\[\]]+=(?:[^&)\s\"'>]{0,300}?(?:[{}\[\]<>$]|(?i:%7b|%7d|%5b|%3c)|\.\.\.|…)|"
             r"[A-Za-z0-9+/=_-]{24,}|[A-Z]{2,}_[A-Z_]+|(?:DATA|SECRETS?|TOKEN|PASSWORDS?|EMAIL|HISTORY|CONTEXT|"
             r"SUMMARY|CONVERSATION|CHAT|QUERY|QUESTION|ANSWER|PROMPT|INFO|NAME|USER|KEY|ZUGANGSDATEN|DATEN|"
             r"PASSWORT|NUTZER)\b)")
@@ -139,13 +141,13 @@ EXFILTRATION = [
           r"chat|context|prompt|user's\W+\w+|answer|question)\b[^.!?]{0,60}?\b(?:link|url|image|https?://)",
           "summarise summarize encode put append insert embed",
           "conversation chat context prompt user's answer question", "link url image http https"),
-    Rule("lines", re.compile(rf"!?\[[^\]\n]{{0,200}}\]\(\s*<?(?i:https?://)[^)\s]*{_X_QUERY}|"
-                             rf"(?i:<img\b[^>]*\bsrc\s*=\s*[\"']?https?://)[^\"'\s>]*{_X_QUERY}"),
+    Rule("lines", re.compile(rf"!?\[[^\]\n]{{0,200}}\]\(\s*<?(?i:https?://)[^)\s]{{0,2000}}{_X_QUERY}|"
+                             rf"(?i:<img\b[^>]{{0,500}}\bsrc\s*=\s*[\"']?https?://)[^\"'\s>]{{0,2000}}{_X_QUERY}"),
          contains=(("](", "<img"), ("?",)), contains_in="low_lines"),
-    Rule("lines", re.compile(r"!?\[[^\]\n]{0,200}\]\(\s*<?https?://[^)\s]*[?&][\w.-]+=[^)\s]*\)"
+    Rule("lines", re.compile(r"!?\[[^\]\n]{0,200}\]\(\s*<?https?://[^)\s]{0,2000}[?&][\w.-]+=[^)\s]{0,2000}\)"
                              rf"(?=[^\n]{{0,200}}\b{_FILL_IN_RE}\b)|"
                              rf"\b{_FILL_IN_RE}\b[^\n]{{0,120}}!\[[^\]\n]{{0,200}}"
-                             r"\]\(\s*<?https?://[^)\s]*[?&][\w.-]+=", re.I),
+                             r"\]\(\s*<?https?://[^)\s]{0,2000}[?&][\w.-]+=", re.I),
          gate(_FILL_IN), (("](",), ("?", "&")), "low_lines"),
 ]
 
@@ -181,9 +183,9 @@ _HIDING_STYLE = (r"(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s
                  r"(?:height|width)\s*:\s*0\b|clip\s*:)")
 _CONTAINERS = re.compile(
     r"<!--(?P<c1>.*?)(?:-->|$)|"
-    rf"<(?P<t2>\w+)\b[^>]*\bstyle\s*=\s*[\"'][^\"']*{_HIDING_STYLE}[^>]*>(?P<c2>.{{0,400}}?)(?:</(?P=t2)>|$)|"
-    r"<(?P<t3>\w+)\b[^>]*\s(?:hidden|aria-hidden\s*=\s*[\"']?true)\b[^>]*>(?P<c3>.{0,400}?)(?:</(?P=t3)>|$)|"
-    r"<font\b[^>]*\bcolor\s*=\s*[\"']?(?:white|#fff(?:fff)?)\b[^>]*>(?P<c4>.{0,400}?)(?:</font>|$)|"
+    rf"<(?P<t2>\w+)\b[^>]{{0,500}}\bstyle\s*=\s*[\"'][^\"']{{0,500}}{_HIDING_STYLE}[^>]{{0,500}}>(?P<c2>.{{0,400}}?)(?:</(?P=t2)>|$)|"
+    r"<(?P<t3>\w+)\b[^>]{0,500}\s(?:hidden|aria-hidden\s*=\s*[\"']?true)\b[^>]{0,500}>(?P<c3>.{0,400}?)(?:</(?P=t3)>|$)|"
+    r"<font\b[^>]{0,500}\bcolor\s*=\s*[\"']?(?:white|#fff(?:fff)?)\b[^>]{0,500}>(?P<c4>.{0,400}?)(?:</font>|$)|"
     r"\\(?:textcolor|color)\{white\}\{?(?P<c5>[^}]{0,400})|\\phantom\{(?P<c6>[^}]{0,400})|"
     r"(?m:^)[ \t]*\[(?://|comment|_|#)\]:\s*(?:#|<>)\s*\((?P<c7>[^)\n]{0,400})",
     re.I | re.S)
@@ -248,7 +250,7 @@ TOOL_CALL = [
     # Fetching a URL on the model's behalf, or requests whose purpose is the model's data.
     flat(r"(?<!git )\b(?:fetch|retrieve|browse\W+to|navigate\W+to)(?!\s*\()\W+(?:the\W+)?(?:\w+\W+)?"
           r"(?:at\W+|from\W+)?<?https?://", "fetch retrieve browse navigate", contains=(("http",),)),
-    flat(r"\b(?:visit|open|load|read|access|rufe|öffne|lade|besuche)\b[^.!?]{0,40}?https?://\S+"
+    flat(r"\b(?:visit|open|load|read|access|rufe|öffne|lade|besuche)\b[^.!?]{0,40}?https?://\S{1,2000}"
           r"[^.!?]{0,30}\b(?:and|then|und|dann)\W+(?:obey|do\W+what|execute|carry\W+out|folge|befolge|"
           r"gehorche|führe\W+(?:\w+\W+)?aus|mach\W+was)\b",
           "visit open load read access rufe öffne lade besuche",
