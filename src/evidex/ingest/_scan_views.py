@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -89,8 +90,7 @@ def _join_letters(m: re.Match[str]) -> str:
     """Join a run of spaced-out letters; a separator other than the run's usual one ("i g n o r e
     a l l" with two spaces, "i-g-n-o-r-e a-l-l") still separates words."""
     parts = _RUN_PARTS.findall(m.group())
-    seps = [sep for _, sep in parts[:-1]]
-    usual = max(set(seps), key=seps.count)
+    usual = Counter(sep for _, sep in parts[:-1]).most_common(1)[0][0]
     return "".join(ch + (" " if sep and sep != usual else "") for ch, sep in parts)
 
 
