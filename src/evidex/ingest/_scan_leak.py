@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ._scan_match import alt, declarative, flat, negated, noun_use, sentence, words_between
+from ._scan_match import alt, flat, negated, requested, sentence, words_between
 from ._scan_views import Rule, Views, gate, normalise
 
 __all__ = ["EXFILTRATION", "HIDDEN_TEXT", "TOOL_CALL"]
@@ -65,14 +65,10 @@ _X_AUDIENCE = re.compile(
 _X_UI = re.compile(r"\b(?:click|tap|press|select|choose|icon|button|to)\W+$")
 
 
-def _exfil_model(v: Views, m: re.Match[str]) -> bool:
-    return not (negated(v, m) or noun_use(v, m) or declarative(v, m))
-
-
 def _exfil_strong(v: Views, m: re.Match[str]) -> bool:
     """Reveal/publish + a secret; the reader's own ("to reveal your API key, click ...") or a UI
     action ("click Reveal") only with an outside recipient or a bulk qualifier."""
-    if negated(v, m) or noun_use(v, m) or declarative(v, m):
+    if not requested(v, m):
         return False
     if m.group("obj").startswith("your") or _X_UI.search(v.flat, max(0, m.start() - 16), m.start()):
         return _X_AUDIENCE.search(sentence(v, m)) is not None
@@ -81,8 +77,7 @@ def _exfil_strong(v: Views, m: re.Match[str]) -> bool:
 
 def _exfil_weak(v: Views, m: re.Match[str]) -> bool:
     """Send/show/tell + a secret, only with a recipient or a bulk qualifier in the sentence."""
-    return (not (negated(v, m) or noun_use(v, m) or declarative(v, m))
-            and _X_AUDIENCE.search(sentence(v, m)) is not None)
+    return requested(v, m) and _X_AUDIENCE.search(sentence(v, m)) is not None
 
 
 _X_DE_STRONG = alt("verrate", "verrat", "veröffentliche", "leake", "exfiltriere", "enthülle",
@@ -128,7 +123,7 @@ _FILL_IN_RE = alt(r"fill\s+in", *_FILL_IN.split())
 
 EXFILTRATION = [
     *(flat(rf"\b(?P<verb>{_X_STRONG}|{_X_WEAK})\b{words_between(5)}(?P<obj>{obj})\b",
-            _X_STRONG_W + " " + _X_WEAK_W, *words, check=_exfil_model) for obj, words in _X_MODEL.items()),
+            _X_STRONG_W + " " + _X_WEAK_W, *words, check=requested) for obj, words in _X_MODEL.items()),
     flat(rf"\b(?P<verb>{_X_STRONG})\b{words_between(5)}(?P<obj>(?:your\W+)?(?:\w+\W+){{0,2}}?{_X_SECRET})\b",
           _X_STRONG_W, _X_SECRET_W, check=_exfil_strong),
     flat(rf"\b(?P<verb>{_X_WEAK})\b{words_between(5)}(?P<obj>{_X_SECRET})\b",

@@ -9,7 +9,7 @@ import re
 
 from ._scan_views import Check, Rule, Views, gate
 
-__all__ = ["alt", "declarative", "flat", "negated", "noun_use", "sentence", "words_between"]
+__all__ = ["alt", "declarative", "flat", "negated", "noun_use", "requested", "sentence", "words_between"]
 
 
 def alt(*words: str) -> str:
@@ -57,3 +57,8 @@ def sentence(v: Views, m: re.Match[str], after: int = 160) -> str:
     """The match and the rest of its sentence (for cues that may follow the object)."""
     end = _SENTENCE_END.search(v.flat, m.end(), m.end() + after)
     return v.flat[m.start():end.start() if end else m.end() + after]
+
+
+def requested(v: Views, m: re.Match[str]) -> bool:
+    """The verb at ``m`` asks for something: not negated, not a noun, not a statement of fact."""
+    return not (negated(v, m) or noun_use(v, m) or declarative(v, m))
