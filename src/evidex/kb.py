@@ -86,12 +86,13 @@ def _check_model(model: str | None) -> None:
         raise StoreError(f"unknown embedding model {model!r}; known: none, {', '.join(EMBEDDERS)}")
 
 
-def _positive_int(value: object, what: str, upper: int | None = None) -> int:
+def _positive_int(value: object, what: str, upper: int | None = None,
+                  err: type[EvidexError] = QueryError) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise QueryError(f"{what} must be an int, got {type(value).__name__} {value!r}")
+        raise err(f"{what} must be an int, got {type(value).__name__} {value!r}")
     if value < 1 or (upper is not None and value > upper):
         bound = f"1..{upper}" if upper is not None else ">= 1"
-        raise QueryError(f"{what} must be in {bound}, got {value}")
+        raise err(f"{what} must be in {bound}, got {value}")
     return value
 
 
@@ -206,7 +207,7 @@ class KnowledgeBase:
             if progress is not None:
                 progress(len(docs), len(docs))
             return report
-        size = _positive_int(batch_size, "batch_size")
+        size = _positive_int(batch_size, "batch_size", err=DocumentError)
         entries = _entries_by_document(docs, sources)
         total = IngestReport()
         for start in range(0, len(docs), size):
