@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model import GeneratorError
 
-if TYPE_CHECKING:  # httpx loads on first use: importing it costs more than all of evidex's core
+if TYPE_CHECKING:  # httpx loads on first use: its import pulls in click and rich
     import httpx
 
 __all__ = ["SYSTEM_TEXT", "GeneratorError", "OpenAIConfig", "OpenAIGenerator"]

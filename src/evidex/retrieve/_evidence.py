@@ -6,9 +6,9 @@ shown as a percentage. Two observations go in:
 * coverage: the share of the query's content terms (index terms that are not English or German
   function words) that occur in the returned passages;
 * similarity: the best cosine between the query and an allowed passage (vector and hybrid
-  modes). Cosines are on each model's own scale (multilingual-e5-small bunches related and
-  unrelated texts between about 0.75 and 0.92), so thresholds are per embedding model,
-  calibrated on evaluation data (see benchmarks/RESULTS.md, "Evidence thresholds").
+  modes). Cosines are on each model's own scale (multilingual-e5-small puts related and
+  unrelated texts close together), so thresholds are per embedding model, calibrated on
+  evaluation data (see benchmarks/RESULTS.md, "Evidence thresholds").
 
 strong: similarity >= strong_similarity, or coverage >= min_coverage with similarity at least
 weak_similarity (or no vector leg). weak: anything else that returned passages. none: no hits.

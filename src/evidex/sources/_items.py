@@ -208,8 +208,8 @@ def files_items(source: FilesSource, on_skip: Callable[[str, str], None]) -> lis
 
         def parse(data: bytes, fmt: str = fmt, doc_id: str = doc_id, rel: str = rel,
                   path: Path = path) -> Content:
-            # The link is computed only for files actually read: resolving 10,000 paths would
-            # cost more than the whole unchanged re-sync.
+            # The link is computed only for files actually read: resolving every path would
+            # cost more than an unchanged re-sync.
             if source.base_url:
                 url = source.base_url if single else source.base_url.rstrip("/") + "/" + rel
             else:
