@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 
 from backends import Locator
-from evidex import Actor, Document, DocumentError, EvidexError, IngestReport, KnowledgeBase
-from evidex.model import DocumentView
+from evidex import Actor, Document, DocumentError, DocumentView, EvidexError, IngestReport, KnowledgeBase
 from evidex.store import SourceEntry
 
 STAFF = Actor("t", frozenset({"staff"}))
