@@ -102,6 +102,11 @@ def _check_actor(actor: object) -> None:
 
 
 class KnowledgeBase:
+    """A knowledge base over one store, and the library's only door to it: each method checks
+    its arguments (a bad one is a one-line ``EvidexError``) and hands the work to the layer
+    that owns it (``retrieve.search``, ``store.apply``, ``answer_question``,
+    ``resolve_citation``). The CLI and the service reach the store only through it."""
+
     def __init__(
         self,
         store: Store,
