@@ -9,14 +9,26 @@ from ._bm25 import BM25, BM25Params
 from ._evidence import EVIDENCE_THRESHOLDS, EvidenceThresholds, evidence_level, terms_in_hits
 from ._fusion import DEFAULT_FUSION, FUSIONS, Fusion, Leg, fuse
 from ._hybrid import MODES, search
+from ._language import FUNCTION_WORDS, guess_language
 from ._search import Candidates, hits_from, keyword_candidates
 from ._select import select_top
+from ._sentences import sentence_spans
+from ._support import (
+    PassageSupport,
+    SentenceMatch,
+    coverage,
+    is_title_line,
+    passage_support,
+    stem,
+    term_weights,
+)
 from ._vector import vector_candidates
 
 __all__ = [
     "BM25",
     "DEFAULT_FUSION",
     "EVIDENCE_THRESHOLDS",
+    "FUNCTION_WORDS",
     "FUSIONS",
     "MODES",
     "Allowed",
@@ -25,13 +37,22 @@ __all__ = [
     "EvidenceThresholds",
     "Fusion",
     "Leg",
+    "PassageSupport",
+    "SentenceMatch",
     "allowed_signatures",
+    "coverage",
     "evidence_level",
     "fuse",
+    "guess_language",
     "hits_from",
+    "is_title_line",
     "keyword_candidates",
+    "passage_support",
     "search",
     "select_top",
+    "sentence_spans",
+    "stem",
+    "term_weights",
     "terms_in_hits",
     "vector_candidates",
 ]
