@@ -21,9 +21,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from evidex.embed._base import THREADS_ENV, Embedder, MissingDependencyError
+from evidex.embed._base import QUERY_THREADS_ENV, THREADS_ENV, Embedder, MissingDependencyError
 from evidex.embed._cache import CACHE_ENV, EmbeddingCache, default_cache_path
 from evidex.embed._e5 import E5Embedder
+from evidex.embed._e5_int8 import E5Int8Embedder
 from evidex.embed._hashing import HashingEmbedder
 from evidex.embed._minilm import MiniLMEmbedder
 from evidex.embed._queries import QueryVectorCache, query_vectors
@@ -32,6 +33,7 @@ __all__ = [
     "CACHE_ENV",
     "DEFAULT_EMBEDDER",
     "EMBEDDERS",
+    "QUERY_THREADS_ENV",
     "THREADS_ENV",
     "Embedder",
     "EmbeddingCache",
@@ -47,6 +49,7 @@ __all__ = [
 DEFAULT_EMBEDDER = "multilingual-e5-small"
 
 _FACTORIES: dict[str, Callable[[], Embedder]] = {
+    E5Int8Embedder.model_id: E5Int8Embedder,
     E5Embedder.model_id: E5Embedder,
     MiniLMEmbedder.model_id: MiniLMEmbedder,
     HashingEmbedder.model_id: HashingEmbedder,

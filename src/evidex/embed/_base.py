@@ -18,6 +18,9 @@ import numpy.typing as npt
 
 #: Environment variable that overrides the number of CPU threads an embedding model may use.
 THREADS_ENV = "EVIDEX_EMBED_THREADS"
+#: Threads for embedding one query, for models that run queries apart from passages (default 1:
+#: a short question gains little from a second thread, and every service worker embeds its own).
+QUERY_THREADS_ENV = "EVIDEX_QUERY_THREADS"
 
 
 @runtime_checkable
@@ -68,22 +71,22 @@ def require(module: str, package: str, model_id: str) -> ModuleType:
         ) from exc
 
 
-def thread_count() -> int:
-    """CPU threads a model may use: ``EVIDEX_EMBED_THREADS`` if set, else ``os.cpu_count()``.
+def thread_count(variable: str = THREADS_ENV, default: int | None = None) -> int:
+    """CPU threads a model may use: ``$variable`` if set, else ``default``, else ``os.cpu_count()``.
 
     Read when a model loads (not at import) so tests and deployments can set it late; an invalid
     value is an error rather than a silent fallback, because a wrong thread count only shows up
     later as mysteriously slow or oversubscribed embedding.
     """
-    raw = os.environ.get(THREADS_ENV, "").strip()
+    raw = os.environ.get(variable, "").strip()
     if not raw:
-        return max(1, os.cpu_count() or 1)
+        return default if default is not None else max(1, os.cpu_count() or 1)
     try:
         value = int(raw)
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(f"{THREADS_ENV} must be a positive integer, got {raw!r}")
+        raise ValueError(f"{variable} must be a positive integer, got {raw!r}")
     return value
 
 

