@@ -55,10 +55,6 @@ class QueryVectorCache:
         with self._lock:
             return self._items[key]
 
-    def __setitem__(self, key: tuple[str, str], vec: npt.ArrayLike) -> None:
-        """Store a vector; also how benchmarks inject precomputed query vectors."""
-        self._put(key, vec)
-
     def _put(self, key: tuple[str, str], vec: npt.ArrayLike) -> Vector:
         arr = np.array(vec, dtype=np.float32)  # a private copy: callers may reuse their buffer
         arr.flags.writeable = False
