@@ -12,7 +12,7 @@ process, alternating the runtimes so both see the same load:
   query by query: p50/p95 overall and for the questions of 15-20 tokens;
 * wall time and CPU time of this process (the machine is shared: CPU time is inflated less by
   other work than wall time is);
-* peak memory (ru_maxrss) of a fresh subprocess per runtime that loads it and embeds 50
+* peak memory (VmHWM) of a fresh subprocess per runtime that loads it and embeds 50
   passages and 50 queries, next to a subprocess that only imports evidex.
 """
 
@@ -39,7 +39,7 @@ SCIFACT = next((up / _DATA for up in HERE.parents if (up / _DATA).is_dir()), HER
 RUNTIMES = ("multilingual-e5-small", "multilingual-e5-small-int8")
 
 _MEMORY_SCRIPT = """
-import resource, sys
+import sys
 from pathlib import Path
 from evidex.evaluation import corpus_documents, load_beir
 beir = load_beir(Path(sys.argv[2]))
@@ -51,7 +51,8 @@ if sys.argv[1] != "none":
     e.embed_passages(texts)
     for q in queries:
         e.embed_queries([q])
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+# VmHWM, not ru_maxrss: the latter keeps the parent's high-water mark across fork and exec.
+print(next(int(ln.split()[1]) for ln in open("/proc/self/status") if ln.startswith("VmHWM")) // 1024)
 """
 
 
@@ -106,16 +107,18 @@ def main() -> None:
 
     tokenizer = models[RUNTIMES[1]]._load().tokenizer  # type: ignore[attr-defined]
     lengths = [len(ids) + 2 for ids in tokenizer.encode([f"query: {q}" for q in queries])]
-    lat: dict[str, dict[str, list[float]]] = {m: {"wall": [], "cpu": [], "wall_15_20": []} for m in RUNTIMES}
+    lat: dict[str, dict[str, list[float]]] = {m: {"wall": [], "cpu": [], "wall_15_20": [], "cpu_15_20": []}
+                                              for m in RUNTIMES}
     for i, q in enumerate(queries):
         for name in RUNTIMES if i % 2 == 0 else RUNTIMES[::-1]:
             t, c = time.perf_counter(), time.process_time()
             models[name].embed_queries([q])
-            w = (time.perf_counter() - t) * 1000
+            w, u = (time.perf_counter() - t) * 1000, (time.process_time() - c) * 1000
             lat[name]["wall"].append(w)
-            lat[name]["cpu"].append((time.process_time() - c) * 1000)
+            lat[name]["cpu"].append(u)
             if 15 <= lengths[i] <= 20:
                 lat[name]["wall_15_20"].append(w)
+                lat[name]["cpu_15_20"].append(u)
     report["query_tokens"] = {"p50": statistics.median(lengths), "min": min(lengths), "max": max(lengths)}
     report["query_embedding_ms"] = {m: {k: pcts(v) for k, v in lat[m].items() if v} for m in RUNTIMES}
     if not args.no_memory:
