@@ -50,8 +50,8 @@ __all__ = [
 ]
 
 #: The model used unless configured otherwise: the only one here that handles German as well as
-#: English, which matters more than MiniLM's speed for a general-purpose default.
-DEFAULT_EMBEDDER = "multilingual-e5-small"
+#: English, which matters more than MiniLM's speed for a general-purpose default; run as int8.
+DEFAULT_EMBEDDER = "multilingual-e5-small-int8"
 
 _FACTORIES: dict[str, Callable[[], Embedder]] = {
     E5Int8Embedder.model_id: E5Int8Embedder,
