@@ -7,9 +7,11 @@ the indexes and the scorers downstream rely on it and never re-check it.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Protocol, runtime_checkable
 
@@ -143,3 +145,12 @@ def finish(vectors: npt.ArrayLike, expected_rows: int, dimension: int) -> npt.ND
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     np.maximum(norms, np.float32(1e-12), out=norms)
     return np.ascontiguousarray(array / norms, dtype=np.float32)
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a model file, read in 1 MB blocks (model files are tens of MB)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

