@@ -29,7 +29,6 @@ import time
 from collections import defaultdict
 
 from answers_sets import ACTOR, WORK, build, load
-
 from evidex.answer import DISAGREE_TEXT, markers, sentences, supporting_span
 from evidex.kb import QUESTION_LIMITS
 
@@ -110,7 +109,8 @@ def main(argv: list[str] | None = None) -> dict:
         "invalid_citations": invalid,
         "answer_span_quoted": round(span_hit / span_total, 4) if span_total else None,
         "ask_overhead_ms_p50": round(statistics.median(overhead), 2) if overhead else None,
-        "ask_overhead_ms_p90": round(sorted(overhead)[int(0.9 * (len(overhead) - 1))], 2) if overhead else None,
+        "ask_overhead_ms_p90": (round(sorted(overhead)[int(0.9 * (len(overhead) - 1))], 2)
+                                if overhead else None),
         "machine": f"{platform.node()} {platform.machine()}",
         "date": time.strftime("%Y-%m-%d %H:%M"),
     }

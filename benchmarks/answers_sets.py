@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import qa_sets
 
+import qa_sets
 from evidex import Actor, Document, KnowledgeBase
 from evidex.evaluation import corpus_documents, load_beir
 
@@ -110,7 +110,8 @@ def load(name: str, split: str) -> QuestionSet:
         return _from_qa(qs, name, drop=lambda pid: int(hashlib.sha1(pid.encode()).hexdigest()[:2], 16) < 52)
     if name == "scifact":
         beir = load_beir(SCIFACT, "train" if split == "dev" else "test")
-        off = [ln.strip() for ln in OFF_TOPIC.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+        off = [ln.strip() for ln in OFF_TOPIC.read_text().splitlines()
+               if ln.strip() and not ln.startswith("#")]
         questions = [Question(q, t, "claim", split, frozenset(d for d, r in beir.qrels[q].items() if r > 0))
                      for q, t in beir.queries.items()]
         questions += [Question(f"off-{i}", t, "ooc", split)

@@ -8,7 +8,6 @@ changed; keyboard use. Screenshots go to test-artifacts/.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any

@@ -4,9 +4,9 @@ Every passage is a span of the full text (``quote == text[start:end]``) so a cit
 re-checked against the source later. A heading with no text of its own ("# Returns and refunds
 FAQ" directly followed by its first subsection) is not a passage: it would rank for its words
 and answer nothing. It stays in the heading path of the passages below it; in a divided
-section, the heading line goes with the first paragraph after it. Numbering rules are chosen for stable citations: in
-paragraph mode every blank-line-separated part has a number, even an empty one, so editing one
-paragraph never renumbers the others' citations.
+section, the heading line goes with the first paragraph after it. Numbering rules are chosen
+for stable citations: in paragraph mode every blank-line-separated part has a number, even an
+empty one, so editing one paragraph never renumbers the others' citations.
 """
 
 from __future__ import annotations
