@@ -4,8 +4,11 @@ It reads the evidence retrieval measured (``retrieve.PassageSupport``: per passa
 sentences and how much of the question each covers, idf-weighted) and quotes, verbatim with its
 [n] marker:
 
-1. the sentence that best answers: the highest coverage among the passages that support
-   answering, a better-ranked passage winning near-ties. When the question is in another
+1. the sentence that best answers: in each passage that supports answering, the sentence
+   whose question words are most informative, weighting each word by its idf in the collection
+   and by how few of the passage's sentences contain it (the topic, named in every sentence,
+   cannot tell them apart); across passages, the highest coverage, a better-ranked passage
+   winning near-ties. When the question is in another
    language than the passage, or shares no informative word with any of its sentences, words
    cannot choose, and the sentence most similar in meaning to the question is taken (``similar``,
    the embedding model), else the passage's first sentence;
@@ -24,6 +27,7 @@ markup, links or bracketed numbers, which the output contract would reject.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -67,8 +71,9 @@ def _quotable(src: Source, m: SentenceMatch) -> bool:
     return not _SKIP.search(src.citation["quote"][m.start:m.end])
 
 
-def _best(i: int, src: Source, p: PassageSupport,
+def _best(src: Source, p: PassageSupport,
           similar: Callable[[list[str]], Sequence[float]] | None) -> tuple[float, SentenceMatch] | None:
+    """(coverage of the chosen sentence, the sentence) of one supporting passage."""
     cands = [m for m in p.sentences if _quotable(src, m)]
     if not cands:
         return None
@@ -78,9 +83,18 @@ def _best(i: int, src: Source, p: PassageSupport,
         sims = similar([text[m.start:m.end] for m in cands])
         k = max(range(len(cands)), key=lambda j: (sims[j], -j))
         return best.coverage, cands[k]
-    if best.coverage <= 0:
-        return 0.0, cands[0]
-    return best.coverage, best
+    # Inside the passage, a question word found in every sentence, or in the title every
+    # sentence is read with (the topic: "Lisbon", "earthquake"), cannot tell them apart; one
+    # found in a single sentence ("shaking") can.
+    n = len(cands)
+    local = {s: math.log(1 + (n - sf + 0.5) / (sf + 0.5))
+             for s in p.weights for sf in [n if s in p.context else sum(s in m.stems for m in cands)]}
+    scored = [(sum(w * local[s] for s, w in p.weights.items() if s in m.stems), -m.start, m)
+              for m in cands]
+    top = max(scored, key=lambda x: (x[0], x[1]))
+    if top[0] <= 0:
+        return best.coverage, best if best.coverage > 0 else cands[0]
+    return top[2].coverage, top[2]
 
 
 def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport],
@@ -91,7 +105,7 @@ def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport
     found = []
     for i, (src, p) in enumerate(zip(sources, support, strict=False)):
         if p.supported:
-            got = _best(i, src, p, similar)
+            got = _best(src, p, similar)
             if got is not None:
                 found.append((got[0], i, got[1]))
     if not found:

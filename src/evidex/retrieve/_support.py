@@ -38,7 +38,7 @@ _WORDS = re.compile(r"[^\W_]+")
 _TITLE_WORDS = 8
 
 
-_ENDING = re.compile(r"(?:es|en|er|e|n|s)$")
+_ENDING = re.compile(r"(?:ing|ed|es|en|er|e|n|s)$")
 
 
 def stem(term: str) -> str:
@@ -102,6 +102,8 @@ class PassageSupport:
     sentences: tuple[SentenceMatch, ...]
     #: The question's stem weights these coverages were computed with (shared, not copied).
     weights: Mapping[str, float] = field(default_factory=dict)
+    #: Stems of the title and heading path: the context every sentence is read with.
+    context: frozenset[str] = frozenset()
     score: float = 0.0  # the second-stage ranker's score (see _rerank)
     supported: bool = False  # the answer decision for this passage (see _evidence)
 
@@ -142,5 +144,5 @@ def passage_support(text: str, titles: Iterable[str], analyze: Analyze,
         coverage=coverage(everything, weights),
         sentence_coverage=max((m.coverage for m in sentences), default=0.0),
         title_coverage=coverage(title_stems, weights), keyword=keyword,
-        sentences=tuple(sentences), weights=weights,
+        sentences=tuple(sentences), weights=weights, context=frozenset(title_stems),
     )
