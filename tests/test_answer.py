@@ -262,6 +262,25 @@ def test_good_cited_answer_is_released_with_resolving_citations(
         res = example_kb.resolve(customer, cited)
         assert res.ok, res
     assert {c["document_id"] for c in ans.citations} == {"returns-faq", "sku-1001"}
+    # Each citation's sentence offsets point at the passage sentence that backs the model's.
+    spans = {c["n"]: c["quote"][c["sentence_start"]:c["sentence_end"]] for c in ans.citations}
+    assert spans[worn] == WORN_SENTENCE and spans[label] == SECOND_SENTENCE
+
+
+def test_model_paraphrase_is_checked_sentence_by_sentence(
+        example_kb: KnowledgeBase, customer: Actor, llm: FakeLLM) -> None:
+    """A paraphrase is released when one sentence of the cited passage (or two adjacent ones)
+    holds most of its words, and its citation points at that sentence."""
+    def paraphrase(body: dict[str, Any]) -> tuple[int, Any]:
+        n = source_id(body, WORN_SENTENCE)
+        return completion({"answer": f"Items that were worn are accepted only if they arrived damaged. [{n}]",
+                           "citations": [n]})
+
+    llm.script(paraphrase)
+    ans = ask(example_kb, customer, WORN, llm)
+    assert ans.status == "answered", (ans.reason, ans.detail)
+    c = ans.citations[0]
+    assert WORN_SENTENCE in c["quote"][c["sentence_start"]:c["sentence_end"]]
 
 
 def test_model_saying_no_answer_declines_without_inventing(

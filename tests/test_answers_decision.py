@@ -267,6 +267,14 @@ def test_choice_is_verbatim_contiguous_per_passage_and_passes_the_contract(
             assert supporting_span(sent, srcs[n - 1].citation["quote"], EN.terms) is not None
 
 
+def test_support_is_per_sentence_not_per_passage() -> None:
+    passage = "Alpha beta gamma. Filler words here. Delta epsilon zeta."
+    assert supporting_span("Alpha beta gamma [1]", passage, EXACT.terms) == (0, 16)  # verbatim
+    assert supporting_span("Gamma delta epsilon zeta filler here.", passage, EXACT.terms) is not None
+    # Three quarters of its words are in the passage, but no sentence (or adjacent pair) holds half.
+    assert supporting_span("Alpha beta gamma delta epsilon zeta omega eta.", passage, EXACT.terms) is None
+
+
 # -- values and disagreement ------------------------------------------------------------------------
 @pytest.mark.parametrize(("text", "kinds"), [
     ("Returns cost €6.95 from Spain", [("price:EUR", 6.95)]),
