@@ -134,7 +134,7 @@ class LintReport:
     warnings: list[str]
     documents: int
     passages: int
-    cases: CaseFile | None
+    cases: CaseFile
 
 
 def lint_cases(path: str | Path, *, embedder: str = "none") -> LintReport:

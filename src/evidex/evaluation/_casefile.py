@@ -235,7 +235,8 @@ def _mapping_of(value: Any, keys: set[str] | frozenset[str], where: str, line: i
         return None
     for key in value:
         if key not in keys:
-            p.add(value.lines[key], f"{where}.{key}", f"unknown key; allowed: {', '.join(sorted(keys))}")
+            name = str(key) if where == "(top level)" else f"{where}.{key}"
+            p.add(value.lines[key], name, f"unknown key; allowed: {', '.join(sorted(keys))}")
     return value
 
 

@@ -23,7 +23,8 @@ th{background:#f4f4f4}td.n{text-align:right;white-space:nowrap}
 .bar{background:#eee;width:14em;height:1em;display:inline-block;vertical-align:middle;position:relative}
 .bar span{display:block;height:100%;background:#1a7f37}.bar span.low{background:#c62828}
 .bar i{position:absolute;top:-.15em;bottom:-.15em;border-left:2px solid #333}
-blockquote{margin:.2em 0 .2em 1em;padding-left:.5em;border-left:3px solid #ccc;color:#444;white-space:pre-line}
+blockquote{margin:.2em 0 .2em 1em;padding-left:.5em;border-left:3px solid #ccc;color:#444;
+  white-space:pre-line}
 .q{font-weight:600}small{color:#666}td.b{white-space:nowrap}
 """
 
