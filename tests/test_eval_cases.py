@@ -383,7 +383,7 @@ def test_db_keeps_the_built_store_and_never_reuses_one(folder: Path) -> None:
     with KnowledgeBase.open(db) as kb:
         assert kb.stats()["documents"] == 4
     proc = evidex("--db", db, "eval", "--cases", path, "--id", "a1")
-    assert proc.returncode == 2 and "already exists" in proc.stderr
+    assert proc.returncode == 2 and "already holds documents" in proc.stderr
 
 
 def test_one_of_beir_qa_or_cases(folder: Path) -> None:

@@ -451,9 +451,6 @@ def _eval_cases(path: Path, *, db: str | None, html: Path | None, as_json: bool,
     from .evaluation import evaluate_cases, render_html, render_text
 
     try:
-        if db is not None and Path(db).exists() and Path(db).stat().st_size > 0:
-            raise EvidexError(f"--db {db} already exists: an evaluation builds a new store; name a "
-                              "new file or leave --db out for a temporary one")
         with _progress("cases", show=not as_json) as progress:
             report = evaluate_cases(path, db=db, settings=state.cfg.answer_settings(),
                                     progress=progress, **options)

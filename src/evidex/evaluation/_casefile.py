@@ -52,6 +52,7 @@ _ACTOR_KEYS = {"tenant", "groups", "visibilities", "claims"}
 _OLD_KEYS = {"document_id", "version", "passage", "anchor", "quote"}
 _DEFAULT_KEYS = {"as", "language", "top_k"}
 _MAX_TOP_K = 50
+_ACTOR_FIELDS = frozenset(f.name for f in dataclasses.fields(Actor))
 
 
 @dataclass(frozen=True)
@@ -301,9 +302,11 @@ def _actors(value: Any, line: int, p: Problems) -> tuple[dict[str, Actor], dict[
         if not isinstance(found, dict) or not all(_str(k) and _str(v) for k, v in found.items()):
             p.add(_line(m, "claims"), f"{where}.claims", "must map claim names to strings")
             continue
+        # Claims go to the actor once ``Actor`` carries them (live tools, issue 22).
+        extra = {"claims": dict(found)} if found and "claims" in _ACTOR_FIELDS else {}
         try:
             actors[name] = Actor(m.get("tenant"), frozenset(groups),  # type: ignore[arg-type]
-                                 visibilities=frozenset(m.get("visibilities", ["public"])))
+                                 visibilities=frozenset(m.get("visibilities", ["public"])), **extra)
         except (EvidexError, TypeError) as exc:
             p.add(m.line, where, str(exc))
             continue

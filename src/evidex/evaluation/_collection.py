@@ -46,7 +46,7 @@ def build_store(cf: CaseFile, location: str | Path, **open_args: object) -> Know
     try:
         if kb.stats().get("documents"):
             raise ConfigError(f"{location} already holds documents: an evaluation builds a new "
-                              "store; name a new file")
+                              "store; name a new one, or none for a temporary store")
         for docs in batches:
             kb.ingest(docs, split=SPLIT)
     except BaseException:
