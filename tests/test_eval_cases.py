@@ -198,6 +198,24 @@ def test_a_case_wrong_about_its_documents_is_an_error(folder: Path, case: str, n
     assert needle in report.errors[0]
 
 
+def test_a_file_the_collection_cannot_load_is_an_error_at_its_entry(folder: Path) -> None:
+    """An HTML page states no groups: without `groups:` on its entry it is rejected, as `evidex
+    ingest` rejects it without --groups, and nothing is built."""
+    (folder / "pages").mkdir()
+    (folder / "pages" / "hours.html").write_text("<html lang=en><h1>Hours</h1><p>Open daily.</p></html>",
+                                                 encoding="utf-8")
+    text = HEAD.replace("    - {path: docs, tenant: acme}\n",
+                        "    - {path: docs, tenant: acme}\n    - {path: pages, tenant: acme}\n") + ONE
+    path = write(folder, text)
+    with pytest.raises(ConfigError) as exc:
+        evaluate_cases(path)
+    assert str(exc.value).startswith(f"{path}:5: collection.ingest[1]: {folder / 'pages' / 'hours.html'} "
+                                     "is rejected: ")
+    fixed = text.replace("{path: pages, tenant: acme}", "{path: pages, tenant: acme, groups: [customers], "
+                         "visibility: public}")
+    assert lint_cases(write(folder, fixed)).documents == 5
+
+
 def test_the_example_cases_are_right_about_their_documents(folder: Path) -> None:
     report = lint_cases(write(folder, HEAD + CASES + INJECTION))
     assert report.errors == [] and report.documents == 4
