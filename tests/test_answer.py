@@ -918,8 +918,11 @@ def test_trace_can_be_turned_off(example_kb: KnowledgeBase, customer: Actor, llm
 
 
 def _marked_sentences(text: str) -> list[tuple[str, int]]:
-    parts = re.findall(r"(.+?) \[(\d+)\](?: |$)", text)
-    assert " ".join(f"{s} [{n}]" for s, n in parts) == text, f"not sentence-[n] pairs: {text!r}"
+    # Quotes are joined by a space, or by a line break where a space would merge two of them
+    # into one sentence for the output contract.
+    parts = re.findall(r"(.+?) \[(\d+)\](?:[ \n]|$)", text)
+    assert " ".join(f"{s} [{n}]" for s, n in parts) == text.replace("\n", " "), \
+        f"not sentence-[n] pairs: {text!r}"
     return [(s, int(n)) for s, n in parts]
 
 

@@ -186,10 +186,10 @@ def test_ranker_offsets_cross_language_cosines_and_keeps_fused_order_on_ties() -
 
 
 # -- the sentence choice ------------------------------------------------------------------------------
-def sources_for(question: list[str], texts: list[str], supported: list[bool] | None = None
-                ) -> tuple[list[Source], list[PassageSupport]]:
+def sources_for(question: list[str], texts: list[str], supported: list[bool] | None = None,
+                df: dict[str, int] | None = None) -> tuple[list[Source], list[PassageSupport]]:
     terms = EN.query_terms(question)
-    w = term_weights(terms, {}, 10, EN.terms)
+    w = term_weights(terms, df or {}, 10, EN.terms)
     srcs = [Source(i, {"quote": t, "title": None, "heading_path": (), "version": "1"}, ())
             for i, t in enumerate(texts, start=1)]
     sup = [dataclasses.replace(passage_support(t, (), EN.terms, w, similarity=0.9, cross_language=False,
@@ -232,6 +232,45 @@ def test_sources_that_agree_are_not_called_a_disagreement() -> None:
         "Reproof your Stormline jacket once a year, or earlier if water stops beading.",
     ])
     assert not extractive_answer(srcs, sup)["answer"].startswith(DISAGREE_TEXT)
+
+
+def test_a_supporting_passage_in_the_question_language_is_quoted_first() -> None:
+    srcs, sup = sources_for(["what", "does", "err", "401", "mean"], [
+        "Erscheint ERR-401 sofort wieder, löschen Sie die Cookies für die Seite.",
+        "ERR-401 appears when your session has expired: please sign in again.",
+    ])
+    sup[0] = dataclasses.replace(sup[0], cross_language=True)
+    out = extractive_answer(srcs, sup)
+    assert out["answer"].startswith("ERR-401 appears when your session has expired")
+    assert out["citations"] == [2]  # the other language's passage does not corroborate
+
+
+def test_a_second_source_that_answers_as_well_is_cited_too() -> None:
+    srcs, sup = sources_for(["how", "long", "do", "points", "last"], [
+        "Points last 24 months from the month they were collected.",
+        "Club points last two years, then they lapse.",
+        "Points can be collected in every store.",
+    ])
+    out = extractive_answer(srcs, sup)
+    assert out["citations"] == [1, 2]  # the third covers too little of the question to add support
+
+
+def test_values_about_another_subject_are_no_disagreement() -> None:
+    question = ["do", "my", "points", "ever", "expire"]
+    missing = "If points for a purchase are missing, send the receipt within 90 days."
+    df = {t: 6 for t in EN.query_terms(["points"])}  # "points" is in many passages, "expire" in few
+    srcs, sup = sources_for(question, [
+        "Points expire 24 months after the month in which they were collected.", missing], df=df)
+    # The second passage covers the question through its heading path only; its sentence is
+    # about missing points, not about when points expire.
+    w = term_weights(EN.query_terms(question), df, 10, EN.terms)
+    sup[1] = dataclasses.replace(passage_support(missing, ("Loyalty points", "When do points expire?"),
+                                                 EN.terms, w, similarity=0.9, cross_language=False,
+                                                 keyword=0.0), supported=True)
+    assert sup[1].sentence_coverage >= 0.6 * sup[0].sentence_coverage
+    out = extractive_answer(srcs, sup)
+    assert not out["answer"].startswith(DISAGREE_TEXT)
+    assert out["answer"].startswith("Points expire 24 months")
 
 
 _PIECES = ["Worn", "items", "e.g.", "returns", "within", "30", "days.", "every", "6", "months.",

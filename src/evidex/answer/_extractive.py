@@ -8,18 +8,22 @@ sentences and how much of the question each covers, idf-weighted) and quotes, ve
    whose question words are most informative, weighting each word by its idf in the collection
    and by how few of the passage's sentences contain it (the topic, named in every sentence,
    cannot tell them apart); across passages, the highest coverage, a better-ranked passage
-   winning near-ties. When the question is in another
+   winning near-ties, and a passage in the question's language before one in another language
+   whenever one supports answering. When the question is in another
    language than the passage, or shares no informative word with any of its sentences, words
    cannot choose, and the sentence most similar in meaning to the question is taken (``similar``,
    the embedding model), else the passage's first sentence;
 2. a second or third sentence only when it adds something: the sentence right after a quoted
    one when it states a condition or exception ("unless", "except", "only if", "es sei denn",
-   ...), or a sentence about the same subject (it shares a question word with the quote) that
-   answers well on its own and covers question words the quoted ones do not (from the same
-   passage only when adjacent, so each passage's quote is one contiguous span);
-3. when another supporting passage's best sentence states a different value of the same kind
-   (a duration, period, time, price, percentage or date: ``_values``), the answer says
-   "Sources disagree." and quotes both.
+   ...); the best sentence of another supporting passage (in the same language as the first
+   quote) that answers nearly as well: a second source that says it too; or a sentence about the
+   same subject (it shares a question word with the quote) that answers well on its own and
+   covers question words the quoted ones do not (from the same passage only when adjacent, so
+   each passage's quote is one contiguous span);
+3. when another supporting passage's best sentence is about the same thing (its own words hold
+   the most informative question word that the first quote's own words hold) and states a
+   different value of the same kind (a duration, period, time, price, percentage or date:
+   ``_values``), the answer says "Sources disagree." and quotes both.
 
 Heading lines and title lines are never quoted (``retrieve._support``), nor sentences with
 markup, links or bracketed numbers, which the output contract would reject.
@@ -27,6 +31,7 @@ markup, links or bracketed numbers, which the output contract would reject.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -52,6 +57,9 @@ _CONDITION = re.compile(
 #: A sentence from another passage counts as the better answer only when its coverage exceeds
 #: the better-ranked one's by this much.
 _RANK_MARGIN = 0.1
+#: Another supporting passage's best sentence corroborates when its coverage is at least this
+#: share of the first quote's.
+_CORROBORATES = 0.8
 #: A further sentence must add this much weighted coverage to be quoted for support.
 _MIN_GAIN = 0.2
 #: Below this coverage a sentence shares no informative word with the question.
@@ -110,9 +118,11 @@ def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport
                 found.append((got[0], i, got[1]))
     if not found:
         return [], False
-    top_cov = found[0][0]
-    first = found[0]
-    for cov, i, m in found[1:]:
+    # A reader is answered in their own language when a passage in it supports answering.
+    pool = [f for f in found if not support[f[1]].cross_language] or found
+    top_cov = pool[0][0]
+    first = pool[0]
+    for cov, i, m in pool[1:]:
         if cov > top_cov + _RANK_MARGIN and cov > first[0]:
             first = (cov, i, m)
     _, fi, fm = first
@@ -130,14 +140,24 @@ def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport
         have |= nxt.stems
     # Sources that state a different value for the same thing: quote both.
     conflict = False
+    asked_first = fm.stems & weights.keys()
+    subject = max(asked_first, key=lambda s: (weights[s], s)) if asked_first else None
     for cov, i, m in found:
-        if i == fi or cov < max(0.3, 0.6 * first[0]):
+        if i == fi or cov < max(0.3, 0.6 * first[0]) or (subject is not None and subject not in m.stems):
             continue
         other = sources[i].citation["quote"][m.start:m.end]
         if disagree(text[fm.start:fm.end], other) and len(quotes) < max_sentences:
             quotes.append(Quote(i, m.start, m.end))
             conflict = True
             break
+    # Another source that says it too (its best sentence answers nearly as well): cited as well.
+    for cov, i, m in found:
+        if len(quotes) >= max_sentences or conflict:
+            break
+        if (i != fi and cov >= _CORROBORATES * first[0] and all(q.source != i for q in quotes)
+                and support[i].cross_language == support[fi].cross_language):
+            quotes.append(Quote(i, m.start, m.end))
+            have |= m.stems
     # Sentences about the same subject (sharing a question word with what is quoted) that
     # answer well on their own and cover question words the quoted ones do not.
     while len(quotes) < max_sentences and not conflict:
@@ -189,4 +209,11 @@ def extractive_answer(sources: Sequence[Source], support: Sequence[PassageSuppor
     for q in ordered:
         src = sources[q.source]
         parts.append(f"{src.citation['quote'][q.start:q.end]} [{src.n}]")
-    return {"answer": " ".join(parts), "citations": sorted({sources[q.source].n for q in quotes})}
+    # Each quote stays one sentence to the output contract: a quoted line without final
+    # punctuation (a list item), or one before a quote that opens in lower case, ends with a
+    # line break rather than a space.
+    text = parts[0]
+    for prev, part in itertools.pairwise(parts):
+        ends = re.search(r"[.!?]\s*\[\d{1,3}\]$", prev) or prev == DISAGREE_TEXT
+        text += (" " if ends and not part[:1].islower() else "\n") + part
+    return {"answer": text, "citations": sorted({sources[q.source].n for q in quotes})}
