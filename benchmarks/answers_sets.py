@@ -20,15 +20,16 @@ Sets (``--set``; development data only, never SQuAD dev, XQuAD or MLQA test):
   abstracts (english analyzer, one passage per abstract), plus the calibration half (dev) or the
   held-out half (test) of benchmarks/data/off-topic-questions.txt as ``ooc``.
 
-Stores live in benchmarks/.work/answers/, one per set and embedder; passage vectors come from the
-persistent embedding cache and question vectors from the same cache under ``<model>#query``, so
-a repeated run embeds nothing.
+Stores live in benchmarks/.work/answers/ (or ``$EVIDEX_ANSWERS_WORK``), one per set and
+embedder; passage vectors come from the persistent embedding cache and question vectors from
+the same cache under ``<model>#query``, so a repeated run embeds nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,8 @@ from evidex import Actor, Document, KnowledgeBase
 from evidex.evaluation import corpus_documents, load_beir
 
 HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work" / "answers"
+#: Stores and outputs (``EVIDEX_ANSWERS_WORK`` overrides it, e.g. for another checkout's stores).
+WORK = Path(os.environ.get("EVIDEX_ANSWERS_WORK") or HERE / ".work" / "answers")
 SHARED = Path("/work/shared/data")
 SCIFACT = SHARED / "beir" / "scifact"
 OFF_TOPIC = HERE / "data" / "off-topic-questions.txt"
