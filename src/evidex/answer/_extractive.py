@@ -15,11 +15,11 @@ sentences and how much of the question each covers, idf-weighted) and quotes, ve
    the embedding model), else the passage's first sentence;
 2. a second or third sentence only when it adds something: the sentence right after a quoted
    one when it states a condition or exception ("unless", "except", "only if", "es sei denn",
-   ...); the best sentence of another supporting passage (in the same language as the first
-   quote) that answers nearly as well: a second source that says it too; or a sentence about the
-   same subject (it shares a question word with the quote) that answers well on its own and
-   covers question words the quoted ones do not (from the same passage only when adjacent, so
-   each passage's quote is one contiguous span);
+   ...), or a sentence about the same subject (it shares a question word with the quote) that
+   answers well on its own and covers question words the quoted ones do not (from the same
+   passage only when adjacent, so each passage's quote is one contiguous span). Another source
+   is not quoted merely because it answers about as well: on short questions that is most
+   sources of the topic, the "one sentence per source" answer this replaces;
 3. when another supporting passage's best sentence is about the same thing (its own words hold
    the most informative question word that the first quote's own words hold) and states a
    different value of the same kind (a duration, period, time, price, percentage or date:
@@ -57,9 +57,6 @@ _CONDITION = re.compile(
 #: A sentence from another passage counts as the better answer only when its coverage exceeds
 #: the better-ranked one's by this much.
 _RANK_MARGIN = 0.1
-#: Another supporting passage's best sentence corroborates when its coverage is at least this
-#: share of the first quote's.
-_CORROBORATES = 0.8
 #: A further sentence must add this much weighted coverage to be quoted for support.
 _MIN_GAIN = 0.2
 #: Below this coverage a sentence shares no informative word with the question.
@@ -150,14 +147,6 @@ def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport
             quotes.append(Quote(i, m.start, m.end))
             conflict = True
             break
-    # Another source that says it too (its best sentence answers nearly as well): cited as well.
-    for cov, i, m in found:
-        if len(quotes) >= max_sentences or conflict:
-            break
-        if (i != fi and cov >= _CORROBORATES * first[0] and all(q.source != i for q in quotes)
-                and support[i].cross_language == support[fi].cross_language):
-            quotes.append(Quote(i, m.start, m.end))
-            have |= m.stems
     # Sentences about the same subject (sharing a question word with what is quoted) that
     # answer well on their own and cover question words the quoted ones do not.
     while len(quotes) < max_sentences and not conflict:
