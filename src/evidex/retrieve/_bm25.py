@@ -176,7 +176,7 @@ class BM25:
         if not parts or df == 0:
             out = (_EMPTY_P, _EMPTY_W)
         else:
-            idf = _idf(allowed.passages, df)
+            idf = bm25_idf(allowed.passages, df)
             # Each part writes its weights into its slice of one array: fresh memory is what
             # recomputing costs most on the benchmark VM (page faults), and a weights array per
             # part plus their concatenation allocated every weight twice.
@@ -421,7 +421,8 @@ class BM25:
                 mark = deaths.deaths_mark if deaths is not None else None
                 tfs = self._dense_tfs(t, postings, len(pids), len(sig_of_pid), mark)
                 made[i] = None if tfs is None else partial(
-                    self._weights_at, tfs, length_of_pid, _idf(allowed.passages, len(pids)), allowed.avgdl)
+                    self._weights_at, tfs, length_of_pid, bm25_idf(allowed.passages, len(pids)),
+                    allowed.avgdl)
             return made[i]
 
         if top is not None and len(present) == 1 and len(present[0][0]) > _PRUNE_MIN_POSTINGS:
@@ -579,7 +580,7 @@ def _buffer(spare: np.ndarray | None, n: int, dtype: np.dtype) -> np.ndarray:
     return np.empty(n + n // 32, dtype=dtype)[:n]
 
 
-def _idf(n: int, df: int) -> float:
+def bm25_idf(n: int, df: int) -> float:
     """Lucene's non-negative idf; one expression for every path, so the same bits."""
     return float(np.log(1.0 + (n - df + 0.5) / (df + 0.5)))
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ._bm25 import _idf
+from ._bm25 import bm25_idf
 from ._language import FUNCTION_WORDS
 from ._sentences import sentence_spans
 
@@ -65,7 +65,7 @@ def term_weights(terms: Iterable[str], df: Mapping[str, int], passages: int,
     kept = [t for t in terms if stem(t) not in skip] or terms
     out: dict[str, float] = {}
     for t in kept:
-        w = _idf(max(passages, 1), min(df.get(t, 0), max(passages, 1)))
+        w = bm25_idf(max(passages, 1), min(df.get(t, 0), max(passages, 1)))
         s = stem(t)
         out[s] = max(out.get(s, 0.0), w)
     return out
