@@ -50,8 +50,7 @@ def keyword_candidates(
     # terms up there instead of in the raw postings, which at a million passages are megabytes
     # to fetch per common term.
     pids, scores, term_pids = bm25.score(
-        terms, view.postings, view.sig, view.length, allowed, match, None,
-        top if window else None, view,
+        terms, view.postings, view.sig, view.length, allowed, match, top if window else None, view,
     )
     dfs = {t: len(p) for t, p in term_pids.items()}
     return Candidates(pids, scores, {"df": dfs, "passages": allowed.passages, "term_pids": term_pids})

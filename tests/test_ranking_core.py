@@ -1,0 +1,236 @@
+"""The ranking core's parts on their own: the BM25 formula, pruning over arrays, the one cache.
+
+The end-to-end checks (pruned searches equal exhaustive ones through a real store) are in
+test_pruning.py; here each pure function is held to its contract directly, on generated arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import FrozenInstanceError, replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evidex.retrieve._accumulate import Scratch, accumulate
+from evidex.retrieve._bm25 import BM25Params, idf, length_norm, term_weights
+from evidex.retrieve._cache import ENTRY_OVERHEAD, WeightsCache
+from evidex.retrieve._prune import maxscore, probe, single_term, threshold, top_positions
+from evidex.retrieve._select import select_top
+from evidex.retrieve._tuning import TUNING
+
+PARAMS = BM25Params()
+
+
+# -- the formula ---------------------------------------------------------------------------------
+@given(n=st.integers(1, 10**7), data=st.data())
+def test_idf_is_lucenes_non_negative_form(n: int, data: st.DataObject) -> None:
+    df = data.draw(st.integers(1, n))
+    want = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    assert idf(n, df) == pytest.approx(want, rel=1e-12)
+    assert idf(n, df) > 0.0
+    if df < n:
+        assert idf(n, df) > idf(n, df + 1)  # rarer terms weigh more
+
+
+@given(tfs=st.lists(st.integers(0, 500), min_size=1, max_size=50), data=st.data(),
+       avgdl=st.floats(1.0, 500.0), n=st.integers(1, 10**6), k1=st.floats(0.1, 3.0), b=st.floats(0.0, 1.0))
+def test_term_weights_are_textbook_bm25(tfs: list[int], data: st.DataObject, avgdl: float, n: int,
+                                        k1: float, b: float) -> None:
+    """Each weight is idf * (k1 + 1) * tf / (tf + k1 * (1 - b + b * dl / avgdl)) to rounding; 0
+    for tf 0; at most idf * (k1 + 1); written into ``out`` with exactly the same bits."""
+    lengths = np.array(data.draw(st.lists(st.integers(1, 2000), min_size=len(tfs), max_size=len(tfs))),
+                       dtype=np.int32)
+    params = BM25Params(k1, b)
+    w_idf = idf(n, max(1, n // 3))
+    got = term_weights(np.array(tfs, dtype=np.uint16), lengths, w_idf, avgdl, params)
+    for tf, dl, w in zip(tfs, lengths.tolist(), got.tolist(), strict=True):
+        want = w_idf * (k1 + 1) * tf / (tf + k1 * (1 - b + b * dl / avgdl))
+        assert w == pytest.approx(want, rel=1e-12, abs=1e-300)
+        assert (w == 0.0) == (tf == 0)
+        assert w <= w_idf * (k1 + 1.0)
+    out = np.full(len(tfs), np.nan)
+    assert term_weights(np.array(tfs, dtype=np.int32), lengths, w_idf, avgdl, params, out=out) is out
+    assert out.tobytes() == got.tobytes()
+    norm = length_norm(lengths, avgdl, params)
+    want_norm = [k1 * (1 - b + b * dl / avgdl) for dl in lengths.tolist()]
+    assert norm.tolist() == pytest.approx(want_norm, rel=1e-12)
+
+
+def test_term_weights_saturate_in_tf_and_fall_with_length() -> None:
+    tfs = np.arange(1, 200, dtype=np.uint16)
+    w = term_weights(tfs, np.full(len(tfs), 50), 2.0, 50.0, PARAMS)
+    assert (np.diff(w) > 0).all() and np.diff(w)[-1] < np.diff(w)[0] / 100  # saturating
+    assert w[-1] < 2.0 * (PARAMS.k1 + 1.0)
+    by_length = term_weights(np.full(100, 3, dtype=np.uint16), np.arange(1, 101), 2.0, 50.0, PARAMS)
+    assert (np.diff(by_length) < 0).all()
+
+
+# -- pruning over arrays -------------------------------------------------------------------------
+#: Few distinct weights, so that ties (same tf and length) are everywhere, as in real postings.
+LEVELS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.5, 4.0)
+
+
+@st.composite
+def queries(draw: st.DrawFn, max_terms: int = 4) -> tuple[int, list[tuple[np.ndarray, np.ndarray]]]:
+    size = draw(st.integers(1, 300))
+    present = []
+    for _ in range(draw(st.integers(1, max_terms))):
+        ids = sorted(draw(st.sets(st.integers(0, size - 1), min_size=1, max_size=size)))
+        scale = draw(st.sampled_from([0.3, 1.0, 7.0]))
+        w = [scale * draw(st.sampled_from(LEVELS)) for _ in ids]
+        present.append((np.array(ids, dtype=np.int32), np.array(w, dtype=np.float64)))
+    return size, present
+
+
+def _selection(size: int, per_doc: int, limit: int, cap: int | None):  # type: ignore[no-untyped-def]
+    """``select_top`` over passages ``0..size-1`` grouped ``per_doc`` to a document: the
+    caller's check (``top``, ties unbroken, as search passes it) and its final selection."""
+    dkeys = np.arange(size) // per_doc
+    numbers = np.arange(size) % per_doc
+
+    def doc_ids(keys):  # type: ignore[no-untyped-def]
+        return {k: f"d{k:04d}" for k in keys}
+
+    def top(pids: np.ndarray, scores: np.ndarray) -> tuple[bool, float]:
+        chosen = select_top(scores, dkeys, numbers, limit, cap, doc_ids, pids, ties=False)
+        return len(chosen) == limit, float(scores[chosen[-1]]) if chosen else 0.0
+
+    def final(pids: np.ndarray, scores: np.ndarray) -> list[tuple[int, bytes]]:
+        chosen = select_top(scores, dkeys, numbers, limit, cap, doc_ids, pids)
+        return [(int(pids[i]), scores[i].tobytes()) for i in chosen]
+
+    return top, final
+
+
+SELECTIONS = {"per_doc": st.integers(1, 4), "limit": st.integers(1, 12), "cap": st.sampled_from([1, 2, None])}
+
+
+def _agree(size: int, present: list, got: tuple[np.ndarray, np.ndarray] | None, final) -> bool:  # type: ignore[no-untyped-def]
+    """A pruned candidate set selects exactly what the exhaustive disjunction does, with the
+    exhaustive scores bit for bit; None (not proven) is always allowed."""
+    ids, scores = accumulate(present, size, Scratch(), 10**9)
+    if got is None:
+        return False
+    exact = dict(zip(ids.tolist(), scores.tolist(), strict=True))
+    assert all(exact[p] == s for p, s in zip(got[0].tolist(), got[1].tolist(), strict=True))
+    assert final(got[0], got[1]) == final(ids, scores)
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(q=queries(), **SELECTIONS)
+def test_maxscore_selects_what_exhaustive_scoring_selects(  # type: ignore[no-untyped-def]
+        q, per_doc: int, limit: int, cap: int | None) -> None:
+    size, present = q
+    top, final = _selection(size, per_doc, limit, cap)
+    uppers = [float(w.max()) for _, w in present]
+    got = maxscore(present, uppers, top, lambda c: probe(c, present)[0], max_candidates=10**9)
+    _agree(size, present, got, final)
+
+
+@settings(max_examples=300, deadline=None)
+@given(q=queries(), depths=st.sampled_from([(1,), (1, 2, 4), (2, 8, 32), (3, 50)]), **SELECTIONS)
+def test_threshold_algorithm_selects_what_exhaustive_scoring_selects(  # type: ignore[no-untyped-def]
+        q, depths: tuple[int, ...], per_doc: int, limit: int, cap: int | None) -> None:
+    size, present = q
+    top, final = _selection(size, per_doc, limit, cap)
+    tuning = replace(TUNING, ta_depths=depths, ta_head_share=0)
+    orders = [lambda d, w=w: top_positions(w, min(d, len(w)), tuning) for _, w in present]
+    got = threshold(present, orders, top, lambda c: probe(c, present)[0], tuning)
+    _agree(size, present, got, final)
+
+
+@settings(max_examples=300, deadline=None)
+@given(q=queries(max_terms=1), depths=st.sampled_from([(1,), (1, 2, 4), (3, 50)]), **SELECTIONS)
+def test_one_term_from_its_largest_weights_selects_what_exhaustive_scoring_selects(  # type: ignore[no-untyped-def]
+        q, depths: tuple[int, ...], per_doc: int, limit: int, cap: int | None) -> None:
+    size, present = q
+    top, final = _selection(size, per_doc, limit, cap)
+    tuning = replace(TUNING, ta_depths=depths)
+    (pids, weights), = present
+    got = single_term(pids, weights, lambda d: top_positions(weights, min(d, len(weights)), tuning),
+                      top, tuning)
+    _agree(size, present, got, final)
+
+
+def test_pruning_proves_its_case_on_skewed_queries() -> None:
+    """Guards the property tests above against vacuity: on a rare and a common term each
+    method returns a candidate set smaller than all matches, and it selects correctly."""
+    rng = np.random.default_rng(5)
+    size = 5000
+    common = np.sort(rng.choice(size, 4000, replace=False)).astype(np.int32)
+    rare = np.sort(rng.choice(size, 40, replace=False)).astype(np.int32)
+    present = [(rare, rng.choice([3.0, 4.0, 5.0], len(rare))),
+               (common, rng.choice([0.1, 0.2, 0.3], len(common)))]
+    top, final = _selection(size, 1, 10, None)
+    tuning = replace(TUNING, ta_depths=(16, 64, 256))
+
+    def score_of(c: np.ndarray) -> np.ndarray:
+        return probe(c, present)[0]
+
+    found = [
+        maxscore(present, [5.0, 0.3], top, score_of, 10**9),
+        threshold(present, [lambda d, w=w: top_positions(w, min(d, len(w)), tuning) for _, w in present],
+                  top, score_of, tuning),
+        single_term(*present[1], lambda d: top_positions(present[1][1], d, tuning), top, tuning),
+    ]
+    for i, got in enumerate(found):
+        assert got is not None and len(got[0]) < len(common), i
+        assert _agree(size, present if i < 2 else present[1:], got, final)
+
+
+def test_a_tie_with_the_threshold_is_no_proof() -> None:
+    """Passage 0 and 1 both score 4.0; the heads (ties in any order) hold only passage 1, whose
+    score equals the bound for unseen passages. Passage 0 wins the tie-break by document id,
+    so stopping there would select the wrong one: the algorithm must go deeper."""
+    present = [(np.array([0, 1], dtype=np.int32), np.array([2.0, 2.0]))] * 2
+    top, final = _selection(2, 1, 1, None)
+    orders = [lambda d: np.array([1, 0])[:max(d, 1)]] * 2
+    got = threshold(present, orders, top, lambda c: probe(c, present)[0],
+                    replace(TUNING, ta_depths=(1, 2), ta_head_share=0))
+    assert _agree(2, present, got, final)
+
+
+@settings(max_examples=200, deadline=None)
+@given(q=queries(), data=st.data())
+def test_probes_score_like_accumulation_and_count_terms(q, data: st.DataObject) -> None:  # type: ignore[no-untyped-def]
+    """Probed scores of any candidates equal exhaustive accumulation bit for bit (0.0 for a
+    passage with none of the terms), whether weights come from binary search or a lookup."""
+    size, present = q
+    cand = np.array(sorted(data.draw(st.sets(st.integers(0, size - 1), min_size=1))), dtype=np.int32)
+    ids, scores = accumulate(present, size, Scratch(), 0)
+    exact = dict(zip(ids.tolist(), scores.tolist(), strict=True))
+    dense = []
+    for p, w in present:
+        full = np.zeros(size)
+        full[p] = w
+        dense.append(full)
+    for lookup in (None, lambda i, c: dense[i].take(c)):
+        got, hits = probe(cand, present, lookup)
+        assert got.tolist() == [exact.get(c, 0.0) for c in cand.tolist()]
+        assert hits.tolist() == [sum(c in set(p.tolist()) for p, _ in present) for c in cand.tolist()]
+
+
+# -- the one cache -------------------------------------------------------------------------------
+def test_cache_evicts_least_recently_used_within_its_budget() -> None:
+    cache = WeightsCache(budget=3 * (1000 + ENTRY_OVERHEAD))
+    for k in "abc":
+        cache.put(k, k.upper(), 1000)
+    assert len(cache) == 3 and cache.nbytes == cache.budget
+    assert cache.get("a") == "A"  # now the most recently used: "b" goes first
+    cache.put("d", "D", 1000)
+    assert [cache.get(k) for k in "abcd"] == ["A", None, "C", "D"]
+    cache.put("c", "C2", 2000)  # a larger value replaces the old one and evicts to fit
+    assert cache.nbytes <= cache.budget and cache.get("c") == "C2"
+    cache.put("huge", "H", 10**9)  # the newest entry stays, alone, even over budget
+    assert len(cache) == 1 and cache.get("huge") == "H"
+    cache.clear()
+    assert len(cache) == 0 and cache.nbytes == 0 and cache.get("huge") is None
+
+
+def test_tuning_is_frozen() -> None:
+    with pytest.raises(FrozenInstanceError):
+        TUNING.cache_bytes = 1  # type: ignore[misc]
