@@ -473,9 +473,9 @@ def test_every_cache_entry_read_is_kept_as_recently_used() -> None:
     bm = bm25_module.BM25(tuning=replace(TUNING, cache_bytes=200_000))  # about five terms' weights
     vis = visible(bm._cache, allowed, sig_of_pid)
     weights = np.linspace(1.0, 2.0, size)
-    order = bm._impact_order(allowed.key, "w", weights, 16)
+    order = bm._impact_order(allowed, "w", weights, 16)
     for i in range(30):
         term = (np.arange(0, size, 2, dtype=np.int32), np.full(size // 2, 1 + i % 3, dtype=np.uint16))
         bm.weighted(f"t{i}", lambda _t, p=term: [p], sig_of_pid, length, allowed)
         assert visible(bm._cache, allowed, sig_of_pid) is vis
-        assert bm._impact_order(allowed.key, "w", weights, 16) is order
+        assert bm._impact_order(allowed, "w", weights, 16) is order

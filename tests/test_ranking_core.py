@@ -231,6 +231,20 @@ def test_cache_evicts_least_recently_used_within_its_budget() -> None:
     assert len(cache) == 0 and cache.nbytes == 0 and cache.get("huge") is None
 
 
+def test_a_newer_version_of_a_lineage_drops_the_older_at_once() -> None:
+    """Weights of a newer visible collection under the same signature table replace the older
+    collection's entry (never asked for again) when stored, not when least recently used."""
+    cache = WeightsCache(budget=10**6)
+    cache.put(("w", b"v1", "t"), "old", 1000, lineage=("w", "t"))
+    cache.put(("w", b"v1", "u"), "other", 1000, lineage=("w", "u"))
+    cache.put(("w", b"v2", "t"), "new", 1000, lineage=("w", "t"))
+    assert cache.get(("w", b"v1", "t")) is None and cache.get(("w", b"v2", "t")) == "new"
+    assert cache.get(("w", b"v1", "u")) == "other" and cache.nbytes == 2 * (1000 + ENTRY_OVERHEAD)
+    cache.put(("w", b"v2", "t"), "again", 1000, lineage=("w", "t"))  # same key: just replaced
+    cache.put(("w", b"v3", "t"), "newest", 1000, lineage=("w", "t"))
+    assert len(cache) == 2 and cache.get(("w", b"v3", "t")) == "newest"
+
+
 def test_tuning_is_frozen() -> None:
     with pytest.raises(FrozenInstanceError):
         TUNING.cache_bytes = 1  # type: ignore[misc]

@@ -92,8 +92,8 @@ class BM25:
 
     Owns one ``WeightsCache`` (weights per visible collection and term, with their bounds and
     impact orders; visible-id arrays; kept parts; frequency arrays) and a ``Scratch`` for sparse
-    accumulation. Safe to share between threads: both lock themselves, and nothing a query
-    receives is written afterwards."""
+    accumulation. Safe to share between threads: both lock themselves, and no array a query
+    reads changes under it (see ``WeightsCache``)."""
 
     def __init__(self, params: BM25Params | None = None, tuning: Tuning | None = None) -> None:
         self.params = params or BM25Params()
@@ -157,7 +157,7 @@ class BM25:
         hit = self._cache.get(key)
         if hit is None:
             hit = self._weigh(term, postings, sig_of_pid, length_of_pid, allowed, deaths)
-            self._cache.put(key, hit, hit[0].nbytes + hit[1].nbytes)
+            self._cache.put(key, hit, hit[0].nbytes + hit[1].nbytes, _lineage(key, allowed))
         return hit
 
     def _weigh(self, term: str, postings: Callable[[str], Postings], sig_of_pid: np.ndarray,
@@ -204,38 +204,37 @@ class BM25:
         tuning = self.tuning
         if len(named) == 1:
             t, (pids, weights) = named[0]
-            return single_term(pids, weights, partial(self._impact_order, allowed.key, t, weights),
-                               top, tuning)
+            return single_term(pids, weights, partial(self._impact_order, allowed, t, weights), top, tuning)
 
         def score_of(cand: np.ndarray) -> np.ndarray:
             return probe(cand, present, lookup)[0]
 
-        uppers = [self._upper(allowed.key, t, w) for t, (_, w) in named]
+        uppers = [self._upper(allowed, t, w) for t, (_, w) in named]
         got = maxscore(present, uppers, top, score_of, tuning.maxscore_max_candidates)
         if got is None:
-            orders = [partial(self._impact_order, allowed.key, t, w) for t, (_, w) in named]
+            orders = [partial(self._impact_order, allowed, t, w) for t, (_, w) in named]
             got = threshold(present, orders, top, score_of, tuning)
         return got
 
-    def _upper(self, collection: bytes, term: str, weights: np.ndarray) -> float:
+    def _upper(self, allowed: Allowed, term: str, weights: np.ndarray) -> float:
         """The term's largest weight (MaxScore's bound), cached with its weights."""
-        key = ("upper", collection, term)
+        key = ("upper", allowed.key, term)
         hit = self._cache.get(key)
         if hit is None:
             hit = float(weights.max())
-            self._cache.put(key, hit, 0)
+            self._cache.put(key, hit, 0, _lineage(key, allowed))
         return hit
 
-    def _impact_order(self, collection: bytes, term: str, weights: np.ndarray, depth: int) -> np.ndarray:
+    def _impact_order(self, allowed: Allowed, term: str, weights: np.ndarray, depth: int) -> np.ndarray:
         """Positions of at least the term's ``depth`` largest weights (all if fewer), largest
         first; cached with its weights, and extended only when a deeper head is asked for (most
         queries stop at the first depth)."""
-        key = ("order", collection, term)
+        key = ("order", allowed.key, term)
         hit = self._cache.get(key)
         if hit is not None and (len(hit) >= depth or len(hit) == len(weights)):
             return hit
         order = top_positions(weights, min(len(weights), depth), self.tuning)
-        self._cache.put(key, order, order.nbytes)
+        self._cache.put(key, order, order.nbytes, _lineage(key, allowed))
         return order
 
     def _lookup(self, named: list[tuple[str, tuple[np.ndarray, np.ndarray]]],
@@ -261,3 +260,10 @@ class BM25:
                                 self.params)
 
         return lookup
+
+
+def _lineage(key: tuple[str, bytes, str], allowed: Allowed) -> tuple[str, bytes, str]:
+    """What an entry keyed by a visible collection is the newest version of: the same kind of
+    entry for the same term under the same signature table. Signature versions only grow, so
+    an older collection of the same table never comes back."""
+    return key[0], allowed.table.tobytes(), key[2]

@@ -101,7 +101,7 @@ def visible(cache: WeightsCache, allowed: Allowed, sig_of_pid: np.ndarray) -> np
         return hit
     table = allowed.table
     vis = table.take(np.minimum(sig_of_pid + 1, len(table) - 1))
-    cache.put(key, vis, vis.nbytes)
+    cache.put(key, vis, vis.nbytes, ("visible", table.tobytes()))  # older collections never return
     return vis
 
 
