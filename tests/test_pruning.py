@@ -343,12 +343,15 @@ def _reference(parts: list[tuple[np.ndarray, np.ndarray]], sig_of_pid: np.ndarra
     allowed_sigs=st.sets(st.integers(0, 3), min_size=1),
     dead=st.sets(st.integers(0, 399), max_size=40),
     tf_top=st.sampled_from([3, 60]),
+    grid=st.sampled_from([0, 10**9]),
 )
-def test_kept_parts_equal_a_plain_reference(
-        runs: list[set[int]], sigs: list[int], allowed_sigs: set[int], dead: set[int], tf_top: int) -> None:
-    """Large parts keep their allowed postings across visible collections; after passages die,
-    a second visible collection (new statistics) reuses them without the dead. Ids and weights
-    equal the plain reference bit for bit."""
+def test_kept_parts_and_weight_grids_equal_a_plain_reference(
+        runs: list[set[int]], sigs: list[int], allowed_sigs: set[int], dead: set[int], tf_top: int,
+        grid: int) -> None:
+    """Large parts keep their allowed postings (and, where the (tf, length) grid is small, its
+    index) across visible collections; after passages die, a second visible collection (new
+    statistics) reuses them without the dead. Ids and weights equal the plain reference
+    bit for bit, on both the grid and the direct path."""
     from evidex.retrieve._access import Allowed
 
     size = 400
@@ -360,7 +363,9 @@ def test_kept_parts_equal_a_plain_reference(
     for s_ in allowed_sigs:
         table[s_ + 1] = True
     log = _Log()
-    bm = bm25_module.BM25(tuning=replace(TUNING, part_factor=10**9, visible_factor=10**9))  # all large
+    # Every part is large; always or never weighed through a grid.
+    bm = bm25_module.BM25(tuning=replace(TUNING, part_factor=10**9, visible_factor=10**9,
+                                         grid_factor=0 if grid else 10**9))
     first = Allowed(table, 150, 150 * 31, table.tobytes() + b"1")
     got = bm.weighted("t", lambda _t: parts, sig_of_pid, length, first, log)
     assert (got[0].tolist(), got[1].tolist()) == _reference(parts, sig_of_pid, length, first)

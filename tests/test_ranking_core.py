@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evidex.retrieve._accumulate import Scratch, accumulate
-from evidex.retrieve._bm25 import BM25Params, idf, length_norm, term_weights
+from evidex.retrieve._bm25 import BM25Params, idf, length_norm, pair_weights, term_weights
 from evidex.retrieve._cache import ENTRY_OVERHEAD, WeightsCache
 from evidex.retrieve._prune import maxscore, probe, single_term, threshold, top_positions
 from evidex.retrieve._select import select_top
@@ -57,6 +57,16 @@ def test_term_weights_are_textbook_bm25(tfs: list[int], data: st.DataObject, avg
     norm = length_norm(lengths, avgdl, params)
     want_norm = [k1 * (1 - b + b * dl / avgdl) for dl in lengths.tolist()]
     assert norm.tolist() == pytest.approx(want_norm, rel=1e-12)
+
+
+@given(tf_max=st.integers(0, 30), width=st.integers(1, 90), avgdl=st.floats(1.0, 100.0))
+def test_pair_weights_are_term_weights_of_every_pair(tf_max: int, width: int, avgdl: float) -> None:
+    table = pair_weights(tf_max, width, 1.7, avgdl, PARAMS)
+    tfs = np.repeat(np.arange(tf_max + 1, dtype=np.uint16), width)
+    lengths = np.tile(np.arange(width, dtype=np.int32), tf_max + 1)
+    assert table.tobytes() == term_weights(tfs, lengths, 1.7, avgdl, PARAMS).tobytes()
+    assert table[3 % (tf_max + 1) * width + width - 1] == term_weights(
+        np.array([3 % (tf_max + 1)]), np.array([width - 1]), 1.7, avgdl, PARAMS)[0]
 
 
 def test_term_weights_saturate_in_tf_and_fall_with_length() -> None:

@@ -40,7 +40,7 @@ from ._postings import Deaths, Part, allowed_parts, frequencies
 from ._prune import Lookup, Top, maxscore, probe, single_term, threshold, top_positions
 from ._tuning import TUNING, Tuning
 
-__all__ = ["BM25", "BM25Params", "idf", "length_norm", "term_weights"]
+__all__ = ["BM25", "BM25Params", "idf", "length_norm", "pair_weights", "term_weights"]
 
 Postings = Sequence[tuple[np.ndarray, np.ndarray]]
 _EMPTY_P = np.zeros(0, dtype=np.int32)
@@ -85,6 +85,16 @@ def term_weights(tfs: np.ndarray, lengths: np.ndarray, term_idf: float, avgdl: f
     np.multiply(tf, term_idf * (params.k1 + 1.0), out=tf)
     np.divide(tf, norm, out=tf)
     return tf
+
+
+def pair_weights(tf_max: int, width: int, term_idf: float, avgdl: float, params: BM25Params
+                 ) -> np.ndarray:
+    """``term_weights`` of every (tf, length) pair with tf <= tf_max and length < width, at
+    index tf * width + length. A common word's postings share a few hundred pairs, so its
+    weights are one gather from this table, with the same bits (same function, same values)."""
+    tfs = np.repeat(np.arange(tf_max + 1), width)
+    lengths = np.tile(np.arange(width), tf_max + 1)
+    return term_weights(tfs, lengths, term_idf, avgdl, params)
 
 
 class BM25:
@@ -156,8 +166,10 @@ class BM25:
         key = ("weights", allowed.key, term)
         hit = self._cache.get(key)
         if hit is None:
+            lineage = _lineage(key, allowed)
+            self._cache.retire(lineage)
             hit = self._weigh(term, postings, sig_of_pid, length_of_pid, allowed, deaths)
-            self._cache.put(key, hit, hit[0].nbytes + hit[1].nbytes, _lineage(key, allowed))
+            self._cache.put(key, hit, hit[0].nbytes + hit[1].nbytes, lineage)
         return hit
 
     def _weigh(self, term: str, postings: Callable[[str], Postings], sig_of_pid: np.ndarray,
@@ -173,7 +185,8 @@ class BM25:
         parts.sort(key=lambda pt: int(pt[0][0]))
         ordered = all(int(a[0][-1]) < int(b[0][0]) for a, b in pairwise(parts))
         if sum(len(p) for p, _ in parts) * self.tuning.visible_factor >= len(sig_of_pid):
-            masked = allowed_parts(self._cache, term, parts, allowed, sig_of_pid, deaths, self.tuning)
+            masked = allowed_parts(self._cache, term, parts, allowed, sig_of_pid, length_of_pid, deaths,
+                                   self.tuning)
         else:
             pids = np.concatenate([p for p, _ in parts]) if len(parts) > 1 else parts[0][0]
             tfs = np.concatenate([t for _, t in parts]) if len(parts) > 1 else parts[0][1]
@@ -187,8 +200,14 @@ class BM25:
         pos = 0
         for m in masked:  # each part writes its slice: no per-part arrays to concatenate
             end = pos + len(m.pids)
-            term_weights(m.tfs, length_of_pid.take(m.pids), term_idf, allowed.avgdl, self.params,
-                         out=weights[pos:end])
+            if m.pairs is None:
+                term_weights(m.tfs, length_of_pid.take(m.pids), term_idf, allowed.avgdl, self.params,
+                             out=weights[pos:end])
+            else:
+                table = pair_weights(m.pairs.tf_max, m.pairs.width, term_idf, allowed.avgdl, self.params)
+                # mode="clip": the index is within the table by construction, and numpy would
+                # otherwise write the gather to a temporary first.
+                table.take(m.pairs.index, out=weights[pos:end], mode="clip")
             pos = end
         pids = np.concatenate([m.pids for m in masked]) if len(masked) > 1 else masked[0].pids
         if not ordered:

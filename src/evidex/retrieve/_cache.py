@@ -75,6 +75,14 @@ class WeightsCache:
             while self._bytes > self.budget and len(self._entries) > 1:
                 self._drop(next(iter(self._entries)))
 
+    def retire(self, lineage: Hashable) -> None:
+        """Drop the entry stored last under ``lineage`` now, before its successor is computed:
+        once no caller holds its arrays, their memory can serve the successor's."""
+        with self._lock:
+            older = self._latest.pop(lineage, None)
+            if older is not None:
+                self._drop(older)
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

@@ -23,7 +23,7 @@ from ._access import Allowed
 from ._cache import WeightsCache
 from ._tuning import Tuning
 
-__all__ = ["Deaths", "Part", "allowed_parts", "drop", "frequencies"]
+__all__ = ["Deaths", "Pairs", "Part", "allowed_parts", "drop", "frequencies"]
 
 #: Raw postings of a term: (sorted passage ids, term frequencies) per segment.
 Postings = Sequence[tuple[np.ndarray, np.ndarray]]
@@ -39,15 +39,29 @@ class Deaths(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Pairs:
+    """Each posting's (tf, passage length) as one index, tf * width + length, into the table of
+    weights of every pair with tf <= tf_max and length < width (``_bm25.pair_weights``)."""
+
+    index: np.ndarray
+    tf_max: int
+    width: int
+
+
+@dataclass(frozen=True, slots=True)
 class Part:
-    """One segment's allowed postings of a term: sorted passage ids and their frequencies."""
+    """One segment's allowed postings of a term: sorted passage ids and their frequencies, and
+    for a part kept across writes, when they share few distinct (tf, length) pairs, ``pairs``:
+    its weights in every later visible collection are then one gather from a small table."""
 
     pids: np.ndarray
     tfs: np.ndarray
+    pairs: Pairs | None = None
 
 
 def allowed_parts(cache: WeightsCache, term: str, parts: Postings, allowed: Allowed,
-                  sig_of_pid: np.ndarray, deaths: Deaths | None, tuning: Tuning) -> list[Part]:
+                  sig_of_pid: np.ndarray, length_of_pid: np.ndarray, deaths: Deaths | None,
+                  tuning: Tuning) -> list[Part]:
     """Each raw part's postings of live passages the actor may read, for a common term.
 
     With ``deaths``, a large part's allowed postings are kept per (signature table, term):
@@ -66,10 +80,14 @@ def allowed_parts(cache: WeightsCache, term: str, parts: Postings, allowed: Allo
     kept: list[tuple[weakref.ref[np.ndarray], Part]] = []
     for raw, tf in parts:
         hit = reuse.get(id(raw))
+        large = deaths is not None and len(raw) * tuning.part_factor >= size
         if hit is not None and hit[0]() is raw and dead is not None:
             part = hit[1]
-            pids, tfs = drop(part.pids, dead, part.tfs)
-            part = part if pids is part.pids else Part(pids, tfs)
+            index = part.pairs.index if part.pairs is not None else None
+            pids, tfs, index = drop(part.pids, dead, part.tfs, index)
+            if pids is not part.pids:
+                pairs = part.pairs
+                part = Part(pids, tfs, None if pairs is None else Pairs(index, pairs.tf_max, pairs.width))
         else:
             if len(raw) * tuning.visible_factor < size:
                 # A small part (a recent write): gathers of its own ids beat building the
@@ -82,11 +100,14 @@ def allowed_parts(cache: WeightsCache, term: str, parts: Postings, allowed: Allo
             # Positions, then take(): faster than boolean indexing on a scattered mask.
             at = np.flatnonzero(keep)
             part = Part(raw.take(at), tf.take(at))
+            if large and len(part.pids):
+                part = Part(part.pids, part.tfs, pairs_of(part.tfs, length_of_pid.take(part.pids), tuning))
         out.append(part)
-        if deaths is not None and len(raw) * tuning.part_factor >= size:
+        if large:
             kept.append((weakref.ref(raw), part))
     if kept and deaths is not None:
-        nbytes = sum(p.pids.nbytes + p.tfs.nbytes + 64 for _, p in kept)
+        nbytes = sum(p.pids.nbytes + p.tfs.nbytes + (p.pairs.index.nbytes if p.pairs else 0) + 64
+                     for _, p in kept)
         cache.put(key, (deaths.deaths_mark, kept), nbytes)
     return out
 
@@ -105,9 +126,21 @@ def visible(cache: WeightsCache, allowed: Allowed, sig_of_pid: np.ndarray) -> np
     return vis
 
 
-def drop(pids: np.ndarray, dead: np.ndarray, *aligned: np.ndarray) -> tuple[Any, ...]:
-    """``pids`` and the arrays aligned with it without the passages in ``dead`` (both sorted;
-    few dead: binary search). The same objects when none of them is there."""
+def pairs_of(tfs: np.ndarray, lengths: np.ndarray, tuning: Tuning) -> Pairs | None:
+    """The (tf, length) pair index of postings with these frequencies and passage lengths, or
+    None when the table of pairs would not be much smaller than the postings."""
+    width, tf_max = int(lengths.max()) + 1, int(tfs.max())
+    if (tf_max + 1) * width * tuning.grid_factor > len(tfs):
+        return None
+    index = tfs.astype(np.int32)  # < len(tfs) / grid_factor: no overflow
+    np.multiply(index, width, out=index)
+    np.add(index, lengths, out=index)
+    return Pairs(index, tf_max, width)
+
+
+def drop(pids: np.ndarray, dead: np.ndarray, *aligned: np.ndarray | None) -> tuple[Any, ...]:
+    """``pids`` and the arrays aligned with it (None stays None) without the passages in
+    ``dead`` (both sorted; few dead: binary search). The same objects when none is there."""
     if not len(dead) or not len(pids):
         return (pids, *aligned)
     lo, hi = np.searchsorted(dead, [int(pids[0]), int(pids[-1]) + 1])
@@ -118,7 +151,7 @@ def drop(pids: np.ndarray, dead: np.ndarray, *aligned: np.ndarray) -> tuple[Any,
     at = idx[pids.take(idx) == needles]
     if not len(at):
         return (pids, *aligned)
-    return (np.delete(pids, at), *(np.delete(a, at) for a in aligned))
+    return (np.delete(pids, at), *(None if a is None else np.delete(a, at) for a in aligned))
 
 
 @dataclass(frozen=True, slots=True)

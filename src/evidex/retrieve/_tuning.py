@@ -27,6 +27,9 @@ class Tuning:
     #: Keep a segment's allowed postings of a term across writes (dropping only the dead) when
     #: the segment holds at least 1/this of the id space in them: masking again costs most.
     part_factor: int = 64
+    #: Weigh such a kept part through its table of (tf, length) pairs, one gather per posting,
+    #: when the table has at most 1/this of the part's postings (computing weights costs more).
+    grid_factor: int = 8
 
     #: Below this many postings in all, exhaustive scoring is cheaper than any pruning attempt.
     prune_min_postings: int = 50_000
