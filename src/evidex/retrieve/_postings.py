@@ -82,12 +82,7 @@ def allowed_parts(cache: WeightsCache, term: str, parts: Postings, allowed: Allo
         hit = reuse.get(id(raw))
         large = deaths is not None and len(raw) * tuning.part_factor >= size
         if hit is not None and hit[0]() is raw and dead is not None:
-            part = hit[1]
-            index = part.pairs.index if part.pairs is not None else None
-            pids, tfs, index = drop(part.pids, dead, part.tfs, index)
-            if pids is not part.pids:
-                pairs = part.pairs
-                part = Part(pids, tfs, None if pairs is None else Pairs(index, pairs.tf_max, pairs.width))
+            part = _without(hit[1], dead)
         else:
             if len(raw) * tuning.visible_factor < size:
                 # A small part (a recent write): gathers of its own ids beat building the
@@ -124,6 +119,15 @@ def visible(cache: WeightsCache, allowed: Allowed, sig_of_pid: np.ndarray) -> np
     vis = table.take(np.minimum(sig_of_pid + 1, len(table) - 1))
     cache.put(key, vis, vis.nbytes, ("visible", table.tobytes()))  # older collections never return
     return vis
+
+
+def _without(part: Part, dead: np.ndarray) -> Part:
+    """``part`` without the passages in ``dead`` (itself when none of them is in it)."""
+    pids, tfs, index = drop(part.pids, dead, part.tfs, None if part.pairs is None else part.pairs.index)
+    if pids is part.pids:
+        return part
+    pairs = None if part.pairs is None else Pairs(index, part.pairs.tf_max, part.pairs.width)
+    return Part(pids, tfs, pairs)
 
 
 def pairs_of(tfs: np.ndarray, lengths: np.ndarray, tuning: Tuning) -> Pairs | None:
