@@ -1,4 +1,8 @@
-"""MaxScore pruning must never change a result: compare with the exhaustive disjunction."""
+"""Pruning and the kept derived arrays never change a result: searches through a real store
+equal the exhaustive disjunction, and BM25's weighted postings (masked, kept across writes,
+weighed through pair tables, probed through frequency arrays) equal a plain reference.
+
+The pure functions these rest on are tested one by one in test_ranking_core.py."""
 
 from __future__ import annotations
 
@@ -17,10 +21,8 @@ from evidex import Actor, Document, KnowledgeBase
 from evidex.model import Filters
 from evidex.query import words
 from evidex.retrieve import Candidates, hits_from, keyword_candidates
-from evidex.retrieve._accumulate import Scratch, accumulate
 from evidex.retrieve._cache import WeightsCache
 from evidex.retrieve._postings import frequencies, visible
-from evidex.retrieve._prune import probe, threshold, top_positions
 from evidex.retrieve._tuning import TUNING
 
 VOCAB = ["the", "a", "of", "kiwi", "mango", "plum", "pear", "fig", "lime", "date"]
@@ -75,30 +77,6 @@ def test_threshold_algorithm_equals_exhaustive(docs: list[list[list[str]]], quer
     with tuned(prune_min_postings=0, maxscore_max_candidates=0, ta_depths=(1, 2, 4), ta_head_share=0,
                dense_probe_factor=dense[0], dense_after_probes=dense[1], dense_min_candidates=0):
         _check(actor, docs, query, limit, cap)
-
-
-def test_threshold_algorithm_hands_over_when_its_heads_hold_most_postings() -> None:
-    """Probing the heads of terms that have few postings beyond them costs more than scoring
-    every posting: the threshold algorithm then gives up before probing anything."""
-    calls: list[int] = []
-
-    def top(cand: np.ndarray, scores: np.ndarray) -> tuple[bool, float]:
-        calls.append(len(cand))
-        return False, 0.0
-
-    pids = np.arange(10, dtype=np.int32)
-    weights = np.linspace(1.0, 2.0, 10)
-    present = [(pids, weights), (pids + 5, weights)]  # 20 postings
-    orders = [lambda d: np.argsort(-weights, kind="stable")[:d]] * 2
-
-    def score_of(cand: np.ndarray) -> np.ndarray:
-        return probe(cand, present)[0]
-
-    # Heads of 12 postings of 20: not worth probing.
-    assert threshold(present, orders, top, score_of, replace(TUNING, ta_depths=(6,))) is None
-    assert calls == []
-    threshold(present, orders, top, score_of, replace(TUNING, ta_depths=(3,)))  # heads of 6
-    assert calls == [6]
 
 
 def test_threshold_algorithm_stops_early_on_common_words(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -193,31 +171,6 @@ def _compare(kb: KnowledgeBase, actor: Actor, q: str, limit: int, cap: int | Non
     assert every == want_all
 
 
-@settings(max_examples=80, deadline=None)
-@given(
-    size=st.integers(1, 400),
-    terms=st.lists(st.tuples(st.sets(st.integers(0, 399), min_size=1, max_size=60),
-                             st.floats(0.01, 20.0)), min_size=1, max_size=5),
-)
-def test_dense_and_sparse_accumulation_are_bit_identical(size: int, terms: list) -> None:
-    """The two exhaustive paths (bincount over the id space, scratch arrays) must agree exactly,
-    or which one runs (a function of collection size) would change scores."""
-
-    present = []
-    for ids, base in terms:
-        p = np.array(sorted(i for i in ids if i < size), dtype=np.int32)
-        if len(p):
-            present.append((p, base * (1.0 + np.arange(len(p)) / 7.0)))
-    if not present:
-        return
-    dense = accumulate(present, size, Scratch(), 10**9)
-    sparse = accumulate(present, size, Scratch(), 0)
-    d = dict(zip(dense[0].tolist(), dense[1].tolist(), strict=True))
-    s = dict(zip(sparse[0].tolist(), sparse[1].tolist(), strict=True))
-    assert d == s
-    assert set(d) == {int(i) for p, _ in present for i in p}
-
-
 @settings(max_examples=120, deadline=None)
 @given(
     size=st.integers(1, 300),
@@ -252,57 +205,7 @@ def test_weighted_postings_equal_a_plain_reference(size: int, runs: list[set[int
     allowed = Allowed(table, max(1, size // 2), max(1, size * 20), table.tobytes())
     bm = bm25_module.BM25(tuning=replace(TUNING, visible_factor=visible_factor))
     got = bm.weighted("t", lambda _t: parts, sig_of_pid, length, allowed)
-    # Reference: every posting once per (run, id), masked, stably sorted, weighed.
-    pids = np.concatenate([p for p, _ in parts]) if parts else np.zeros(0, np.int32)
-    tfs = np.concatenate([t for _, t in parts]) if parts else np.zeros(0, np.uint16)
-    keep = allowed.mask(sig_of_pid, pids)
-    pids, tf = pids[keep], tfs[keep].astype(np.float64)
-    order = np.argsort(pids, kind="stable")
-    pids, tf = pids[order], tf[order]
-    assert got[0].tolist() == pids.tolist()
-    if len(pids):
-        k1, b = 1.2, 0.75
-        idf = np.log(1.0 + (allowed.passages - len(pids) + 0.5) / (len(pids) + 0.5))
-        norm = k1 * (1.0 - b) + (k1 * b / allowed.avgdl) * length[pids]
-        assert got[1].tolist() == ((idf * (k1 + 1.0)) * tf / (tf + norm)).tolist()
-
-
-@settings(max_examples=200, deadline=None)
-@given(values=st.lists(st.integers(1, 40), min_size=1, max_size=3000), depth=st.integers(1, 400),
-       scale=st.sampled_from([1.0, 0.37]))
-def test_top_positions_are_the_largest_weights(values: list[int], depth: int, scale: float) -> None:
-    """The sampled selection returns ``depth`` positions (all, if fewer), largest weight first,
-    whose weights are exactly the ``depth`` largest (few distinct values: ties everywhere)."""
-    weights = np.array(values, dtype=np.float64) * scale
-    depth = min(depth, len(weights))
-    got = top_positions(weights, depth, TUNING)
-    assert len(got) >= depth and len(set(got.tolist())) == len(got)
-    chosen = weights[got]
-    assert (np.diff(chosen) <= 0).all()
-    assert (np.sort(chosen)[::-1][:depth] == np.sort(weights)[::-1][:depth]).all()
-
-
-def test_top_positions_complete_a_tie_at_the_threshold() -> None:
-    """A common word's weights are mostly one value: the sample's threshold then is that value,
-    and the answer is every larger weight plus enough of the tied ones."""
-    weights = np.ones(10_000)
-    weights[7:10_000:200] = 2.0  # 50 larger weights
-    weights[3] = 3.0
-    got = top_positions(weights, 100, TUNING)
-    assert len(got) == 100 and len(set(got.tolist())) == 100
-    assert got[0] == 3 and (weights[got[1:51]] == 2.0).all() and (weights[got[51:]] == 1.0).all()
-
-
-def test_top_positions_fall_back_when_the_sample_misleads() -> None:
-    """A sample that sees only the few largest weights (too few candidates) or only the
-    smallest (too many) must not change the answer: the full selection runs instead."""
-    few = np.ones(4000)
-    few[0:300:10] = 50.0  # 30 huge weights, all on sampled positions (step 10 for depth 100)
-    many = np.ones(4000)
-    many[1:1000:10] = 50.0  # 100 huge weights, none sampled
-    for weights in (few, many):
-        got = top_positions(weights, 100, TUNING)
-        assert (np.sort(weights[got])[::-1][:100] == np.sort(weights)[::-1][:100]).all()
+    assert (got[0].tolist(), got[1].tolist()) == _reference(parts, sig_of_pid, length, allowed)
 
 
 class _Log:
@@ -323,8 +226,9 @@ class _Log:
 
 def _reference(parts: list[tuple[np.ndarray, np.ndarray]], sig_of_pid: np.ndarray, length: np.ndarray,
                allowed: object) -> tuple[list[int], list[float]]:
-    pids = np.concatenate([p for p, _ in parts])
-    tfs = np.concatenate([t for _, t in parts])
+    """Every posting once per (run, id), masked, stably sorted, weighed by the textbook formula."""
+    pids = np.concatenate([p for p, _ in parts]) if parts else np.zeros(0, np.int32)
+    tfs = np.concatenate([t for _, t in parts]) if parts else np.zeros(0, np.uint16)
     keep = allowed.mask(sig_of_pid, pids)  # type: ignore[attr-defined]
     pids, tf = pids[keep], tfs[keep].astype(np.float64)
     order = np.argsort(pids, kind="stable")
