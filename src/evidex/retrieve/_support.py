@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ._bm25 import bm25_idf
+from ._bm25 import idf as bm25_idf
 from ._language import FUNCTION_WORDS
 from ._sentences import sentence_spans
 
