@@ -102,7 +102,8 @@ def _errors(fn: F) -> F:
 def _open() -> KnowledgeBase:
     r = state.cfg.retrieval
     return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
-                              embedder=state.embedder or r.embedder)
+                              embedder=state.embedder or r.embedder,
+                              vector_timeout_ms=r.vector.timeout_ms)
 
 
 @contextmanager
@@ -231,8 +232,11 @@ def search(
                          fusion=r.fuse if fusion is None else fusion, rrf_k=r.rrf_k,
                          window=r.window, alpha=r.alpha, max_per_document=r.max_per_document)
     if as_json:
-        _emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence})
+        _emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence,
+               "fallback": hits.fallback})
         return
+    if hits.fallback:
+        typer.echo(f"fallback: keyword ({hits.fallback['reason']}: {hits.fallback['detail']})")
     if not hits:
         typer.echo("No passage you may read matches this query.")
         return

@@ -8,6 +8,7 @@ handles (SQLite handles never cross a fork).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -80,7 +81,8 @@ def build_app(db: str, config: str | Path | Config) -> Any:
 
     cfg = load_config(config) if isinstance(config, str | Path) else config
     run_sync, run_drift = source_operations(db, cfg) if cfg.sources else (None, None)
-    return create_app(db, require_settings(cfg), sync=run_sync, drift=run_drift,
+    handles = functools.partial(KnowledgeBase.open, db, vector_timeout_ms=cfg.retrieval.vector.timeout_ms)
+    return create_app(handles, require_settings(cfg), sync=run_sync, drift=run_drift,
                       answer_settings=cfg.answer_settings(), generator=cfg.answer.generator)
 
 
