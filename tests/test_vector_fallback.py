@@ -65,7 +65,8 @@ def ranking(hits) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
     return [(h.document_id, h.passage) for h in hits]
 
 
-def test_a_fast_vector_leg_is_fused_and_says_no_fallback(store: KnowledgeBase, slow_embedder: list[float]) -> None:
+def test_a_fast_vector_leg_is_fused_and_says_no_fallback(
+        store: KnowledgeBase, slow_embedder: list[float]) -> None:
     slow_embedder[0] = 0.05
     store.vector_timeout_ms = 30_000
     res = store.search(STAFF, fresh("return boots refund"), explain=True)
