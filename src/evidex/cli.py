@@ -444,11 +444,13 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Address (default: server.host, 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: server.port, 8000).")] = None,
     workers: Annotated[int, typer.Option(min=1, max=64, help="uvicorn worker processes.")] = 1,
+    scheduled: Annotated[bool, typer.Option("--schedule/--no-schedule", help=(
+        "Also run the configuration's scheduled syncs and drift checks."))] = True,
 ) -> None:
     """Serve the HTTP API (/v1/...) and the web page over --db until interrupted."""
     from .server import serve as run_service
 
-    run_service(state.db, _server_config(config), host, port, workers)
+    run_service(state.db, _server_config(config), host, port, workers, schedule=scheduled)
 
 
 @app.command("mcp")
@@ -587,5 +589,7 @@ def main() -> None:
         code = 1
     sys.exit(code if isinstance(code, int) else 0)
 
+
+from . import _cli_ops  # noqa: E402,F401  (registers evidex schedule and evidex runs)
 
 __all__ = ["FRONT_MATTER_KEYS", "app", "main"]

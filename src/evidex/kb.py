@@ -61,6 +61,7 @@ from .store import (
     DocumentWrite,
     MissingVectors,
     PassageWrite,
+    RunRecord,
     SourceEntry,
     Store,
     StoredDocument,
@@ -460,6 +461,17 @@ class KnowledgeBase:
         """Every stored document (of ``tenant``), without access checks: for operators and
         sync, never for answering a caller (``document`` is that)."""
         return list(self.store.iter_documents(tenant))
+
+    def record_run(self, run: RunRecord) -> int:
+        """Append a sync/drift run record to the store's run log; returns its id."""
+        if not isinstance(run, RunRecord):
+            raise EvidexError("run must be an evidex.store.RunRecord")
+        return self.store.record_run(run)
+
+    def runs(self, limit: int = 100, *, source: str | None = None,
+             tenant: str | None = None) -> list[RunRecord]:
+        """The latest ``limit`` runs (of ``source``, of ``tenant``'s sources), newest first."""
+        return self.store.runs(_positive_int(limit, "limit", 10_000, err=EvidexError), source, tenant)
 
     def check_readable(self) -> None:
         """Take and release a read snapshot: raises when the store cannot be read now (what a

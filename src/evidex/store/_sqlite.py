@@ -34,6 +34,7 @@ from ._contract import (
     StoredPassage,
 )
 from ._merger import Merger
+from ._runs import RunRecord, sqlite_record_run, sqlite_runs
 from ._segments import (
     PACK_LIMIT,
     PID,
@@ -725,6 +726,14 @@ class SQLiteStore:
             rows = (self._conn.execute(q + " ORDER BY tenant, doc_id") if source is None else
                     self._conn.execute(q + " WHERE source = ? ORDER BY tenant, doc_id", (source,)))
             return [SourceEntry(*r) for r in rows.fetchall()]
+
+    def record_run(self, run: RunRecord) -> int:
+        with self._lock, self._write_gate:
+            return sqlite_record_run(self._conn, run)
+
+    def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None) -> list[RunRecord]:
+        with self._lock:
+            return sqlite_runs(self._conn, limit, source, tenant)
 
     def _stack(self, vectors: list[np.ndarray | None]) -> np.ndarray | None:
         if self.embedder == "none":
