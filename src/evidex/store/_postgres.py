@@ -66,7 +66,7 @@ from ._contract import (
     StoredPassage,
 )
 from ._pg_schema import SCHEMA_VERSION, current_version, migrate
-from ._runs import RunRecord, pg_record_run, pg_runs
+from ._runs import PostgresRunLog
 from ._segments import (
     PACK_LIMIT,
     PID,
@@ -423,7 +423,7 @@ _PASSAGE_SELECT = (
 
 
 
-class PostgresStore:
+class PostgresStore(PostgresRunLog):
     """One schema of a PostgreSQL database; safe for many reader and writer processes."""
 
     def __init__(
@@ -867,14 +867,6 @@ class PostgresStore:
             rows = (conn.execute(q + " ORDER BY tenant, doc_id") if source is None else  # type: ignore[operator]
                     conn.execute(q + " WHERE source = %s ORDER BY tenant, doc_id", (source,)))
             return [SourceEntry(*r) for r in rows.fetchall()]
-
-    def record_run(self, run: RunRecord) -> int:
-        with self._connection() as conn:
-            return pg_record_run(conn, run)
-
-    def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None) -> list[RunRecord]:
-        with self._connection() as conn:
-            return pg_runs(conn, limit, source, tenant)
 
     def remove(self, tenant: str, doc_id: str) -> bool:
         def run() -> bool:

@@ -1,6 +1,7 @@
 """The run log: one row per scheduled (or requested) sync or drift run of a source.
 
-Kept apart from the documents: writing a run record never bumps the store generation (search
+The stores get ``record_run`` and ``runs`` from the two mixins at the end. Kept apart from the
+documents: writing a run record never bumps the store generation (search
 caches stay valid) and the table is created on first use, so stores made before it need no
 migration. Both backends share the SQL below except for parameter markers and the key column.
 """
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RunRecord", "pg_record_run", "pg_runs", "sqlite_record_run", "sqlite_runs"]
+__all__ = ["PostgresRunLog", "RunRecord", "SQLiteRunLog"]
 
 _COLUMNS = ("kind, source, tenant, scheduled_for, started_at, ended_at, ok, counts, problems")
 _TABLE = """CREATE TABLE IF NOT EXISTS runs (
@@ -120,3 +122,37 @@ def pg_runs(conn: Any, limit: int, source: str | None, tenant: str | None) -> li
     rows = conn.execute(f"SELECT id, {_COLUMNS} FROM runs{where} ORDER BY id DESC LIMIT %s",
                         (*args, limit)).fetchall()
     return [_record(r) for r in rows]
+
+
+# -- the stores' methods ------------------------------------------------------------------------
+
+class SQLiteRunLog:
+    """``record_run``/``runs`` of ``SQLiteStore`` (on the handle's connection and locks)."""
+
+    _lock: Any
+    _write_gate: Any
+    _conn: sqlite3.Connection
+
+    def record_run(self, run: RunRecord) -> int:
+        with self._lock, self._write_gate:
+            return sqlite_record_run(self._conn, run)
+
+    def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None
+             ) -> list[RunRecord]:
+        with self._lock:
+            return sqlite_runs(self._conn, limit, source, tenant)
+
+
+class PostgresRunLog:
+    """``record_run``/``runs`` of ``PostgresStore`` (a pooled connection, committed on exit)."""
+
+    _connection: Callable[[], AbstractContextManager[Any]]
+
+    def record_run(self, run: RunRecord) -> int:
+        with self._connection() as conn:
+            return pg_record_run(conn, run)
+
+    def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None
+             ) -> list[RunRecord]:
+        with self._connection() as conn:
+            return pg_runs(conn, limit, source, tenant)

@@ -34,7 +34,7 @@ from ._contract import (
     StoredPassage,
 )
 from ._merger import Merger
-from ._runs import RunRecord, sqlite_record_run, sqlite_runs
+from ._runs import SQLiteRunLog
 from ._segments import (
     PACK_LIMIT,
     PID,
@@ -396,7 +396,7 @@ def _get_vectors(c: sqlite3.Connection, segments: Sequence[int], model: str,
     return {s: p[0] if len(p) == 1 else np.concatenate(p) for s, p in parts.items()}
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteRunLog):
     """One SQLite file; safe for many reader processes and serialised writers."""
 
     def __init__(
@@ -726,14 +726,6 @@ class SQLiteStore:
             rows = (self._conn.execute(q + " ORDER BY tenant, doc_id") if source is None else
                     self._conn.execute(q + " WHERE source = ? ORDER BY tenant, doc_id", (source,)))
             return [SourceEntry(*r) for r in rows.fetchall()]
-
-    def record_run(self, run: RunRecord) -> int:
-        with self._lock, self._write_gate:
-            return sqlite_record_run(self._conn, run)
-
-    def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None) -> list[RunRecord]:
-        with self._lock:
-            return sqlite_runs(self._conn, limit, source, tenant)
 
     def _stack(self, vectors: list[np.ndarray | None]) -> np.ndarray | None:
         if self.embedder == "none":
