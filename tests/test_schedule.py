@@ -156,7 +156,7 @@ def test_nothing_scheduled_is_a_clear_error(tmp_path: Path) -> None:
     config = write(tmp_path / "k.yaml", "freshness: {drift_check: daily}\n")
     done = subprocess.run([str(EVIDEX), "--db", str(tmp_path / "kb.db"), "--config", str(config),
                            "schedule"], capture_output=True, text=True, timeout=60)
-    assert done.returncode != 0 and "nothing is scheduled" in done.stderr
+    assert done.returncode == 1 and "error: nothing is scheduled" in done.stderr
 
 
 def test_the_run_log_on_every_backend(any_kb: KnowledgeBase) -> None:

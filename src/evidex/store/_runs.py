@@ -56,6 +56,13 @@ class RunRecord:
                 "ended_at": self.ended_at, "ok": self.ok, "counts": dict(self.counts),
                 "problems": list(self.problems)}
 
+    def line(self) -> str:
+        """One line for a terminal or a log: when, what, and how it went."""
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()) if v)
+        status = "ok" if self.ok else f"{len(self.problems)} problem(s): " + "; ".join(self.problems)
+        return (f"{self.started_at} .. {self.ended_at[11:]}  {self.kind:5} {self.source}: {status}"
+                f"{'; ' + counts if counts else ''}")
+
     def _row(self) -> tuple[Any, ...]:
         return (self.kind, self.source, self.tenant, self.scheduled_for, self.started_at,
                 self.ended_at, self.ok, json.dumps(self.counts, sort_keys=True),
