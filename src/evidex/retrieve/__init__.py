@@ -6,6 +6,7 @@ names are its parts, for callers (benchmarks, tests) that measure or check one o
 
 from ._access import Allowed, allowed_signatures
 from ._bm25 import BM25, BM25Params
+from ._deadline import Deadline, Fallback, embed_within
 from ._evidence import (
     EVIDENCE_THRESHOLDS,
     EvidenceThresholds,
@@ -43,7 +44,9 @@ __all__ = [
     "Allowed",
     "BM25Params",
     "Candidates",
+    "Deadline",
     "EvidenceThresholds",
+    "Fallback",
     "Fusion",
     "Leg",
     "PassageSupport",
@@ -51,6 +54,7 @@ __all__ = [
     "SentenceMatch",
     "allowed_signatures",
     "coverage",
+    "embed_within",
     "evidence_level",
     "fuse",
     "guess_language",

@@ -8,6 +8,11 @@
   drops, so when the capped list is short and a leg filled its window, the windows grow (x4)
   until the list is full or the legs are exhausted. Vector mode grows the same way.
 
+Hybrid search falls back to the keyword ranking (``_deadline``) when it has no query vector (a
+keyword-only store, an embedding past its deadline) or the vector search ends past the deadline;
+``SearchResults.fallback`` then says why and the evidence is measured without similarity
+(keyword signals only).
+
 Every mode ends the same way: ``hits_from`` selects and cites, ``_support`` measures how well
 the best hits (and their sentences) cover the question, the second-stage ranker (``_rerank``,
 when asked) re-orders the first ``RERANK_DEPTH`` by that evidence, and ``with_evidence`` adds
@@ -28,6 +33,7 @@ from ..query import get_analyzer
 from ..store import ReadView
 from ._access import allowed_signatures
 from ._bm25 import BM25
+from ._deadline import Deadline, Fallback
 from ._evidence import EvidenceThresholds, with_evidence
 from ._fusion import Fusion, Leg, fuse
 from ._rerank import RERANK_DEPTH, rank_score, rerank_order
@@ -57,7 +63,8 @@ def search(
     mode: str,
     limit: int,
     thresholds: EvidenceThresholds,
-    query_vector: np.ndarray | None = None,
+    query_vector: np.ndarray | Fallback | None = None,
+    deadline: Deadline | None = None,
     match: str = "any",
     filters: Filters = _NO_FILTERS,
     max_per_document: int | None = 2,
@@ -73,20 +80,21 @@ def search(
     ``analyze`` is the store's analyzer (text -> terms; default ``exact``), used to measure how
     well passages and sentences cover the question; ``question_language`` ("en", "de" or None)
     tells which passages are in another language; ``rerank`` re-orders the first
-    ``RERANK_DEPTH`` fused candidates with the second-stage ranker.
+    ``RERANK_DEPTH`` fused candidates with the second-stage ranker. In hybrid mode
+    ``query_vector`` may be the ``Fallback`` that says why there is none, and ``deadline`` is
+    when the vector search must be done; either gives the keyword ranking.
 
     Arguments are taken as valid (``KnowledgeBase.search`` checks what callers pass)."""
     depth = max(limit, RERANK_DEPTH) if rerank else limit
     finish = _Finish(view, actor, filters, terms, limit, thresholds, analyze or _EXACT.terms,
-                     question_language, rerank, query_vector)
+                     question_language, rerank,
+                     query_vector if isinstance(query_vector, np.ndarray) else None)
+    keyword = (view, bm25, actor, terms, filters, match, depth, max_per_document, explain, finish)
     if mode == "keyword":
-        if not terms:
-            return with_evidence(view, [], terms, None, None, thresholds)
-        cand = keyword_candidates(view, bm25, actor, terms, filters, match, depth, max_per_document)
-        why = _explanation(_ranked(view, cand, "keyword", len(cand.pids))) if explain else None
-        hits = hits_from(view, cand, depth, max_per_document, why)
-        return finish(hits, cand, None, None, cand.term_pids)
-    if query_vector is None:
+        return _keyword(*keyword)
+    if mode == "hybrid" and isinstance(query_vector, Fallback):
+        return _keyword(*keyword, fallback=query_vector)
+    if query_vector is None or isinstance(query_vector, Fallback):
         raise ValueError(f"mode {mode!r} needs the query vector")
     scale = 1
     term_pids: Mapping[str, np.ndarray] | None = None
@@ -99,6 +107,8 @@ def search(
             legs.append(_ranked(view, kc, "keyword", window))
             term_pids = kc.term_pids
         vc = vector_candidates(view, actor, filters, query_vector, window)
+        if mode == "hybrid" and deadline is not None and deadline.left() < 0:
+            return _keyword(*keyword, fallback=deadline.missed("the vector search"))
         best_similarity = float(vc.scores.max()) if len(vc.scores) else None
         legs.append(_ranked(view, vc, "vector", window))
         hits = _capped_hits(view, legs, mode, fusion, depth, max_per_document, explain)
@@ -168,6 +178,24 @@ class _Finish:
                 cross_language=bool(self.language and lang and lang != self.language),
                 keyword=kw.get(h.pid, 0.0) / best_kw if best_kw > 0 else 0.0))
         return out
+
+
+def _keyword(view: ReadView, bm25: BM25, actor: Actor, terms: Sequence[str], filters: Filters,
+             match: str, depth: int, max_per_document: int | None, explain: bool,
+             finish: _Finish, fallback: Fallback | None = None) -> SearchResults:
+    """The keyword ranking: BM25 ranked for exactly ``depth`` hits under the cap. A fallback's
+    evidence is measured without similarity (keyword signals only)."""
+    if fallback is not None:
+        finish.qvec = None
+    if not terms:
+        res = with_evidence(view, [], terms, None, None, finish.thresholds)
+    else:
+        cand = keyword_candidates(view, bm25, actor, terms, filters, match, depth, max_per_document)
+        why = _explanation(_ranked(view, cand, "keyword", len(cand.pids))) if explain else None
+        hits = hits_from(view, cand, depth, max_per_document, why)
+        res = finish(hits, cand, None, None, cand.term_pids)
+    res.fallback = fallback.as_dict() if fallback is not None else None
+    return res
 
 
 def _capped_hits(view: ReadView, legs: list[Leg], mode: str, fusion: Fusion, limit: int,
