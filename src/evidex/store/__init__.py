@@ -1,9 +1,15 @@
-"""Storage backends behind one contract (see ``_contract``)."""
+"""Storage backends behind one contract (see ``_contract``).
+
+The PostgreSQL backend is imported on first use (``open_store`` with a PostgreSQL URL, or the
+name ``PostgresStore``), so the library and its embedded SQLite store never load the driver.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from ..model import StoreError
 from ._contract import (
     DocumentWrite,
     HistoryEntry,
@@ -17,8 +23,11 @@ from ._contract import (
     StoredPassage,
 )
 from ._copy import CopyReport, copy_store, verify_copy
-from ._postgres import PostgresStore, is_postgres_url
+from ._location import is_postgres_url
 from ._sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from ._postgres import PostgresStore
 
 __all__ = [
     "CopyReport",
@@ -40,6 +49,24 @@ __all__ = [
     "verify_copy",
 ]
 
+POSTGRES_HINT = "PostgreSQL needs: pip install evidex[postgres]"
+
+
+def _load_postgres() -> Any:
+    try:
+        from . import _postgres
+    except ImportError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in ("psycopg", "psycopg_pool"):
+            raise StoreError(POSTGRES_HINT) from None
+        raise
+    return _postgres
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresStore":
+        return _load_postgres().PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def open_store(
     location: str | Path,
@@ -53,8 +80,9 @@ def open_store(
     PostgreSQL, a file path (or ``sqlite:///path``) is SQLite."""
     loc = str(location)
     if is_postgres_url(loc):
-        return PostgresStore(loc, analyzer=analyzer, embedder=embedder, dimension=dimension,
-                             create_embedder=create_embedder)
+        store: Store = _load_postgres().PostgresStore(loc, analyzer=analyzer, embedder=embedder,
+                                                 dimension=dimension, create_embedder=create_embedder)
+        return store
     if loc.startswith("sqlite:///"):
         loc = loc[len("sqlite:///") :]
     return SQLiteStore(loc, analyzer=analyzer, embedder=embedder, dimension=dimension,
