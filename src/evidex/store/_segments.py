@@ -70,10 +70,8 @@ class FlatPostings:
     ``terms[i]`` at ``pids[ends[i - 1]:ends[i]]`` (ascending passage ids) with ``tfs`` alongside.
 
     This is the stored layout of a small segment (``stored``; ``from_stored`` reads it back, and
-    readers look terms up in it by binary search, ``get``) and what merges work on: merging by
-    one sort over all postings costs a few array operations per merge, where a Python loop per
-    term cost ~30 us x thousands of terms (a 5,000-passage merge took 0.7 s of a one-document
-    supersede).
+    readers look terms up in it by binary search, ``get``) and what merges work on: a merge is
+    one sort over all postings, a few array operations instead of Python work per term.
     """
 
     terms: list[str]
@@ -102,8 +100,7 @@ class FlatPostings:
 
     def get(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(passage ids, term frequencies) of ``term``, or None. A binary search in the sorted
-        terms: no per-term dictionary to build when a reader loads the segment (that loop cost
-        ~20 ms for a 5,600-passage segment of ~30,000 terms)."""
+        terms: no per-term dictionary to build when a reader loads the segment."""
         i = bisect_left(self.terms, term)
         if i == len(self.terms) or self.terms[i] != term:
             return None
@@ -199,8 +196,8 @@ class SegmentCache:
         #: Term -> its postings rows in the large (row-per-term) segments. Those segments are
         #: immutable and change only with large merges and ``optimize``; a small write adds a
         #: packed segment, which ``postings`` reads from memory. So the rows stay valid across
-        #: small writes (keyed by the set of large segments): dropping them on every write made
-        #: the first query after any write refetch each common word's megabytes.
+        #: small writes (keyed by the set of large segments), and the first query after a write
+        #: does not fetch each common word's megabytes again.
         self._postings: OrderedDict[str, list[tuple[np.ndarray, np.ndarray]]] = OrderedDict()
         self._postings_bytes = 0
         self._max_postings_bytes = max_postings_bytes
@@ -216,8 +213,8 @@ class SegmentCache:
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The signature, length, document key and passage number of every id, cut to the id
         space. Ranking sizes its id-space work by these arrays (the visible-id array, dense
-        frequency arrays, thresholds between paths): at a million passages, doubling had left
-        them twice the id space, and every such step did twice the work."""
+        frequency arrays, thresholds between paths), so they must not include the room the
+        arrays keep for growth."""
         n = self.size
         return self.sig[:n], self.length[:n], self.dkey[:n], self.number[:n]
 
@@ -332,8 +329,7 @@ class SegmentCache:
 
         Rows are cached as the tuples the database returned and turned into objects on the way
         out: the garbage collector stops tracking a tuple of strings and numbers, but walks
-        every object on each full collection. 40,000 cached passage and document objects made
-        a full collection take 38 ms (inside a supersede, at 1M passages)."""
+        every cached object on each full collection, which would then pause any call."""
         return self._cached(self.passage_rows, pids, fetch, tuple, StoredPassage.from_row)
 
     def documents(self, dkeys: Iterable[int], fetch: RowFetch) -> dict[int, StoredDocument]:
