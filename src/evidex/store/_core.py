@@ -38,6 +38,7 @@ from . import _merging
 from ._contract import DocumentWrite, HistoryEntry, MissingVectors, SourceEntry, StoredDocument
 from ._dialect import Dialect, Retry, Tx, VectorStorage, now, sig_key
 from ._migrations import SCHEMA_VERSION, upgrade
+from ._schema import columns
 from ._segments import (
     PACK_LIMIT,
     PID,
@@ -58,13 +59,6 @@ __all__ = ["PendingMerge", "SQLStore"]
 
 #: Write transactions that fail with one of the dialect's ``retry_errors`` are run again.
 WRITE_RETRIES = 5
-
-PASSAGE_COLUMNS = ("pid", "dkey", "number", "start_off", "end_off", "length", "heading_path", "anchor",
-                   "page", "flags", "text")
-HISTORY_COLUMNS = ("tenant", "doc_id", "version", "content_sha256", "meta", "split", "text",
-                   "superseded_at")
-SOURCE_COLUMNS = ("source", "tenant", "doc_id", "item", "stamp", "content_sha256")
-
 
 @dataclass(frozen=True, slots=True)
 class PendingMerge:
@@ -298,7 +292,7 @@ class SQLStore:
                 tx.add(sig, len(w.passages), total)
                 written += len(w.passages)
             if prows:
-                self.dialect.insert_many(c, "passages", PASSAGE_COLUMNS, prows)
+                self.dialect.insert_many(c, "passages", columns("passages"), prows)
                 cols, postings = segment_from_rows(seg_rows)
                 self._insert_segment(c, cols, postings, self._stack(vectors), self.embedder)
             self._put_sources(tx, sources)
@@ -379,7 +373,7 @@ class SQLStore:
             tx.changed = True
 
     def source_entries(self, source: str | None = None) -> list[SourceEntry]:
-        q = f"SELECT {', '.join(SOURCE_COLUMNS)} FROM source_documents"
+        q = "SELECT source, tenant, doc_id, item, stamp, content_sha256 FROM source_documents"
         with self._connection() as c:
             rows = (c.execute(q + " ORDER BY tenant, doc_id") if source is None else
                     c.execute(q + " WHERE source = ? ORDER BY tenant, doc_id", (source,)))
@@ -450,7 +444,7 @@ class SQLStore:
         if not entries:
             return
         with self._write() as tx:
-            self.dialect.insert_many(tx.cur, "history", HISTORY_COLUMNS, [
+            self.dialect.insert_many(tx.cur, "history", columns("history")[1:], [
                 (t, d, e.version, e.content_sha256, e.meta, e.split, e.text, e.superseded_at)
                 for t, d, e in entries])
             tx.changed = True

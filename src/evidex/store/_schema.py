@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["TABLES", "Column", "Index", "Table", "column_kinds", "create_statements"]
+__all__ = ["TABLES", "Column", "Index", "Table", "column_kinds", "columns", "create_statements",
+           "schema_statements", "table"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,10 +133,15 @@ def table(name: str) -> Table:
     raise KeyError(name)
 
 
-def column_kinds(name: str, columns: tuple[str, ...]) -> list[str]:
+def columns(name: str) -> tuple[str, ...]:
+    """The column names of table ``name``, in order."""
+    return tuple(c.name for c in table(name).columns)
+
+
+def column_kinds(name: str, names: tuple[str, ...]) -> list[str]:
     """PostgreSQL binary COPY types of these columns of table ``name``."""
     kinds = {c.name: c.kind for c in table(name).columns}
-    return [_COPY_TYPES[kinds[c]] for c in columns]
+    return [_COPY_TYPES[kinds[c]] for c in names]
 
 
 def _column(c: Column, dialect: str, inline_key: bool) -> str:
