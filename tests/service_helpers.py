@@ -126,7 +126,7 @@ LAUNCHER = '''
 """Starts the app with recording sync/drift callables (what the lead will wire to sources)."""
 import json, sys
 import uvicorn
-from evidex.server._app import create_app
+from evidex.server import create_app
 from evidex.config import load_config
 
 db, config, calls, port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[5])

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evidex.config import FilesSource, RecordsSource, WebSource, load_config
+from evidex.config import FilesSource, RecordsSource, ServerSettings, WebSource, load_config
 from evidex.model import ConfigError, EvidexError
-from evidex.server._settings import ServerSettings
 
 EVIDEX = Path(sys.executable).parent / "evidex"
 

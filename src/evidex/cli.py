@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -20,11 +21,10 @@ import typer
 from . import __version__
 from .config import Config, load_config
 from .ingest import FRONT_MATTER_KEYS, load_paths
-from .kb import KnowledgeBase
-from .model import Actor, DocumentError, EvidexError, IngestReport
+from .kb import KnowledgeBase, migrate_store
+from .model import Actor, EvidexError
 
-if TYPE_CHECKING:  # the answer and sources layers load lazily: a fast start for every command
-    from .answer import AnswerSettings
+if TYPE_CHECKING:  # the sources layer loads lazily: a fast start for every command
     from .sources import SyncReport
 
 app = typer.Typer(
@@ -105,8 +105,18 @@ def _open() -> KnowledgeBase:
                               embedder=state.embedder or r.embedder)
 
 
-def _answer_settings(handoff: str | None) -> AnswerSettings:
-    return state.cfg.answer_settings(handoff)
+@contextmanager
+def _progress(description: str, show: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A transient progress bar on a terminal, as a ``progress(done, total)`` callback; None
+    (and no bar) when output is not for a person watching a terminal."""
+    if not (show and sys.stderr.isatty()):
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task(description, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 @app.callback()
@@ -175,8 +185,10 @@ def ingest(
     if missing:
         raise EvidexError(f"no such file or folder: {_safe(missing[0])}; nothing was ingested")
     loaded = load_paths(list(paths), defaults)
-    with _open() as kb:
-        report = _ingest_with_progress(kb, loaded.documents, split, show=not as_json)
+    with _open() as kb, _progress("ingesting", show=not as_json) as progress:
+        # Large inputs go in batches, each atomic; the whole input is checked before any write.
+        report = kb.ingest(loaded.documents, split=split, batch_size=INGEST_BATCH,
+                           progress=progress)
     summary = {**report.as_dict(), "rejected": len(loaded.rejected)}
     if as_json:
         _emit({**summary, "rejections": [r.__dict__ for r in loaded.rejected]})
@@ -188,30 +200,8 @@ def ingest(
         raise typer.Exit(1)
 
 
-def _ingest_with_progress(kb: KnowledgeBase, docs: list[Any], split: str, show: bool) -> Any:
-    """One atomic batch for small inputs; large inputs go in batches with a progress bar (each
-    batch atomic, duplicates across the whole input checked before anything is written)."""
-    seen: set[tuple[str, str]] = set()
-    for d in docs:
-        if (d.tenant, d.id) in seen:
-            raise DocumentError(f"document {d.id!r} of tenant {d.tenant!r} appears twice in the "
-                                "input; nothing was written")
-        seen.add((d.tenant, d.id))
-    batch = 500
-    if len(docs) <= batch:
-        return kb.ingest(docs, split=split)
-    from rich.progress import Progress
-
-    total = IngestReport()
-    with Progress(disable=not (show and sys.stderr.isatty()), transient=True) as bar:
-        task = bar.add_task("ingesting", total=len(docs))
-        for i in range(0, len(docs), batch):
-            r = kb.ingest(docs[i : i + batch], split=split)
-            total = IngestReport(total.added + r.added, total.superseded + r.superseded,
-                                 total.unchanged + r.unchanged,
-                                 total.passages_written + r.passages_written)
-            bar.advance(task, len(docs[i : i + batch]))
-    return total
+#: Documents per transaction of ``evidex ingest``.
+INGEST_BATCH = 500
 
 
 @app.command()
@@ -231,8 +221,6 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Search the passages the caller may read (defaults from --config's retrieval section)."""
-    from .retrieve import Fusion
-
     actor = _actor(tenant, groups, visibilities)
     filters = {"language": language, "tags": tag or []}
     r = state.cfg.retrieval
@@ -240,9 +228,8 @@ def search(
         hits = kb.search(actor, query, limit=r.top_k if limit is None else limit,
                          match=r.match if match is None else match, filters=filters,
                          mode=r.mode if mode is None else mode, explain=explain,
-                         fusion=Fusion(r.fuse if fusion is None else fusion, r.rrf_k, r.window,
-                                       r.alpha),
-                         max_per_document=r.max_per_document)
+                         fusion=r.fuse if fusion is None else fusion, rrf_k=r.rrf_k,
+                         window=r.window, alpha=r.alpha, max_per_document=r.max_per_document)
     if as_json:
         _emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence})
         return
@@ -277,7 +264,7 @@ def ask(
     with _open() as kb:
         ans = kb.answer(_actor(tenant, groups, visibilities), question,
                         generator=generator or state.cfg.answer.generator,
-                        settings=_answer_settings(handoff))
+                        settings=state.cfg.answer_settings(handoff))
     if as_json:
         _emit(ans.as_dict())
         return
@@ -351,12 +338,8 @@ def reembed(
     as_json: JsonOpt = False,
 ) -> None:
     """Rebuild every passage vector with another model and switch to it atomically."""
-    from rich.progress import Progress
-
-    with _open() as kb, Progress(disable=as_json or not sys.stderr.isatty(), transient=True) as bar:
-        task = bar.add_task(f"embedding with {model}", total=None)
-        count = kb.reembed(model, progress=lambda done, total: bar.update(task, completed=done,
-                                                                          total=total))
+    with _open() as kb, _progress(f"embedding with {model}", show=not as_json) as progress:
+        count = kb.reembed(model, progress=progress)
     if as_json:
         _emit({"model": model, "passages": count})
     else:
@@ -372,19 +355,7 @@ def migrate(
 ) -> None:
     """Copy a store with its history to another backend, then verify every document by its
     fingerprint, passage count and history in the target."""
-    from .store import copy_store, is_postgres_url, open_store
-
-    if not is_postgres_url(source) and not Path(source.removeprefix("sqlite:///")).is_file():
-        raise _fail(f"no store at {source}")
-    src = open_store(source)
-    try:
-        dst = open_store(target, analyzer=src.analyzer, embedder=src.embedder, dimension=src.dimension)
-        try:
-            report = copy_store(src, dst)
-        finally:
-            dst.close()
-    finally:
-        src.close()
+    report = migrate_store(source, target)
     if as_json:
         _emit({"from": source, "to": target, **report.as_dict()})
     else:
@@ -397,16 +368,33 @@ def migrate(
 @app.command("eval")
 @_errors
 def evaluate(
+    ctx: typer.Context,
     beir: Annotated[
         Path | None, typer.Option("--beir", help="BEIR folder (corpus, queries, qrels).")
     ] = None,
     qa: Annotated[
         Path | None, typer.Option("--qa", help="Question set (JSONL) to answer from --db.")
     ] = None,
+    cases: Annotated[
+        Path | None, typer.Option("--cases", help="Case file (YAML): builds its collection in a "
+                                  "new store (temporary unless --db names one) and runs its cases.")
+    ] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write the report as one HTML file (--cases).")
+    ] = None,
+    category: Annotated[
+        list[str] | None, typer.Option("--category", help="Only cases of this category (repeatable).")
+    ] = None,
+    case_type: Annotated[
+        list[str] | None, typer.Option("--type", help="Only cases of this type (repeatable).")
+    ] = None,
+    case_id: Annotated[
+        list[str] | None, typer.Option("--id", help="Only the case with this id (repeatable).")
+    ] = None,
     tenant: Annotated[str | None, typer.Option(help="Caller tenant (--qa).")] = None,
     groups: Annotated[str | None, typer.Option(help="Caller groups (--qa).")] = None,
     visibilities: VisOpt = "public,internal",
-    generator: Annotated[str | None, typer.Option(help="extractive or openai (--qa).")] = None,
+    generator: Annotated[str | None, typer.Option(help="extractive or openai (--qa, --cases).")] = None,
     mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "keyword",
     analyzer: Annotated[
         str | None, typer.Option("--analyzer", help="Analyzer (default: english).")
@@ -419,11 +407,20 @@ def evaluate(
     as_json: JsonOpt = False,
 ) -> None:
     """Measure nDCG@10, Recall@100 and MRR@10 on a BEIR-format set (temporary store; passage
-    vectors come from the embedding cache when they were computed before)."""
+    vectors come from the embedding cache when they were computed before), answer a question
+    set, or run a case file (exit status 0: its gate passed, 1: the gate failed, 2: the case
+    file or its collection is invalid)."""
     from .evaluation import evaluate_beir, evaluate_qa
 
-    if (beir is None) == (qa is None):
-        raise EvidexError("give exactly one of --beir DIR or --qa FILE")
+    if sum(x is not None for x in (beir, qa, cases)) != 1:
+        raise EvidexError("give exactly one of --beir DIR, --qa FILE or --cases FILE")
+    if cases is not None:
+        explicit_db = ctx.parent.params.get("db") if ctx.parent is not None else None
+        _eval_cases(cases, db=explicit_db, html=html, categories=tuple(category or ()),
+                    types=tuple(case_type or ()), ids=tuple(case_id or ()),
+                    embedder=embedder or state.embedder, analyzer=analyzer or state.analyzer,
+                    generator=generator or state.cfg.answer.generator, as_json=as_json)
+        return
     if qa is not None:
         if not tenant or not groups:
             raise EvidexError("--qa needs --tenant and --groups (the caller the questions come from)")
@@ -447,7 +444,33 @@ def evaluate(
             typer.echo(f"{k}: {v}")
 
 
-# -- service: evidex serve, evidex mcp (issue 6) ---------------------------------------------------
+def _eval_cases(path: Path, *, db: str | None, html: Path | None, as_json: bool,
+                **options: Any) -> None:
+    """``evidex eval --cases``: exit 0 when the gate passes, 1 when it fails, 2 when nothing
+    could be measured (invalid case file or collection, or any other error)."""
+    from .evaluation import evaluate_cases, render_html, render_text
+
+    try:
+        with _progress("cases", show=not as_json) as progress:
+            report = evaluate_cases(path, db=db, settings=state.cfg.answer_settings(),
+                                    progress=progress, **options)
+        if html is not None:
+            html.write_text(render_html(report), encoding="utf-8")
+    except (EvidexError, OSError) as exc:
+        message = str(exc) if isinstance(exc, EvidexError) else f"{exc.strerror or exc}: {exc.filename or ''}"
+        lines = message.splitlines() or ["failed"]
+        typer.echo(f"error: {_safe(lines[0])}", err=True)
+        for line in lines[1:]:
+            typer.echo(f"  {_safe(line)}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        _emit(report)
+    else:
+        sys.stdout.write(render_text(report))
+    raise typer.Exit(0 if report["gate"]["passed"] else 1)
+
+
+# -- service: evidex serve, evidex mcp ------------------------------------------------------------
 ServerConfigOpt = Annotated[
     Path | None,
     typer.Option("--config", help="Configuration file with a server: section (API keys); "
@@ -471,7 +494,7 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, max=64, help="uvicorn worker processes.")] = 1,
 ) -> None:
     """Serve the HTTP API (/v1/...) and the web page over --db until interrupted."""
-    from .server._run import serve as run_service
+    from .server import serve as run_service
 
     run_service(state.db, _server_config(config), host, port, workers)
 
@@ -481,12 +504,9 @@ def serve(
 def mcp_server(config: ServerConfigOpt = None) -> None:
     """Serve the MCP tools search, resolve and answer over stdio, as the API key in
     $EVIDEX_API_KEY (one of the configuration's server.api_keys)."""
-    from .server._mcp import run_stdio
-    from .server._run import require_settings
+    from .server import run_mcp
 
-    if not Path(state.db).is_file():
-        raise EvidexError(f"no store at {state.db}; ingest documents first")
-    run_stdio(state.db, require_settings(_server_config(config)))
+    run_mcp(state.db, _server_config(config))
 # -- end of service commands -------------------------------------------------------------------------
 
 

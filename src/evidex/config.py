@@ -5,13 +5,19 @@ values are errors naming the file, the line and the key (``ConfigError``), becau
 source's ``groups`` or ``visibility`` otherwise becomes documents the wrong people can read.
 Relative paths are relative to the configuration file, so the file means the same thing from
 any working directory.
+
+The ``server:`` section is who may call the service, as what. Identity is trusted
+configuration: each API key (stored only as its SHA-256) maps to one actor. Nothing in a
+request body can name a tenant or a group, so these models are the only place an identity is
+ever defined. They live here, not in ``evidex.server``, so reading a configuration never needs
+the server's optional packages.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -24,23 +30,23 @@ from pydantic import (
     model_validator,
 )
 
+from .answer import AnswerSettings
 from .ingest import DEFAULT_MAX_SECTION_CHARS
-from .model import _LANG, VISIBILITIES, ConfigError
+from .model import VISIBILITIES, ConfigError, is_language_tag
 from .retrieve import DEFAULT_FUSION, Fusion
-from .server._settings import ServerSettings
-
-if TYPE_CHECKING:
-    from .answer import AnswerSettings
 
 __all__ = [
     "AnswerConfig",
+    "ApiKey",
     "Config",
     "FilesSource",
     "Freshness",
+    "JwtSettings",
     "Notify",
     "RecordFields",
     "RecordsSource",
     "RetrievalConfig",
+    "ServerSettings",
     "SourceConfig",
     "SourceDefaults",
     "WebSource",
@@ -49,6 +55,7 @@ __all__ = [
 
 _SOURCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 Visibility = Literal["public", "internal", "confidential", "restricted"]
 assert set(Visibility.__args__) == VISIBILITIES  # type: ignore[attr-defined]
 
@@ -58,7 +65,7 @@ class _Strict(BaseModel):
 
 
 def _language(value: str | None) -> str | None:
-    if value is not None and not _LANG.match(value):
+    if value is not None and not is_language_tag(value):
         raise ValueError(f"must be a language tag like 'en' or 'de-CH', got {value!r}")
     return value
 
@@ -232,6 +239,116 @@ class Freshness(_Strict):
     notify: Notify = Notify()
 
 
+# -- the server: section ----------------------------------------------------------------------
+
+def _visibilities(values: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = sorted(set(values) - VISIBILITIES)
+    if unknown:
+        raise ValueError(f"unknown visibilities {unknown}; known: {sorted(VISIBILITIES)}")
+    return values
+
+
+class ApiKey(_Strict):
+    key_sha256: str = Field(description="SHA-256 hex digest of the key; the key itself is never stored")
+    tenant: str = Field(min_length=1)
+    groups: tuple[str, ...] = ()
+    visibilities: tuple[str, ...] = ("public",)
+    admin: bool = False
+    name: str | None = Field(default=None, description="a label for logs; never the key")
+
+    @field_validator("key_sha256")
+    @classmethod
+    def _hex(cls, value: str) -> str:
+        value = value.strip().lower()
+        if not _HEX64.match(value):
+            raise ValueError("must be 64 hexadecimal characters (the SHA-256 of the key)")
+        return value
+
+    @field_validator("visibilities")
+    @classmethod
+    def _known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _visibilities(value)
+
+
+class JwtSettings(_Strict):
+    """Bearer JWTs verified against configured keys; claims map to tenant and groups."""
+
+    issuer: str
+    audience: str | None = None
+    algorithms: tuple[str, ...] = ("RS256",)
+    public_key: str | None = Field(default=None, description="PEM public key (RS*/ES* algorithms)")
+    secret: str | None = Field(default=None, description="shared secret (HS* algorithms)")
+    tenant_claim: str = "tenant"
+    groups_claim: str = "groups"
+    visibilities: tuple[str, ...] = ("public",)
+    admin_group: str | None = Field(
+        default=None, description="tokens whose groups claim holds this group may run admin operations")
+    leeway_seconds: int = Field(default=30, ge=0, le=300)
+
+    @field_validator("visibilities")
+    @classmethod
+    def _known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _visibilities(value)
+
+    @model_validator(mode="after")
+    def _keys_match_algorithms(self) -> JwtSettings:
+        # A token's own header must never pick how it is checked: "none" is refused, and the
+        # key material must fit every listed algorithm, so an RS256 public key can never be
+        # used as an HS256 secret (the classic algorithm-confusion forgery).
+        if not self.algorithms:
+            raise ValueError("algorithms must not be empty")
+        hs = [a for a in self.algorithms if a.upper().startswith("HS")]
+        if any(a.lower() == "none" for a in self.algorithms):
+            raise ValueError("the 'none' algorithm is never accepted")
+        if hs and len(hs) != len(self.algorithms):
+            raise ValueError("do not mix HS* (shared secret) and public-key algorithms")
+        if hs and not self.secret:
+            raise ValueError("HS* algorithms need a secret")
+        if not hs and not self.public_key:
+            raise ValueError("public-key algorithms need public_key (PEM)")
+        return self
+
+
+class ServerSettings(_Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    api_keys: tuple[ApiKey, ...] = ()
+    jwt: JwtSettings | None = None
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    rate_limit_per_minute: int = Field(
+        default=600, ge=1,
+        description="requests per minute per key (a token bucket holding one minute's worth); "
+                    "kept in process memory, so with N workers a key may make up to N times this")
+    failed_auth_per_minute: int = Field(
+        default=30, ge=1,
+        description="failed credential checks per minute per client address; past it, every "
+                    "/v1 request from that address gets 429 before its credentials are checked "
+                    "(a guess must not be answered), until the bucket refills. Per worker process")
+    allowed_link_hosts: tuple[str, ...] = Field(
+        default=(), description="hosts whose http(s) source links the web page shows as links")
+    store_handles: int = Field(
+        default=2, ge=1, le=64,
+        description="open store handles per worker process; requests beyond this wait for one")
+
+    @field_validator("api_keys")
+    @classmethod
+    def _unique(cls, keys: tuple[ApiKey, ...]) -> tuple[ApiKey, ...]:
+        seen: set[str] = set()
+        for i, k in enumerate(keys):
+            if k.key_sha256 in seen:
+                raise ValueError(f"api key {i} repeats the key_sha256 of an earlier key")
+            seen.add(k.key_sha256)
+        return keys
+
+    @field_validator("allowed_link_hosts")
+    @classmethod
+    def _hosts(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
+        for h in hosts:
+            if not re.fullmatch(r"[a-z0-9.-]{1,253}(:[0-9]{1,5})?", h):
+                raise ValueError(f"{h!r} is not a lower-case host name (no scheme, no path)")
+        return hosts
+
+
 class Config(_Strict):
     sources: tuple[SourceConfig, ...] = ()
     defaults: SourceDefaults = SourceDefaults()
@@ -243,8 +360,6 @@ class Config(_Strict):
     def answer_settings(self, handoff: str | None = None) -> AnswerSettings:
         """The library's answer settings from the ``answer:`` and ``retrieval:`` sections (one
         place, so the CLI and the service decline and cite alike)."""
-        from .answer import AnswerSettings
-
         a, r = self.answer, self.retrieval
         offered = handoff or a.handoff or AnswerSettings().handoff
         return AnswerSettings(handoff=offered if a.when_no_evidence == "decline_and_offer_person" else "",

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import retrieve
 from .answer import Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator, answer_question
 from .cite import resolve_citation
 from .embed import (
@@ -31,46 +32,44 @@ from .model import (
     Actor,
     Document,
     DocumentError,
+    DocumentView,
     EvidexError,
     Filters,
-    Hit,
     IngestReport,
+    Passage,
     QueryError,
     Resolution,
     SearchResults,
     StoreError,
+    can_access,
 )
-from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, content_terms, get_analyzer, parse_query
+from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, get_analyzer, parse_query
 from .retrieve import (
     BM25,
     DEFAULT_FUSION,
     EVIDENCE_THRESHOLDS,
+    MODES,
     BM25Params,
-    Candidates,
     EvidenceThresholds,
     Fusion,
-    Leg,
     evidence_level,
-    fuse,
-    hits_from,
-    keyword_candidates,
-    select_top,
-    vector_candidates,
 )
 from .store import (
+    CopyReport,
     DocumentWrite,
     MissingVectors,
     PassageWrite,
     SourceEntry,
     Store,
     StoredDocument,
+    copy_store,
+    is_postgres_url,
     open_store,
 )
 
-__all__ = ["KnowledgeBase"]
+__all__ = ["KnowledgeBase", "migrate_store"]
 
 MATCHES = ("any", "all")
-MODES = ("hybrid", "keyword", "vector")
 #: Questions are sentences: longer than search queries, still bounded.
 QUESTION_LIMITS = QueryLimits(max_chars=500, max_words=40, max_word_chars=40)
 #: Environment variable naming the embedding model for new stores (default multilingual-e5-small;
@@ -87,16 +86,27 @@ def _check_model(model: str | None) -> None:
         raise StoreError(f"unknown embedding model {model!r}; known: none, {', '.join(EMBEDDERS)}")
 
 
-def _positive_int(value: object, what: str, upper: int | None = None) -> int:
+def _positive_int(value: object, what: str, upper: int | None = None,
+                  err: type[EvidexError] = QueryError) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise QueryError(f"{what} must be an int, got {type(value).__name__} {value!r}")
+        raise err(f"{what} must be an int, got {type(value).__name__} {value!r}")
     if value < 1 or (upper is not None and value > upper):
         bound = f"1..{upper}" if upper is not None else ">= 1"
-        raise QueryError(f"{what} must be in {bound}, got {value}")
+        raise err(f"{what} must be in {bound}, got {value}")
     return value
 
 
+def _check_actor(actor: object) -> None:
+    if not isinstance(actor, Actor):
+        raise EvidexError("actor must be an evidex.Actor built by trusted code")
+
+
 class KnowledgeBase:
+    """A knowledge base over one store, and the library's only door to it: each method checks
+    its arguments (a bad one is a one-line ``EvidexError``) and hands the work to the layer
+    that owns it (``retrieve.search``, ``store.apply``, ``answer_question``,
+    ``resolve_citation``). The CLI and the service reach the store only through it."""
+
     def __init__(
         self,
         store: Store,
@@ -151,10 +161,6 @@ class KnowledgeBase:
         )
         return cls(store, **settings)
 
-    @property
-    def embedder_id(self) -> str:
-        return self.store.embedder
-
     def _embedder(self) -> Embedder:
         return get_embedder(self.store.embedder)
 
@@ -183,29 +189,43 @@ class KnowledgeBase:
         max_section_chars: int = DEFAULT_MAX_SECTION_CHARS,
         keep_history: bool | None = None,
         sources: Sequence[SourceEntry] = (),
+        batch_size: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> IngestReport:
         """Add new documents, supersede changed ones, skip unchanged ones: all in one
         transaction. A batch with an invalid member is rejected whole.
 
+        ``batch_size``: write in transactions of at most that many documents instead (for inputs
+        too large for one), calling ``progress(documents done, total)`` after each; the whole
+        input is checked first, duplicates included, so an invalid input still writes nothing.
         ``sources`` records which configured source each document came from (see
-        ``evidex.sources``) in the same transaction, so a sync killed at any moment never
-        leaves a record that claims a document is up to date when it is not.
-        ``keep_history`` overrides the knowledge base's setting for this batch."""
+        ``evidex.sources``) in the transaction that writes the document, so a sync killed at
+        any moment never leaves a record that claims a document is up to date when it is not.
+        ``keep_history`` overrides the knowledge base's setting for this call."""
         if split not in SPLITS:
             raise DocumentError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
         docs = [documents] if isinstance(documents, Document) else list(documents)
-        seen: dict[tuple[str, str], int] = {}
-        for i, d in enumerate(docs):
-            if not isinstance(d, Document):
-                raise DocumentError(f"item {i} of the batch is a {type(d).__name__}, not a Document")
-            key = (d.tenant, d.id)
-            if key in seen:
-                raise DocumentError(
-                    f"document {d.id!r} of tenant {d.tenant!r} appears twice in the batch "
-                    f"(items {seen[key]} and {i}); nothing was written"
-                )
-            seen[key] = i
+        _check_batch(docs)
         keep = self.keep_history if keep_history is None else keep_history
+        if batch_size is None:
+            report = self._write(docs, split, max_section_chars, keep, sources)
+            if progress is not None:
+                progress(len(docs), len(docs))
+            return report
+        size = _positive_int(batch_size, "batch_size", err=DocumentError)
+        entries = _entries_by_document(docs, sources)
+        total = IngestReport()
+        for start in range(0, len(docs), size):
+            batch = docs[start:start + size]
+            total += self._write(batch, split, max_section_chars, keep,
+                                 [e for d in batch for e in entries.get((d.tenant, d.id), ())])
+            if progress is not None:
+                progress(start + len(batch), len(docs))
+        return total
+
+    def _write(self, docs: list[Document], split: str, max_section_chars: int, keep: bool,
+               sources: Sequence[SourceEntry]) -> IngestReport:
+        """One transaction: split, analyse, embed what changed, apply."""
         writes = [
             DocumentWrite(d, split_key(split, max_section_chars, d.sections),
                           self._passages(d, split, max_section_chars))
@@ -312,8 +332,7 @@ class KnowledgeBase:
         order the hits of this run (BM25, cosine, or fused) and mean nothing across queries;
         ``results.evidence`` is "none", "weak" or "strong" (see ``retrieve._evidence``).
         """
-        if not isinstance(actor, Actor):
-            raise EvidexError("actor must be an evidex.Actor built by trusted code")
+        _check_actor(actor)
         limit = _positive_int(limit, "limit", self.max_limit)
         if match not in MATCHES:
             raise QueryError(f"match must be one of {', '.join(MATCHES)}, got {match!r}")
@@ -331,89 +350,23 @@ class KnowledgeBase:
         terms = self._analyzer.query_terms(words)
         if not words or not actor.active:
             return SearchResults(terms=terms)
+        # Embedded before the snapshot is taken, so no read is held open while the model runs.
         model = self.store.embedder
         qvec = self._query_vector(query) if mode != "keyword" else None
         with self.store.read() as view:
-            if mode == "keyword":
-                if not terms:
-                    return self._results(view, [], terms, None)
-                cand = keyword_candidates(view, self._bm25, actor, terms, flt, match, limit,
-                                          max_per_document)
-                hits = hits_from(view, cand, limit, max_per_document,
-                                 self._explain_single(view, cand, "keyword") if explain else None)
-                return self._results(view, hits, terms, None, cand.info["term_pids"])
-            if self.store.embedder != model:  # another process re-embedded the store meanwhile
+            if qvec is not None and self.store.embedder != model:  # re-embedded meanwhile
                 qvec = self._query_vector(query)
-            # Legs are windows of candidates; when the per-document cap leaves the list short
-            # and a leg filled its window, the windows grow (x4) until the list is full or the
-            # legs are exhausted, so a long document never under-fills the result.
-            scale = 1
-            term_pids = None
-            while True:
-                win = max(fz.window, limit) * scale
-                legs = []
-                if mode == "hybrid" and terms:
-                    kc = keyword_candidates(view, self._bm25, actor, terms, flt, match, win, None)
-                    legs.append(self._ranked(view, kc, "keyword", win))
-                    term_pids = kc.info["term_pids"]
-                vc = vector_candidates(view, actor, flt, qvec, win)  # type: ignore[arg-type]
-                best_sim = float(vc.scores.max()) if len(vc.scores) else None
-                legs.append(self._ranked(view, vc, "vector", win))
-                pids, scores, why = fuse(legs, fz) if mode == "hybrid" else (
-                    legs[0].pids, legs[0].scores, self._why(legs[0]))
-                hits = hits_from(view, Candidates(pids, scores, {}), limit, max_per_document,
-                                 why if explain else None)
-                full = any(len(leg.pids) >= win for leg in legs)
-                if len(hits) >= limit or not full or max_per_document is None:
-                    break
-                scale *= 4
-            return self._results(view, hits, terms, best_sim, term_pids)
+            return retrieve.search(view, self._bm25, actor, terms, mode=mode, limit=limit,
+                                   thresholds=self._thresholds(), query_vector=qvec, match=match,
+                                   filters=flt, max_per_document=max_per_document, fusion=fz,
+                                   explain=explain)
 
     def _query_vector(self, query: str) -> np.ndarray:
         """The query's embedding, through the process-wide cache (see ``embed._queries``)."""
         return self._query_vectors.get(self.store.embedder, query, self._embedder().embed_queries)
 
-    @staticmethod
-    def _ranked(view: Any, cand: Candidates, name: str, window: int) -> Leg:
-        order = select_top(cand.scores, view.dkey, view.number, window, None, view.doc_ids,
-                           cand.pids)
-        return Leg(name, cand.pids[order], cand.scores[order])
-
-    def _explain_single(self, view: Any, cand: Candidates, name: str) -> dict[int, dict[str, Any]]:
-        return self._why(self._ranked(view, cand, name, len(cand.pids)))
-
-    @staticmethod
-    def _why(leg: Leg) -> dict[int, dict[str, Any]]:
-        return {int(p): {leg.name: {"rank": r, "score": float(s)}}
-                for r, (p, s) in enumerate(zip(leg.pids, leg.scores, strict=True), start=1)}
-
     def _thresholds(self) -> EvidenceThresholds:
         return self._evidence or EVIDENCE_THRESHOLDS.get(self.store.embedder, EVIDENCE_THRESHOLDS["none"])
-
-    def _results(self, view: Any, hits: list[Hit], terms: list[str], best_sim: float | None,
-                 term_pids: Mapping[str, np.ndarray] | None = None) -> SearchResults:
-        """Attach the evidence level. Which query terms the hits contain is read from the
-        postings (no re-analysis of the hit texts): the keyword leg's readable passages per
-        term when it ran (hits are readable, so the answer is the same), else every segment's."""
-        pids = np.array([h.pid for h in hits], dtype=np.int64)
-        contained: list[set[str]] = [set() for _ in hits]
-        for t in content_terms(terms) if hits else ():
-            known = term_pids.get(t) if term_pids is not None else None
-            runs = [known] if known is not None else [p for p, _ in view.postings(t)]
-            for p in runs:  # sorted ids: binary search; "clip" keeps ids past the end in range
-                if len(p):
-                    # In the haystack's dtype: int64 needles made numpy convert the whole int32
-                    # postings array on every call (0.35 ms per common term at 1M passages).
-                    n = pids.astype(p.dtype, copy=False)
-                    # Three array calls per term, then a short Python loop: this check took a
-                    # quarter of a SciFact search at limit 10 when it built masks per term.
-                    for i, hit in enumerate((p.take(p.searchsorted(n), mode="clip") == n).tolist()):
-                        if hit:
-                            contained[i].add(t)
-        level, signals = evidence_level(terms, contained, best_sim, self._thresholds())
-        res = SearchResults(hits, terms=terms, evidence=level)
-        res.signals = signals
-        return res
 
     def answer(
         self,
@@ -456,13 +409,40 @@ class KnowledgeBase:
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any]) -> Resolution:
         """Re-check a citation now: access, then version and fingerprint, then the quote."""
-        if not isinstance(actor, Actor):
-            raise EvidexError("actor must be an evidex.Actor built by trusted code")
+        _check_actor(actor)
         with self.store.read() as view:
             return resolve_citation(view, actor, citation)
 
+    def document(self, actor: Actor, document_id: str) -> DocumentView | None:
+        """Document ``document_id`` of the actor's tenant with its current passages, when
+        ``actor`` may read it; None otherwise. Unknown and not readable are deliberately the
+        same answer, so a caller cannot probe for documents it may not see."""
+        _check_actor(actor)
+        if not isinstance(document_id, str):
+            raise DocumentError(f"document_id must be a string, got {type(document_id).__name__}")
+        with self.store.read() as view:
+            doc = view.document(actor.tenant, document_id)
+            if doc is None or not can_access(actor, doc.tenant, doc.groups, doc.visibility):
+                return None
+            rows = view.document_passages(doc.dkey)
+        return DocumentView(
+            document_id=doc.id, version=doc.version, content_sha256=doc.content_sha256,
+            title=doc.title, source_url=doc.source_url, language=doc.language, tags=doc.tags,
+            published_at=doc.published_at, indexed_at=doc.indexed_at,
+            passages=tuple(Passage(p.number, p.start, p.end, p.text, p.heading_path, p.anchor,
+                                   p.page, p.flags) for p in rows),
+        )
+
     def documents(self, tenant: str | None = None) -> list[StoredDocument]:
+        """Every stored document (of ``tenant``), without access checks: for operators and
+        sync, never for answering a caller (``document`` is that)."""
         return list(self.store.iter_documents(tenant))
+
+    def check_readable(self) -> None:
+        """Take and release a read snapshot: raises when the store cannot be read now (what a
+        service's health check asks)."""
+        with self.store.read():
+            pass
 
     def stats(self) -> dict[str, object]:
         return self.store.stats()
@@ -478,3 +458,50 @@ class KnowledgeBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_batch(docs: list[Document]) -> None:
+    """Every item a Document, no (tenant, id) twice: checked before anything is written."""
+    seen: dict[tuple[str, str], int] = {}
+    for i, d in enumerate(docs):
+        if not isinstance(d, Document):
+            raise DocumentError(f"item {i} of the batch is a {type(d).__name__}, not a Document")
+        key = (d.tenant, d.id)
+        if key in seen:
+            raise DocumentError(
+                f"document {d.id!r} of tenant {d.tenant!r} appears twice in the batch "
+                f"(items {seen[key]} and {i}); nothing was written"
+            )
+        seen[key] = i
+
+
+def _entries_by_document(docs: list[Document], sources: Sequence[SourceEntry]
+                         ) -> dict[tuple[str, str], list[SourceEntry]]:
+    """Source entries by the document they describe, so each goes with its document's batch."""
+    out: dict[tuple[str, str], list[SourceEntry]] = {}
+    for e in sources:
+        out.setdefault((e.tenant, e.doc_id), []).append(e)
+    stray = set(out) - {(d.tenant, d.id) for d in docs}
+    if stray:
+        tenant, doc_id = min(stray)
+        raise DocumentError(f"a source entry names document {doc_id!r} of tenant {tenant!r}, "
+                            "which is not in the input; nothing was written")
+    return out
+
+
+def migrate_store(source: str, target: str) -> CopyReport:
+    """Copy the store at ``source`` with its history into the empty store ``target`` (another
+    backend, typically: a SQLite file to a ``postgresql://`` URL), then verify every document
+    in the target by fingerprint, passage count and history (see ``CopyReport``)."""
+    if not is_postgres_url(source) and not Path(source.removeprefix("sqlite:///")).is_file():
+        raise StoreError(f"no store at {source}")
+    src = open_store(source)
+    try:
+        dst = open_store(target, analyzer=src.analyzer, embedder=src.embedder,
+                         dimension=src.dimension)
+        try:
+            return copy_store(src, dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()

@@ -1,8 +1,11 @@
-"""Domain types shared by every layer.
+"""Domain types and errors shared by every layer.
 
 Everything here is plain data with validation at construction time, so a bad value is rejected
 where it enters the system (with a message that names the field) instead of deep inside a store
 transaction. Nothing in this module touches storage, ranking or I/O.
+
+Every error evidex raises on purpose is a subclass of ``EvidexError`` defined here, so callers
+catch one family and each layer raises the same class for the same kind of problem.
 """
 
 from __future__ import annotations
@@ -22,17 +25,24 @@ __all__ = [
     "ConfigError",
     "Document",
     "DocumentError",
+    "DocumentView",
     "EvidexError",
+    "FetchError",
     "Filters",
+    "GeneratorError",
     "Hit",
     "IngestReport",
+    "MissingExtraError",
+    "NotifyError",
     "Passage",
     "QueryError",
     "Resolution",
     "SearchResults",
     "Section",
+    "SourceError",
     "StoreError",
     "can_access",
+    "is_language_tag",
     "sha256_text",
 ]
 
@@ -66,7 +76,42 @@ class StoreError(EvidexError):
 
 
 class ConfigError(EvidexError):
-    """A configuration file is invalid; the message names the file, the line and the key."""
+    """A configuration (file, server section, environment) cannot be used as it is; the message
+    names the file, the line and the key where there is one."""
+
+
+class SourceError(EvidexError):
+    """A configured source as a whole cannot be listed (missing folder, sitemap unreachable).
+    Nothing of it is removed: a failed listing is not evidence that documents are gone."""
+
+
+class FetchError(EvidexError):
+    """One item of a source could not be read for a reason that may pass (network, HTTP 5xx,
+    I/O). The indexed version is kept."""
+
+
+class NotifyError(EvidexError):
+    """A drift webhook did not accept the report (transport error or a non-2xx status)."""
+
+
+class GeneratorError(EvidexError):
+    """The model server could not produce an answer (network, HTTP status, non-JSON reply)."""
+
+
+class MissingExtraError(EvidexError, ImportError):
+    """A part of evidex needs an optional extra that is not installed; the message is the one
+    line that installs it (``pip install 'evidex[server]'``). Also an ``ImportError``, which is
+    what it is underneath."""
+
+    def __init__(self, extra: str, what: str, missing: str) -> None:
+        super().__init__(f"{what} needs the {extra!r} extra ({missing} is not installed): "
+                         f"pip install 'evidex[{extra}]'")
+        self.extra = extra
+
+
+def is_language_tag(value: object) -> bool:
+    """A BCP 47-like tag as evidex accepts it: ``en``, ``de-CH``, ``zh-Hant-TW``."""
+    return isinstance(value, str) and _LANG.match(value) is not None
 
 
 def sha256_text(text: str) -> str:
@@ -172,9 +217,7 @@ class Document:
             val = getattr(self, opt)
             if val is not None and (not isinstance(val, str) or not val.strip()):
                 raise err(f"Document.{opt} of {self.id!r} must be a non-empty string or None")
-        if self.language is not None and (
-            not isinstance(self.language, str) or not _LANG.match(self.language)
-        ):
+        if self.language is not None and not is_language_tag(self.language):
             raise err(
                 f"Document.language of {self.id!r} must be a language tag like 'en' or 'de-CH', "
                 f"got {self.language!r}"
@@ -256,6 +299,40 @@ class Passage:
     heading_path: tuple[str, ...] = ()
     anchor: str | None = None
     page: int | None = None
+    #: What the injection scan (``ingest.scan``) found in the text; filled in on passages read
+    #: back from a store, empty on passages fresh from the splitter.
+    flags: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"passage": self.number, "start": self.start, "end": self.end, "quote": self.text,
+                "heading_path": list(self.heading_path), "anchor": self.anchor, "page": self.page,
+                "flags": list(self.flags)}
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentView:
+    """A document as an actor may read it now: its metadata and its current passages, what a
+    reader needs to open the whole source of a citation (``KnowledgeBase.document``)."""
+
+    document_id: str
+    version: str
+    content_sha256: str
+    title: str | None
+    source_url: str | None
+    language: str | None
+    tags: tuple[str, ...]
+    published_at: str | None
+    indexed_at: str
+    passages: tuple[Passage, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "document_id": self.document_id, "version": self.version,
+            "content_sha256": self.content_sha256, "title": self.title,
+            "source_url": self.source_url, "language": self.language, "tags": list(self.tags),
+            "published_at": self.published_at, "indexed_at": self.indexed_at,
+            "passages": [p.as_dict() for p in self.passages],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +341,12 @@ class IngestReport:
     superseded: int = 0
     unchanged: int = 0
     passages_written: int = 0
-    documents: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    def __add__(self, other: IngestReport) -> IngestReport:
+        """The report of two batches written one after the other."""
+        return IngestReport(self.added + other.added, self.superseded + other.superseded,
+                            self.unchanged + other.unchanged,
+                            self.passages_written + other.passages_written)
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -325,9 +407,7 @@ class Filters:
     tags: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        if self.language is not None and (
-            not isinstance(self.language, str) or not _LANG.match(self.language)
-        ):
+        if self.language is not None and not is_language_tag(self.language):
             raise QueryError(f"filter language must be a language tag like 'en', got {self.language!r}")
         object.__setattr__(self, "tags", _names(self.tags, "filter tags", QueryError,
                                                  allow_empty=True))

@@ -11,11 +11,12 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+from ..model import GeneratorError
 
-from ..model import EvidexError
+if TYPE_CHECKING:  # httpx loads on first use: its import pulls in click and rich
+    import httpx
 
 __all__ = ["SYSTEM_TEXT", "GeneratorError", "OpenAIConfig", "OpenAIGenerator"]
 
@@ -28,10 +29,6 @@ SYSTEM_TEXT = (
     "numbers you used. If the sources do not answer the question, reply with "
     "{\"answer\": \"\", \"citations\": []}."
 )
-
-
-class GeneratorError(EvidexError):
-    """The model server could not produce an answer (network, HTTP status, non-JSON reply)."""
 
 
 @dataclass(frozen=True)
@@ -57,10 +54,14 @@ class OpenAIConfig:
 
 class OpenAIGenerator:
     def __init__(self, config: OpenAIConfig, client: httpx.Client | None = None) -> None:
+        import httpx
+
         self.config = config
         self._client = client or httpx.Client(timeout=config.timeout_s)
 
     def generate(self, question: str, sources: list[dict[str, Any]]) -> Any:
+        import httpx
+
         body = {
             "model": self.config.model,
             "temperature": 0,

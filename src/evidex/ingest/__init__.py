@@ -1,10 +1,13 @@
-"""Turning sources into documents and documents into passages."""
+"""Turning sources into documents and documents into passages.
+
+Markdown, text and JSON Lines need nothing beyond the core install; the HTML, PDF and Word
+readers need the ``formats`` extra and are imported on first use (see ``_files``).
+"""
 
 from ._files import FORMATS, FRONT_MATTER_KEYS, LoadResult, Rejected, iter_files, load_document, load_paths
-from ._pdf import NO_TEXT_LAYER
 from ._scan import FLAGS, scan
-from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, SplitMode, slugify, split_key, split_text
-from ._structure import Extracted
+from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
+from ._structure import NO_TEXT_LAYER, Extracted
 
 __all__ = [
     "DEFAULT_MAX_SECTION_CHARS",
@@ -16,7 +19,6 @@ __all__ = [
     "Extracted",
     "LoadResult",
     "Rejected",
-    "SplitMode",
     "iter_files",
     "load_document",
     "load_paths",

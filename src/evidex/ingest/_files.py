@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..extras import require
 from ..model import Document, DocumentError, EvidexError, sha256_text
-from ._docx import extract_docx
-from ._html import extract_html
-from ._pdf import extract_pdf
 from ._split import first_heading
 from ._structure import Extracted
 
@@ -32,7 +31,11 @@ RECORD_SUFFIXES = {".jsonl"}
 #: pypdf, python-docx); nothing here parses a format by hand.
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".html": "html",
            ".htm": "html", ".pdf": "pdf", ".docx": "docx", ".jsonl": "records"}
-_EXTRACT = {"html": extract_html, "pdf": extract_pdf, "docx": extract_docx}
+#: Structured format -> (its reader module, the package the reader needs, what it reads). A
+#: reader is imported when a file of its format is first read: the packages belong to the
+#: ``formats`` extra, and a missing one rejects just those files, naming the install command.
+_READERS = {"html": ("_html", "selectolax", "HTML files"), "pdf": ("_pdf", "pypdf", "PDF files"),
+            "docx": ("_docx", "docx", "Word files")}
 FRONT_MATTER_KEYS = frozenset(
     {"id", "version", "groups", "visibility", "language", "title", "source_url", "tags",
      "published_at"}
@@ -122,10 +125,10 @@ def load_document(data: bytes, fmt: str, defaults: dict[str, Any], *, doc_id: st
             # Without an explicit version the content decides: an edited file is a new version.
             fields["version"] = sha256_text(body)[:12]
         return Document.from_mapping(fields)
-    extract = _EXTRACT.get(fmt)
-    if extract is None:
+    if fmt not in _READERS:
         raise DocumentError(f"unsupported format {fmt!r}")
-    found: Extracted = extract_html(data, charset) if fmt == "html" else extract(data)
+    extract = _reader(fmt)
+    found: Extracted = extract(data, charset) if fmt == "html" else extract(data)
     fields = {**base, "id": doc_id, "text": found.text}
     if found.language:
         fields["language"] = found.language  # what the file declares beats the default
@@ -138,6 +141,12 @@ def load_document(data: bytes, fmt: str, defaults: dict[str, Any], *, doc_id: st
     doc = Document.from_mapping(fields)
     return Document(**{**{f: getattr(doc, f) for f in Document.__dataclass_fields__},
                        "sections": found.sections})
+
+
+def _reader(fmt: str) -> Callable[..., Extracted]:
+    module, package, what = _READERS[fmt]
+    require("formats", f"reading {what}", package)
+    return getattr(import_module(f"{__package__}.{module}"), f"extract_{fmt}")  # type: ignore[no-any-return]
 
 
 def load_paths(paths: list[Path], defaults: dict[str, Any]) -> LoadResult:

@@ -16,11 +16,10 @@ from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
 from ..model import DocumentError, Section
-from ._structure import Extracted, collapse
+from ._structure import NO_TEXT_LAYER, Extracted, collapse
 
 __all__ = ["NO_TEXT_LAYER", "extract_pdf"]
 
-NO_TEXT_LAYER = "no text layer (needs OCR)"
 _BLANKS = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
 
 

@@ -15,15 +15,13 @@ import json
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import Literal
 
 from markdown_it import MarkdownIt
 
 from ..model import DocumentError, Passage, Section
 
-__all__ = ["SPLITS", "SplitMode", "slugify", "split_key", "split_text"]
+__all__ = ["SPLITS", "slugify", "split_key", "split_text"]
 
-SplitMode = Literal["paragraph", "heading", "document"]
 SPLITS: tuple[str, ...] = ("paragraph", "heading", "document")
 
 #: Default maximum section length (characters) in heading mode before a section is divided at

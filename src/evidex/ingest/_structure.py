@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from ..model import Section
 from ._split import slugify
 
-__all__ = ["TABLE_CHUNK_CHARS", "Extracted", "TextBuilder", "collapse"]
+__all__ = ["NO_TEXT_LAYER", "TABLE_CHUNK_CHARS", "Extracted", "TextBuilder", "collapse"]
+
+#: Why a PDF whose pages yield no text at all (a scan) is refused rather than indexed empty.
+NO_TEXT_LAYER = "no text layer (needs OCR)"
 
 #: A long table is written as several blocks of rows, each starting with the header row again,
 #: so that whichever passage a row lands in, the row is read with its column names.

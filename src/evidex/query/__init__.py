@@ -1,6 +1,6 @@
 """Query side of text handling: analyzers (text -> terms) and the query contract."""
 
-from ._analyzers import ANALYZERS, Analyzer, content_terms, get_analyzer, word_spans, words
+from ._analyzers import ANALYZERS, Analyzer, content_terms, get_analyzer, words
 from ._parse import DEFAULT_LIMITS, QueryLimits, parse_query
 
 __all__ = [
@@ -11,6 +11,5 @@ __all__ = [
     "content_terms",
     "get_analyzer",
     "parse_query",
-    "word_spans",
     "words",
 ]

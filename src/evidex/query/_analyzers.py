@@ -17,7 +17,7 @@ splitter so the query contract (what a "word" is) never depends on the analyzer:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -36,15 +36,6 @@ _WORD = re.compile(r"[^\W_]+")
 def words(text: str) -> list[str]:
     """Normalised words of ``text`` in order (duplicates kept)."""
     return _WORD.findall(nfc_lower(text))
-
-
-def word_spans(text: str) -> list[tuple[str, int, int]]:
-    """Words with their offsets in the NFC-normalised, lower-cased text.
-
-    Only used for display-side matching (coverage, highlighting), where the offsets index the
-    normalised string; for ASCII and already-NFC input that is the original string.
-    """
-    return [(m.group(), m.start(), m.end()) for m in _WORD.finditer(nfc_lower(text))]
 
 
 def _stopwords(name: str) -> frozenset[str]:
@@ -101,7 +92,7 @@ def _all_stopwords() -> frozenset[str]:
          "kann", "ich", "mein", "meine"})
 
 
-def content_terms(terms: list[str] | tuple[str, ...]) -> list[str]:
+def content_terms(terms: Sequence[str]) -> list[str]:
     """``terms`` without English and German function words ("what", "the", "ist", "die").
 
     Used where a word's mere presence is read as evidence (coverage, sentence choice), so that

@@ -1,9 +1,14 @@
-"""Ranking: permission-exact BM25, exact filtered vector search, rank fusion, evidence."""
+"""Ranking: permission-exact BM25, exact filtered vector search, rank fusion, evidence.
+
+``search`` is the one entry point for a whole search (any mode) inside a read view; the other
+names are its parts, for callers (benchmarks, tests) that measure or check one of them alone.
+"""
 
 from ._access import Allowed, allowed_signatures
 from ._bm25 import BM25, BM25Params
-from ._evidence import EVIDENCE_THRESHOLDS, EvidenceThresholds, evidence_level
+from ._evidence import EVIDENCE_THRESHOLDS, EvidenceThresholds, evidence_level, terms_in_hits
 from ._fusion import DEFAULT_FUSION, FUSIONS, Fusion, Leg, fuse
+from ._hybrid import MODES, search
 from ._search import Candidates, hits_from, keyword_candidates
 from ._select import select_top
 from ._vector import vector_candidates
@@ -13,6 +18,7 @@ __all__ = [
     "DEFAULT_FUSION",
     "EVIDENCE_THRESHOLDS",
     "FUSIONS",
+    "MODES",
     "Allowed",
     "BM25Params",
     "Candidates",
@@ -24,6 +30,8 @@ __all__ = [
     "fuse",
     "hits_from",
     "keyword_candidates",
+    "search",
     "select_top",
+    "terms_in_hits",
     "vector_candidates",
 ]

@@ -43,11 +43,11 @@ class Allowed:
 def allowed_signatures(view: ReadView, actor: Actor, filters: Filters) -> Allowed:
     """The actor's allowed signatures under ``filters`` in ``view``.
 
-    Remembered per signature list: a store builds a new list for a tenant whenever any of its
-    signatures changes (a write that adds or removes passages gives the signature a new
-    version), so the same list object means the same answer. Building the table again cost
-    2-3 us of a SciFact query's ~70 us ranking. The entry holds the list, so its id is not
-    reused while the entry lives, and the entry is used only for that very object."""
+    Remembered per signature list, so a query does not rebuild the table its predecessor
+    built: a store builds a new list for a tenant whenever any of its signatures changes (a
+    write that adds or removes passages gives the signature a new version), so the same list
+    object means the same answer. The entry holds the list, so its id is not reused while the
+    entry lives, and the entry is used only for that very object."""
     sigs = view.signatures(actor.tenant)
     key = (id(sigs), actor, filters)
     hit = _memo.get(key)

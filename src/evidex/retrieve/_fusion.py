@@ -2,10 +2,9 @@
 
 * Convex combination (default): alpha * vector + (1 - alpha) * keyword over scores min-max
   normalised within each leg's window (a passage missing from a leg contributes 0 there),
-  alpha = 0.5. Bruch et al. (2023) found it can beat RRF; on every evaluation evidex has (SciFact
-  and the German question set, both bundled models, exact and stemming analyzers: six settings,
-  benchmarks/RESULTS.md) alpha = 0.5 beat RRF by 0.015 to 0.07 nDCG@10, and no alpha in 0.3-0.6
-  was best everywhere, so 0.5 (equal weight) is the default rather than a per-set optimum.
+  alpha = 0.5. Bruch et al. (2023) found it can beat RRF, and it did on every evaluation evidex
+  has (benchmarks/RESULTS.md); no other alpha was best everywhere, so equal weight is the
+  default rather than a per-set optimum.
 * Reciprocal rank fusion: score = sum over legs of 1 / (k + rank), k = 60. Uses only ranks, so
   the incomparable scales of BM25 and cosine never meet; the choice when a collection's scores
   behave unlike the evaluated ones.

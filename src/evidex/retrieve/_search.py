@@ -1,8 +1,9 @@
-"""Keyword search: analyzer terms -> permission-exact BM25 -> selection -> cited hits."""
+"""The keyword leg and the hits: analyzer terms -> permission-exact BM25 -> selection -> cited hits."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,13 +17,17 @@ from ._select import select_top
 __all__ = ["Candidates", "hits_from", "keyword_candidates"]
 
 
+@dataclass(frozen=True, slots=True)
 class Candidates:
-    """Ranked passage ids of one retrieval leg, with the leg's own scores."""
+    """Passage ids of one retrieval leg with the leg's own scores, in no particular order."""
 
-    def __init__(self, pids: np.ndarray, scores: np.ndarray, info: dict[str, Any]) -> None:
-        self.pids = pids
-        self.scores = scores
-        self.info = info
+    pids: np.ndarray
+    scores: np.ndarray
+    #: Keyword leg: each query term's readable passage ids, sorted (their number is the term's
+    #: document frequency in the visible collection). The evidence check looks terms up here
+    #: instead of in the raw postings, which for a common term of a large store are megabytes
+    #: to fetch. None when the leg did not read postings (the vector leg).
+    term_pids: Mapping[str, np.ndarray] | None = None
 
 
 def keyword_candidates(
@@ -46,15 +51,11 @@ def keyword_candidates(
 
     # The cache epoch is the visible collection itself (``allowed.key`` carries its signatures'
     # versions), not the store generation: a write the actor cannot see keeps their caches.
-    # ``term_pids``: each term's readable passages, sorted. The evidence check of the hits looks
-    # terms up there instead of in the raw postings, which at a million passages are megabytes
-    # to fetch per common term.
     pids, scores, term_pids = bm25.score(
-        terms, view.postings, view.sig, view.length, allowed, match, None,
-        top if window else None, view,
+        terms, view.postings, view.sig, view.length, allowed, match,
+        top=top if window else None, deaths=view,
     )
-    dfs = {t: len(p) for t, p in term_pids.items()}
-    return Candidates(pids, scores, {"df": dfs, "passages": allowed.passages, "term_pids": term_pids})
+    return Candidates(pids, scores, term_pids)
 
 
 def hits_from(

@@ -30,9 +30,8 @@ def select_top(
     """Indices into ``scores`` of the selected candidates, best first.
 
     ``dkeys`` and ``numbers`` are per candidate, or, with ``pids`` (the candidates' passage
-    ids), per passage id: then only the prefix that can be selected is looked up. Gathering
-    both for every candidate (up to tens of thousands, at random places of arrays over a
-    million ids) cost more than the selection itself.
+    ids), per passage id: then only the prefix that can be selected is looked up, never every
+    candidate (tens of thousands, at random places of arrays over the whole id space).
 
     ``ties=False`` leaves equal scores in any order, for a caller that needs only how many are
     selected and the lowest selected score: neither depends on how ties are broken (within a
@@ -68,11 +67,8 @@ def _select_large(neg: np.ndarray, dk: np.ndarray, nm: np.ndarray,
                   cap: int | None, limit: int) -> np.ndarray:
     """``_select_small`` on arrays, for long prefixes (limit 100 takes ~200 entries): the same
     head, found before ties are broken, with the cap and the tie break as whole-array calls,
-    and the tie break only when the head holds ties (a quarter of SciFact's queries at limit
-    100). ``select_top`` alone on SciFact's candidates at limit 100, median of 9 rounds: 50 us
-    per query in Python, 41 us ordering and capping the whole prefix in numpy (the previous
-    code for long prefixes), 34 us this way."""
-    order = neg.argsort(kind="stable")  # the method: np.argsort's dispatch costs 0.5 us
+    and the tie break only when the head holds ties."""
+    order = neg.argsort(kind="stable")  # the method skips np.argsort's dispatch
     s = neg[order]
     kept = _kept(dk[order], cap)
     end = len(s) if len(kept) < limit else int(np.searchsorted(s, s[kept[limit - 1]], side="right"))
@@ -84,7 +80,7 @@ def _select_large(neg: np.ndarray, dk: np.ndarray, nm: np.ndarray,
     in_run[1:] |= tied
     in_run[:-1] |= tied
     hk = dk[head]
-    tied_keys = sorted(set(hk[in_run].tolist()))  # a few: np.unique costs 9 us on any size
+    tied_keys = sorted(set(hk[in_run].tolist()))  # a few keys: cheaper than np.unique
     ids = doc_ids(tied_keys)
     keys = np.array(tied_keys, dtype=hk.dtype)
     by_id = sorted(range(len(keys)), key=lambda i: ids.get(tied_keys[i], ""))
@@ -117,29 +113,25 @@ def _kept(dk: np.ndarray, cap: int | None) -> np.ndarray:
     return np.flatnonzero(occurrence < cap)
 
 
-#: Prefixes up to this many entries are ordered in plain Python (``_select_small``): at limit
-#: 10 (prefixes of ~32) Python took 13 us per SciFact query and numpy 17 us; at limit 30 (~60)
-#: they were even, at limit 50 (~100) numpy took 24 us and Python 27 us.
+#: Prefixes up to this many entries are ordered in plain Python (``_select_small``), longer ones
+#: on arrays (``_select_large``): where the two cost the same on SciFact's candidates (the
+#: figures are in benchmarks/RESULTS.md, session 12). Either gives the same selection.
 _SMALL = 64
 
 
 def _select_small(neg: list[float], dk: list[int], nm: list[int],
                   doc_ids: Callable[[Iterable[int]], dict[int, str]] | None,
                   cap: int | None, limit: int) -> list[int]:
-    """``_order`` and ``_within_cap`` for a short prefix (typically ~33 entries), as Python
-    lists: on arrays this short a dozen numpy calls cost more than the work (selection took
-    0.46 ms per query of a first-use pass at 1M that way, 0.36 ms this way). Same order: score,
-    then document id for equal scores, then passage number.
+    """The selection from a short prefix (typically ~33 entries), on Python lists: on arrays
+    this short a dozen numpy calls cost more than the work. Order: score, then document id for
+    equal scores, then passage number; at most ``cap`` entries per document.
 
-    Only the head that can be selected is ordered fully: the prefix holds twice the entries
-    the limit needs (more under a cap), and breaking ties and applying the cap all through it
-    made selection at limit 100 take 139-166 us per SciFact query, against 107-123 us for a
-    head (at limit 10: 53-56 against 46-48 us; ``select_top`` alone, same candidates, 2 runs of
-    7 rounds). The head ends with the whole run of equal scores at the limit-th entry kept
-    under the cap. How many entries the cap keeps at each score does not depend on how ties
-    are ordered (a document keeps its ``cap`` best scores either way), so the head is found
-    before ties are broken, and when it holds no ties the entries kept on the way are the
-    answer."""
+    Only the head that can be selected is ordered fully (the prefix holds twice the entries
+    the limit needs, more under a cap). The head ends with the whole run of equal scores at the
+    limit-th entry kept under the cap. How many entries the cap keeps at each score does not
+    depend on how ties are ordered (a document keeps its ``cap`` best scores either way), so
+    the head is found before ties are broken, and when it holds no ties the entries kept on
+    the way are the answer."""
     order = sorted(range(len(neg)), key=neg.__getitem__)
     kept, end = _capped(order, neg, dk, cap, limit)
     if doc_ids is None:

@@ -23,4 +23,4 @@ def vector_candidates(
     allowed = allowed_signatures(view, actor, filters)
     sigs = (np.flatnonzero(allowed.table[:-1]) - 1).tolist()
     pids, scores = view.vector_search(sigs, query, window)
-    return Candidates(pids, scores.astype(np.float64), {"passages": allowed.passages})
+    return Candidates(pids, scores.astype(np.float64))

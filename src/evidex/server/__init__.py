@@ -1,5 +1,17 @@
-"""The HTTP service, web page and MCP server: thin layers over :class:`evidex.KnowledgeBase`.
+"""The HTTP service, the web page and the MCP server: thin layers over :class:`evidex.KnowledgeBase`.
 
-Importing this package must stay cheap (the configuration loader imports its settings model);
-the FastAPI application lives in private modules imported only by ``evidex serve``.
+Needs the ``server`` extra (``pip install 'evidex[server]'``): importing this package without
+it raises ``MissingExtraError`` with that line. The library never imports this package; the
+``evidex serve`` and ``evidex mcp`` commands do, when they run.
 """
+
+from ..extras import require
+
+require("server", "the evidex service")
+
+from ._app import create_app  # noqa: E402
+from ._deps import DriftFn, SyncFn  # noqa: E402
+from ._pool import StorePool  # noqa: E402
+from ._run import build_app, run_mcp, serve  # noqa: E402
+
+__all__ = ["DriftFn", "StorePool", "SyncFn", "build_app", "create_app", "run_mcp", "serve"]

@@ -14,8 +14,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import ApiKey, JwtSettings, ServerSettings
 from ..model import Actor, EvidexError
-from ._settings import ApiKey, JwtSettings, ServerSettings
 
 __all__ = ["Authenticator", "Principal", "RateLimiter", "key_sha256"]
 

@@ -20,12 +20,13 @@ import mcp_types as types
 from pydantic import BaseModel, ValidationError
 
 from ..answer import AnswerSettings
+from ..config import ServerSettings
 from ..kb import KnowledgeBase
-from ..model import EvidexError
+from ..model import ConfigError, EvidexError
+from . import _operations
 from ._identity import Authenticator, Principal
 from ._logging import log_failure, setup_logging
 from ._schemas import AnswerRequest, Citation, SearchRequest
-from ._settings import ConfigError, ServerSettings
 
 __all__ = ["KEY_ENV", "build_server", "principal_from_env", "run_stdio"]
 
@@ -66,25 +67,15 @@ def build_server(kb: KnowledgeBase, who: Principal, *, answer_settings: AnswerSe
     from mcp.server import Server
 
     lock = threading.Lock()  # one KnowledgeBase handle: one tool call at a time
+    fusion = (answer_settings or AnswerSettings()).fusion
 
-    def run(name: str, args: BaseModel) -> dict[str, Any]:
+    def run(name: str, args: Any) -> dict[str, Any]:
         with lock:
-            return _run(name, args)
-
-    def _run(name: str, args: BaseModel) -> dict[str, Any]:
-        if name == "search":
-            a: Any = args
-            hits = kb.search(who.actor, a.query, limit=a.top_k, match=a.match, mode=a.mode,
-                             filters=a.filters.model_dump() if a.filters else None,
-                             max_per_document=a.max_per_document, explain=a.explain,
-                             fusion=a.fusion_over((answer_settings or AnswerSettings()).fusion))
-            return {"hits": [h.as_dict() for h in hits], "evidence": hits.evidence}
-        if name == "resolve":
-            return kb.resolve(who.actor, args.model_dump()).as_dict()
-        a = args
-        return kb.answer(who.actor, a.question, generator=generator,  # type: ignore[attr-defined]
-                         filters=a.filters.model_dump() if a.filters else None,  # type: ignore[attr-defined]
-                         settings=answer_settings).as_dict()
+            if name == "search":
+                return _operations.search(kb, who.actor, args, fusion)
+            if name == "resolve":
+                return _operations.resolve(kb, who.actor, args)
+            return _operations.answer(kb, who.actor, args, answer_settings, generator)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[

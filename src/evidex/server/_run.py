@@ -1,4 +1,5 @@
-"""Starting the service: ``evidex serve`` and the app factory uvicorn's worker processes call.
+"""Starting the service: ``evidex serve``, ``evidex mcp``, and the app factory of uvicorn's
+worker processes.
 
 Worker processes are started by uvicorn from an import string, so they learn the store and the
 configuration from two environment variables set here; each worker opens its own store
@@ -10,29 +11,24 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..embed._base import THREADS_ENV
-from ..model import EvidexError
-from ._settings import ConfigError, ServerSettings
+from ..config import Config, ServerSettings, load_config
+from ..embed import THREADS_ENV
+from ..kb import KnowledgeBase
+from ..model import ConfigError, EvidexError
+from ..sources import drift, sync
 
-if TYPE_CHECKING:
-    from ..config import Config
-
-__all__ = ["app_from_env", "require_settings", "serve", "source_operations"]
+__all__ = ["app_from_env", "build_app", "require_settings", "run_mcp", "serve", "source_operations"]
 
 DB_ENV = "EVIDEX_DB"
 CONFIG_ENV = "EVIDEX_SERVER_CONFIG"
 
 
-def load(config: str | Path) -> Config:
-    from ..config import load_config
-
-    return load_config(config)
-
-
 def require_settings(config: str | Path | Config) -> ServerSettings:
-    cfg = load(config) if isinstance(config, str | Path) else config
+    """The ``server:`` section of ``config`` (a file or a loaded configuration), which must let
+    someone sign in."""
+    cfg = load_config(config) if isinstance(config, str | Path) else config
     name = config if isinstance(config, str | Path) else "the configuration"
     settings = cfg.server
     if settings is None:
@@ -50,9 +46,6 @@ def _require_store(db: str) -> None:
 def source_operations(db: str, cfg: Config) -> tuple[Any, Any]:
     """sync and drift callables for the service, confined to the calling admin's tenant: an
     admin key may run exactly the configured sources whose documents belong to its tenant."""
-    from ..kb import KnowledgeBase
-    from ..sources import drift, sync
-
     def chosen(tenant: str, source: str | None) -> list[str]:
         mine = cfg.tenant_sources(tenant)
         if source is not None:
@@ -85,7 +78,7 @@ def build_app(db: str, config: str | Path | Config) -> Any:
     generator, and sync/drift when it names sources."""
     from ._app import create_app
 
-    cfg = load(config) if isinstance(config, str | Path) else config
+    cfg = load_config(config) if isinstance(config, str | Path) else config
     run_sync, run_drift = source_operations(db, cfg) if cfg.sources else (None, None)
     return create_app(db, require_settings(cfg), sync=run_sync, drift=run_drift,
                       answer_settings=cfg.answer_settings(), generator=cfg.answer.generator)
@@ -105,9 +98,8 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
     host = host or settings.host
     port = port or settings.port
     if workers > 1 and THREADS_ENV not in os.environ:
-        # Each worker embeds queries with its own OpenMP/onnxruntime pool; N pools of all cores
-        # oversubscribe the machine (measured with other work on both cores: e5 query p50 81 ms
-        # with one thread, 611 ms with two). Split the cores between workers instead.
+        # Each worker embeds queries with its own OpenMP/onnxruntime thread pool; N pools of
+        # all cores oversubscribe the machine and every query waits. Split the cores instead.
         os.environ[THREADS_ENV] = str(max(1, (os.cpu_count() or 1) // workers))
     os.environ[DB_ENV] = str(Path(db).resolve()) if "://" not in db else db
     os.environ[CONFIG_ENV] = str(Path(config).resolve())
@@ -117,3 +109,11 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
     uvicorn.run("evidex.server._run:app_from_env", factory=True, host=host, port=port, workers=workers,
                 access_log=False, log_level="warning", server_header=False,
                 limit_concurrency=512, timeout_keep_alive=15)
+
+
+def run_mcp(db: str, config: str | Path) -> None:
+    """``evidex mcp``: the MCP tools over stdio for the API key in ``$EVIDEX_API_KEY``."""
+    from ._mcp import run_stdio
+
+    _require_store(db)
+    run_stdio(db, require_settings(config))

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..config import FilesSource, RecordsSource, SourceDefaults, WebSource
 from ..ingest import FORMATS, load_document
-from ..model import Document, DocumentError, EvidexError, sha256_text
+from ..model import Document, DocumentError, EvidexError, FetchError, SourceError, sha256_text
 
 __all__ = [
     "RACY_SECONDS",
@@ -39,16 +39,6 @@ __all__ = [
 #: file system's timestamp granularity without its stamp changing; its stamp is not trusted
 #: (it is re-read next time), so a changed file is always noticed.
 RACY_SECONDS = 2.0
-
-
-class SourceError(EvidexError):
-    """The source as a whole cannot be listed (missing folder, sitemap unreachable). Nothing
-    of it is removed: a failed listing is not evidence that documents are gone."""
-
-
-class FetchError(EvidexError):
-    """One item could not be read for a reason that may pass (network, HTTP 5xx, I/O). The
-    indexed version is kept."""
 
 
 @dataclass(frozen=True)
@@ -218,8 +208,8 @@ def files_items(source: FilesSource, on_skip: Callable[[str, str], None]) -> lis
 
         def parse(data: bytes, fmt: str = fmt, doc_id: str = doc_id, rel: str = rel,
                   path: Path = path) -> Content:
-            # The link is computed only for files actually read: resolving 10,000 paths would
-            # cost more than the whole unchanged re-sync.
+            # The link is computed only for files actually read: resolving every path would
+            # cost more than an unchanged re-sync.
             if source.base_url:
                 url = source.base_url if single else source.base_url.rstrip("/") + "/" + rel
             else:

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import httpx
 
-from ..model import EvidexError
+from ..model import NotifyError
 from ._sync import SyncReport
 
 __all__ = ["NotifyError", "notify_webhook"]
-
-
-class NotifyError(EvidexError):
-    """The webhook did not accept the report (transport error or a non-2xx status)."""
 
 
 def notify_webhook(url: str, report: SyncReport, *, timeout: float = 10.0) -> int:

@@ -1,0 +1,30 @@
+"""``POST /v1/sync`` and ``GET /v1/drift``: the admin key's tenant against its sources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+
+from ._deps import ADMIN_ERRORS, Admin, Svc
+from ._schemas import SyncRequest
+
+router = APIRouter(tags=["admin"])
+
+
+@router.post("/v1/sync", responses=ADMIN_ERRORS)
+def run_sync(body: SyncRequest, who: Admin, svc: Svc) -> dict[str, Any]:
+    """Sync the admin key's tenant from its configured sources."""
+    if svc.sync is None:
+        raise HTTPException(501, "this server was started without sources configured; sync is "
+                                 "not available")
+    return dict(svc.sync(tenant=who.actor.tenant, source=body.source))
+
+
+@router.get("/v1/drift", responses=ADMIN_ERRORS)
+def run_drift(who: Admin, svc: Svc) -> dict[str, Any]:
+    """How the admin key's tenant's store differs from its sources (changes nothing)."""
+    if svc.drift is None:
+        raise HTTPException(501, "this server was started without sources configured; drift is "
+                                 "not available")
+    return dict(svc.drift(tenant=who.actor.tenant))

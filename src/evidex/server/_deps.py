@@ -1,0 +1,87 @@
+"""What every route depends on: the caller's identity and the services of this app.
+
+Routes never build an identity: ``Guard`` authenticated the request before routing and left the
+principal in the ASGI scope; ``caller`` only reads it. ``Services`` is everything
+``create_app`` was configured with, one object per app (``app.state.services``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Protocol
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from ..answer import AnswerSettings
+from ..retrieve import Fusion
+from ._identity import Principal
+from ._pool import StorePool
+from ._schemas import Problem
+
+__all__ = ["ADMIN_ERRORS", "ERRORS", "Admin", "Caller", "DriftFn", "Services", "Svc", "SyncFn"]
+
+
+class SyncFn(Protocol):
+    """Runs a sync of the caller's tenant (one source or all) and reports what changed."""
+
+    def __call__(self, *, tenant: str, source: str | None) -> Mapping[str, Any]: ...
+
+
+class DriftFn(Protocol):
+    """Reports how the caller's tenant's store differs from its sources, changing nothing."""
+
+    def __call__(self, *, tenant: str) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Services:
+    pool: StorePool
+    #: The configured answer settings (None: the library's defaults).
+    answer_settings: AnswerSettings | None
+    generator: str
+    #: A search request's fusion defaults to the configured one (``retrieval:``), as answers do.
+    fusion: Fusion
+    #: Admin operations over sources; None when the server runs without sources (501).
+    sync: SyncFn | None
+    drift: DriftFn | None
+    #: The web page with its configuration filled in.
+    page: bytes
+
+
+_bearer = HTTPBearer(auto_error=False, description="An API key from the server configuration, or a JWT "
+                                                   "signed by a configured key.")
+
+
+async def caller(request: Request,
+                 _: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> Principal:
+    who = request.scope.get("state", {}).get("principal")
+    if not isinstance(who, Principal):  # the guard authenticates every /v1 request first
+        raise HTTPException(401, "missing or invalid credentials")
+    return who
+
+
+async def admin(who: Annotated[Principal, Depends(caller)]) -> Principal:
+    if not who.admin:
+        raise HTTPException(403, "this operation needs an admin key")
+    return who
+
+
+async def services(request: Request) -> Services:
+    return request.app.state.services  # type: ignore[no-any-return]
+
+
+Caller = Annotated[Principal, Depends(caller)]
+Admin = Annotated[Principal, Depends(admin)]
+Svc = Annotated[Services, Depends(services)]
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": "missing or invalid credentials"},
+    413: {"model": Problem, "description": "the body exceeds the configured size limit"},
+    422: {"model": Problem, "description": "the body or a value breaks the API or query contract"},
+    429: {"model": Problem, "description": "rate limit of this key, or of failed credential checks "
+                                           "from this address, exceeded (see Retry-After)"},
+}
+ADMIN_ERRORS = {**ERRORS, 403: {"model": Problem, "description": "not an admin key"},
+                501: {"model": Problem, "description": "no sources are configured on this server"}}

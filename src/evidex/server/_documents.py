@@ -1,0 +1,37 @@
+"""``GET /v1/documents/{id}`` (a reader's view) and ``DELETE`` (an admin's erasure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import JSONResponse, Response
+
+from ._deps import ADMIN_ERRORS, ERRORS, Admin, Caller, Svc
+from ._schemas import DocumentResponse, Problem
+
+router = APIRouter()
+
+
+@router.get("/v1/documents/{document_id:path}", response_model=DocumentResponse,
+            responses={**ERRORS, 404: {"model": Problem, "description": "no such document for you"}},
+            tags=["retrieval"])
+def document(document_id: str, who: Caller, svc: Svc) -> Response:
+    """A document's metadata and its passages, when the caller may read it (404 otherwise:
+    unknown and not readable are indistinguishable)."""
+    with svc.pool.handle() as kb:
+        doc = kb.document(who.actor, document_id)
+    if doc is None:
+        raise HTTPException(404, "no such document is available to you")
+    return JSONResponse(doc.as_dict())
+
+
+@router.delete("/v1/documents/{document_id:path}",
+               responses={**ADMIN_ERRORS, 404: {"model": Problem, "description": "no such document"}},
+               tags=["admin"])
+def remove(document_id: str, who: Admin, svc: Svc) -> dict[str, Any]:
+    """Erase a document of the admin key's tenant with its passages and history."""
+    with svc.pool.handle() as kb:
+        if not kb.remove(who.actor.tenant, document_id):
+            raise HTTPException(404, "no such document in your tenant")
+    return {"removed": True, "document_id": document_id}

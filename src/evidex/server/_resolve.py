@@ -1,0 +1,20 @@
+"""``POST /v1/resolve``."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse, Response
+
+from . import _operations
+from ._deps import ERRORS, Caller, Svc
+from ._schemas import Citation, ResolveResponse
+
+router = APIRouter(tags=["retrieval"])
+
+
+@router.post("/v1/resolve", response_model=ResolveResponse, responses=ERRORS)
+def resolve(body: Citation, who: Caller, svc: Svc) -> Response:
+    """Re-check a citation now: ``unavailable`` (unknown, or not readable by this caller),
+    ``source_changed`` or ``quote_mismatch``."""
+    with svc.pool.handle() as kb:
+        return JSONResponse(_operations.resolve(kb, who.actor, body))
