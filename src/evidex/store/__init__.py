@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..model import StoreError
+from ..extras import require
 from ._contract import (
     DocumentWrite,
     HistoryEntry,
@@ -49,16 +49,11 @@ __all__ = [
     "verify_copy",
 ]
 
-POSTGRES_HINT = "PostgreSQL needs: pip install evidex[postgres]"
-
-
 def _load_postgres() -> Any:
-    try:
-        from . import _postgres
-    except ImportError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in ("psycopg", "psycopg_pool"):
-            raise StoreError(POSTGRES_HINT) from None
-        raise
+    """The PostgreSQL backend, imported on first use; without the extra, the install line."""
+    require("postgres", "a PostgreSQL store")
+    from . import _postgres
+
     return _postgres
 
 

@@ -26,7 +26,7 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 
 from ..model import StoreError
-from ._vectors import VectorBlocks, _exact
+from ._vectors import VectorBlocks, exact_cosines
 from ._view import SQLView
 
 if TYPE_CHECKING:
@@ -282,7 +282,7 @@ def _rescore(rows: list[tuple[Any, ...]], q: np.ndarray, k: int) -> tuple[np.nda
     if not rows:
         return _empty()
     pids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    exact = _exact(np.vstack([r[2] for r in rows]), q)
+    exact = exact_cosines(np.vstack([r[2] for r in rows]), q)
     if len(rows) > k:
         kth = np.partition(exact, len(rows) - k)[len(rows) - k]
         keep = exact >= kth
