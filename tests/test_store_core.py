@@ -132,7 +132,7 @@ def test_a_schema_5_store_upgrades_to_the_fresh_layout_and_keeps_its_data(tmp_pa
         assert "start" in columns and "start_off" not in columns
         assert c.execute("SELECT count(*) FROM tombstones").fetchone()[0] > 0
     with KnowledgeBase.open(old) as kb, KnowledgeBase.open(current) as ref:
-        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 8
+        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 9
         assert kb.stats()["tombstones"] == ref.stats()["tombstones"]
         assert _results(kb) == _results(ref)
         assert kb.source_entries() == ref.source_entries()
@@ -152,6 +152,26 @@ def test_a_schema_5_store_upgrades_to_the_fresh_layout_and_keeps_its_data(tmp_pa
     KnowledgeBase.open(old).close()  # opening again applies nothing
     with sqlite3.connect(old) as c:
         assert c.execute("SELECT name, applied_at FROM migrations ORDER BY name").fetchall() == applied
+
+
+def test_a_run_log_made_on_first_use_is_kept_by_its_migration(tmp_path: Path) -> None:
+    """Stores written between the run log and its migration created ``runs`` on first use (the
+    DDL below is that code's): the ``run_log`` migration keeps the table and its rows."""
+    path = tmp_path / "kb.db"
+    KnowledgeBase.open(path).close()
+    with sqlite3.connect(path) as c:
+        c.execute("DROP TABLE runs")
+        c.execute("DELETE FROM migrations WHERE name = 'run_log'")
+        c.execute("CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT "
+                  "NOT NULL, source TEXT NOT NULL, tenant TEXT, scheduled_for TEXT, started_at TEXT NOT "
+                  "NULL, ended_at TEXT NOT NULL, ok BOOLEAN NOT NULL, counts TEXT NOT NULL, problems "
+                  "TEXT NOT NULL)")
+        c.execute("INSERT INTO runs (kind, source, tenant, scheduled_for, started_at, ended_at, ok, "
+                  "counts, problems) VALUES ('sync', 's', 't', NULL, 'a', 'b', 1, '{\"added\": 2}', '[]')")
+    with KnowledgeBase.open(path) as kb:
+        assert [(r.kind, r.ok, r.counts) for r in kb.store.runs()] == [("sync", True, {"added": 2})]
+    KnowledgeBase.open(tmp_path / "fresh.db").close()
+    assert _layout(path) == _layout(tmp_path / "fresh.db")
 
 
 def test_a_store_from_a_newer_evidex_is_refused(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from ._contract import (
 )
 from ._copy import CopyReport, copy_store, verify_copy
 from ._location import is_postgres_url
+from ._runs import RunRecord
 from ._sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ __all__ = [
     "PassageWrite",
     "PostgresStore",
     "ReadView",
+    "RunRecord",
     "SQLiteStore",
     "Signature",
     "SourceEntry",

@@ -38,6 +38,8 @@ from . import _merging
 from ._contract import DocumentWrite, HistoryEntry, MissingVectors, SourceEntry, StoredDocument
 from ._dialect import Dialect, Retry, Tx, VectorStorage, now, sig_key
 from ._migrations import SCHEMA_VERSION, upgrade
+from ._runs import INSERT as RUN_INSERT
+from ._runs import RunRecord, select_runs
 from ._schema import columns
 from ._segments import (
     PACK_LIMIT,
@@ -378,6 +380,18 @@ class SQLStore:
             rows = (c.execute(q + " ORDER BY tenant, doc_id") if source is None else
                     c.execute(q + " WHERE source = ? ORDER BY tenant, doc_id", (source,)))
             return [SourceEntry(*r) for r in rows.fetchall()]
+
+    def record_run(self, run: RunRecord) -> int:
+        """Append a run record in a transaction of its own that leaves the generation alone:
+        a run record changes nothing a search reads."""
+        with self._transaction(False, None) as c:
+            key = self.dialect.insert_id(c, RUN_INSERT, run.row(), "id")
+            c.execute("COMMIT")
+        return key
+
+    def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None) -> list[RunRecord]:
+        with self._connection() as c:
+            return select_runs(c, limit, source, tenant)
 
     def unchanged(self, writes: Sequence[DocumentWrite]) -> set[tuple[str, str]]:
         """(tenant, id) of the writes that would be no-ops now: lets the caller skip embedding

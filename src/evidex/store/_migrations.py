@@ -232,5 +232,13 @@ def _named_migrations(c: SchemaCursor, dialect: str) -> None:
     c.execute("DROP TABLE IF EXISTS schema_version")
 
 
+@migration("run_log")
+def _run_log(c: SchemaCursor, dialect: str) -> None:
+    """A row per sync or drift run (``_runs``). Stores written by the evidex that created this
+    table on first use may hold it already, in the same layout."""
+    for stmt in create_statements("runs", dialect):
+        c.execute(stmt.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1))
+
+
 #: The number of migrations a current store has applied (``meta.schema_version``).
 SCHEMA_VERSION = len(MIGRATIONS.names)

@@ -8,7 +8,7 @@ write that killed them (see ``_core``). Passage vectors are the one part stored 
 blobs per segment in SQLite (``segment_vectors``), as pgvector rows in PostgreSQL (``vectors``).
 
 Column kinds: ``id`` (an auto-increment integer key), ``bigid`` (the same, 64-bit in PostgreSQL),
-``int``, ``bigint``, ``text``, ``blob`` and ``vector`` (pgvector, without a fixed dimension, so a
+``int``, ``bigint``, ``text``, ``blob``, ``bool`` and ``vector`` (pgvector, without a fixed dimension, so a
 re-embed with another model can replace every row in one transaction).
 """
 
@@ -112,18 +112,24 @@ TABLES: tuple[Table, ...] = (
         dialects=("sqlite",)),
     Table("vectors", (_c("pid", "int"), _c("sig", "int"), _c("embedding", "vector")), key=("pid",),
           indexes=(Index("vectors_sig", ("sig",)),), dialects=("postgresql",)),
+    # One row per sync or drift run of a source (``_runs``); never read by search.
+    Table("runs", (
+        _c("id", "bigid"), _c("kind", "text"), _c("source", "text"), _c("tenant", "text", null=True),
+        _c("scheduled_for", "text", null=True), _c("started_at", "text"), _c("ended_at", "text"),
+        _c("ok", "bool"), _c("counts", "text"), _c("problems", "text"))),
 )
 
 _TYPES = {
     "sqlite": {"id": "INTEGER PRIMARY KEY AUTOINCREMENT", "bigid": "INTEGER PRIMARY KEY AUTOINCREMENT",
-               "int": "INTEGER", "bigint": "INTEGER", "text": "TEXT", "blob": "BLOB"},
+               "int": "INTEGER", "bigint": "INTEGER", "text": "TEXT", "blob": "BLOB", "bool": "BOOLEAN"},
     "postgresql": {"id": "SERIAL PRIMARY KEY", "bigid": "BIGSERIAL PRIMARY KEY", "int": "INTEGER",
-                   "bigint": "BIGINT", "text": "TEXT", "blob": "BYTEA", "vector": "vector"},
+                   "bigint": "BIGINT", "text": "TEXT", "blob": "BYTEA", "vector": "vector",
+                   "bool": "BOOLEAN"},
 }
 
 #: PostgreSQL's binary COPY type of each column kind.
 _COPY_TYPES = {"id": "int4", "bigid": "int8", "int": "int4", "bigint": "int8", "text": "text",
-               "blob": "bytea", "vector": "vector"}
+               "blob": "bytea", "vector": "vector", "bool": "bool"}
 
 
 def table(name: str) -> Table:
