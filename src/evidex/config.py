@@ -34,6 +34,7 @@ from .answer import AnswerSettings
 from .ingest import DEFAULT_MAX_SECTION_CHARS
 from .model import VISIBILITIES, ConfigError, is_language_tag
 from .retrieve import DEFAULT_FUSION, Fusion
+from .tools import ToolConfig, check_tool_host
 
 __all__ = [
     "AnswerConfig",
@@ -49,6 +50,7 @@ __all__ = [
     "ServerSettings",
     "SourceConfig",
     "SourceDefaults",
+    "ToolConfig",
     "WebSource",
     "load_config",
 ]
@@ -56,6 +58,7 @@ __all__ = [
 _SOURCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_ORIGIN = re.compile(r"https?://(?:[A-Za-z0-9.-]{1,253}|\[[0-9a-fA-F:.]+\])(?::[0-9]{1,5})?")
 Visibility = Literal["public", "internal", "confidential", "restricted"]
 assert set(Visibility.__args__) == VISIBILITIES  # type: ignore[attr-defined]
 
@@ -248,6 +251,16 @@ def _visibilities(values: tuple[str, ...]) -> tuple[str, ...]:
     return values
 
 
+def _claim_names(claims: dict[str, str]) -> dict[str, str]:
+    for name, value in claims.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name):
+            raise ValueError(f"claim name {name!r} must be letters, digits and _")
+        if not value or value.strip() != value or len(value) > 256 or not value.isprintable():
+            raise ValueError(f"claim {name} must be a non-empty printable value without "
+                             "surrounding spaces")
+    return claims
+
+
 class ApiKey(_Strict):
     key_sha256: str = Field(description="SHA-256 hex digest of the key; the key itself is never stored")
     tenant: str = Field(min_length=1)
@@ -255,6 +268,11 @@ class ApiKey(_Strict):
     visibilities: tuple[str, ...] = ("public",)
     admin: bool = False
     name: str | None = Field(default=None, description="a label for logs; never the key")
+    claims: dict[str, str] = Field(
+        default_factory=dict, description="verified attributes of this key's caller (e.g. "
+                                          "customer_id), which live tools take parameters from")
+
+    _claims = field_validator("claims")(_claim_names)
 
     @field_validator("key_sha256")
     @classmethod
@@ -284,6 +302,11 @@ class JwtSettings(_Strict):
     admin_group: str | None = Field(
         default=None, description="tokens whose groups claim holds this group may run admin operations")
     leeway_seconds: int = Field(default=30, ge=0, le=300)
+    claims: dict[str, str] = Field(
+        default_factory=dict, description="actor claim -> token claim: verified attributes "
+                                          "taken from the token (e.g. customer_id: sub)")
+
+    _claims = field_validator("claims")(_claim_names)
 
     @field_validator("visibilities")
     @classmethod
@@ -329,6 +352,17 @@ class ServerSettings(_Strict):
     store_handles: int = Field(
         default=2, ge=1, le=64,
         description="open store handles per worker process; requests beyond this wait for one")
+    tool_hosts: tuple[str, ...] = Field(
+        default=(), description="origins (scheme://host[:port]) live tools may call; nothing else")
+
+    @field_validator("tool_hosts")
+    @classmethod
+    def _tool_hosts(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
+        for h in hosts:
+            if not _ORIGIN.fullmatch(h):
+                raise ValueError(f"{h!r} is not an origin like http://127.0.0.1:8081 or "
+                                 "https://orders.internal (scheme and host, no path)")
+        return hosts
 
     @field_validator("api_keys")
     @classmethod
@@ -356,6 +390,8 @@ class Config(_Strict):
     answer: AnswerConfig = AnswerConfig()
     freshness: Freshness = Freshness()
     server: ServerSettings | None = None
+    #: Live tools (read-only lookups at question time); their hosts must be in server.tool_hosts.
+    tools: tuple[ToolConfig, ...] = ()
 
     def answer_settings(self, handoff: str | None = None) -> AnswerSettings:
         """The library's answer settings from the ``answer:`` and ``retrieval:`` sections (one
@@ -380,6 +416,28 @@ class Config(_Strict):
                 raise ValueError(f"source id {s.id!r} is used twice")
             seen.add(s.id)
         return value
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_ids(cls, value: tuple[ToolConfig, ...]) -> tuple[ToolConfig, ...]:
+        seen: set[str] = set()
+        for t in value:
+            if t.id in seen:
+                raise ValueError(f"tool id {t.id!r} is used twice")
+            seen.add(t.id)
+        return value
+
+    @model_validator(mode="after")
+    def _tools_allowed(self) -> Config:
+        # load_config checks each url at its own line (validation context); this catches a
+        # Config built in code.
+        hosts = self.server.tool_hosts if self.server is not None else ()
+        for i, t in enumerate(self.tools):
+            try:
+                check_tool_host(t.url, hosts)
+            except ValueError as exc:
+                raise ValueError(f"tools[{i}].url: {exc}") from None
+        return self
 
     def source(self, source_id: str) -> FilesSource | WebSource | RecordsSource:
         for s in self.sources:
@@ -442,6 +500,14 @@ def _message(err: dict[str, Any]) -> str:
     return msg[len("Value error, "):] if msg.startswith("Value error, ") else msg
 
 
+def _tool_hosts(data: dict[str, Any]) -> tuple[str, ...]:
+    """``server.tool_hosts`` as written (checked by its own model), so that each tool's url is
+    checked against it at the tool's own line."""
+    server = data.get("server")
+    hosts = server.get("tool_hosts") if isinstance(server, dict) else None
+    return tuple(h for h in hosts if isinstance(h, str)) if isinstance(hosts, list) else ()
+
+
 def load_config(path: str | Path) -> Config:
     """Read and validate a configuration file; raises ``ConfigError`` naming file, line, key."""
     file = str(path)
@@ -473,7 +539,8 @@ def load_config(path: str | Path) -> Config:
             if isinstance(s, dict) else s for s in data["sources"]
         ]}
     try:
-        return Config.model_validate(data, context={"base": str(Path(path).resolve().parent)})
+        return Config.model_validate(data, context={"base": str(Path(path).resolve().parent),
+                                                    "tool_hosts": _tool_hosts(data)})
     except ValidationError as exc:
         found = []
         for err in exc.errors():

@@ -30,6 +30,7 @@ from .embed import (
 from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan, split_key, split_text
 from .model import (
     Actor,
+    CitationError,
     Document,
     DocumentError,
     DocumentView,
@@ -66,6 +67,7 @@ from .store import (
     is_postgres_url,
     open_store,
 )
+from .tools import LIVE_KIND, LiveSource, Toolbox, ToolConfig
 
 __all__ = ["KnowledgeBase", "migrate_store"]
 
@@ -118,6 +120,7 @@ class KnowledgeBase:
         embed_cache: EmbeddingCache | str | Path | None = None,
         evidence: EvidenceThresholds | None = None,
         answer_settings: AnswerSettings | None = None,
+        tools: Toolbox | Sequence[ToolConfig] = (),
     ) -> None:
         self.store = store
         self.keep_history = keep_history
@@ -130,6 +133,10 @@ class KnowledgeBase:
         self._evidence = evidence
         self._query_vectors: QueryVectorCache = query_vectors
         self.answer_settings = answer_settings or AnswerSettings()
+        #: Live tools: a Toolbox shared with others (a service's handles), or tools of this
+        #: handle alone (closed with it).
+        self._own_toolbox = not isinstance(tools, Toolbox)
+        self._toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
 
     @classmethod
     def open(
@@ -408,10 +415,39 @@ class KnowledgeBase:
         )
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any]) -> Resolution:
-        """Re-check a citation now: access, then version and fingerprint, then the quote."""
+        """Re-check a citation now: access, then version and fingerprint, then the quote. A
+        live citation (``kind: "live"``) is looked up again, as ``actor``."""
         _check_actor(actor)
+        kind = citation.get("kind", "passage") if isinstance(citation, Mapping) else "passage"
+        if kind == LIVE_KIND:
+            return self._toolbox.resolve(actor, citation)
+        if kind != "passage":
+            raise CitationError(f"this is not a citation: kind must be passage or live, got {kind!r}")
         with self.store.read() as view:
             return resolve_citation(view, actor, citation)
+
+    # -- live tools ---------------------------------------------------------------------------
+    def tools(self, actor: Actor | None = None) -> list[ToolConfig]:
+        """The configured live tools; with ``actor``, those it may use."""
+        if actor is None:
+            return list(self._toolbox.tools)
+        _check_actor(actor)
+        return self._toolbox.usable(actor)
+
+    def live_sources(self, actor: Actor, question: str) -> list[LiveSource]:
+        """The lookups ``question`` asks for, made now as ``actor``: one ``LiveSource`` per tool
+        it asks for and may use (a failed or refused lookup included, with its status)."""
+        _check_actor(actor)
+        if not isinstance(question, str):
+            raise QueryError(f"question must be a string, got {type(question).__name__}")
+        return self._toolbox.start(self._toolbox.asked(actor, question)).wait()
+
+    def call_tool(self, actor: Actor, tool_id: str, parameters: Mapping[str, object], *,
+                  operator: bool = False) -> LiveSource:
+        """One lookup with explicit question parameters (an operator checking a tool);
+        ``operator``: an admin of the tool's tenant, see ``Toolbox.call``."""
+        _check_actor(actor)
+        return self._toolbox.call(actor, tool_id, parameters, operator=operator)
 
     def document(self, actor: Actor, document_id: str) -> DocumentView | None:
         """Document ``document_id`` of the actor's tenant with its current passages, when
@@ -452,6 +488,8 @@ class KnowledgeBase:
         ``StoreError``. Closing twice is harmless."""
         self.store.close()
         self._bm25.clear()
+        if self._own_toolbox:
+            self._toolbox.close()
 
     def __enter__(self) -> KnowledgeBase:
         return self
