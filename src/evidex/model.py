@@ -474,6 +474,7 @@ class Hit:
     def citation(self) -> dict[str, Any]:
         """JSON-ready citation: enough to re-resolve the exact quote later."""
         return {
+            "kind": "passage",
             "document_id": self.document_id,
             "version": self.version,
             "content_sha256": self.content_sha256,

@@ -18,6 +18,7 @@ from ..embed import THREADS_ENV
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
 from ..sources import drift, sync
+from ..tools import Toolbox
 
 __all__ = ["app_from_env", "build_app", "require_settings", "run_mcp", "serve", "source_operations"]
 
@@ -81,7 +82,8 @@ def build_app(db: str, config: str | Path | Config) -> Any:
     cfg = load_config(config) if isinstance(config, str | Path) else config
     run_sync, run_drift = source_operations(db, cfg) if cfg.sources else (None, None)
     return create_app(db, require_settings(cfg), sync=run_sync, drift=run_drift,
-                      answer_settings=cfg.answer_settings(), generator=cfg.answer.generator)
+                      answer_settings=cfg.answer_settings(), generator=cfg.answer.generator,
+                      tools=Toolbox(cfg.tools))
 
 
 def app_from_env() -> Any:
@@ -116,4 +118,6 @@ def run_mcp(db: str, config: str | Path) -> None:
     from ._mcp import run_stdio
 
     _require_store(db)
-    run_stdio(db, require_settings(config))
+    cfg = load_config(config)
+    run_stdio(db, require_settings(cfg), tools=cfg.tools, answer_settings=cfg.answer_settings(),
+              generator=cfg.answer.generator)
