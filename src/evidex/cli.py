@@ -23,6 +23,7 @@ from .config import Config, load_config
 from .ingest import FRONT_MATTER_KEYS, load_paths
 from .kb import KnowledgeBase, migrate_store
 from .model import Actor, EvidexError
+from .tools import Toolbox
 
 if TYPE_CHECKING:  # the sources layer loads lazily: a fast start for every command
     from .sources import SyncReport
@@ -70,9 +71,29 @@ def _split_csv(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def _actor(tenant: str, groups: str, visibilities: str) -> Actor:
+def _actor(tenant: str, groups: str, visibilities: str, claims: list[str] | None = None) -> Actor:
     return Actor(tenant, frozenset(_split_csv(groups)),
-                 visibilities=frozenset(_split_csv(visibilities)))
+                 visibilities=frozenset(_split_csv(visibilities)), claims=_pairs(claims, "--claim"))
+
+
+def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
+    """``k=v`` option values as a mapping; a value without ``=`` or a repeated key is an error."""
+    out: dict[str, str] = {}
+    for item in values or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise EvidexError(f"{option} takes NAME=VALUE, got {_safe(item)!r}")
+        if key.strip() in out:
+            raise EvidexError(f"{option} {key.strip()} is given twice")
+        out[key.strip()] = value
+    return out
+
+
+ClaimOpt = Annotated[
+    list[str] | None,
+    typer.Option("--claim", help="A verified attribute of the caller, NAME=VALUE (repeatable), e.g. "
+                                 "customer_id=C-1001: live tools take their actor parameters from it."),
+]
 
 
 def _emit(data: Any) -> None:
@@ -102,7 +123,7 @@ def _errors(fn: F) -> F:
 def _open() -> KnowledgeBase:
     r = state.cfg.retrieval
     return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
-                              embedder=state.embedder or r.embedder)
+                              embedder=state.embedder or r.embedder, tools=state.cfg.tools)
 
 
 @contextmanager
@@ -258,11 +279,13 @@ def ask(
     visibilities: VisOpt = "public,internal",
     generator: Annotated[str | None, typer.Option(help="extractive or openai.")] = None,
     handoff: Annotated[str | None, typer.Option(help="How to reach a person when declining.")] = None,
+    claim: ClaimOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Answer from the passages the caller may read, citing every claim, or decline."""
+    """Answer from the passages the caller may read and the live lookups it may make (tools of
+    --config), citing every claim, or decline."""
     with _open() as kb:
-        ans = kb.answer(_actor(tenant, groups, visibilities), question,
+        ans = kb.answer(_actor(tenant, groups, visibilities, claim), question,
                         generator=generator or state.cfg.answer.generator,
                         settings=state.cfg.answer_settings(handoff))
     if as_json:
@@ -271,6 +294,10 @@ def ask(
     typer.echo(_safe(ans.text))
     if ans.status == "answered":
         for c in ans.citations:
+            if c.get("kind") == "live":
+                typer.echo(f"  [{c['n']}] live lookup {_safe(c['tool'])} at {_safe(c['fetched_at'])} "
+                           f"({_safe(c['source_url'])})")
+                continue
             where = " > ".join(c["heading_path"]) or f"passage {c['passage']}"
             typer.echo(f"  [{c['n']}] {_safe(c['document_id'])} v{_safe(c['version'])} "
                        f"#{c['passage']} {_safe(c['title'] or '')} ({_safe(where)})")
@@ -416,6 +443,68 @@ def evaluate(
     else:
         for k, v in result.items():
             typer.echo(f"{k}: {v}")
+
+
+# -- live tools: evidex tools list, evidex tools call ------------------------------------------------
+tools_app = typer.Typer(no_args_is_help=True, help="The live tools of --config (operators).")
+app.add_typer(tools_app, name="tools")
+
+
+def _toolbox() -> Toolbox:
+    if not _need_config().tools:
+        raise EvidexError("the configuration defines no tools: (see the README's live tools section)")
+    return Toolbox(state.cfg.tools)
+
+
+@tools_app.command("list")
+@_errors
+def tools_list(as_json: JsonOpt = False) -> None:
+    """The configured tools: id, URL template, parameters and who may use them."""
+    tools = _toolbox().tools
+    if as_json:
+        _emit({"tools": [t.summary() for t in tools]})
+        return
+    for t in tools:
+        params = ", ".join(f"{n} ({'claim ' + (p.claim or '') if p.source == 'actor' else 'question'})"
+                           for n, p in t.parameters.items())
+        typer.echo(f"{t.id}: {_safe(t.description)}")
+        typer.echo(f"  GET {t.url}  [{params or 'no parameters'}]")
+        typer.echo(f"  tenant {t.tenant}, groups {', '.join(t.groups)}, {t.visibility}; "
+                   f"{t.timeout_ms} ms x {t.retries + 1} attempts, at most {t.max_response_bytes} bytes")
+
+
+@tools_app.command("call")
+@_errors
+def tools_call(
+    tool_id: Annotated[str, typer.Argument(help="Tool id.")],
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", help="A question parameter, NAME=VALUE (repeatable); checked by its pattern.")] = None,
+    claim: ClaimOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Look up once, as the tool's tenant's operator: question parameters from --param, actor
+    parameters from --claim. Exit status 1 when the lookup did not give a usable value."""
+    box = _toolbox()
+    try:
+        tool = box.get(tool_id)
+        if tool is None:
+            raise EvidexError(f"no tool {tool_id!r} in the configuration; configured: "
+                              f"{', '.join(t.id for t in box.tools)}")
+        operator = Actor(tool.tenant, frozenset(), claims=_pairs(claim, "--claim"))
+        result = box.call(operator, tool_id, _pairs(param, "--param"), operator=True)
+    finally:
+        box.close()
+    if as_json:
+        _emit(result.as_dict())
+    elif result.ok:
+        typer.echo(_safe(result.quote))
+        c = result.citation or {}
+        typer.echo(f"  fetched {c.get('fetched_at')} from {_safe(str(c.get('source_url')))} in "
+                   f"{result.ms:.0f} ms (response sha256 {str(result.response_sha256)[:12]})")
+    else:
+        typer.echo(f"{result.status}: {_safe(result.detail)}")
+    if not result.ok:
+        raise typer.Exit(1)
 
 
 # -- service: evidex serve, evidex mcp ------------------------------------------------------------

@@ -154,6 +154,8 @@ class Toolbox:
     def start(self, bounds: Sequence[Bound]) -> Pending:
         """Start the lookups on worker threads (a tool without a needed claim is not called)."""
         items: list[tuple[Bound, Future[LiveSource] | LiveSource, float, float]] = []
+        if any(not b.missing_claims for b in bounds):
+            self._http()  # the first use builds the client; never inside a lookup's deadline
         for b in bounds:
             started = time.monotonic()
             deadline = started + b.tool.timeout_ms / 1000 * (b.tool.retries + 1)
