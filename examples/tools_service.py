@@ -27,7 +27,7 @@ import signal
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 CATALOGUE = Path(__file__).resolve().parent / "shop" / "site" / "catalogue"
@@ -150,7 +150,7 @@ def order(customer: str, order_id: str) -> dict[str, Any] | None:
 
 class Handler(BaseHTTPRequestHandler):
     server_version = "acme-tools/1"
-    products: dict[str, dict[str, Any]] = {}
+    products: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: `make run` shows evidex's output
