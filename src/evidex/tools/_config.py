@@ -280,5 +280,7 @@ class ToolConfig(_Strict):
         """What an operator is shown: everything but header values (which may hold a secret
         only as ${VAR}, but are not needed to understand the tool)."""
         out = self.model_dump(by_alias=True, exclude_none=True, mode="json")
+        out["parameters"] = {n: p.model_dump(by_alias=True, exclude_defaults=True, mode="json")
+                             | {"from": p.source} for n, p in self.parameters.items()}
         out["headers"] = sorted(self.headers)
         return out
