@@ -112,7 +112,8 @@ def test_admin_calls_run_as_the_key(client: httpx.Client, tool_server: ToolServe
                        headers=auth("acme-admin-key")).status_code == 404
 
 
-def test_live_citations_resolve_over_http_as_the_caller(client: httpx.Client, tool_server: ToolServer) -> None:
+def test_live_citations_resolve_over_http_as_the_caller(client: httpx.Client,
+                                                         tool_server: ToolServer) -> None:
     cited = client.post("/v1/tools/orders-ok/call", json={"parameters": {"order_id": "23456"}},
                         headers=auth("acme-admin-key")).json()["citation"]
     r = client.post("/v1/resolve", json=cited, headers=auth("acme-customer-key"))
@@ -125,7 +126,8 @@ def test_live_citations_resolve_over_http_as_the_caller(client: httpx.Client, to
         assert res["reason"] == "source_changed" and "Order 23456: lost" in res["detail"]
     finally:
         tool_server.orders["C-1001"]["23456"]["status"] = "delivered"
-    assert client.post("/v1/resolve", json={**cited, "score": 1}, headers=auth("acme-customer-key")).status_code == 422
+    extra = client.post("/v1/resolve", json={**cited, "score": 1}, headers=auth("acme-customer-key"))
+    assert extra.status_code == 422
     bad = client.post("/v1/resolve", json={**cited, "parameters": {"order_id": "1/../2"}},
                       headers=auth("acme-customer-key"))
     assert bad.status_code == 422
