@@ -257,3 +257,74 @@ def test_demo_key_carries_the_customer_claim() -> None:
     customer = next(k for k in cfg.server.api_keys if k.key_sha256 == sha("evidex-demo-customer"))
     assert customer.claims == {"customer_id": "C-1001"}
     assert [t.id for t in cfg.tools] == ["order-status", "stock"]
+
+
+# -- the bundled example ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    """examples/tools_service.py on a free port, and the demo configuration pointing at it."""
+    import os
+    import sys
+
+    from service_helpers import EXAMPLES, free_port
+
+    tmp = tmp_path_factory.mktemp("demo")
+    port = free_port()
+    env = {**os.environ, "ACME_TOOLS_TOKEN": "demo-token-for-tests"}
+    proc = subprocess.Popen([sys.executable, str(EXAMPLES / "tools_service.py"), "--port", str(port)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/", timeout=1)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the example tools service did not start") from None
+                time.sleep(0.1)
+        text = (EXAMPLES / "server.config.yaml").read_text(encoding="utf-8")
+        config = tmp / "server.config.yaml"
+        config.write_text(text.replace("127.0.0.1:8081", f"127.0.0.1:{port}"), encoding="utf-8")
+        yield config, {"ACME_TOOLS_TOKEN": "demo-token-for-tests"}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_the_example_tools_serve_the_evaluation_sets_live_cases(demo: tuple[Path, dict[str, str]]) -> None:
+    from evidex import Actor
+    from evidex.tools import Toolbox
+    from service_helpers import EXAMPLES
+
+    config, env = demo
+    cases = yaml.safe_load((EXAMPLES / "eval" / "cases.yaml").read_text(encoding="utf-8"))
+    actors = {name: Actor(a["tenant"], frozenset(a["groups"]), visibilities=frozenset(a["visibilities"]),
+                          claims=a.get("claims") or {}) for name, a in cases["actors"].items()}
+    live = [c for c in cases["cases"] if c["type"] == "live"]
+    assert len(live) == 6
+    box = Toolbox(load_config(config).tools, environ=env)
+    try:
+        for case in live:
+            actor = actors[case.get("as", cases["defaults"]["as"])]
+            found = box.start(box.asked(actor, case["question"])).wait()
+            assert [(s.tool, s.status) for s in found] == [(case["expect"]["tool"], "ok")], case["id"]
+            assert found[0].citation and found[0].citation["kind"] == "live"
+        asked = box.start(box.asked(actors["guest"], "Where is my order AO-2604117?")).wait()
+        assert [s.status for s in asked] == ["needs_claim"]
+        src = box.start(box.asked(actors["customer"], "Where is my order 12345?")).wait()[0]
+        assert src.quote == "Order 12345: shipped, expected delivery 2026-12-03."
+        other = box.start(box.asked(actors["customer"], "Where is my order AO-2609001?")).wait()[0]
+        assert other.status == "failed" and "404" in other.detail     # another customer's order
+        stock = box.start(box.asked(actors["customer"], "Is JK-1107 in size L in stock in Hamburg?")).wait()
+        assert stock[0].quote == "Stormline 3L Jacket, men (JK-1107), size L, Hamburg store: 3 in stock."
+        # Questions about the policies do not ask for a lookup.
+        for q in ("How long will the store hold my click and collect order?",
+                  "Can I check whether a store has an item in stock?", "How do I cancel an order?"):
+            assert box.asked(actors["customer"], q) == [], q
+    finally:
+        box.close()
+    wrong = Toolbox(load_config(config).tools, environ={"ACME_TOOLS_TOKEN": "wrong"})
+    assert wrong.call(actors["customer"], "stock", {"product": "JK-1107"}).detail == \
+        "the service answered HTTP 401"
+    wrong.close()
