@@ -385,7 +385,9 @@ class KnowledgeBase:
         settings: AnswerSettings | None = None,
         openai: OpenAIGenerator | OpenAIConfig | None = None,
     ) -> Answer:
-        """Answer from the passages ``actor`` may read, citing every claim, or decline.
+        """Answer from the passages ``actor`` may read and the live lookups (tools) it may
+        make, citing every claim, or decline (``tool_unavailable`` when a lookup the question
+        asks for fails: never from stale data or passages in its place).
 
         ``generator``: "extractive" (default; quotes sentences, no model) or "openai" (any
         OpenAI-compatible server, configured by ``openai`` or EVIDEX_OPENAI_* variables).
@@ -395,6 +397,10 @@ class KnowledgeBase:
         if generator == "openai" and gen is None:
             gen = OpenAIGenerator(openai if isinstance(openai, OpenAIConfig) else OpenAIConfig.from_env())
         mode = st.mode if self.store.embedder != "none" else "keyword"
+        _check_actor(actor)
+        parse_query(question, QUESTION_LIMITS)  # a question refused here starts no lookup
+        # The lookups run on the toolbox's threads while the search below runs.
+        lookups = self._toolbox.start(self._toolbox.asked(actor, question))
 
         found: list[SearchResults] = []
 
@@ -412,6 +418,7 @@ class KnowledgeBase:
             actor, question, search=search, resolve=lambda c: self.resolve(actor, c),
             terms_of=self._analyzer.terms, recheck=recheck, generator=generator,
             settings=st if mode == st.mode else dataclasses.replace(st, mode=mode), openai=gen,
+            live=lookups.wait if len(lookups) else None,
         )
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any]) -> Resolution:
