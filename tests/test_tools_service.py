@@ -26,8 +26,12 @@ CLAIMS = {"acme-customer-key": {"customer_id": "C-1001"}, "acme-admin-key": {"cu
 
 
 def tool_entries(ts: ToolServer) -> list[dict[str, Any]]:
-    return [order_tool(ts, kind).model_dump(by_alias=True, exclude_none=True, mode="json")
-            for kind in ("ok", "html")]
+    """orders-ok, and orders-html (not JSON) which only questions about a "parcel" ask for."""
+    return [order_tool(ts, "ok"), order_tool(ts, "html", when=["parcel"])]
+
+
+def dumped(ts: ToolServer) -> list[dict[str, Any]]:
+    return [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tool_entries(ts)]
 
 
 def full_config(path: Path, ts: ToolServer) -> Path:
@@ -39,7 +43,7 @@ def full_config(path: Path, ts: ToolServer) -> Path:
             key["claims"] = CLAIMS[name]
     data["server"]["jwt"]["claims"] = {"customer_id": "cid"}
     data["server"]["tool_hosts"] = [ts.base]
-    data["tools"] = tool_entries(ts)
+    data["tools"] = dumped(ts)
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
 
@@ -328,3 +332,113 @@ def test_the_example_tools_serve_the_evaluation_sets_live_cases(demo: tuple[Path
     assert wrong.call(actors["customer"], "stock", {"product": "JK-1107"}).detail == \
         "the service answered HTTP 401"
     wrong.close()
+
+
+# -- answers everywhere: HTTP, MCP, CLI, the web page ----------------------------------------------------
+def test_http_answers_cite_the_lookup(client: httpx.Client, service: dict[str, Any]) -> None:
+    r = client.post("/v1/answer", json={"question": "Where is my order 12345?"},
+                    headers=auth("acme-customer-key"))
+    assert r.status_code == 200, r.text
+    ans = r.json()
+    assert ans["status"] == "answered" and ans["text"].startswith(
+        "Order 12345: shipped, expected delivery 2026-12-03. [1]")
+    live = ans["citations"][0]
+    assert live["kind"] == "live" and live["tool"] == "orders-ok" and live["n"] == 1
+    assert client.post("/v1/resolve", json={k: v for k, v in live.items() if k != "n"},
+                       headers=auth("acme-customer-key")).json()["ok"] is True
+    # A JWT without the mapped claim: the lookup needs a signed-in customer.
+    token = jwt.encode({"iss": JWT_ISSUER, "exp": int(time.time()) + 300, "sub": "u9", "tenant": "acme",
+                        "groups": ["customers"]}, JWT_SECRET, algorithm="HS256")
+    declined = client.post("/v1/answer", json={"question": "Where is my order 12345?"},
+                           headers=auth(token)).json()
+    assert (declined["status"], declined["reason"]) == ("declined", "tool_needs_sign_in")
+    # Staff are not in the tool's groups: for them the question asks for no lookup.
+    staff = client.post("/v1/answer", json={"question": "Where is my order 12345?"},
+                        headers=auth("acme-staff-key")).json()
+    assert all(c.get("kind") == "passage" for c in staff["citations"])
+    assert SECRET not in service["server"].logs() + r.text
+
+
+def _mcp_answer(db: Path, config: Path, cache: Path, key: str, question: str) -> dict[str, Any]:
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=EVIDEX, args=["--db", str(db), "mcp", "--config", str(config)],
+        env={"EVIDEX_API_KEY": key, "EVIDEX_CACHE_DIR": str(cache), TOKEN_ENV: SECRET})
+
+    async def go() -> dict[str, Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            res = await session.call_tool("answer", {"question": question})
+            assert not res.is_error, res.content
+            assert res.structured_content is not None
+            return dict(res.structured_content)
+
+    return anyio.run(go)
+
+
+def test_mcp_answers_cite_the_lookup(service: dict[str, Any]) -> None:
+    ans = _mcp_answer(service["db"], service["config"], service["tmp"] / "cache", "acme-customer-key",
+                      "Where is my order 12345?")
+    assert ans["status"] == "answered" and ans["citations"][0]["kind"] == "live"
+    assert ans["citations"][0]["quote"] == "Order 12345: shipped, expected delivery 2026-12-03."
+
+
+def test_cli_ask_with_a_claim(service: dict[str, Any]) -> None:
+    base = ["--db", str(service["db"]), "--config", str(service["config"]), "ask",
+            "Where is my order 12345?", "--tenant", "acme", "--groups", "customers",
+            "--visibilities", "public"]
+    env = {"EVIDEX_CACHE_DIR": str(service["tmp"] / "cache")}
+    r = run(*base, "--claim", "customer_id=C-1001", "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    ans = json.loads(r.stdout)
+    assert ans["citations"][0]["kind"] == "live"
+    human = run(*base, "--claim", "customer_id=C-1001", env=env)
+    assert human.stdout.startswith("Order 12345: shipped, expected delivery 2026-12-03. [1]")
+    assert "  [1] live lookup orders-ok at " in human.stdout
+    guest = run(*base, env=env)
+    assert "the lookup needs a signed-in customer" in guest.stdout
+    assert "reason: tool_needs_sign_in" in guest.stdout
+    bad = run(*base, "--claim", "customer_id", env=env)
+    assert bad.returncode == 1 and bad.stderr.startswith("error: --claim takes NAME=VALUE")
+
+
+def test_the_page_shows_a_live_lookup(service: dict[str, Any]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from service_helpers import ROOT
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                    args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(service["url"] + "/")
+        page.fill("#api-key", "acme-customer-key")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#app:not([hidden])")
+        page.fill("#question", "Where is my order 12345?")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#answer [data-status]")
+        assert page.inner_text("#answer .answer-text").startswith("Order 12345: shipped")
+        assert "live lookup" in page.inner_text("#answer .sources")
+        page.locator("#answer .answer-text .chip").first.click()
+        page.wait_for_selector("#resolve-badge[data-state]")
+        meta = page.inner_text("#passage dl")
+        assert "live lookup" in meta and "Fetched" in meta and "order_id = 12345" in meta
+        assert "Version" not in meta and "C-1001" not in meta
+        assert page.inner_text("#resolve-badge") == "current"
+        assert page.inner_text(".section-text") == "Order 12345: shipped, expected delivery 2026-12-03."
+        (ROOT / "test-artifacts").mkdir(exist_ok=True)
+        page.screenshot(path=str(ROOT / "test-artifacts" / "answer-with-live-lookup.png"), full_page=True)
+        # A failed lookup: the reason and the handoff, no chips.
+        page.fill("#question", "Where is my parcel 12345?")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#answer .declined")
+        assert "did not give a usable answer" in page.inner_text("#answer .declined")
+        assert page.locator("#answer .chip").count() == 0
+        browser.close()
+        assert errors == []

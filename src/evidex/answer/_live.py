@@ -44,15 +44,16 @@ def answer_with_live(found: Sequence[LiveSource], from_passages: Callable[[int],
                   else "tool_unavailable")
         return decline(reason, "; ".join(f"{s.tool}: {s.detail}" for s in bad))
     numbered = list(enumerate(found, start=1))
+    # A lookup's text is the system's data, not ours: it meets the same output contract as any
+    # answer (no HTML, no links off the allowlist, no stray [n] markers) or is not released.
+    broken = [f"{s.tool}: its text breaks the output contract ({'; '.join(problems)})"
+              for n, s in numbered
+              if (problems := check_output({"answer": f"{s.quote} [{n}]", "citations": [n]}, [n],
+                                           settings.link_allowlist))]
+    if broken:
+        return decline("tool_unavailable", "; ".join(broken))
     text = " ".join(f"{s.quote} [{n}]" for n, s in numbered)
     citations = [{"n": n, **(s.citation or {})} for n, s in numbered]
-    # The lookup's text is the system's data, not ours: it meets the same output contract
-    # (no HTML, no links off the allowlist, no stray [n] markers) or is not released.
-    problems = check_output({"answer": text, "citations": [n for n, _ in numbered]},
-                            [n for n, _ in numbered], settings.link_allowlist)
-    if problems:
-        return decline("tool_unavailable", "the lookup's text breaks the output contract: "
-                                           + "; ".join(problems))
     passages = from_passages(len(found) + 1)
     trace = passages.trace
     if trace is not None:
