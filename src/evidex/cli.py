@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from . import __version__
+from ._cli_claims import ClaimOpt, live_line, pairs
 from .config import Config, load_config
 from .ingest import FRONT_MATTER_KEYS, load_paths
 from .kb import KnowledgeBase, migrate_store
 from .model import Actor, EvidexError
-from .tools import Toolbox
 
 if TYPE_CHECKING:  # the sources layer loads lazily: a fast start for every command
     from .sources import SyncReport
@@ -73,27 +73,7 @@ def _split_csv(value: str | None) -> list[str]:
 
 def _actor(tenant: str, groups: str, visibilities: str, claims: list[str] | None = None) -> Actor:
     return Actor(tenant, frozenset(_split_csv(groups)),
-                 visibilities=frozenset(_split_csv(visibilities)), claims=_pairs(claims, "--claim"))
-
-
-def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
-    """``k=v`` option values as a mapping; a value without ``=`` or a repeated key is an error."""
-    out: dict[str, str] = {}
-    for item in values or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise EvidexError(f"{option} takes NAME=VALUE, got {_safe(item)!r}")
-        if key.strip() in out:
-            raise EvidexError(f"{option} {key.strip()} is given twice")
-        out[key.strip()] = value
-    return out
-
-
-ClaimOpt = Annotated[
-    list[str] | None,
-    typer.Option("--claim", help="A verified attribute of the caller, NAME=VALUE (repeatable), e.g. "
-                                 "customer_id=C-1001: live tools take their actor parameters from it."),
-]
+                 visibilities=frozenset(_split_csv(visibilities)), claims=pairs(claims, "--claim"))
 
 
 def _emit(data: Any) -> None:
@@ -295,8 +275,7 @@ def ask(
     if ans.status == "answered":
         for c in ans.citations:
             if c.get("kind") == "live":
-                typer.echo(f"  [{c['n']}] live lookup {_safe(c['tool'])} at {_safe(c['fetched_at'])} "
-                           f"({_safe(c['source_url'])})")
+                typer.echo(_safe(live_line(c)))
                 continue
             where = " > ".join(c["heading_path"]) or f"passage {c['passage']}"
             typer.echo(f"  [{c['n']}] {_safe(c['document_id'])} v{_safe(c['version'])} "
@@ -395,16 +374,33 @@ def migrate(
 @app.command("eval")
 @_errors
 def evaluate(
+    ctx: typer.Context,
     beir: Annotated[
         Path | None, typer.Option("--beir", help="BEIR folder (corpus, queries, qrels).")
     ] = None,
     qa: Annotated[
         Path | None, typer.Option("--qa", help="Question set (JSONL) to answer from --db.")
     ] = None,
+    cases: Annotated[
+        Path | None, typer.Option("--cases", help="Case file (YAML): builds its collection in a "
+                                  "new store (temporary unless --db names one) and runs its cases.")
+    ] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write the report as one HTML file (--cases).")
+    ] = None,
+    category: Annotated[
+        list[str] | None, typer.Option("--category", help="Only cases of this category (repeatable).")
+    ] = None,
+    case_type: Annotated[
+        list[str] | None, typer.Option("--type", help="Only cases of this type (repeatable).")
+    ] = None,
+    case_id: Annotated[
+        list[str] | None, typer.Option("--id", help="Only the case with this id (repeatable).")
+    ] = None,
     tenant: Annotated[str | None, typer.Option(help="Caller tenant (--qa).")] = None,
     groups: Annotated[str | None, typer.Option(help="Caller groups (--qa).")] = None,
     visibilities: VisOpt = "public,internal",
-    generator: Annotated[str | None, typer.Option(help="extractive or openai (--qa).")] = None,
+    generator: Annotated[str | None, typer.Option(help="extractive or openai (--qa, --cases).")] = None,
     mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "keyword",
     analyzer: Annotated[
         str | None, typer.Option("--analyzer", help="Analyzer (default: english).")
@@ -417,11 +413,20 @@ def evaluate(
     as_json: JsonOpt = False,
 ) -> None:
     """Measure nDCG@10, Recall@100 and MRR@10 on a BEIR-format set (temporary store; passage
-    vectors come from the embedding cache when they were computed before)."""
+    vectors come from the embedding cache when they were computed before), answer a question
+    set, or run a case file (exit status 0: its gate passed, 1: the gate failed, 2: the case
+    file or its collection is invalid)."""
     from .evaluation import evaluate_beir, evaluate_qa
 
-    if (beir is None) == (qa is None):
-        raise EvidexError("give exactly one of --beir DIR or --qa FILE")
+    if sum(x is not None for x in (beir, qa, cases)) != 1:
+        raise EvidexError("give exactly one of --beir DIR, --qa FILE or --cases FILE")
+    if cases is not None:
+        explicit_db = ctx.parent.params.get("db") if ctx.parent is not None else None
+        _eval_cases(cases, db=explicit_db, html=html, categories=tuple(category or ()),
+                    types=tuple(case_type or ()), ids=tuple(case_id or ()),
+                    embedder=embedder or state.embedder, analyzer=analyzer or state.analyzer,
+                    generator=generator or state.cfg.answer.generator, as_json=as_json)
+        return
     if qa is not None:
         if not tenant or not groups:
             raise EvidexError("--qa needs --tenant and --groups (the caller the questions come from)")
@@ -445,66 +450,30 @@ def evaluate(
             typer.echo(f"{k}: {v}")
 
 
-# -- live tools: evidex tools list, evidex tools call ------------------------------------------------
-tools_app = typer.Typer(no_args_is_help=True, help="The live tools of --config (operators).")
-app.add_typer(tools_app, name="tools")
+def _eval_cases(path: Path, *, db: str | None, html: Path | None, as_json: bool,
+                **options: Any) -> None:
+    """``evidex eval --cases``: exit 0 when the gate passes, 1 when it fails, 2 when nothing
+    could be measured (invalid case file or collection, or any other error)."""
+    from .evaluation import evaluate_cases, render_html, render_text
 
-
-def _toolbox() -> Toolbox:
-    if not _need_config().tools:
-        raise EvidexError("the configuration defines no tools: (see the README's live tools section)")
-    return Toolbox(state.cfg.tools)
-
-
-@tools_app.command("list")
-@_errors
-def tools_list(as_json: JsonOpt = False) -> None:
-    """The configured tools: id, URL template, parameters and who may use them."""
-    tools = _toolbox().tools
-    if as_json:
-        _emit({"tools": [t.summary() for t in tools]})
-        return
-    for t in tools:
-        params = ", ".join(f"{n} ({'claim ' + (p.claim or '') if p.source == 'actor' else 'question'})"
-                           for n, p in t.parameters.items())
-        typer.echo(f"{t.id}: {_safe(t.description)}")
-        typer.echo(f"  GET {t.url}  [{params or 'no parameters'}]")
-        typer.echo(f"  tenant {t.tenant}, groups {', '.join(t.groups)}, {t.visibility}; "
-                   f"{t.timeout_ms} ms x {t.retries + 1} attempts, at most {t.max_response_bytes} bytes")
-
-
-@tools_app.command("call")
-@_errors
-def tools_call(
-    tool_id: Annotated[str, typer.Argument(help="Tool id.")],
-    param: Annotated[list[str] | None, typer.Option(
-        "--param", help="A question parameter, NAME=VALUE (repeatable); checked by its pattern.")] = None,
-    claim: ClaimOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Look up once, as the tool's tenant's operator: question parameters from --param, actor
-    parameters from --claim. Exit status 1 when the lookup did not give a usable value."""
-    box = _toolbox()
     try:
-        tool = box.get(tool_id)
-        if tool is None:
-            raise EvidexError(f"no tool {tool_id!r} in the configuration; configured: "
-                              f"{', '.join(t.id for t in box.tools)}")
-        operator = Actor(tool.tenant, frozenset(), claims=_pairs(claim, "--claim"))
-        result = box.call(operator, tool_id, _pairs(param, "--param"), operator=True)
-    finally:
-        box.close()
+        with _progress("cases", show=not as_json) as progress:
+            report = evaluate_cases(path, db=db, settings=state.cfg.answer_settings(),
+                                    progress=progress, **options)
+        if html is not None:
+            html.write_text(render_html(report), encoding="utf-8")
+    except (EvidexError, OSError) as exc:
+        message = str(exc) if isinstance(exc, EvidexError) else f"{exc.strerror or exc}: {exc.filename or ''}"
+        lines = message.splitlines() or ["failed"]
+        typer.echo(f"error: {_safe(lines[0])}", err=True)
+        for line in lines[1:]:
+            typer.echo(f"  {_safe(line)}", err=True)
+        raise typer.Exit(2) from None
     if as_json:
-        _emit(result.as_dict())
-    elif result.ok:
-        typer.echo(_safe(result.quote))
-        c = result.citation or {}
-        typer.echo(f"  fetched {c.get('fetched_at')} from {_safe(str(c.get('source_url')))} in "
-                   f"{result.ms:.0f} ms (response sha256 {str(result.response_sha256)[:12]})")
+        _emit(report)
     else:
-        typer.echo(f"{result.status}: {_safe(result.detail)}")
-    if not result.ok:
-        raise typer.Exit(1)
+        sys.stdout.write(render_text(report))
+    raise typer.Exit(0 if report["gate"]["passed"] else 1)
 
 
 # -- service: evidex serve, evidex mcp ------------------------------------------------------------
@@ -656,6 +625,9 @@ def drift_cmd(
         raise typer.Exit(2)
     if report.drifted:
         raise typer.Exit(1)
+
+
+from . import _cli_tools  # noqa: E402, F401  (evidex tools ...: builds on the helpers above)
 
 
 def main() -> None:
