@@ -144,3 +144,17 @@ def test_several_tools_and_one_fails(db: Path, server: ToolServer) -> None:
     kb.close()
     assert ans["status"] == "answered" and [c["n"] for c in ans["citations"]][:2] == [1, 2]
     assert [c["tool"] for c in ans["citations"][:2]] == ["orders-ok", "orders-again"]
+
+
+def test_nothing_of_a_lookup_reaches_the_store(tmp_path: Path, server: ToolServer) -> None:
+    path = tmp_path / "kb.db"
+    with KnowledgeBase.open(path, embedder="none", tools=[order_tool(server)]) as kb:
+        kb.ingest([Document("returns", "acme", {"customers"}, "1", RETURNS, title="Returns",
+                            visibility="public", language="en")])
+        ans = kb.answer(CUSTOMER, "Where is my order 12345? Can shipped orders be returned?")
+        assert ans.citations[0]["kind"] == "live"
+        assert kb.resolve(CUSTOMER, {k: v for k, v in ans.citations[0].items() if k != "n"}).ok
+        stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert RETURNS.encode() in stored                       # the store is readable as bytes
+    for value in ("expected delivery 2026-12-03", "orders-ok", ans.citations[0]["content_sha256"], "C-1001"):
+        assert value.encode() not in stored, value
