@@ -374,7 +374,14 @@ def _mcp_answer(db: Path, config: Path, cache: Path, key: str, question: str) ->
             res = await session.call_tool("answer", {"question": question})
             assert not res.is_error, res.content
             assert res.structured_content is not None
-            return dict(res.structured_content)
+            ans = dict(res.structured_content)
+            # Each citation resolves through MCP too (a live one by looking up again, as the key).
+            ans["resolved"] = []
+            for c in ans.get("citations", []):
+                got = await session.call_tool("resolve", {k: v for k, v in c.items() if k != "n"})
+                assert not got.is_error, got.content
+                ans["resolved"].append(dict(got.structured_content or {}))
+            return ans
 
     return anyio.run(go)
 
@@ -384,6 +391,7 @@ def test_mcp_answers_cite_the_lookup(service: dict[str, Any]) -> None:
                       "Where is my order 12345?")
     assert ans["status"] == "answered" and ans["citations"][0]["kind"] == "live"
     assert ans["citations"][0]["quote"] == "Order 12345: shipped, expected delivery 2026-12-03."
+    assert ans["resolved"] and all(r["ok"] for r in ans["resolved"]), ans["resolved"]
 
 
 def test_cli_ask_with_a_claim(service: dict[str, Any]) -> None:
