@@ -8,7 +8,19 @@ rendered into one line, scanned like a passage, and cited with ``kind: "live"``;
 citation looks the value up again. ``Toolbox`` holds the tools of a process.
 """
 
-from ._config import CALLER_WORDS, ToolConfig, ToolParameter, check_tool_host, names_caller, origin
+from ._config import (
+    CALLER_WORDS,
+    ToolConfig,
+    ToolParameter,
+    check_claim_names,
+    check_origins,
+    check_tool_host,
+    check_tool_hosts,
+    hosts_as_written,
+    names_caller,
+    origin,
+    unique_tool_ids,
+)
 from ._params import Bound
 from ._toolbox import LIVE_KIND, LiveSource, Pending, Toolbox
 
@@ -21,7 +33,12 @@ __all__ = [
     "ToolConfig",
     "ToolParameter",
     "Toolbox",
+    "check_claim_names",
+    "check_origins",
     "check_tool_host",
+    "check_tool_hosts",
+    "hosts_as_written",
     "names_caller",
     "origin",
+    "unique_tool_ids",
 ]

@@ -32,6 +32,7 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _ENV = re.compile(r"\$\{([^}]*)\}")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _HEADER = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+_ORIGIN = re.compile(r"https?://(?:[A-Za-z0-9.-]{1,253}|\[[0-9a-fA-F:.]+\])(?::[0-9]{1,5})?")
 _SAFE_DEFAULT = re.compile(r"^[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,63}$")
 #: Words that make a parameter name one that identifies the caller ("customer_id", "userEmail"):
 #: such a value must come from the verified identity, never from what the question says.
@@ -69,6 +70,54 @@ def check_tool_host(url: str, hosts: Iterable[str]) -> None:
     if origin(url) not in allowed:
         listed = ", ".join(sorted(allowed)) or "none"
         raise ValueError(f"the host {origin(url)} is not in server.tool_hosts (allowed: {listed})")
+
+
+def check_tool_hosts(tools: Iterable[ToolConfig], hosts: Iterable[str]) -> None:
+    """ValueError naming ``tools[i].url`` unless every tool's origin is one of ``hosts``."""
+    allowed = tuple(hosts)
+    for i, t in enumerate(tools):
+        try:
+            check_tool_host(t.url, allowed)
+        except ValueError as exc:
+            raise ValueError(f"tools[{i}].url: {exc}") from None
+
+
+def unique_tool_ids(tools: tuple[ToolConfig, ...]) -> tuple[ToolConfig, ...]:
+    seen: set[str] = set()
+    for t in tools:
+        if t.id in seen:
+            raise ValueError(f"tool id {t.id!r} is used twice")
+        seen.add(t.id)
+    return tools
+
+
+def check_origins(hosts: tuple[str, ...]) -> tuple[str, ...]:
+    """``server.tool_hosts``: origins only (scheme and host, optional port, no path)."""
+    for h in hosts:
+        if not _ORIGIN.fullmatch(h):
+            raise ValueError(f"{h!r} is not an origin like http://127.0.0.1:8081 or "
+                             "https://orders.internal (scheme and host, no path)")
+    return hosts
+
+
+def hosts_as_written(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """``server.tool_hosts`` of a configuration file's data as written (checked by its own
+    model), so that each tool's url is checked against it at the tool's own line."""
+    server = data.get("server")
+    hosts = server.get("tool_hosts") if isinstance(server, dict) else None
+    return tuple(h for h in hosts if isinstance(h, str)) if isinstance(hosts, list) else ()
+
+
+def check_claim_names(claims: dict[str, str]) -> dict[str, str]:
+    """Verified claims as configured (API keys, JWT claim mappings): names like identifiers,
+    values printable, non-empty, without surrounding spaces."""
+    for name, value in claims.items():
+        if not _FIELD.match(name):
+            raise ValueError(f"claim name {name!r} must be letters, digits and _")
+        if not value or value.strip() != value or len(value) > 256 or not value.isprintable():
+            raise ValueError(f"claim {name} must be a non-empty printable value without "
+                             "surrounding spaces")
+    return claims
 
 
 def finder_source(pattern: str, prefix: str | None) -> str:
