@@ -508,6 +508,9 @@ class SearchResults(list[Hit]):
         self.evidence = evidence
         #: What the evidence level was computed from (query-term coverage, best similarity).
         self.signals: dict[str, float | None] = {}
+        #: Per hit (the first ones), how well the passage and its sentences cover the question
+        #: and whether it supports answering (``retrieve.PassageSupport``).
+        self.support: list[Any] = []
         #: Set when a hybrid search returned the keyword ranking instead: {"fallback":
         #: "keyword", "reason": "no_vectors" | "vector_timeout", "detail": ...}.
         self.fallback: dict[str, Any] | None = None

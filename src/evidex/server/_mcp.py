@@ -37,8 +37,9 @@ _TOOLS: dict[str, tuple[type[BaseModel], str]] = {
     "search": (SearchRequest, "Search the passages this server's key may read. Returns hits with "
                               "citation fields; scores only order one result list."),
     "resolve": (ResolveBody, "Re-check a citation (as returned by search or answer, without score, "
-                             "rank or n) now: ok, or unavailable / source_changed / quote_mismatch. "
-                             "A live citation (kind live) is looked up again."),
+                             "rank, n, sentence_start or sentence_end) now: ok, or unavailable / "
+                             "source_changed / quote_mismatch. A live citation (kind live) is "
+                             "looked up again."),
     "answer": (AnswerRequest, "Answer a question from the passages this key may read and the live "
                               "lookups (order status, stock) it may make: every sentence carries a "
                               "[n] citation (kind passage or live), or the answer is declined with a "
