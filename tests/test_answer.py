@@ -38,7 +38,7 @@ from evidex.retrieve import passage_support, term_weights
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 SHIPPED_TOKENIZER = Path(evidex.embed.__file__).parent / "data" / "all-minilm-l6-v2" / "tokenizer.json"
-CITATION_KEYS = {"document_id", "version", "content_sha256", "passage", "quote", "start", "end",
+CITATION_KEYS = {"kind", "document_id", "version", "content_sha256", "passage", "quote", "start", "end",
                  "heading_path", "anchor", "title", "source_url"}
 CONTEXT_KEYS = {"id", "title", "heading_path", "version", "quote"}
 WORN = "Can I return a worn jacket?"

@@ -32,7 +32,7 @@ EXAMPLES = ROOT / "examples"
 EVIDEX = Path(sys.executable).parent / "evidex"
 ASK_KEYS = {"status", "text", "citations", "reason", "handoff", "trace"}
 EMITTED_KEYS = ASK_KEYS | {"detail"}  # extra key emitted by Answer.as_dict(): the decline's why
-CITATION_KEYS = {"document_id", "version", "content_sha256", "passage", "quote", "start", "end",
+CITATION_KEYS = {"kind", "document_id", "version", "content_sha256", "passage", "quote", "start", "end",
                  "heading_path", "anchor", "title", "source_url"}
 CUSTOMER = ("--tenant", "acme", "--groups", "customers", "--visibilities", "public")
 WORN = "Can I return a worn jacket?"

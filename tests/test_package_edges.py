@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"extras"},
     {"query", "ingest", "embed", "cadence"},
     {"store"},
-    {"retrieve", "cite"},
+    {"retrieve", "cite", "tools"},
     {"answer"},
     {"kb", "config"},
     {"__init__", "evaluation", "sources"},

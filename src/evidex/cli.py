@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from . import __version__
+from ._cli_tools import ClaimOpt, citation_line, pairs, tools_app
 from .config import Config, load_config
 from .console import emit as _emit
 from .console import errors as _errors
@@ -37,6 +38,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="evidex: retrieval where every passage traces back to its source.",
 )
+app.add_typer(tools_app, name="tools")
 
 
 
@@ -67,16 +69,16 @@ def _split_csv(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def _actor(tenant: str, groups: str, visibilities: str) -> Actor:
+def _actor(tenant: str, groups: str, visibilities: str, claims: list[str] | None = None) -> Actor:
     return Actor(tenant, frozenset(_split_csv(groups)),
-                 visibilities=frozenset(_split_csv(visibilities)))
+                 visibilities=frozenset(_split_csv(visibilities)), claims=pairs(claims, "--claim"))
 
 
 def _open() -> KnowledgeBase:
     r = state.cfg.retrieval
     return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
                               embedder=state.embedder or r.embedder,
-                              vector_timeout_ms=r.vector.timeout_ms)
+                              vector_timeout_ms=r.vector.timeout_ms, tools=state.cfg.tools)
 
 
 @contextmanager
@@ -235,11 +237,12 @@ def ask(
     visibilities: VisOpt = "public,internal",
     generator: Annotated[str | None, typer.Option(help="extractive or openai.")] = None,
     handoff: Annotated[str | None, typer.Option(help="How to reach a person when declining.")] = None,
+    claim: ClaimOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Answer from the passages the caller may read, citing every claim, or decline."""
+    """Answer from the passages the caller may read and its live lookups, citing every claim, or decline."""
     with _open() as kb:
-        ans = kb.answer(_actor(tenant, groups, visibilities), question,
+        ans = kb.answer(_actor(tenant, groups, visibilities, claim), question,
                         generator=generator or state.cfg.answer.generator,
                         settings=state.cfg.answer_settings(handoff))
     if as_json:
@@ -247,10 +250,7 @@ def ask(
         return
     typer.echo(_safe(ans.text))
     if ans.status == "answered":
-        for c in ans.citations:
-            where = " > ".join(c["heading_path"]) or f"passage {c['passage']}"
-            typer.echo(f"  [{c['n']}] {_safe(c['document_id'])} v{_safe(c['version'])} "
-                       f"#{c['passage']} {_safe(c['title'] or '')} ({_safe(where)})")
+        typer.echo("\n".join(citation_line(c) for c in ans.citations))
     else:
         typer.echo(f"  reason: {ans.reason}")
         if ans.handoff:

@@ -33,11 +33,13 @@ from pydantic import (
     model_validator,
 )
 
+from . import tools as _tools
 from .answer import AnswerSettings
 from .cadence import check_cadence
 from .ingest import DEFAULT_MAX_SECTION_CHARS
 from .model import VISIBILITIES, ConfigError, is_language_tag
 from .retrieve import DEFAULT_FUSION, Fusion
+from .tools import ToolConfig
 
 __all__ = [
     "AnswerConfig",
@@ -55,6 +57,7 @@ __all__ = [
     "ServerSettings",
     "SourceConfig",
     "SourceDefaults",
+    "ToolConfig",
     "VectorLeg",
     "WebSource",
     "WikiSource",
@@ -350,6 +353,11 @@ class ApiKey(_Strict):
     visibilities: tuple[str, ...] = ("public",)
     admin: bool = False
     name: str | None = Field(default=None, description="a label for logs; never the key")
+    claims: dict[str, str] = Field(
+        default_factory=dict, description="verified attributes of this key's caller (e.g. "
+                                          "customer_id), which live tools take parameters from")
+
+    _claims = field_validator("claims")(_tools.check_claim_names)
 
     @field_validator("key_sha256")
     @classmethod
@@ -379,6 +387,11 @@ class JwtSettings(_Strict):
     admin_group: str | None = Field(
         default=None, description="tokens whose groups claim holds this group may run admin operations")
     leeway_seconds: int = Field(default=30, ge=0, le=300)
+    claims: dict[str, str] = Field(
+        default_factory=dict, description="actor claim -> token claim: verified attributes "
+                                          "taken from the token (e.g. customer_id: sub)")
+
+    _claims = field_validator("claims")(_tools.check_claim_names)
 
     @field_validator("visibilities")
     @classmethod
@@ -424,6 +437,9 @@ class ServerSettings(_Strict):
     store_handles: int = Field(
         default=2, ge=1, le=64,
         description="open store handles per worker process; requests beyond this wait for one")
+    tool_hosts: tuple[str, ...] = Field(
+        default=(), description="origins (scheme://host[:port]) live tools may call; nothing else")
+    _tool_hosts = field_validator("tool_hosts")(_tools.check_origins)
 
     @field_validator("api_keys")
     @classmethod
@@ -451,6 +467,8 @@ class Config(_Strict):
     answer: AnswerConfig = AnswerConfig()
     freshness: Freshness = Freshness()
     server: ServerSettings | None = None
+    #: Live tools (read-only lookups at question time); their hosts must be in server.tool_hosts.
+    tools: tuple[ToolConfig, ...] = ()
 
     def answer_settings(self, handoff: str | None = None) -> AnswerSettings:
         """The library's answer settings from the ``answer:`` and ``retrieval:`` sections (one
@@ -475,6 +493,15 @@ class Config(_Strict):
                 raise ValueError(f"source id {s.id!r} is used twice")
             seen.add(s.id)
         return value
+
+    _tool_ids = field_validator("tools")(_tools.unique_tool_ids)
+
+    @model_validator(mode="after")
+    def _tools_allowed(self) -> Config:
+        # load_config checks each url at its own line (validation context); this catches a
+        # Config built in code.
+        _tools.check_tool_hosts(self.tools, self.server.tool_hosts if self.server is not None else ())
+        return self
 
     def source(self, source_id: str) -> FilesSource | WebSource | RecordsSource:  # or a subclass
         for s in self.sources:
@@ -606,7 +633,8 @@ def load_config(path: str | Path) -> Config:
             if isinstance(s, dict) else s for s in data["sources"]
         ]}
     try:
-        return Config.model_validate(data, context={"base": str(Path(path).resolve().parent)})
+        return Config.model_validate(data, context={"base": str(Path(path).resolve().parent),
+                                                    "tool_hosts": _tools.hosts_as_written(data)})
     except ValidationError as exc:
         found = []
         for err in exc.errors():

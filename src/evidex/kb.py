@@ -30,6 +30,7 @@ from .embed import (
 from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan, split_key, split_text
 from .model import (
     Actor,
+    CitationError,
     Document,
     DocumentError,
     DocumentView,
@@ -69,6 +70,7 @@ from .store import (
     is_postgres_url,
     open_store,
 )
+from .tools import LIVE_KIND, LiveSource, Toolbox, ToolConfig
 
 __all__ = ["KnowledgeBase", "migrate_store"]
 
@@ -122,6 +124,7 @@ class KnowledgeBase:
         evidence: EvidenceThresholds | None = None,
         answer_settings: AnswerSettings | None = None,
         vector_timeout_ms: int | None = 4000,
+        tools: Toolbox | Sequence[ToolConfig] = (),
     ) -> None:
         self.store = store
         self.keep_history = keep_history
@@ -139,6 +142,10 @@ class KnowledgeBase:
         #: ``SearchResults.fallback``. None waits however long the leg takes.
         self.vector_timeout_ms = (None if vector_timeout_ms is None else
                                   _positive_int(vector_timeout_ms, "vector_timeout_ms", err=EvidexError))
+        #: Live tools: a Toolbox shared with others (a service's handles), or tools of this
+        #: handle alone (closed with it).
+        self._own_toolbox = not isinstance(tools, Toolbox)
+        self._toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
 
     @classmethod
     def open(
@@ -409,7 +416,9 @@ class KnowledgeBase:
         settings: AnswerSettings | None = None,
         openai: OpenAIGenerator | OpenAIConfig | None = None,
     ) -> Answer:
-        """Answer from the passages ``actor`` may read, citing every claim, or decline.
+        """Answer from the passages ``actor`` may read and the live lookups (tools) it may
+        make, citing every claim, or decline (``tool_unavailable`` when a lookup the question
+        asks for fails: never from stale data or passages in its place).
 
         ``generator``: "extractive" (default; quotes sentences, no model) or "openai" (any
         OpenAI-compatible server, configured by ``openai`` or EVIDEX_OPENAI_* variables).
@@ -419,6 +428,10 @@ class KnowledgeBase:
         if generator == "openai" and gen is None:
             gen = OpenAIGenerator(openai if isinstance(openai, OpenAIConfig) else OpenAIConfig.from_env())
         mode = st.mode if self.store.embedder != "none" else "keyword"
+        _check_actor(actor)
+        parse_query(question, QUESTION_LIMITS)  # a question refused here starts no lookup
+        # The lookups run on the toolbox's threads while the search below runs.
+        lookups = self._toolbox.start(self._toolbox.asked(actor, question))
 
         def search(q: str) -> SearchResults:
             return self.search(actor, q, limit=st.top_k, mode=mode, filters=filters,
@@ -434,13 +447,43 @@ class KnowledgeBase:
             terms_of=self._analyzer.terms, generator=generator,
             settings=st if mode == st.mode else dataclasses.replace(st, mode=mode), openai=gen,
             similar=similar if mode != "keyword" else None,
+            live=lookups.wait if len(lookups) else None,
         )
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any]) -> Resolution:
-        """Re-check a citation now: access, then version and fingerprint, then the quote."""
+        """Re-check a citation now: access, then version and fingerprint, then the quote. A
+        live citation (``kind: "live"``) is looked up again, as ``actor``."""
         _check_actor(actor)
+        kind = citation.get("kind", "passage") if isinstance(citation, Mapping) else "passage"
+        if kind == LIVE_KIND:
+            return self._toolbox.resolve(actor, citation)
+        if kind != "passage":
+            raise CitationError(f"this is not a citation: kind must be passage or live, got {kind!r}")
         with self.store.read() as view:
             return resolve_citation(view, actor, citation)
+
+    # -- live tools ---------------------------------------------------------------------------
+    def tools(self, actor: Actor | None = None) -> list[ToolConfig]:
+        """The configured live tools; with ``actor``, those it may use."""
+        if actor is None:
+            return list(self._toolbox.tools)
+        _check_actor(actor)
+        return self._toolbox.usable(actor)
+
+    def live_sources(self, actor: Actor, question: str) -> list[LiveSource]:
+        """The lookups ``question`` asks for, made now as ``actor``: one ``LiveSource`` per tool
+        it asks for and may use (a failed or refused lookup included, with its status)."""
+        _check_actor(actor)
+        if not isinstance(question, str):
+            raise QueryError(f"question must be a string, got {type(question).__name__}")
+        return self._toolbox.start(self._toolbox.asked(actor, question)).wait()
+
+    def call_tool(self, actor: Actor, tool_id: str, parameters: Mapping[str, object], *,
+                  operator: bool = False) -> LiveSource:
+        """One lookup with explicit question parameters (an operator checking a tool);
+        ``operator``: an admin of the tool's tenant, see ``Toolbox.call``."""
+        _check_actor(actor)
+        return self._toolbox.call(actor, tool_id, parameters, operator=operator)
 
     def document(self, actor: Actor, document_id: str) -> DocumentView | None:
         """Document ``document_id`` of the actor's tenant with its current passages, when
@@ -492,6 +535,8 @@ class KnowledgeBase:
         ``StoreError``. Closing twice is harmless."""
         self.store.close()
         self._bm25.clear()
+        if self._own_toolbox:
+            self._toolbox.close()
 
     def __enter__(self) -> KnowledgeBase:
         return self

@@ -11,10 +11,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..model import Actor, EvidexError, Resolution, SearchResults
+from ..tools import LiveSource
 from ._budget import fit_sources, token_counter
 from ._contract import check_output, markers, sentences
 from ._extractive import DISAGREE_TEXT, extractive_answer
 from ._grounding import supporting_span
+from ._live import answer_with_live
 from ._openai import SYSTEM_TEXT, GeneratorError, OpenAIGenerator
 from ._types import DECLINE_TEXT, Answer, AnswerSettings, Source
 
@@ -23,11 +25,11 @@ __all__ = ["GENERATORS", "answer_question", "number_sources"]
 GENERATORS = ("extractive", "openai")
 
 
-def number_sources(results: SearchResults) -> list[Source]:
-    """Sources 1..n in rank order. Each passage appears once: a duplicate is an error."""
+def number_sources(results: SearchResults, start: int = 1) -> list[Source]:
+    """Sources ``start``.. in rank order. Each passage appears once: a duplicate is an error."""
     seen: set[tuple[str, int]] = set()
     out = []
-    for i, h in enumerate(results, start=1):
+    for i, h in enumerate(results, start=start):
         key = (h.document_id, h.passage)
         if key in seen:
             raise EvidexError(f"duplicate source {key} supplied to the answer context")
@@ -53,13 +55,22 @@ def answer_question(
     settings: AnswerSettings,
     openai: OpenAIGenerator | None = None,
     similar: Callable[[list[str]], Sequence[float]] | None = None,
+    live: Callable[[], list[LiveSource]] | None = None,
+    first_n: int = 1,
 ) -> Answer:
     """``search`` runs the answer's search (with the second-stage ranker); ``similar`` scores
     sentences by meaning against the question (for questions in another language than the
-    passage), when the store has an embedding model."""
+    passage), when the store has an embedding model. ``live`` waits for the lookups the question
+    asked for (started before, so they overlap the search); their sources come first, quoted
+    verbatim, and the passages are numbered from ``first_n``."""
     if generator not in GENERATORS:
         raise EvidexError(f"generator must be one of {', '.join(GENERATORS)}, got {generator!r}")
     results = search(question)
+    if live is not None:
+        return answer_with_live(live(), lambda first: answer_question(
+            actor, question, search=lambda _: results, resolve=resolve, terms_of=terms_of,
+            generator=generator, settings=settings, openai=openai, similar=similar, first_n=first),
+            settings)
     trace: dict[str, Any] = {
         "searched": {"mode": settings.mode, "terms": list(results.terms), "top_k": settings.top_k,
                      "fusion": settings.fusion.method, "reranked": True},
@@ -76,7 +87,7 @@ def answer_question(
         return Answer("declined", DECLINE_TEXT, [], reason, settings.handoff or None,
                       trace if settings.trace != "off" else None, detail)
 
-    sources = number_sources(results)
+    sources = number_sources(results, first_n)
     trace["available"] = [_ref(s) for s in sources]
     if not sources:
         return decline("no_evidence", "no passage you may read matches the question")

@@ -18,6 +18,10 @@
     context_budget: "Not even the best passage fitted into the model's context.",
     generator_error: "The answer generator could not be reached.",
     no_answer_in_sources: "The passages found do not contain an answer to this question.",
+    tool_unavailable: "A live lookup this question needs did not give a usable answer just now, " +
+      "so nothing is answered from older or stored data instead.",
+    tool_needs_sign_in: "This lookup needs a signed-in customer; the key you use does not carry " +
+      "the identity it needs.",
   };
   const BADGES = {
     current: ["current", "badge-current"],
@@ -149,8 +153,11 @@
   }
 
   function citationOnly(c) {
-    const keys = ["document_id", "version", "content_sha256", "passage", "quote", "start", "end",
-      "heading_path", "anchor", "title", "source_url"];
+    const keys = c.kind === "live"
+      ? ["kind", "tool", "title", "parameters", "actor_parameters", "fetched_at", "content_sha256", "quote",
+        "source_url"]
+      : ["kind", "document_id", "version", "content_sha256", "passage", "quote", "start", "end",
+        "heading_path", "anchor", "title", "source_url"];
     const out = {};
     for (const k of keys) if (c[k] !== undefined) out[k] = c[k];
     return out;
@@ -194,7 +201,8 @@
       const li = el("li", { attrs: { value: c.n } });
       li.append(chip(c.n, c, sentencesFor(ans.text, c.n)), " ",
         el("span", { text: c.title || c.document_id }),
-        el("span", { cls: "meta", text: (c.heading_path || []).length ? " — " + c.heading_path.join(" › ") : "" }));
+        el("span", { cls: "meta", text: c.kind === "live" ? ` — live lookup, ${c.fetched_at}`
+          : (c.heading_path || []).length ? " — " + c.heading_path.join(" › ") : "" }));
       list.append(li);
     }
     box.append(el("h3", { text: "Sources" }), list);
@@ -323,8 +331,20 @@
     const meta = el("dl", { cls: "meta" });
     const row = (k, v) => { meta.append(el("dt", { text: k })); meta.append(v instanceof Node ? el("dd", {}, v) : el("dd", { text: v })); };
     row("Status", badge);
-    row("Section", (citation.heading_path || []).join(" › ") || `passage ${citation.passage}`);
-    row("Version", citation.version);
+    const live = citation.kind === "live";
+    if (live) {
+      // A lookup has no version: what it said, when, asked with which of the question's values.
+      row("Kind", "live lookup");
+      row("Fetched", citation.fetched_at);
+      const params = Object.entries(citation.parameters || {}).map(([k, v]) => `${k} = ${v}`);
+      row("Asked with", params.join(", ") || "no parameters");
+      if ((citation.actor_parameters || []).length) {
+        row("Your identity", `${citation.actor_parameters.join(", ")} (from your sign-in, not shown)`);
+      }
+    } else {
+      row("Section", (citation.heading_path || []).join(" › ") || `passage ${citation.passage}`);
+      row("Version", citation.version);
+    }
     row("Fingerprint", String(citation.content_sha256 || "").slice(0, 12));
     const href = safeLink(citation.source_url);
     if (href) {
@@ -346,6 +366,10 @@
       if (!r.ok && r.detail) badge.title = r.detail;
     }).catch((err) => { badge.textContent = "not checked"; badge.title = err.message || ""; });
 
+    if (live) {
+      section.append(el("span", { cls: "cited" }, highlighted(citation.quote, sentences)));
+      return;
+    }
     // The section: every passage of the document under the cited heading, the cited one marked.
     let passages = null;
     try {
