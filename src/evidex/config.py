@@ -204,7 +204,7 @@ class RetrievalConfig(_Strict):
     analyzer: Literal["exact", "english", "german"] | None = None
     embedder: str | None = None
     mode: Literal["hybrid", "keyword", "vector"] = "hybrid"
-    fuse: Literal["rrf", "convex"] = DEFAULT_FUSION  # type: ignore[assignment]
+    fuse: Literal["adaptive", "rrf", "convex"] = DEFAULT_FUSION  # type: ignore[assignment]
     rrf_k: int = Field(default=60, ge=1, le=1000)
     window: int = Field(default=50, ge=1, le=1000)
     alpha: float = Field(default=0.5, ge=0.0, le=1.0)

@@ -359,7 +359,7 @@ class KnowledgeBase:
             return retrieve.search(view, self._bm25, actor, terms, mode=mode, limit=limit,
                                    thresholds=self._thresholds(), query_vector=qvec, match=match,
                                    filters=flt, max_per_document=max_per_document, fusion=fz,
-                                   explain=explain)
+                                   explain=explain, query=query)
 
     def _query_vector(self, query: str) -> np.ndarray:
         """The query's embedding, through the process-wide cache (see ``embed._queries``)."""

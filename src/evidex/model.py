@@ -492,3 +492,6 @@ class SearchResults(list[Hit]):
         self.evidence = evidence
         #: What the evidence level was computed from (query-term coverage, best similarity).
         self.signals: dict[str, float | None] = {}
+        #: Hybrid search with adaptive fusion: the weight each leg had for this query, and why
+        #: (``retrieve._adaptive.LegWeights``); None otherwise.
+        self.weights: Any = None
