@@ -100,7 +100,7 @@ def objective(res: dict[tuple[str, str], float]) -> float:
     """Half the mean over the encyclopedia's dev groups, half SciFact train (the two kinds of
     collection count alike, whatever their number of groups), minus a steep penalty for SciFact
     train below the old default."""
-    enc = statistics.fmean(v for k, v in res.items() if calibration(k) and k[0] != "scifact")
+    enc = statistics.fmean(v for k, v in res.items() if calibration(k) and not k[0].startswith("scifact"))
     sci = [v for k, v in res.items() if calibration(k) and k[0] == "scifact"]
     if not sci:
         return enc
@@ -158,11 +158,16 @@ def search(rows: list[dict], passes: int = 3) -> AdaptiveRule:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("legs")
+    ap.add_argument("legs", nargs="+", help="dumps to fit on jointly (e.g. one per analyzer)")
     ap.add_argument("--search", action="store_true")
     args = ap.parse_args()
-    with open(args.legs, "rb") as fh:
-        rows = pickle.load(fh)
+    rows = []
+    for i, path in enumerate(args.legs):
+        with open(path, "rb") as fh:
+            for r in pickle.load(fh):
+                # Each dump's groups count apart (the same question under another analyzer).
+                r["collection"] = r["collection"] if i == 0 else f"{r['collection']} #{i + 1}"
+                rows.append(r)
     SCIFACT_FLOOR[0] = evaluate([r for r in rows if r["collection"] == "scifact"], None, 0.5).get(
         ("scifact", "train"), 0.0)
     rule = search(rows) if args.search else AdaptiveRule()
