@@ -495,3 +495,6 @@ class SearchResults(list[Hit]):
         #: Hybrid search with adaptive fusion: the weight each leg had for this query, and why
         #: (``retrieve._adaptive.LegWeights``); None otherwise.
         self.weights: Any = None
+        #: Set when a hybrid search returned the keyword ranking instead: {"fallback":
+        #: "keyword", "reason": "no_vectors" | "vector_timeout", "detail": ...}.
+        self.fallback: dict[str, Any] | None = None
