@@ -54,7 +54,7 @@ from .retrieve import (
     EvidenceThresholds,
     Fallback,
     Fusion,
-    evidence_level,
+    guess_language,
 )
 from .store import (
     CopyReport,
@@ -334,6 +334,7 @@ class KnowledgeBase:
         window: int = 50,
         alpha: float = 0.5,
         limits: QueryLimits | None = None,
+        rerank: bool = False,
     ) -> SearchResults:
         """Passages ``actor`` may read that match ``query``, best first (``limit`` is top_k).
 
@@ -342,6 +343,8 @@ class KnowledgeBase:
         ``results.fallback`` saying why), "keyword" or "vector". Scores
         order the hits of this run (BM25, cosine, or fused) and mean nothing across queries;
         ``results.evidence`` is "none", "weak" or "strong" (see ``retrieve._evidence``).
+        ``rerank``: re-order the best fused candidates with the second-stage ranker (answers
+        always do; see ``retrieve._rerank``).
         """
         _check_actor(actor)
         limit = _positive_int(limit, "limit", self.max_limit)
@@ -355,6 +358,8 @@ class KnowledgeBase:
             max_per_document = _positive_int(max_per_document, "max_per_document")
         if not isinstance(explain, bool):
             raise QueryError("explain must be a bool")
+        if not isinstance(rerank, bool):
+            raise QueryError("rerank must be a bool")
         fz = fusion if isinstance(fusion, Fusion) else Fusion(fusion, rrf_k, window, alpha)
         flt = Filters.of(filters)
         words = parse_query(query, limits or self.query_limits)
@@ -371,6 +376,8 @@ class KnowledgeBase:
                                    thresholds=self._thresholds(), query_vector=qvec,
                                    deadline=deadline, match=match, filters=flt,
                                    max_per_document=max_per_document, fusion=fz, explain=explain,
+                                   analyze=self._analyzer.terms,
+                                   question_language=guess_language(query), rerank=rerank,
                                    query=query)
 
     def _query_vector_for(self, mode: str, query: str
@@ -414,22 +421,20 @@ class KnowledgeBase:
             gen = OpenAIGenerator(openai if isinstance(openai, OpenAIConfig) else OpenAIConfig.from_env())
         mode = st.mode if self.store.embedder != "none" else "keyword"
 
-        found: list[SearchResults] = []
-
         def search(q: str) -> SearchResults:
-            found.append(self.search(actor, q, limit=st.top_k, mode=mode, filters=filters, fusion=st.fusion,
-                                     limits=QUESTION_LIMITS))
-            return found[-1]
+            return self.search(actor, q, limit=st.top_k, mode=mode, filters=filters,
+                               fusion=st.fusion, limits=QUESTION_LIMITS, rerank=True)
 
-        def recheck(quotes: list[str]) -> str:
-            res = found[-1]
-            return evidence_level(res.terms, (self._analyzer.terms(q) for q in quotes),
-                                  res.signals.get("similarity"), self._thresholds())[0]
+        def similar(texts: list[str]) -> list[float]:
+            """Cosine of each sentence with the question (sentences go through the cache)."""
+            qvec = self._query_vector(question)
+            return (self.embed_passages(texts) @ qvec).tolist()
 
         return answer_question(
             actor, question, search=search, resolve=lambda c: self.resolve(actor, c),
-            terms_of=self._analyzer.terms, recheck=recheck, generator=generator,
+            terms_of=self._analyzer.terms, generator=generator,
             settings=st if mode == st.mode else dataclasses.replace(st, mode=mode), openai=gen,
+            similar=similar if mode != "keyword" else None,
         )
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any]) -> Resolution:

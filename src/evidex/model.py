@@ -495,6 +495,9 @@ class SearchResults(list[Hit]):
         #: Hybrid search with adaptive fusion: the weight each leg had for this query, and why
         #: (``retrieve._adaptive.LegWeights``); None otherwise.
         self.weights: Any = None
+        #: Per hit (the first ones), how well the passage and its sentences cover the question
+        #: and whether it supports answering (``retrieve.PassageSupport``).
+        self.support: list[Any] = []
         #: Set when a hybrid search returned the keyword ranking instead: {"fallback":
         #: "keyword", "reason": "no_vectors" | "vector_timeout", "detail": ...}.
         self.fallback: dict[str, Any] | None = None

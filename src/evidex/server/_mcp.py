@@ -35,9 +35,9 @@ KEY_ENV = "EVIDEX_API_KEY"
 _TOOLS: dict[str, tuple[type[BaseModel], str]] = {
     "search": (SearchRequest, "Search the passages this server's key may read. Returns hits with "
                               "citation fields; scores only order one result list."),
-    "resolve": (Citation, "Re-check a citation (as returned by search or answer, without score, rank "
-                          "or n) against the store now: ok, or unavailable / source_changed / "
-                          "quote_mismatch."),
+    "resolve": (Citation, "Re-check a citation (as returned by search or answer, without score, rank, "
+                          "n, sentence_start or sentence_end) against the store now: ok, or "
+                          "unavailable / source_changed / quote_mismatch."),
     "answer": (AnswerRequest, "Answer a question from the passages this key may read: every sentence "
                               "carries a [n] citation, or the answer is declined with a reason."),
 }

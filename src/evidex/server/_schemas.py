@@ -156,6 +156,10 @@ class ResolveResponse(BaseModel):
 
 class AnswerCitation(CitedPassage):
     n: int = Field(description="the [n] marker in the answer text")
+    sentence_start: int | None = Field(
+        default=None, description="start, inside quote, of the sentence(s) of this passage that "
+                                  "back the answer (quote[sentence_start:sentence_end])")
+    sentence_end: int | None = Field(default=None, description="end of that span, inside quote")
 
 
 class AnswerResponse(BaseModel):

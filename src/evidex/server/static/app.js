@@ -283,12 +283,18 @@
   $("passage-close").addEventListener("click", closePassage);
   document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !$("passage").hidden) closePassage(); });
 
-  // Text of one passage with the given sentences marked (all of it when none is found in it).
-  function highlighted(text, sentences) {
+  // Text of one passage with the quoted span marked: the citation's sentence offsets when it
+  // has them, else the given sentences found in it (all of it when none is found).
+  function highlighted(text, sentences, citation) {
     const spans = [];
-    for (const s of sentences) {
-      const i = text.indexOf(s);
-      if (i >= 0) spans.push([i, i + s.length]);
+    const a = citation && citation.sentence_start, b = citation && citation.sentence_end;
+    if (Number.isInteger(a) && Number.isInteger(b) && 0 <= a && a < b && b <= text.length) {
+      spans.push([a, b]);
+    } else {
+      for (const s of sentences) {
+        const i = text.indexOf(s);
+        if (i >= 0) spans.push([i, i + s.length]);
+      }
     }
     spans.sort((a, b) => a[0] - b[0]);
     const frag = document.createDocumentFragment();
@@ -349,7 +355,7 @@
     const key = JSON.stringify(citation.heading_path || []);
     const inSection = passages ? passages.filter((p) => JSON.stringify(p.heading_path) === key) : [];
     if (!inSection.some((p) => p.passage === citation.passage)) {
-      section.append(el("span", { cls: "cited" }, highlighted(citation.quote, sentences)));
+      section.append(el("span", { cls: "cited" }, highlighted(citation.quote, sentences, citation)));
       return;
     }
     inSection.forEach((p, i) => {
@@ -357,7 +363,7 @@
       const part = el("span", { cls: p.passage === citation.passage ? "cited" : "" });
       if (p.passage === citation.passage) {
         if ((p.flags || []).length) part.append(untrustedBadge(p.flags), " ");
-        part.append(highlighted(p.quote, sentences));
+        part.append(highlighted(p.quote, sentences, p.quote === citation.quote ? citation : null));
       } else {
         part.textContent = p.quote;
       }
