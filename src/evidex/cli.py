@@ -190,7 +190,7 @@ def search(
     limit: Annotated[int | None, typer.Option(help="Number of passages (config top_k, else 6).")] = None,
     match: Annotated[str | None, typer.Option(help="any or all query words.")] = None,
     mode: Annotated[str | None, typer.Option(help="hybrid, keyword or vector.")] = None,
-    fusion: Annotated[str | None, typer.Option(help="rrf or convex (hybrid mode).")] = None,
+    fusion: Annotated[str | None, typer.Option(help="adaptive, convex or rrf (hybrid mode).")] = None,
     explain: Annotated[bool, typer.Option(help="Show each leg's rank and score.")] = False,
     language: Annotated[str | None, typer.Option(help="Only documents in this language.")] = None,
     tag: Annotated[list[str] | None, typer.Option(help="Only documents with this tag.")] = None,
@@ -216,6 +216,12 @@ def search(
         typer.echo("No passage you may read matches this query.")
         return
     typer.echo(f"evidence: {hits.evidence}")
+    if explain and hits.weights is not None:
+        w = hits.weights
+        typer.echo(f"leg weights: keyword {w.keyword:.2f}, vector {w.vector:.2f}"
+                   f" (query language: {w.language or 'not identified'})")
+        for reason in w.why:
+            typer.echo(f"   {reason}")
     for h in hits:
         where = " > ".join(h.heading_path) or f"passage {h.passage}"
         typer.echo(f"{h.rank}. [{_safe(h.document_id)} v{_safe(h.version)} #{h.passage}] "
@@ -224,7 +230,7 @@ def search(
         typer.echo(f"   {quote[:300]}{'…' if len(quote) > 300 else ''}")
         if h.explain:
             legs = ", ".join(f"{k} #{v['rank']} ({v['score']:.4f})" for k, v in h.explain.items()
-                             if isinstance(v, dict))
+                             if isinstance(v, dict) and "rank" in v)
             typer.echo(f"   legs: {legs or 'none'}")
 
 
@@ -378,7 +384,7 @@ def evaluate(
     ] = None,
     embedder: Annotated[str | None, typer.Option(help="Embedding model (vector, hybrid).")] = None,
     fusion: Annotated[
-        str | None, typer.Option(help="convex or rrf (hybrid; default: retrieval.fuse, convex).")
+        str | None, typer.Option(help="adaptive, convex or rrf (hybrid; default: retrieval.fuse, adaptive).")
     ] = None,
     alpha: Annotated[float, typer.Option(help="Vector weight of convex fusion.")] = 0.5,
     as_json: JsonOpt = False,

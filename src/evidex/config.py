@@ -105,7 +105,7 @@ def _alias(aliases: dict[str, str]) -> BeforeValidator:
 Split = Annotated[Literal["heading", "paragraph", "document"],
                   _alias({"by_heading": "heading", "by_paragraph": "paragraph"})]
 #: ``reciprocal_rank`` is the reference file's name for ``rrf`` (reciprocal rank fusion).
-FuseMethod = Annotated[Literal["rrf", "convex"], _alias({"reciprocal_rank": "rrf"})]
+FuseMethod = Annotated[Literal["adaptive", "rrf", "convex"], _alias({"reciprocal_rank": "rrf"})]
 #: ``say_so_and_offer_a_person`` / ``say_so`` are the reference file's names for the declines.
 WhenNoEvidence = Annotated[Literal["decline_and_offer_person", "decline"],
                            _alias({"say_so_and_offer_a_person": "decline_and_offer_person",

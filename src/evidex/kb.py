@@ -384,7 +384,8 @@ class KnowledgeBase:
                                    deadline=deadline, match=match, filters=flt,
                                    max_per_document=max_per_document, fusion=fz, explain=explain,
                                    analyze=self._analyzer.terms,
-                                   question_language=guess_language(query), rerank=rerank)
+                                   question_language=guess_language(query), rerank=rerank,
+                                   query=query)
 
     def _query_vector_for(self, mode: str, query: str
                           ) -> tuple[np.ndarray | Fallback | None, Deadline | None]:

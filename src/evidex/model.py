@@ -508,6 +508,9 @@ class SearchResults(list[Hit]):
         self.evidence = evidence
         #: What the evidence level was computed from (query-term coverage, best similarity).
         self.signals: dict[str, float | None] = {}
+        #: Hybrid search with adaptive fusion: the weight each leg had for this query, and why
+        #: (``retrieve._adaptive.LegWeights``); None otherwise.
+        self.weights: Any = None
         #: Per hit (the first ones), how well the passage and its sentences cover the question
         #: and whether it supports answering (``retrieve.PassageSupport``).
         self.support: list[Any] = []

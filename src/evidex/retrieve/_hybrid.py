@@ -4,9 +4,11 @@
   under the cap, which lets BM25 prune.
 * ``vector``: the most similar readable passages.
 * ``hybrid``: both legs, each a window of its best candidates (``Fusion.window``, at least
-  ``limit``), fused (``_fusion``). A long document can fill a window with passages the cap then
-  drops, so when the capped list is short and a leg filled its window, the windows grow (x4)
-  until the list is full or the legs are exhausted. Vector mode grows the same way.
+  ``limit``), fused (``_fusion``); adaptive fusion first weighs the legs for this query
+  (``_signals`` reads the evidence, ``_adaptive`` turns it into weights). A long document can
+  fill a window with passages the cap then drops, so when the capped list is short and a leg
+  filled its window, the windows grow (x4) until the list is full or the legs are exhausted.
+  Vector mode grows the same way.
 
 Hybrid search falls back to the keyword ranking (``_deadline``) when it has no query vector (a
 keyword-only store, an embedding past its deadline) or the vector search ends past the deadline;
@@ -29,9 +31,10 @@ from typing import Any
 import numpy as np
 
 from ..model import Actor, Filters, Hit, SearchResults
-from ..query import get_analyzer
+from ..query import get_analyzer, identify
 from ..store import ReadView
 from ._access import allowed_signatures
+from ._adaptive import LegWeights, leg_weights
 from ._bm25 import BM25
 from ._deadline import Deadline, Fallback
 from ._evidence import EvidenceThresholds, with_evidence
@@ -39,6 +42,7 @@ from ._fusion import Fusion, Leg, fuse
 from ._rerank import RERANK_DEPTH, rank_score, rerank_order
 from ._search import Candidates, hits_from, keyword_candidates
 from ._select import select_top
+from ._signals import TOP, query_signals
 from ._support import PassageSupport, passage_support, term_weights
 from ._vector import vector_candidates
 
@@ -73,6 +77,7 @@ def search(
     analyze: Callable[[str], list[str]] | None = None,
     question_language: str | None = None,
     rerank: bool = False,
+    query: str = "",
 ) -> SearchResults:
     """The best ``limit`` passages ``actor`` may read for the analysed query ``terms`` (and
     ``query_vector`` in vector and hybrid modes), best first, with the evidence level.
@@ -82,7 +87,8 @@ def search(
     tells which passages are in another language; ``rerank`` re-orders the first
     ``RERANK_DEPTH`` fused candidates with the second-stage ranker. In hybrid mode
     ``query_vector`` may be the ``Fallback`` that says why there is none, and ``deadline`` is
-    when the vector search must be done; either gives the keyword ranking.
+    when the vector search must be done; either gives the keyword ranking. ``query`` is the
+    query's text, from which adaptive fusion identifies its language.
 
     Arguments are taken as valid (``KnowledgeBase.search`` checks what callers pass)."""
     depth = max(limit, RERANK_DEPTH) if rerank else limit
@@ -111,11 +117,34 @@ def search(
             return _keyword(*keyword, fallback=deadline.missed("the vector search"))
         best_similarity = float(vc.scores.max()) if len(vc.scores) else None
         legs.append(_ranked(view, vc, "vector", window))
-        hits = _capped_hits(view, legs, mode, fusion, depth, max_per_document, explain)
+        weights = None
+        if mode == "hybrid" and fusion.method == "adaptive":
+            weights = _weigh(view, actor, filters, legs, terms, term_pids, query)
+        hits = _capped_hits(view, legs, mode, fusion, depth, max_per_document, explain, weights)
         filled = any(len(leg.pids) >= window for leg in legs)
         if len(hits) >= depth or not filled or max_per_document is None:
-            return finish(hits, kc, vc, best_similarity, term_pids)
+            res = finish(hits, kc, vc, best_similarity, term_pids)
+            res.weights = weights
+            return res
         scale *= _GROWTH
+
+
+def _weigh(view: ReadView, actor: Actor, filters: Filters, legs: list[Leg], terms: Sequence[str],
+           term_pids: Mapping[str, np.ndarray] | None, query: str) -> LegWeights:
+    """This query's leg weights (adaptive fusion)."""
+    allowed = allowed_signatures(view, actor, filters)
+    # Only the languages of what the actor may read are candidates: nothing about other
+    # passages reaches the ranking, not even which languages they are in.
+    language_of_sig = {s.id: s.language for s in view.signatures(actor.tenant)
+                       if s.id + 1 < len(allowed.table) and allowed.table[s.id + 1]}
+    vector = legs[-1]
+    top = vector.pids[:TOP]
+    language_of_pid = {int(p): language_of_sig.get(int(g))
+                       for p, g in zip(top, view.sig.take(top), strict=True)}
+    query_language = identify(query, language_of_sig.values()) if query else None
+    keyword = legs[0] if len(legs) > 1 else None
+    return leg_weights(query_signals(keyword, vector, terms, term_pids, allowed.passages,
+                                     language_of_pid, query_language))
 
 
 _EXACT = get_analyzer("exact")
@@ -199,9 +228,13 @@ def _keyword(view: ReadView, bm25: BM25, actor: Actor, terms: Sequence[str], fil
 
 
 def _capped_hits(view: ReadView, legs: list[Leg], mode: str, fusion: Fusion, limit: int,
-                 max_per_document: int | None, explain: bool) -> list[Hit]:
+                 max_per_document: int | None, explain: bool,
+                 weights: LegWeights | None = None) -> list[Hit]:
     if mode == "hybrid":
-        pids, scores, why = fuse(legs, fusion)
+        pids, scores, why = fuse(legs, fusion, weights)
+        if weights is not None and explain:
+            for entry in why.values():
+                entry["weights"] = weights.as_dict()
     else:
         pids, scores = legs[0].pids, legs[0].scores
         why = _explanation(legs[0]) if explain else {}

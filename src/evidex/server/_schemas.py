@@ -56,8 +56,10 @@ class SearchRequest(_Request):
     explain: bool = False
     # Fusion fields left out take the service's configured ones (config ``retrieval:``), so a
     # deployment that chose RRF gets RRF from a plain request, as its answers do.
-    fusion: Literal["rrf", "convex"] | None = Field(
-        default=None, description="how keyword and vector ranks are fused; default: retrieval.fuse")
+    fusion: Literal["adaptive", "rrf", "convex"] | None = Field(
+        default=None,
+        description="how keyword and vector ranks are fused (adaptive: weights per query); "
+                    "default: retrieval.fuse")
     rrf_k: int | None = Field(default=None, ge=1, le=1000, description="default: retrieval.rrf_k (60)")
     window: int | None = Field(default=None, ge=1, le=500, description="default: retrieval.window (50)")
     alpha: float | None = Field(default=None, ge=0.0, le=1.0,
