@@ -24,6 +24,7 @@ from .config import Config, load_config
 from .console import emit as _emit
 from .console import errors as _errors
 from .console import fail as _fail
+from .console import print_hits
 from .console import safe as _safe
 from .ingest import FRONT_MATTER_KEYS, load_paths
 from .kb import KnowledgeBase, migrate_store
@@ -210,28 +211,7 @@ def search(
         _emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence,
                "fallback": hits.fallback})
         return
-    if hits.fallback:
-        typer.echo(f"fallback: keyword ({hits.fallback['reason']}: {hits.fallback['detail']})")
-    if not hits:
-        typer.echo("No passage you may read matches this query.")
-        return
-    typer.echo(f"evidence: {hits.evidence}")
-    if explain and hits.weights is not None:
-        w = hits.weights
-        typer.echo(f"leg weights: keyword {w.keyword:.2f}, vector {w.vector:.2f}"
-                   f" (query language: {w.language or 'not identified'})")
-        for reason in w.why:
-            typer.echo(f"   {reason}")
-    for h in hits:
-        where = " > ".join(h.heading_path) or f"passage {h.passage}"
-        typer.echo(f"{h.rank}. [{_safe(h.document_id)} v{_safe(h.version)} #{h.passage}] "
-                   f"{_safe(h.title or '')}  ({_safe(where)}; score {h.score:.3f})")
-        quote = " ".join(_safe(h.quote).split())
-        typer.echo(f"   {quote[:300]}{'…' if len(quote) > 300 else ''}")
-        if h.explain:
-            legs = ", ".join(f"{k} #{v['rank']} ({v['score']:.4f})" for k, v in h.explain.items()
-                             if isinstance(v, dict) and "rank" in v)
-            typer.echo(f"   legs: {legs or 'none'}")
+    print_hits(hits, explain)
 
 
 @app.command()

@@ -51,3 +51,29 @@ def errors(fn: F) -> F:
             raise fail(f"invalid JSON input: {exc}") from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def print_hits(hits: Any, explain: bool) -> None:
+    """Print a search's hits for a reader: fallback, evidence, leg weights, one quote per hit."""
+    if hits.fallback:
+        typer.echo(f"fallback: keyword ({hits.fallback['reason']}: {hits.fallback['detail']})")
+    if not hits:
+        typer.echo("No passage you may read matches this query.")
+        return
+    typer.echo(f"evidence: {hits.evidence}")
+    if explain and hits.weights is not None:
+        w = hits.weights
+        typer.echo(f"leg weights: keyword {w.keyword:.2f}, vector {w.vector:.2f}"
+                   f" (query language: {w.language or 'not identified'})")
+        for reason in w.why:
+            typer.echo(f"   {reason}")
+    for h in hits:
+        where = " > ".join(h.heading_path) or f"passage {h.passage}"
+        typer.echo(f"{h.rank}. [{safe(h.document_id)} v{safe(h.version)} #{h.passage}] "
+                   f"{safe(h.title or '')}  ({safe(where)}; score {h.score:.3f})")
+        quote = " ".join(safe(h.quote).split())
+        typer.echo(f"   {quote[:300]}{'…' if len(quote) > 300 else ''}")
+        if h.explain:
+            legs = ", ".join(f"{k} #{v['rank']} ({v['score']:.4f})" for k, v in h.explain.items()
+                             if isinstance(v, dict) and "rank" in v)
+            typer.echo(f"   legs: {legs or 'none'}")
