@@ -18,7 +18,7 @@ Vocabulary:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -239,6 +239,16 @@ class Store(Protocol):
     def live_passages(self) -> list[tuple[int, str]]: ...
 
     def switch_vectors(self, model: str, dimension: int, vectors: dict[int, np.ndarray]) -> bool: ...
+
+    def reindex_passages(self) -> list[tuple[int, str | None, str]]:
+        """(passage id, document language, text) of every live passage: what a reindex covers."""
+        ...
+
+    def switch_analyzer(self, analyzer: str, terms: Mapping[int, Mapping[str, int]],
+                        vectors: Mapping[int, np.ndarray]) -> bool:
+        """Atomically replace every live passage's postings (see ``_reindex``); False,
+        changing nothing, when the store changed meanwhile."""
+        ...
 
     def read(self) -> AbstractContextManager[ReadView]: ...
 
