@@ -104,7 +104,7 @@ def main_options(
     ] = None,
     analyzer: Annotated[
         str | None,
-        typer.Option("--analyzer", help="Analyzer for a new store: exact, english, german."),
+        typer.Option("--analyzer", help="Analyzer for a new store: auto (default), exact, english, german."),
     ] = None,
     embedder: Annotated[
         str | None,
@@ -307,6 +307,17 @@ def reembed(
         _emit({"model": model, "passages": count})
     else:
         typer.echo(f"re-embedded {count} passages with {model}")
+
+
+@app.command()
+@_errors
+def reindex(analyzer: Annotated[str, typer.Option("--analyzer", help="auto, exact, english, german.")],
+            as_json: JsonOpt = False) -> None:
+    """Rebuild the keyword index with another analyzer and switch to it atomically."""
+    with _open() as kb:
+        count = kb.reindex(analyzer)
+    _emit({"analyzer": analyzer, "passages": count}) if as_json else typer.echo(
+        f"reindexed {count} passages with the analyzer {analyzer}")
 
 
 @app.command()

@@ -44,7 +44,7 @@ from .model import (
     StoreError,
     can_access,
 )
-from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, get_analyzer, parse_query
+from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, analyzer_for, get_analyzer, parse_query
 from .retrieve import (
     BM25,
     DEFAULT_FUSION,
@@ -56,6 +56,7 @@ from .retrieve import (
     Fallback,
     Fusion,
     guess_language,
+    keyword_query,
 )
 from .store import (
     CopyReport,
@@ -130,7 +131,6 @@ class KnowledgeBase:
         self.keep_history = keep_history
         self.max_limit = max_limit
         self.query_limits = query_limits
-        self._analyzer: Analyzer = get_analyzer(store.analyzer)
         self._bm25 = BM25(bm25 or BM25Params())
         self._cache_arg = embed_cache
         self._cache: EmbeddingCache | None = embed_cache if isinstance(embed_cache, EmbeddingCache) else None
@@ -194,7 +194,12 @@ class KnowledgeBase:
 
     @property
     def analyzer(self) -> str:
-        return self._analyzer.name
+        return self.store.analyzer
+
+    @property
+    def _analyzer(self) -> Analyzer:
+        """The store's analyzer (read each time: ``reindex`` may change it)."""
+        return get_analyzer(self.store.analyzer)
 
     # -- writing ------------------------------------------------------------------------------
     def ingest(
@@ -307,11 +312,30 @@ class KnowledgeBase:
                 return len(done)
         raise StoreError("the store kept changing during reembed; try again when writes pause")
 
+    def reindex(self, analyzer: str) -> int:
+        """Rebuild the keyword index with ``analyzer`` and switch to it atomically: searches
+        use the old index until the switch commits, documents and vectors are unchanged.
+        Returns the number of passages analysed."""
+        get_analyzer(analyzer)  # a clear error for an unknown name before any work
+        for _ in range(5):
+            rows = self.store.reindex_passages()
+            terms = {pid: dict(Counter(analyzer_for(analyzer, language).terms(text)))
+                     for pid, language, text in rows}
+            vectors: dict[int, np.ndarray] = {}
+            if self.store.embedder != "none":
+                with self.store.read() as view:
+                    vectors = view.passage_vectors(terms)
+            if self.store.switch_analyzer(analyzer, terms, vectors):
+                self._bm25.clear()
+                return len(terms)
+        raise StoreError("the store kept changing during reindex; try again when writes pause")
+
     def _passages(self, doc: Document, split: str, max_section_chars: int) -> tuple[PassageWrite, ...]:
         out = []
+        analyzer = analyzer_for(self.store.analyzer, doc.language)
         for p in split_text(doc.text, split, max_section_chars=max_section_chars,
                             sections=doc.sections):
-            terms = Counter(self._analyzer.terms(p.text))
+            terms = Counter(analyzer.terms(p.text))
             out.append(PassageWrite(p, dict(terms), sum(terms.values()), flags=scan(p.text)))
         return tuple(out)
 
@@ -370,20 +394,24 @@ class KnowledgeBase:
         fz = fusion if isinstance(fusion, Fusion) else Fusion(fusion, rrf_k, window, alpha)
         flt = Filters.of(filters)
         words = parse_query(query, limits or self.query_limits)
-        terms = self._analyzer.query_terms(words)
         if not words or not actor.active:
-            return SearchResults(terms=terms)
+            return SearchResults(terms=self._analyzer.query_terms(words))
         # Embedded before the snapshot is taken, so no read is held open while the model runs.
         model = self.store.embedder
         qvec, deadline = self._query_vector_for(mode, query)
         with self.store.read() as view:
             if isinstance(qvec, np.ndarray) and self.store.embedder != model:  # re-embedded meanwhile
                 qvec = self._query_vector(query)
-            return retrieve.search(view, self._bm25, actor, terms, mode=mode, limit=limit,
+            kq = keyword_query(view, actor, flt, self.store.analyzer, words, query)
+            # Coverage is measured with the analysis the query was matched with when it was
+            # matched in its own language only (else exact under auto).
+            own = kq.language if [k for k, _ in kq.parts if k] == [kq.language] else None
+            analyze = analyzer_for(self.store.analyzer, own).terms
+            return retrieve.search(view, self._bm25, actor, kq, mode=mode, limit=limit,
                                    thresholds=self._thresholds(), query_vector=qvec,
                                    deadline=deadline, match=match, filters=flt,
                                    max_per_document=max_per_document, fusion=fz, explain=explain,
-                                   analyze=self._analyzer.terms,
+                                   analyze=analyze,
                                    question_language=guess_language(query), rerank=rerank,
                                    query=query)
 
