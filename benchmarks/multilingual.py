@@ -80,9 +80,11 @@ def collections(work: Path, analyzer: str = "exact") -> list[tuple[str, Knowledg
     for name, folder, splits, lang in (("scifact", SCIFACT, ("train", "test"), "en"),
                                        ("german-qa", GERMAN, ("test",), "de")):
         beir = load_beir(folder, splits[0])
-        kb = _store(work / f"{name}-{'english' if name == 'scifact' else analyzer}.db",
-                    ((i, _text(t, x), lang) for i, t, x in beir.corpus if (t + x).strip()),
-                    "english" if name == "scifact" else analyzer)
+        # SciFact (English only) was measured with the english analyzer beside the exact
+        # stores; under auto its passages, all English, get the english analysis themselves.
+        chosen = "english" if name == "scifact" and analyzer == "exact" else analyzer
+        kb = _store(work / f"{name}-{chosen}.db",
+                    ((i, _text(t, x), lang) for i, t, x in beir.corpus if (t + x).strip()), chosen)
         groups = {}
         for split in splits:
             b = load_beir(folder, split)
