@@ -42,11 +42,12 @@ ACTOR = Actor("eval", frozenset({"eval"}))
 DEPTH = 100
 
 
-def _store(path: Path, passages: Iterable[tuple[str, str, str | None]], analyzer: str) -> KnowledgeBase:
+def _store(path: Path, passages: Iterable[tuple[str, str, str | None]], analyzer: str,
+           embedder: str | None = None) -> KnowledgeBase:
     """A store of (id, text, language) documents, one passage each; built once per path."""
     fresh = not path.exists()
     kb = KnowledgeBase.open(path, analyzer=analyzer if fresh else None, max_limit=DEPTH,
-                            query_limits=EVAL_LIMITS)
+                            query_limits=EVAL_LIMITS, embedder=embedder if fresh else None)
     if fresh:
         docs = [Document(i, "eval", {"eval"}, "1", text, language=lang) for i, text, lang in passages]
         for k in range(0, len(docs), 1000):
