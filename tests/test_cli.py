@@ -497,7 +497,7 @@ def test_stats_json(examples: SimpleNamespace) -> None:
     assert stats["passages"] == heading_passages(examples.docs)
     assert stats["tenants"] == 1
     assert stats["history_versions"] == 1  # the superseded 2025-01 policy
-    assert stats["analyzer"] == "exact"
+    assert stats["analyzer"] == "auto"
     human = evidex("stats", db=examples.db)
     assert human.returncode == 0 and f"documents: {len(examples.docs)}" in human.stdout.splitlines()
 
