@@ -1,6 +1,6 @@
 """Per-language analysis (``analyzer: auto``, issue 28 item 2) on both backends.
 
-Each passage is analysed with its document's language, a query with the language it is in, and
+Each passage is analysed with its document's language, a query once per readable language, and
 each analysis is ranked with BM25 statistics over exactly the passages of that language the
 caller may read. The reference for "exactly" is a store holding nothing but those passages under
 the one-language analyzer: every score must be the same float.
@@ -72,21 +72,30 @@ def test_new_stores_are_auto_and_existing_ones_keep_theirs(locate: Locator) -> N
         KnowledgeBase.open(locate("old"), analyzer="auto")
 
 
+def _in(scores: dict[str, float], prefix: str) -> dict[str, float]:
+    return {d: s for d, s in scores.items() if d.startswith(prefix)}
+
+
 def test_each_language_ranks_with_its_own_readable_statistics(locate: Locator) -> None:
-    """German scores in a store of every language, with German passages staff may not read,
-    equal the scores of a german store holding only the German passages staff may read."""
+    """In a store of every language, with German passages staff may not read, the German hits'
+    scores equal those of a german store holding only the German passages staff may read, and
+    the English hits' those of an english store of the English passages."""
     with KnowledgeBase.open(locate("mixed"), embedder="none") as kb, \
-            KnowledgeBase.open(locate("ref-de"), analyzer="german", embedder="none") as ref:
+            KnowledgeBase.open(locate("ref-de"), analyzer="german", embedder="none") as ref_de, \
+            KnowledgeBase.open(locate("ref-en"), analyzer="english", embedder="none") as ref_en:
         kb.ingest(GERMAN + GERMAN_HR + ENGLISH + OTHER)
-        ref.ingest(GERMAN)
+        ref_de.ingest(GERMAN)
+        ref_en.ingest(ENGLISH)
         query = "Kann ich getragene Jacken im Hotel zurückgeben"
         got = _scores(kb, STAFF, query)
-        assert got and got == _scores(ref, STAFF, query)
+        assert set(got) == {"de-rueckgabe", "de-hotel", "de-jacke", "en-hotel"}
+        assert _in(got, "de-") == _scores(ref_de, STAFF, query)
+        assert _in(got, "en-") == _scores(ref_en, STAFF, query)  # "hotel", English analysis
         # hr reads two more German passages: its German statistics change, its ranking too.
-        ref.ingest(GERMAN_HR)
-        assert _scores(kb, HR, query) == _scores(ref, HR, query) != got
-        # English passages share "hotel" and "120" but are in another language.
-        assert not {"en-hotel", "en-returns"} & set(got)
+        ref_de.ingest(GERMAN_HR)
+        hr = _scores(kb, HR, query)
+        assert _in(hr, "de-") == _scores(ref_de, HR, query) != _in(got, "de-")
+        assert _in(hr, "en-") == _in(got, "en-")  # the English statistics did not move
 
 
 def test_english_query_meets_english_passages_stemmed(locate: Locator) -> None:
@@ -94,10 +103,11 @@ def test_english_query_meets_english_passages_stemmed(locate: Locator) -> None:
             KnowledgeBase.open(locate("ref-en"), analyzer="english", embedder="none") as ref:
         kb.ingest(GERMAN + ENGLISH + OTHER[:1])
         ref.ingest(ENGLISH)
-        query = "can a worn jacket be returned to the hotel"
+        query = "can a worn jacket be returned"
         got = _scores(kb, STAFF, query)
-        assert set(got) == {"en-returns", "en-hotel"}
-        assert got == _scores(ref, STAFF, query)
+        assert _in(got, "en-") == _scores(ref, STAFF, query) == {"en-returns": got["en-returns"]}
+        # German stems of English words meet some German passages, below the English match.
+        assert max(got, key=got.__getitem__) == "en-returns"
 
 
 def test_unplaceable_query_is_matched_in_every_language(locate: Locator) -> None:

@@ -30,8 +30,6 @@ from hypothesis import strategies as st
 
 from backends import BACKENDS, Locator, locator
 from evidex import VISIBILITIES, Actor, Document, Filters, KnowledgeBase
-from evidex.query import identify_share
-from evidex.retrieve._keywords import SURE
 
 VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta")
 ABSENT = "absent"  # never in any document
@@ -464,18 +462,14 @@ def greedy(ordered: Sequence[tuple[str, int, float]], limit: int, cap: int | Non
     return out
 
 
-def ref_by_language(readable: list[Document], text: str, qterms: Sequence[str], match: str
+def ref_by_language(readable: list[Document], qterms: Sequence[str], match: str
                     ) -> dict[tuple[str, int], float]:
     """The ``auto`` analyzer's reference: textbook BM25 per language over exactly the readable
-    passages of that language, for the query's language (identified by evidex's identifier
-    among the readable languages, when it is ``SURE``) and the passages without one, or for every
-    readable language otherwise. The vocabulary is its own stem in English and German."""
+    passages of that language (those without a language are one more), every readable language.
+    The vocabulary is its own stem in English and German."""
     key = {d.id: (d.language or "").split("-")[0].lower() for d in readable}
-    langs = set(key.values())
-    found, share = identify_share(text, langs)
-    chosen = {found, ""} if found in langs and share >= SURE else langs
     out: dict[tuple[str, int], float] = {}
-    for lang in chosen:
+    for lang in set(key.values()):
         out.update(ref_bm25([d for d in readable if key[d.id] == lang], qterms, match))
     return out
 
@@ -497,7 +491,7 @@ def test_scores_equal_reference_bm25_over_the_readable_passages(backend: str, an
         for q in qs:
             qterms = re.findall(r"[a-z]+", q.text.lower())
             want = (ref_bm25(readable, qterms, q.match) if analyzer == "exact"
-                    else ref_by_language(readable, q.text, qterms, q.match))
+                    else ref_by_language(readable, qterms, q.match))
             assert len(want) <= 50  # the "every candidate" search below sees them all
             full = kb.search(actor, q.text, limit=50, match=q.match, filters=q.filters,
                              max_per_document=None, mode="keyword")

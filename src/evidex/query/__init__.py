@@ -10,7 +10,7 @@ from ._analyzers import (
     language_key,
     words,
 )
-from ._language import BASE_LANGUAGES, identify, identify_share, primary
+from ._language import BASE_LANGUAGES, identify, primary
 from ._parse import DEFAULT_LIMITS, QueryLimits, parse_query
 
 __all__ = [
@@ -24,7 +24,6 @@ __all__ = [
     "content_terms",
     "get_analyzer",
     "identify",
-    "identify_share",
     "language_key",
     "parse_query",
     "primary",

@@ -10,14 +10,13 @@ the model may choose among all of them.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Iterable
 from typing import Any
 
 from ._analyzers import words
 
-__all__ = ["BASE_LANGUAGES", "identify", "identify_share", "primary"]
+__all__ = ["BASE_LANGUAGES", "identify", "primary"]
 
 #: Languages always among the candidates: those evidex ships stop-word lists for.
 BASE_LANGUAGES = frozenset({"en", "de"})
@@ -50,20 +49,10 @@ def identify(text: str, candidates: Iterable[str | None] = ()) -> str | None:
     """The most likely language of ``text`` among ``candidates`` (language tags; their primary
     subtags count) and ``BASE_LANGUAGES``, or None for text too short to tell (fewer than two
     words of letters only: codes, numbers, a single word)."""
-    return identify_share(text, candidates)[0]
-
-
-def identify_share(text: str, candidates: Iterable[str | None] = ()) -> tuple[str | None, float]:
-    """``identify``'s answer and its share of the probability among the candidate languages
-    (0..1; 0.0 with no answer): how sure the choice among these languages is. "refund NOT" is
-    German with a share of 0.9 ("Not" is a German word), "refund not possible" English with 1.0."""
     if sum(1 for w in words(text) if len(w) > 1 and w.isalpha()) < _MIN_WORDS:
-        return None, 0.0
+        return None
     wanted = frozenset(p for p in (primary(c) for c in candidates) if p) | BASE_LANGUAGES
-    ranked = [(str(label), float(score)) for label, score in _identifier().rank(text)
-              if label in wanted]  # best first; scores are log-probabilities
-    if not ranked:
-        return None, 0.0
-    best = ranked[0][1]
-    total = sum(math.exp(score - best) for _, score in ranked)
-    return ranked[0][0], 1.0 / total
+    for label, _ in _identifier().rank(text):  # best first
+        if label in wanted:
+            return str(label)
+    return None

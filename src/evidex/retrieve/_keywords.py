@@ -3,19 +3,22 @@ against.
 
 A store with one analyzer (``exact``, ``english``, ``german``) analyses the query once and
 matches it against every passage. Under ``auto`` each passage was analysed with its document's
-language (``query.analyzer_for``), so a query is analysed per language and each analysis is
-matched only against the passages of that language, with BM25 statistics (passage count,
-average length, document frequencies) over exactly the passages of that language the actor may
-read (``allowed_signatures(..., language=...)``): a German stem never meets an English passage,
-and German passages do not dilute the idf of an English query.
+language (``query.analyzer_for``), so the query is analysed once per language of the passages
+the actor may read, and each analysis is matched only against the passages of its language,
+with BM25 statistics (passage count, average length, document frequencies) over exactly the
+passages of that language the actor may read (``allowed_signatures(..., language=...)``): a
+German stem never meets an English passage's terms, and German passages do not dilute the
+statistics of English ones. Passages without a known language form one more part, analysed
+``exact``. Passages are partitioned by language, so the parts' candidates never overlap and their
+scores are concatenated.
 
-Which languages: the one the query is identified in (``query.identify_share``, among the
-languages of the passages the actor may read), when the identifier is sure (``SURE``), plus the
-passages without a known language (analysed ``exact``), which no identified query could
-otherwise reach by keyword. A query the identifier cannot place (a code such as "ERR-401", a
-single word, "refund NOT"), or one in a language none of the readable passages is in, is
-analysed for every readable language. Passages are partitioned by
-language, so the parts' candidates never overlap and their scores are concatenated.
+Every readable language, not only the query's: restricted to the query's language, the keyword
+leg of a question whose answer is in another language ranks unrelated passages of the query's
+language with full confidence (every word known, the query covered), which adaptive fusion then
+trusts; matched in every language, it finds the names and numbers the languages share and its
+unknown words tell adaptive fusion to trust the vector leg (benchmarks/results/multilingual.md,
+development groups). The query's language is still identified (``query.identify``, among the
+readable languages) for adaptive fusion and for measuring coverage.
 """
 
 from __future__ import annotations
@@ -24,17 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..model import Actor, Filters
-from ..query import AUTO, analyzer_for, identify_share, language_key
+from ..query import AUTO, analyzer_for, identify, language_key
 from ..store import ReadView
 from ._access import allowed_signatures
 
-__all__ = ["SURE", "KeywordQuery", "keyword_query", "readable_languages"]
-
-#: The identifier's share of the probability among the readable languages above which a query
-#: is analysed for its language alone; a less certain query is analysed for every readable
-#: language, because a wrong choice would hide every passage of the right one from the keyword
-#: leg, while an extra analysis costs little.
-SURE = 0.95
+__all__ = ["KeywordQuery", "keyword_query", "readable_languages"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +71,6 @@ def keyword_query(view: ReadView, actor: Actor, filters: Filters, analyzer: str,
     if analyzer != AUTO:
         return KeywordQuery.of(analyzer_for(analyzer, None).query_terms(words))
     languages = readable_languages(view, actor, filters)
-    found, share = identify_share(query, languages) if query else (None, 0.0)
-    if found is not None and found in languages and share >= SURE:
-        chosen = [found, *([""] if "" in languages and found != "" else [])]
-    else:
-        chosen = sorted(languages) or [""]
+    found = identify(query, languages) if query else None
     return KeywordQuery(tuple((key, tuple(analyzer_for(AUTO, key).query_terms(words)))
-                              for key in chosen), found, True)
+                              for key in sorted(languages) or [""]), found, True)
