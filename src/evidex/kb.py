@@ -158,8 +158,9 @@ class KnowledgeBase:
     ) -> KnowledgeBase:
         """Open (creating if missing) the store at ``location``.
 
-        ``analyzer`` and ``embedder`` are fixed when a store is created; passing other ones for
-        an existing store is an error rather than a silently inconsistent index. A new store
+        ``analyzer`` (default ``auto``) and ``embedder`` are fixed when a store is created;
+        passing other ones for an existing store is an error rather than a silently inconsistent
+        index (``reindex`` and ``reembed`` change them). A new store
         gets ``embedder``, else ``$EVIDEX_EMBEDDER``, else multilingual-e5-small ("none": no
         vectors, keyword search only).
         """

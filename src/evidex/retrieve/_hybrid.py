@@ -152,8 +152,14 @@ def _weigh(view: ReadView, actor: Actor, filters: Filters, legs: list[Leg], kq: 
     else:
         query_language = identify(query, language_of_sig.values()) if query else None
     keyword = legs[0] if len(legs) > 1 else None
-    return leg_weights(query_signals(keyword, vector, kq.terms, term_pids, allowed.passages,
-                                     language_of_pid, query_language))
+    # Each analysis of the query (one per language under auto) is read on its own, and the one
+    # that explains the keyword leg best counts: the union of a German and an English analysis
+    # is twice the query, and no passage could cover more than its own language's half.
+    analyses = [list(ts) for _, ts in kq.parts if ts] or [kq.terms]
+    return leg_weights(max(
+        (query_signals(keyword, vector, ts, term_pids, allowed.passages, language_of_pid,
+                       query_language) for ts in analyses),
+        key=lambda sig: (sig.coverage, sig.known)))
 
 
 _EXACT = get_analyzer("exact")
