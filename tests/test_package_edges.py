@@ -32,6 +32,7 @@ LAYERS: list[set[str]] = [
     {"answer"},
     {"kb", "config"},
     {"__init__", "evaluation", "sources"},
+    {"notify"},
     {"server"},
     {"cli"},
 ]

@@ -81,8 +81,8 @@ def test_upgrade_from_schema_version_1(pg: Locator) -> None:
         kb.ingest(docs)
         kb.ingest(Document("d0", "t", frozenset({"g"}), "2", "alpha again"))
     with KnowledgeBase.open(url) as kb:
-        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 3
-        assert [r[0] for r in raw(url, "SELECT version FROM schema_version ORDER BY version")] == [1, 2, 3]
+        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 4
+        assert [r[0] for r in raw(url, "SELECT version FROM schema_version ORDER BY version")] == [1, 2, 3, 4]
         assert raw(url, "SELECT count(*) FROM source_documents") == [(0,)]
         assert raw(url, "SELECT 1 FROM pg_indexes WHERE indexname = 'vectors_sig' AND schemaname = "
                         "current_schema()")
@@ -96,7 +96,7 @@ def test_upgrade_from_schema_version_1(pg: Locator) -> None:
                 assert a == b and a, mode
     # Opening again applies nothing more.
     with KnowledgeBase.open(url):
-        assert len(raw(url, "SELECT version FROM schema_version")) == 3
+        assert len(raw(url, "SELECT version FROM schema_version")) == 4
 
 
 def test_newer_schema_is_refused(pg: Locator) -> None:

@@ -195,7 +195,8 @@ def ingest(
     else:
         for r in loaded.rejected:
             typer.echo(f"rejected {_safe(r.source)}: {_safe(r.reason)}", err=True)
-        typer.echo(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary.items()))
+        typer.echo(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary.items() if k != "conflicts"))
+        typer.echo("".join(_safe(c.summary()) + "\n" for c in report.conflicts), nl=False)
     if loaded.rejected:
         raise typer.Exit(1)
 
@@ -510,6 +511,22 @@ def mcp_server(config: ServerConfigOpt = None) -> None:
 # -- end of service commands -------------------------------------------------------------------------
 
 
+@app.command("conflicts")
+@_errors
+def conflicts_cmd(status: Annotated[str, typer.Option(help="open, closed, dismissed or all.")] = "open",
+                  tenant: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+                  dismiss: Annotated[int | None, typer.Option(help="Dismiss it (and --tenant).")] = None,
+                  as_json: JsonOpt = False) -> None:
+    """Passages of two documents stating different values for one subject (found at ingestion)."""
+    with _open() as kb:
+        by = os.environ.get("USER", "cli")
+        if dismiss is not None and not kb.dismiss_conflict(tenant or "", dismiss, by):
+            raise EvidexError(f"no open conflict {dismiss} in tenant {tenant!r} (give --tenant)")
+        found = kb.conflicts(tenant, None if status == "all" else status)
+    _emit({"conflicts": [c.as_dict() for c in found]}) if as_json else typer.echo(
+        "".join(f"{_safe(c.summary())}\n" for c in found) + f"{len(found)} conflict(s)")
+
+
 def _need_config() -> Config:
     if state.config is None:
         raise EvidexError("this command reads the sources of a configuration: give --config FILE "
@@ -615,6 +632,14 @@ def drift_cmd(
         except EvidexError as exc:
             typer.echo(f"error: {_safe(str(exc))}", err=True)
             raise typer.Exit(2) from None
+    if notify:  # each source owner hears about their drift and open conflicts
+        from .notify import notify_owners
+
+        with _open() as kb:
+            sent = notify_owners(kb, _need_config(), report)
+        typer.echo("".join(_safe(x) + "\n" for x in sent.lines(failures_only=as_json)), nl=False, err=True)
+        if not sent.ok:
+            raise typer.Exit(2)
     if not report.ok:
         raise typer.Exit(2)
     if report.drifted:

@@ -41,16 +41,23 @@ __all__ = [
     "Config",
     "FilesSource",
     "Freshness",
+    "HandoffRoute",
     "JwtSettings",
     "Notify",
+    "Owner",
     "RecordFields",
     "RecordsSource",
     "RetrievalConfig",
+    "Route",
     "ServerSettings",
+    "SmtpSettings",
     "SourceConfig",
     "SourceDefaults",
     "WebSource",
+    "handoff_text",
     "load_config",
+    "owner_name",
+    "owner_route",
 ]
 
 _SOURCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -82,6 +89,106 @@ def _path(value: str, info: ValidationInfo) -> str:
     return str(p if p.is_absolute() or base is None else (Path(base) / p))
 
 
+# -- notification routes: source owners, server.smtp, answer.handoff --------------------------
+
+_EMAIL = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;.]+$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def _email(value: str | None) -> str | None:
+    if value is not None and not _EMAIL.match(value):
+        raise ValueError(f"must be an e-mail address like name@example.com, got {value!r}")
+    return value
+
+
+def _env_name(value: str | None) -> str | None:
+    if value is not None and not _ENV_NAME.match(value):
+        raise ValueError(f"must name an environment variable (letters, digits, '_'), got {value!r}")
+    return value
+
+
+class Route(_Strict):
+    """Where a message goes: an e-mail address (sent through ``server.smtp``) and/or a webhook
+    (a JSON POST). Secrets never sit in the file: ``secret_env`` names the environment variable
+    holding the key the webhook body is signed with (HMAC-SHA256, header
+    ``X-Evidex-Signature: sha256=<hex>``)."""
+
+    email: str | None = None
+    webhook: str | None = None
+    secret_env: str | None = None
+
+    _mail = field_validator("email")(_email)
+    _env = field_validator("secret_env")(_env_name)
+
+    @field_validator("webhook")
+    @classmethod
+    def _hook(cls, value: str | None) -> str | None:
+        return None if value is None else _url(value)
+
+    @property
+    def reachable(self) -> bool:
+        return self.email is not None or self.webhook is not None
+
+
+class Owner(Route):
+    """A source's content owner: told about its drift and its conflicts on their routes. A plain
+    string in the file (``owner: docs@example.com``) only names the owner."""
+
+    name: str = Field(min_length=1, max_length=200)
+
+
+class HandoffRoute(Route):
+    """``answer.handoff`` as a route: a declined answer offers ``message``, and a handoff the
+    asker sends (``POST /v1/handoff``, the web page's button) goes to this route."""
+
+    message: str = Field(default="Please contact a person on the support team.", min_length=1)
+    #: Handoffs one API key may send per hour (a person reads each one).
+    per_key_per_hour: int = Field(default=10, ge=1, le=10_000)
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> HandoffRoute:
+        if not self.reachable:
+            raise ValueError("a handoff route needs an email, a webhook, or both")
+        return self
+
+
+class SmtpSettings(_Strict):
+    """The mail server e-mail routes go through (stdlib ``smtplib``). Credentials come from the
+    environment variables named here, never from the file."""
+
+    host: str = Field(min_length=1)
+    port: int = Field(default=587, ge=1, le=65535)
+    starttls: bool = True
+    sender: str
+    username_env: str | None = None
+    password_env: str | None = None
+    #: A CA bundle (PEM) to trust for STARTTLS besides the system's, for a private mail server.
+    ca_file: str | None = None
+    timeout_seconds: float = Field(default=10.0, gt=0, le=120)
+
+    @field_validator("ca_file")
+    @classmethod
+    def _ca(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return None if value is None else _path(value, info)
+
+    _mail = field_validator("sender")(_email)
+    _env = field_validator("username_env", "password_env")(_env_name)
+
+
+def owner_route(owner: str | Owner | None) -> Owner | None:
+    """The owner as a route. A plain string only names the owner (no route: nobody is sent
+    mail they were not configured to get)."""
+    return owner if owner is None or isinstance(owner, Owner) else Owner(name=owner)
+
+
+def owner_name(owner: str | Owner | None) -> str | None:
+    return owner.name if isinstance(owner, Owner) else owner
+
+
+def handoff_text(handoff: str | HandoffRoute | None) -> str | None:
+    return handoff.message if isinstance(handoff, HandoffRoute) else handoff
+
+
 class SourceDefaults(_Strict):
     """Access and ownership every source inherits unless it sets its own."""
 
@@ -89,7 +196,7 @@ class SourceDefaults(_Strict):
     groups: tuple[str, ...] | None = None
     visibility: Visibility | None = None
     language: str | None = None
-    owner: str | None = None
+    owner: str | Owner | None = None
     tags: tuple[str, ...] | None = None
 
     _lang = field_validator("language")(_language)
@@ -101,7 +208,8 @@ class _Source(_Strict):
     groups: tuple[str, ...] | None = None
     visibility: Visibility | None = None
     language: str | None = None
-    owner: str | None = Field(default=None, description="who is told when the source drifts")
+    owner: str | Owner | None = Field(default=None, description="who is told when the source drifts "
+                                      "or conflicts (see Owner)")
     tags: tuple[str, ...] | None = None
     max_section_chars: int = Field(default=DEFAULT_MAX_SECTION_CHARS, ge=100, le=100_000)
     #: A changed document supersedes its previous version, which stays in the history so that
@@ -217,7 +325,7 @@ class AnswerConfig(_Strict):
     generator: Literal["extractive", "openai"] = "extractive"
     #: What a decline offers: the handoff to a person, or nothing.
     when_no_evidence: Literal["decline_and_offer_person", "decline"] = "decline_and_offer_person"
-    handoff: str | None = Field(default=None, min_length=1)
+    handoff: Annotated[str, Field(min_length=1)] | HandoffRoute | None = None
     include_flagged: bool = False
     link_allowlist: tuple[str, ...] = ()
 
@@ -329,6 +437,7 @@ class ServerSettings(_Strict):
     store_handles: int = Field(
         default=2, ge=1, le=64,
         description="open store handles per worker process; requests beyond this wait for one")
+    smtp: SmtpSettings | None = None
 
     @field_validator("api_keys")
     @classmethod
@@ -361,7 +470,7 @@ class Config(_Strict):
         """The library's answer settings from the ``answer:`` and ``retrieval:`` sections (one
         place, so the CLI and the service decline and cite alike)."""
         a, r = self.answer, self.retrieval
-        offered = handoff or a.handoff or AnswerSettings().handoff
+        offered = handoff or handoff_text(a.handoff) or AnswerSettings().handoff
         return AnswerSettings(handoff=offered if a.when_no_evidence == "decline_and_offer_person" else "",
                               link_allowlist=a.link_allowlist, include_flagged=a.include_flagged,
                               top_k=self.retrieval.top_k, mode=self.retrieval.mode,

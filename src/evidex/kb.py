@@ -30,6 +30,8 @@ from .embed import (
 from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan, split_key, split_text
 from .model import (
     Actor,
+    Conflict,
+    ConflictSide,
     Document,
     DocumentError,
     DocumentView,
@@ -42,6 +44,7 @@ from .model import (
     SearchResults,
     StoreError,
     can_access,
+    sha256_text,
 )
 from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, get_analyzer, parse_query
 from .retrieve import (
@@ -118,6 +121,7 @@ class KnowledgeBase:
         embed_cache: EmbeddingCache | str | Path | None = None,
         evidence: EvidenceThresholds | None = None,
         answer_settings: AnswerSettings | None = None,
+        detect_conflicts: bool = True,
     ) -> None:
         self.store = store
         self.keep_history = keep_history
@@ -130,6 +134,9 @@ class KnowledgeBase:
         self._evidence = evidence
         self._query_vectors: QueryVectorCache = query_vectors
         self.answer_settings = answer_settings or AnswerSettings()
+        #: Check every added or changed passage for values that contradict another document's
+        #: (see ``retrieve.find_conflicts``); ``conflicts`` lists what was found.
+        self.detect_conflicts = detect_conflicts
 
     @classmethod
     def open(
@@ -231,16 +238,58 @@ class KnowledgeBase:
                           self._passages(d, split, max_section_chars))
             for d in docs
         ]
-        if self.store.embedder == "none":
-            return self.store.apply(writes, keep_history=keep, sources=sources)
-        try:
-            skip = self.store.unchanged(writes)
-            return self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
-                                    sources=sources)
-        except MissingVectors:
-            # Another writer changed a document we took for unchanged: embed everything.
-            return self.store.apply(self._with_vectors(writes, set()), keep_history=keep,
-                                    sources=sources)
+        embed = self.store.embedder != "none"
+        skip = self.store.unchanged(writes) if self.detect_conflicts or embed else set()
+        if not embed:
+            report = self.store.apply(writes, keep_history=keep, sources=sources)
+        else:
+            try:
+                report = self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
+                                          sources=sources)
+            except MissingVectors:
+                # Another writer changed a document we took for unchanged: embed everything.
+                skip = set()
+                report = self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
+                                          sources=sources)
+        written = [(d.tenant, d.id) for d in docs if (d.tenant, d.id) not in skip]
+        if not self.detect_conflicts or not written or not (report.added or report.superseded):
+            return report
+        return dataclasses.replace(report, conflicts=tuple(self._detect(written)))
+
+    def _detect(self, written: list[tuple[str, str]]) -> list[Conflict]:
+        """Conflicts of the documents just written with the rest of their tenant, recorded
+        (see ``retrieve.find_conflicts``); returns those not recorded before."""
+        found: list[Conflict] = []
+        with self.store.read() as view:
+            for tenant in sorted({t for t, _ in written}):
+                docs = [view.document(t, i) for t, i in written if t == tenant]
+                titles = [d.title for d in self.store.iter_documents(tenant)]
+                found += retrieve.find_conflicts(view, tenant, [d for d in docs if d is not None],
+                                                 self._analyzer.terms, titles)
+        return self.store.record_conflicts(found)
+
+    def conflicts(self, tenant: str | None = None, status: str | None = None) -> list[Conflict]:
+        """Recorded conflicts (of ``tenant``), newest first, with their status now: "open"
+        while both passages are current, "closed" once either changed or was removed,
+        "dismissed" when an admin dismissed it; ``status`` keeps only those."""
+        if status not in (None, "open", "closed", "dismissed"):
+            raise QueryError(f"status must be open, closed or dismissed, got {status!r}")
+        out = []
+        with self.store.read() as view:
+            for c in self.store.conflicts(tenant):
+                if c.status == "open":
+                    gone = _gone(view, c.tenant, c.a) or _gone(view, c.tenant, c.b)
+                    if gone:
+                        c = dataclasses.replace(c, status="closed", reason=gone)
+                if status is None or c.status == status:
+                    out.append(c)
+        return out
+
+    def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
+        """An admin's call that a conflict is not one (or is accepted): it stays recorded,
+        listed as dismissed, and is not raised again for the same two passages and values."""
+        _positive_int(conflict_id, "conflict id")
+        return self.store.dismiss_conflict(tenant, conflict_id, by)
 
     def unchanged(self, documents: Iterable[Document], split: str = "paragraph", *,
                   max_section_chars: int = DEFAULT_MAX_SECTION_CHARS) -> set[tuple[str, str]]:
@@ -458,6 +507,17 @@ class KnowledgeBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _gone(view: Any, tenant: str, side: ConflictSide) -> str | None:
+    """Why one side of a conflict is no longer current, or None when it is."""
+    doc = view.document(tenant, side.document_id)
+    if doc is None:
+        return f"{side.document_id} was removed"
+    p = view.passage(doc.dkey, side.passage)
+    if p is None or sha256_text(p.text) != side.passage_sha256:
+        return f"passage {side.passage} of {side.document_id} changed"
+    return None
 
 
 def _check_batch(docs: list[Document]) -> None:

@@ -6,6 +6,7 @@ names are its parts, for callers (benchmarks, tests) that measure or check one o
 
 from ._access import Allowed, allowed_signatures
 from ._bm25 import BM25, BM25Params
+from ._conflicts import find_conflicts
 from ._evidence import EVIDENCE_THRESHOLDS, EvidenceThresholds, evidence_level, terms_in_hits
 from ._fusion import DEFAULT_FUSION, FUSIONS, Fusion, Leg, fuse
 from ._hybrid import MODES, search
@@ -27,6 +28,7 @@ __all__ = [
     "Leg",
     "allowed_signatures",
     "evidence_level",
+    "find_conflicts",
     "fuse",
     "hits_from",
     "keyword_candidates",

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..config import Config, ServerSettings, load_config
+from ..config import Config, HandoffRoute, ServerSettings, load_config
 from ..embed import THREADS_ENV
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
@@ -77,11 +77,16 @@ def build_app(db: str, config: str | Path | Config) -> Any:
     """The app over ``db`` with everything the configuration sets: identity, answer settings,
     generator, and sync/drift when it names sources."""
     from ._app import create_app
+    from ._handoff import HandoffSender
 
     cfg = load_config(config) if isinstance(config, str | Path) else config
     run_sync, run_drift = source_operations(db, cfg) if cfg.sources else (None, None)
-    return create_app(db, require_settings(cfg), sync=run_sync, drift=run_drift,
-                      answer_settings=cfg.answer_settings(), generator=cfg.answer.generator)
+    settings = require_settings(cfg)
+    route = cfg.answer.handoff
+    handoff = HandoffSender(route, settings.smtp) if isinstance(route, HandoffRoute) else None
+    return create_app(db, settings, sync=run_sync, drift=run_drift,
+                      answer_settings=cfg.answer_settings(), generator=cfg.answer.generator,
+                      handoff=handoff)
 
 
 def app_from_env() -> Any:

@@ -27,6 +27,8 @@ from collections.abc import Callable
 
 import psycopg
 
+from ._conflicts import CONFLICTS_DDL
+
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "current_version", "migrate"]
 
 _V1 = """
@@ -143,7 +145,9 @@ CREATE TABLE source_documents (
 CREATE INDEX source_documents_source ON source_documents (source);
 """
 
-MIGRATIONS: dict[int, Callable[[psycopg.Cursor], None]] = {1: _run(_V1), 2: _run(_V2), 3: _run(_V3)}
+# Version 4: conflicts between passages of different documents (see _conflicts).
+MIGRATIONS: dict[int, Callable[[psycopg.Cursor], None]] = {
+    1: _run(_V1), 2: _run(_V2), 3: _run(_V3), 4: _run(CONFLICTS_DDL["postgresql"])}
 SCHEMA_VERSION = max(MIGRATIONS)
 
 

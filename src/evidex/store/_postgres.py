@@ -55,7 +55,8 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..model import IngestReport, StoreError
+from ..model import Conflict, IngestReport, StoreError
+from ._conflicts import dismiss_conflict, load_conflicts, record_conflicts
 from ._contract import (
     DocumentWrite,
     HistoryEntry,
@@ -866,6 +867,20 @@ class PostgresStore:
             rows = (conn.execute(q + " ORDER BY tenant, doc_id") if source is None else  # type: ignore[operator]
                     conn.execute(q + " WHERE source = %s ORDER BY tenant, doc_id", (source,)))
             return [SourceEntry(*r) for r in rows.fetchall()]
+
+    def record_conflicts(self, conflicts: Sequence[Conflict]) -> list[Conflict]:
+        if not conflicts:
+            return []
+        with self._connection() as conn, conn.transaction():
+            return record_conflicts(conn.cursor(), "%s", conflicts)
+
+    def conflicts(self, tenant: str | None = None) -> list[Conflict]:
+        with self._connection() as conn:
+            return load_conflicts(conn.cursor(), "%s", tenant)
+
+    def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
+        with self._connection() as conn, conn.transaction():
+            return dismiss_conflict(conn.cursor(), "%s", tenant, conflict_id, by)
 
     def remove(self, tenant: str, doc_id: str) -> bool:
         def run() -> bool:

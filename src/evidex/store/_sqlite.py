@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..model import IngestReport, StoreError
+from ..model import Conflict, IngestReport, StoreError
+from ._conflicts import CONFLICTS_DDL, dismiss_conflict, load_conflicts, record_conflicts
 from ._contract import (
     DocumentWrite,
     HistoryEntry,
@@ -52,7 +53,7 @@ from ._segments import (
 
 __all__ = ["MissingVectors", "SQLiteStore"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -471,6 +472,7 @@ class SQLiteStore:
                 for stmt in _SCHEMA.split(";"):
                     if stmt.strip():
                         c.execute(stmt)
+                c.execute(CONFLICTS_DDL["sqlite"])
                 chosen = analyzer or "exact"
                 c.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
@@ -515,6 +517,10 @@ class SQLiteStore:
                 # table (5 ms per chunk of a fold at 1M, under the write lock; see _commit_merge).
                 c.execute("CREATE INDEX IF NOT EXISTS tombstones_pid ON tombstones (pid)")
                 meta["schema_version"] = "5"
+            if meta.get("schema_version") == "5":
+                # Version 6 records conflicts between passages (see _conflicts).
+                c.execute(CONFLICTS_DDL["sqlite"])
+                meta["schema_version"] = "6"
             if meta.get("schema_version") != found:
                 c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                           (meta["schema_version"],))
@@ -725,6 +731,20 @@ class SQLiteStore:
             rows = (self._conn.execute(q + " ORDER BY tenant, doc_id") if source is None else
                     self._conn.execute(q + " WHERE source = ? ORDER BY tenant, doc_id", (source,)))
             return [SourceEntry(*r) for r in rows.fetchall()]
+
+    def record_conflicts(self, conflicts: Sequence[Conflict]) -> list[Conflict]:
+        if not conflicts:
+            return []
+        with self._write() as c:
+            return record_conflicts(c, "?", conflicts)
+
+    def conflicts(self, tenant: str | None = None) -> list[Conflict]:
+        with self._lock:
+            return load_conflicts(self._conn, "?", tenant)
+
+    def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
+        with self._write() as c:
+            return dismiss_conflict(c, "?", tenant, conflict_id, by)
 
     def _stack(self, vectors: list[np.ndarray | None]) -> np.ndarray | None:
         if self.embedder == "none":
