@@ -66,12 +66,6 @@ def _stem(term: str) -> str:
     return term[:-1] if len(term) > 4 and term.endswith("s") and not term.endswith("ss") else term
 
 
-def _sentences(text: str) -> list[str]:
-    # A line that goes on in lower case is a wrapped line (PDF text), not a new sentence.
-    text = re.sub(r"\n(?=[a-zäöüß0-9(])", " ", text)
-    return [text[a:b] for a, b in sentence_spans(text)]
-
-
 @dataclass
 class _Unit:
     """One passage's value sentences, with the words of each (sentence plus headings)."""
@@ -107,14 +101,26 @@ class _Detector:
 
     def unit(self, doc: StoredDocument, p: StoredPassage) -> _Unit | None:
         if p.pid not in self.units:
-            heads = _words(self.terms_of, " ".join(p.heading_path))
-            sents = [(s, _words(self.terms_of, s) | heads, vs) for s in _sentences(p.text)
-                     if (vs := values(s))]
-            kinds: dict[str, list[float | tuple[float, ...]]] = {}
-            for v in values(p.text):
-                kinds.setdefault(v.kind, []).append(v.amount)
-            self.units[p.pid] = _Unit(doc, p, sents, kinds) if sents else None
+            self.units[p.pid] = self._unit(doc, p)
         return self.units[p.pid]
+
+    def _unit(self, doc: StoredDocument, p: StoredPassage) -> _Unit | None:
+        found = values(p.text)
+        if not found:
+            return None
+        kinds: dict[str, list[float | tuple[float, ...]]] = {}
+        for v in found:
+            kinds.setdefault(v.kind, []).append(v.amount)
+        heads = _words(self.terms_of, " ".join(p.heading_path))
+        # Wrapped lines (PDF text) go on in lower case: joined, so a sentence is not cut in two
+        # (one character for one, so offsets stay those of the passage).
+        text = re.sub(r"\n(?=[a-zäöüß0-9(])", " ", p.text)
+        sents = []
+        for a, b in sentence_spans(text):
+            mine = [Value(v.kind, v.amount, v.start - a, v.end - a) for v in found if a <= v.start < b]
+            if mine:
+                sents.append((text[a:b], _words(self.terms_of, text[a:b]) | heads, mine))
+        return _Unit(doc, p, sents, kinds)
 
     def title_words(self, title: str | None) -> set[str]:
         # Numbers count here: a product number or a year names one thing.
