@@ -585,7 +585,7 @@ def sync_cmd(source: SourceOpt = None, as_json: JsonOpt = False) -> None:
             d = rep.as_dict("sync")
             typer.echo(f"{_safe(rep.source)}{owner}: added {len(d['added'])}, superseded "
                        f"{len(d['superseded'])}, unchanged {d['unchanged']}, removed "
-                       f"{len(d['removed'])}, skipped {len(d['skipped'])}")
+                       f"{len(d['removed'])}, skipped {len(d['skipped'])}, conflicts {len(d['conflicts'])}")
             _print_problems(rep)
         totals = ", ".join(f"{k} {v}" for k, v in report.totals().items())
         typer.echo(f"total: {totals} ({report.seconds:.1f} s)")
