@@ -176,7 +176,10 @@ class _Detector:
             self.nearest = next((int(q) for q in best.tolist() if int(self.view.dkey[q]) != doc.dkey), -1)
         else:  # keyword-only store: the documents sharing most of the passage's rarest words
             votes: Counter[int] = Counter()
-            for w in sorted(words, key=self.idf, reverse=True)[:8]:
+            # Rare words only: a key term names a subject, and a common one's postings would
+            # make every passage cost a pass over the collection.
+            rare = [w for w in words if self.idf(w) and self.df[w] <= max(50, self.n // 100)]
+            for w in sorted(rare, key=self.idf, reverse=True)[:8]:
                 for pids, _ in self.view.postings(w):
                     live = pids[self.view.sig[pids] >= 0]
                     votes.update(set(self.view.dkey[live].tolist()))
