@@ -6,9 +6,10 @@ found the way a search would (the passage's nearest passages by embedding, else 
 sharing its rarest terms); then each sentence that states a value is compared with the
 sentences of those documents that state one of the same kind. A pair is a conflict when
 
-* the values differ (``ingest.disagree``) and neither passage also states the other's value
-  (a page listing both "10:00-20:00" and "13:00-18:00" does not contradict one that says
-  "10:00-20:00" for another day);
+* the values differ (``ingest.disagree``), each sentence states one value of that kind (a
+  sentence with several is a list: per day, per item), and neither passage also states the
+  other's value (a page listing "10:00-20:00" and "13:00-18:00" does not contradict one that
+  says "10:00-20:00" for another day);
 * the documents are about one entity: the rare words of one's title (a store's city, a
   product's name) occur in the other's text, so two stores' or two products' pages, built from
   one template, never conflict over their own hours or prices;
@@ -197,7 +198,10 @@ class _Detector:
         for s, ws, vs in u.sentences:
             for t, wt, vt in v.sentences:
                 for x, y in disagreement(vs, vt):
-                    if _states(u.kinds, x.kind, y.amount) or _states(v.kinds, x.kind, x.amount):
+                    # One claim against one claim: a sentence with several values of the kind is
+                    # a list (per day, per item), and neither passage may also state the other's.
+                    if (sum(w.kind == x.kind for w in vs) > 1 or sum(w.kind == x.kind for w in vt) > 1
+                            or _states(u.kinds, x.kind, y.amount) or _states(v.kinds, x.kind, x.amount)):
                         continue
                     score, shared = self.subject(ws, wt)
                     if (score >= SUBJECT_MIN and len(shared) >= MIN_SHARED) or (
