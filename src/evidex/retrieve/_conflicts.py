@@ -38,11 +38,15 @@ from ..store import ReadView, StoredDocument, StoredPassage
 
 __all__ = ["SUBJECT_MIN", "find_conflicts"]
 
-#: Share of the smaller sentence's rare-word weight the two sentences must have in common.
+#: Share of the smaller sentence's rare-word weight the two sentences must have in common, and
+#: how many words at least (the values' sentences, with their headings).
 SUBJECT_MIN = 0.7
 MIN_SHARED = 3
-#: Cosine of two passages' embeddings at which they are about one subject whatever their words.
+#: Cosine of two passages' embeddings at which they are about one subject even when their
+#: sentences are worded differently (then PASSAGE_SHARED words in common suffice). Chosen on the
+#: shop collection (benchmarks/results/notify.md): a development set, not a held-out estimate.
 PASSAGE_MIN = 0.9
+PASSAGE_SHARED = 2
 #: Nearest passages looked at per new passage, and the documents taken from them.
 NEIGHBOURS = 24
 CANDIDATE_DOCUMENTS = 5
@@ -205,7 +209,7 @@ class _Detector:
                         continue
                     score, shared = self.subject(ws, wt)
                     if (score >= SUBJECT_MIN and len(shared) >= MIN_SHARED) or (
-                            similarity >= PASSAGE_MIN and len(shared) >= 2):
+                            similarity >= PASSAGE_MIN and len(shared) >= PASSAGE_SHARED):
                         found.append(Conflict(0, self.tenant, x.kind, tuple(shared),
                                               _side(u, s, s[x.start:x.end]),
                                               _side(v, t, t[y.start:y.end]), ""))
@@ -228,7 +232,6 @@ def find_conflicts(view: ReadView, tenant: str, written: Sequence[StoredDocument
     or changed, as now stored) and the tenant's other current documents. ``titles``: the
     titles of all the tenant's documents (which title words are rare)."""
     det = _Detector(view, tenant, terms_of, titles)
-    mine = {d.dkey for d in written}
     passages = {d.dkey: view.document_passages(d.dkey) for d in written}
     vectors = view.passage_vectors(p.pid for ps in passages.values() for p in ps)
     found: dict[tuple[object, ...], Conflict] = {}
@@ -242,20 +245,17 @@ def find_conflicts(view: ReadView, tenant: str, written: Sequence[StoredDocument
             for k, other in others.items():
                 if other.tenant != tenant or not det.same_entity(d, other):
                     continue
-                theirs = view.document_passages(k)
-                near = view.passage_vectors(q.pid for q in theirs) if p.pid in vectors else {}
-                for q in theirs:
+                for q in view.document_passages(k):
                     v = det.unit(other, q)
                     if v is None:
                         continue
                     # Similar wording is one sign of one subject; being the nearest passage of all
                     # the other documents with a very similar embedding is the other.
-                    cos = float(vectors[p.pid] @ near[q.pid]) if q.pid == det.nearest else 0.0
+                    cos = (float(vectors[p.pid] @ view.passage_vectors([q.pid])[q.pid])
+                           if q.pid == det.nearest and p.pid in vectors else 0.0)
                     for c in det.compare(u, v, cos):
-                        # Both written now: found from either side, kept once.
+                        # Both documents written now: found from either side, kept once.
                         key = (c.kind, *sorted([(c.a.document_id, c.a.passage, c.a.value),
                                                 (c.b.document_id, c.b.passage, c.b.value)]))
-                        if k in mine and key in found:
-                            continue
                         found.setdefault(key, c)
     return list(found.values())
