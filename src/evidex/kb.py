@@ -288,7 +288,7 @@ class KnowledgeBase:
     def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
         """An admin's call that a conflict is not one (or is accepted): it stays recorded,
         listed as dismissed, and is not raised again for the same two passages and values."""
-        _positive_int(conflict_id, "conflict id")
+        _positive_int(conflict_id, "conflict id", 2**63 - 1)
         return self.store.dismiss_conflict(tenant, conflict_id, by)
 
     def unchanged(self, documents: Iterable[Document], split: str = "paragraph", *,

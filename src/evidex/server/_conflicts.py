@@ -3,9 +3,10 @@ conflicts between passages (see ``KnowledgeBase.conflicts``)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException
+from fastapi import Path as PathParam
 
 from ._deps import ADMIN_ERRORS, Admin, Svc
 
@@ -22,7 +23,8 @@ def list_conflicts(who: Admin, svc: Svc,
 
 
 @router.post("/v1/conflicts/{conflict_id}/dismiss", responses=ADMIN_ERRORS)
-def dismiss_conflict(conflict_id: int, who: Admin, svc: Svc) -> dict[str, Any]:
+def dismiss_conflict(conflict_id: Annotated[int, PathParam(ge=1, le=2**63 - 1)], who: Admin,
+                     svc: Svc) -> dict[str, Any]:
     """Dismiss an open conflict: it stays listed as dismissed and is not raised again for the
     same two passages and values."""
     with svc.pool.handle() as kb:

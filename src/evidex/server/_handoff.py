@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..config import HandoffRoute, SmtpSettings
+from ..model import NotifyError
 from ..notify import send_handoff
 from ._deps import ERRORS, Caller, Svc
 from ._identity import Principal
@@ -81,10 +82,13 @@ class HandoffSender:
 @router.post("/v1/handoff", response_model=HandoffResponse, responses=ERRORS)
 def handoff(body: HandoffRequest, who: Caller, svc: Svc) -> Any:
     """Send the question and the conversation so far to a person; returns the reference."""
-    if svc.handoff is None:
-        raise HTTPException(501, "no handoff route is configured (answer.handoff)")
+    if svc.handoff is None:  # this server has no handoff: the resource does not exist here
+        raise HTTPException(404, "no handoff route is configured (answer.handoff)")
     wait = svc.handoff.wait(who.label)
     if wait:
         return JSONResponse({"detail": "too many handoffs from this key; try again later"},
                             status_code=429, headers={"Retry-After": str(int(wait) + 1)})
-    return svc.handoff(who, body)
+    try:
+        return svc.handoff(who, body)
+    except NotifyError as exc:  # the route is down: the asker should try again or call
+        return JSONResponse({"detail": str(exc)}, status_code=502)
