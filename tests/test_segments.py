@@ -449,17 +449,17 @@ def test_a_common_word_keeps_its_allowed_postings_per_large_segment_across_write
     average length and its document frequency moved), but its allowed postings in the large
     segment are reused minus the passages that died, not masked again from the raw postings;
     the results equal a fresh build at every step (they would not if the dead stayed)."""
-    import evidex.retrieve._bm25 as bm25_module
+    import evidex.retrieve._postings as postings_module
 
     drops: list[tuple[int, int]] = []
-    real = bm25_module._drop
+    real = postings_module.drop
 
     def spy(pids, dead, *aligned):  # type: ignore[no-untyped-def]
         out = real(pids, dead, *aligned)
         drops.append((len(pids), len(out[0])))
         return out
 
-    monkeypatch.setattr(bm25_module, "_drop", spy)
+    monkeypatch.setattr(postings_module, "drop", spy)
     rng = random.Random(11)
     n = PACK_LIMIT // 4 + 30
     current = {f"b{i:04d}": big_doc(rng, i) for i in range(n)}
