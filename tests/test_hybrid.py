@@ -201,11 +201,13 @@ def test_keyword_only_store(tmp_path: Path, counting: CountingEmbedder) -> None:
     kb.ingest(DOCS)
     assert counting.passages == []  # nothing was embedded
     assert kb.stats()["embedder"] == "none" and kb.stats()["dimension"] == 0
-    for mode in ("vector", "hybrid"):
-        with pytest.raises(QueryError, match="keyword"):
-            kb.search(A, "refunds", mode=mode)
+    with pytest.raises(QueryError, match="keyword"):
+        kb.search(A, "refunds", mode="vector")
     hits = kb.search(A, "refunds", mode="keyword")
     assert keys(hits) == [("returns", 3)] and hits.evidence in ("weak", "strong")
+    # Hybrid falls back to the keyword ranking and says so (issue 24).
+    fallback = kb.search(A, "refunds", mode="hybrid")
+    assert keys(fallback) == keys(hits) and fallback.fallback["reason"] == "no_vectors"
     kb.close()
     # Reopened while $EVIDEX_EMBEDDER names a model, it stays keyword-only.
     again = KnowledgeBase.open(tmp_path / "kw.db")

@@ -191,3 +191,23 @@ def test_handoff_goes_to_the_route_and_fails_loudly_when_nothing_took_it() -> No
             trace_ids=[],
             attempts=1,
         )
+
+
+def test_the_scheduler_hook_tells_owners_and_raises_when_a_route_failed(tmp_path: Path) -> None:
+    from evidex.notify import owners_hook
+
+    _write(tmp_path / "care", "a.md", "# A\n\nalpha\n")
+    with webhook_receiver() as (hooks, url):
+        config = tmp_path / "k.yaml"
+        config.write_text(
+            "sources:\n  - {id: care, type: files, path: care, tenant: acme, groups: [staff],\n"
+            f"     owner: {{name: Care, webhook: '{url}/ok'}}}}\n", encoding="utf-8")
+        cfg = load_config(config)
+        hook = owners_hook(lambda: KnowledgeBase.open(tmp_path / "kb.db"))
+        with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+            report = drift(kb, cfg)
+        hook(report, cfg)
+        assert hooks.json()["drift"][0]["new"] == ["care/a.md"]
+        hooks.fail_first = 99
+        with pytest.raises(Exception, match="FAILED after 3 attempts: HTTP 503"):
+            hook(report, cfg)

@@ -26,14 +26,14 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: list[set[str]] = [
     {"model"},
     {"extras"},
-    {"query", "ingest", "embed"},
+    {"query", "ingest", "embed", "cadence"},
     {"store"},
     {"retrieve", "cite"},
     {"answer"},
     {"kb", "config"},
     {"__init__", "evaluation", "sources"},
     {"notify"},
-    {"server"},
+    {"server", "console"},
     {"cli"},
 ]
 #: Modules of each extra, which ``import evidex`` must not load.

@@ -7,19 +7,23 @@ cannot drive the terminal.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from . import __version__
 from .config import Config, load_config
+from .console import emit as _emit
+from .console import errors as _errors
+from .console import fail as _fail
+from .console import safe as _safe
 from .ingest import FRONT_MATTER_KEYS, load_paths
 from .kb import KnowledgeBase, migrate_store
 from .model import Actor, EvidexError
@@ -34,7 +38,6 @@ app = typer.Typer(
     help="evidex: retrieval where every passage traces back to its source.",
 )
 
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _State:
@@ -60,12 +63,6 @@ VisOpt = Annotated[
 ]
 
 
-def _safe(text: str) -> str:
-    """One printable line of untrusted text for a terminal: control characters and line breaks
-    become spaces, so a document can neither drive the terminal nor forge output lines."""
-    return "".join(ch if ch.isprintable() else " " for ch in text)
-
-
 def _split_csv(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
@@ -75,34 +72,11 @@ def _actor(tenant: str, groups: str, visibilities: str) -> Actor:
                  visibilities=frozenset(_split_csv(visibilities)))
 
 
-def _emit(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message.splitlines()[0] if message else 'failed'}", err=True)
-    return typer.Exit(1)
-
-
-def _errors(fn: F) -> F:
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except EvidexError as exc:
-            raise _fail(str(exc)) from None
-        except OSError as exc:
-            raise _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
-        except json.JSONDecodeError as exc:
-            raise _fail(f"invalid JSON input: {exc}") from None
-
-    return wrapper  # type: ignore[return-value]
-
-
 def _open() -> KnowledgeBase:
     r = state.cfg.retrieval
     return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
-                              embedder=state.embedder or r.embedder)
+                              embedder=state.embedder or r.embedder,
+                              vector_timeout_ms=r.vector.timeout_ms)
 
 
 @contextmanager
@@ -232,8 +206,11 @@ def search(
                          fusion=r.fuse if fusion is None else fusion, rrf_k=r.rrf_k,
                          window=r.window, alpha=r.alpha, max_per_document=r.max_per_document)
     if as_json:
-        _emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence})
+        _emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence,
+               "fallback": hits.fallback})
         return
+    if hits.fallback:
+        typer.echo(f"fallback: keyword ({hits.fallback['reason']}: {hits.fallback['detail']})")
     if not hits:
         typer.echo("No passage you may read matches this query.")
         return
@@ -493,11 +470,13 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Address (default: server.host, 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: server.port, 8000).")] = None,
     workers: Annotated[int, typer.Option(min=1, max=64, help="uvicorn worker processes.")] = 1,
+    scheduled: Annotated[bool, typer.Option("--schedule/--no-schedule", help=(
+        "Also run the configuration's scheduled syncs and drift checks."))] = True,
 ) -> None:
     """Serve the HTTP API (/v1/...) and the web page over --db until interrupted."""
     from .server import serve as run_service
 
-    run_service(state.db, _server_config(config), host, port, workers)
+    run_service(state.db, _server_config(config), host, port, workers, schedule=scheduled)
 
 
 @app.command("mcp")
@@ -644,6 +623,40 @@ def drift_cmd(
         raise typer.Exit(2)
     if report.drifted:
         raise typer.Exit(1)
+
+
+@app.command()
+@_errors
+def schedule() -> None:
+    """Run each source's sync at its schedule: and the drift check at freshness.drift_check,
+    one at a time, until interrupted; every run is recorded (evidex runs). evidex serve does the
+    same alongside the service."""
+    from .notify import owners_hook
+    from .sources import Scheduler
+
+    scheduler = Scheduler(_open, _need_config(), after_drift=[owners_hook(_open)],
+                          on_run=lambda run: typer.echo(_safe(run.line())))
+    if not scheduler.jobs:
+        raise EvidexError("nothing is scheduled: no source has a schedule: and there is no drift check")
+    for job in scheduler.jobs:
+        typer.echo(f"scheduled: {job.name} ({_safe(job.cadence.text)}), first {scheduler.next_due[job]}",
+                   err=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        scheduler.run_forever()
+
+
+@app.command()
+@_errors
+def runs(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many, newest first.")] = 50,
+         source: Annotated[str | None, typer.Option(help="Only this source's runs.")] = None,
+         as_json: JsonOpt = False) -> None:
+    """The latest sync and drift runs recorded in the store: start, end, counts, problems."""
+    with _open() as kb:
+        found = kb.runs(limit, source=source)
+    if as_json:
+        return _emit({"runs": [r.as_dict() for r in found]})
+    for r in found:
+        typer.echo(_safe(r.line()))
 
 
 def main() -> None:

@@ -53,7 +53,9 @@ from .retrieve import (
     EVIDENCE_THRESHOLDS,
     MODES,
     BM25Params,
+    Deadline,
     EvidenceThresholds,
+    Fallback,
     Fusion,
     evidence_level,
 )
@@ -62,6 +64,7 @@ from .store import (
     DocumentWrite,
     MissingVectors,
     PassageWrite,
+    RunRecord,
     SourceEntry,
     Store,
     StoredDocument,
@@ -121,6 +124,7 @@ class KnowledgeBase:
         embed_cache: EmbeddingCache | str | Path | None = None,
         evidence: EvidenceThresholds | None = None,
         answer_settings: AnswerSettings | None = None,
+        vector_timeout_ms: int | None = 4000,
         detect_conflicts: bool = True,
     ) -> None:
         self.store = store
@@ -134,6 +138,11 @@ class KnowledgeBase:
         self._evidence = evidence
         self._query_vectors: QueryVectorCache = query_vectors
         self.answer_settings = answer_settings or AnswerSettings()
+        #: Deadline of hybrid search's vector leg (query embedding plus vector search); past it,
+        #: or in a keyword-only store, hybrid search returns the keyword ranking and says so in
+        #: ``SearchResults.fallback``. None waits however long the leg takes.
+        self.vector_timeout_ms = (None if vector_timeout_ms is None else
+                                  _positive_int(vector_timeout_ms, "vector_timeout_ms", err=EvidexError))
         #: Check every added or changed passage for values that contradict another document's
         #: (see ``retrieve.find_conflicts``); ``conflicts`` lists what was found.
         self.detect_conflicts = detect_conflicts
@@ -377,7 +386,9 @@ class KnowledgeBase:
     ) -> SearchResults:
         """Passages ``actor`` may read that match ``query``, best first (``limit`` is top_k).
 
-        ``mode``: "hybrid" (default: BM25 and vector legs fused), "keyword" or "vector". Scores
+        ``mode``: "hybrid" (default: BM25 and vector legs fused; the keyword ranking when the
+        vector leg misses ``vector_timeout_ms`` or the store has no vectors, with
+        ``results.fallback`` saying why), "keyword" or "vector". Scores
         order the hits of this run (BM25, cosine, or fused) and mean nothing across queries;
         ``results.evidence`` is "none", "weak" or "strong" (see ``retrieve._evidence``).
         """
@@ -387,7 +398,7 @@ class KnowledgeBase:
             raise QueryError(f"match must be one of {', '.join(MATCHES)}, got {match!r}")
         if mode not in MODES:
             raise QueryError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if mode != "keyword" and self.store.embedder == "none":
+        if mode == "vector" and self.store.embedder == "none":
             raise QueryError(f"mode {mode!r} needs vectors; this store is keyword-only")
         if max_per_document is not None:
             max_per_document = _positive_int(max_per_document, "max_per_document")
@@ -401,14 +412,27 @@ class KnowledgeBase:
             return SearchResults(terms=terms)
         # Embedded before the snapshot is taken, so no read is held open while the model runs.
         model = self.store.embedder
-        qvec = self._query_vector(query) if mode != "keyword" else None
+        qvec, deadline = self._query_vector_for(mode, query)
         with self.store.read() as view:
-            if qvec is not None and self.store.embedder != model:  # re-embedded meanwhile
+            if isinstance(qvec, np.ndarray) and self.store.embedder != model:  # re-embedded meanwhile
                 qvec = self._query_vector(query)
             return retrieve.search(view, self._bm25, actor, terms, mode=mode, limit=limit,
-                                   thresholds=self._thresholds(), query_vector=qvec, match=match,
-                                   filters=flt, max_per_document=max_per_document, fusion=fz,
-                                   explain=explain)
+                                   thresholds=self._thresholds(), query_vector=qvec,
+                                   deadline=deadline, match=match, filters=flt,
+                                   max_per_document=max_per_document, fusion=fz, explain=explain)
+
+    def _query_vector_for(self, mode: str, query: str
+                          ) -> tuple[np.ndarray | Fallback | None, Deadline | None]:
+        """The query vector a search in ``mode`` needs (None: none needed), or in hybrid mode
+        the keyword fallback when there is none in time; and the vector search's deadline."""
+        if mode == "keyword":
+            return None, None
+        if self.store.embedder == "none":
+            return Fallback("no_vectors", "this store is keyword-only (embedding model none)"), None
+        if mode == "vector":
+            return self._query_vector(query), None
+        return retrieve.embed_within(self.store.embedder, lambda: self._query_vector(query),
+                                     self.vector_timeout_ms)
 
     def _query_vector(self, query: str) -> np.ndarray:
         """The query's embedding, through the process-wide cache (see ``embed._queries``)."""
@@ -486,6 +510,17 @@ class KnowledgeBase:
         """Every stored document (of ``tenant``), without access checks: for operators and
         sync, never for answering a caller (``document`` is that)."""
         return list(self.store.iter_documents(tenant))
+
+    def record_run(self, run: RunRecord) -> int:
+        """Append a sync/drift run record to the store's run log; returns its id."""
+        if not isinstance(run, RunRecord):
+            raise EvidexError("run must be an evidex.store.RunRecord")
+        return self.store.record_run(run)
+
+    def runs(self, limit: int = 100, *, source: str | None = None,
+             tenant: str | None = None) -> list[RunRecord]:
+        """The latest ``limit`` runs (of ``source``, of ``tenant``'s sources), newest first."""
+        return self.store.runs(_positive_int(limit, "limit", 10_000, err=EvidexError), source, tenant)
 
     def check_readable(self) -> None:
         """Take and release a read snapshot: raises when the store cannot be read now (what a

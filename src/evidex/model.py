@@ -544,3 +544,6 @@ class SearchResults(list[Hit]):
         self.evidence = evidence
         #: What the evidence level was computed from (query-term coverage, best similarity).
         self.signals: dict[str, float | None] = {}
+        #: Set when a hybrid search returned the keyword ranking instead: {"fallback":
+        #: "keyword", "reason": "no_vectors" | "vector_timeout", "detail": ...}.
+        self.fallback: dict[str, Any] | None = None

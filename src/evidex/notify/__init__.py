@@ -7,7 +7,7 @@ environment). Failing routes are retried, then reported; one never blocks anothe
 """
 
 from ._handoff import Handoff, send_handoff
-from ._owners import NotifyReport, OwnerFindings, findings_by_owner, notify_owners
+from ._owners import NotifyReport, OwnerFindings, findings_by_owner, notify_owners, owners_hook
 from ._send import SIGNATURE_HEADER, Delivery, Message, deliver, sign
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "deliver",
     "findings_by_owner",
     "notify_owners",
+    "owners_hook",
     "send_handoff",
     "sign",
 ]

@@ -8,18 +8,18 @@ reported (``NotifyReport``), and never keeps the other owners from being told.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ..config import Config, Owner, owner_route
 from ..kb import KnowledgeBase
-from ..model import Conflict
+from ..model import Conflict, NotifyError
 from ..sources import SourceReport, SyncReport
 from ._send import Delivery, Message, deliver
 
-__all__ = ["NotifyReport", "OwnerFindings", "findings_by_owner", "notify_owners"]
+__all__ = ["NotifyReport", "OwnerFindings", "findings_by_owner", "notify_owners", "owners_hook"]
 
 
 @dataclass
@@ -125,3 +125,16 @@ def notify_owners(kb: KnowledgeBase, config: Config, drift: SyncReport | None = 
         report.deliveries += deliver(g.owner.name, g.owner, g.message(), smtp=smtp, env=env,
                                      attempts=attempts, pause=pause)
     return report
+
+
+def owners_hook(open_kb: Callable[[], KnowledgeBase]) -> Callable[[SyncReport, Config], None]:
+    """A scheduler's drift hook (``sources.Scheduler(after_drift=[...])``): owners are told after
+    each scheduled drift check; a route that failed is raised, so the run records the problem."""
+    def hook(report: SyncReport, config: Config) -> None:
+        with open_kb() as kb:
+            sent = notify_owners(kb, config, report)
+        if not sent.ok:
+            raise NotifyError("; ".join(sent.lines(failures_only=True)))
+
+    hook.__name__ = "notify_owners"
+    return hook

@@ -7,6 +7,7 @@ names are its parts, for callers (benchmarks, tests) that measure or check one o
 from ._access import Allowed, allowed_signatures
 from ._bm25 import BM25, BM25Params
 from ._conflicts import find_conflicts
+from ._deadline import Deadline, Fallback, embed_within
 from ._evidence import EVIDENCE_THRESHOLDS, EvidenceThresholds, evidence_level, terms_in_hits
 from ._fusion import DEFAULT_FUSION, FUSIONS, Fusion, Leg, fuse
 from ._hybrid import MODES, search
@@ -23,10 +24,13 @@ __all__ = [
     "Allowed",
     "BM25Params",
     "Candidates",
+    "Deadline",
     "EvidenceThresholds",
+    "Fallback",
     "Fusion",
     "Leg",
     "allowed_signatures",
+    "embed_within",
     "evidence_level",
     "find_conflicts",
     "fuse",

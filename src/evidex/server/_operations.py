@@ -23,7 +23,7 @@ def search(kb: KnowledgeBase, actor: Actor, body: SearchRequest, fusion: Fusion)
                      filters=body.filters.model_dump() if body.filters else None,
                      max_per_document=body.max_per_document, explain=body.explain,
                      fusion=body.fusion_over(fusion))
-    return {"hits": [h.as_dict() for h in hits], "evidence": hits.evidence}
+    return {"hits": [h.as_dict() for h in hits], "evidence": hits.evidence, "fallback": hits.fallback}
 
 
 def answer(kb: KnowledgeBase, actor: Actor, body: AnswerRequest, settings: AnswerSettings | None,

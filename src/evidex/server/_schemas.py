@@ -139,6 +139,9 @@ class SearchResponse(BaseModel):
     hits: list[Hit]
     evidence: Literal["none", "weak", "strong"] = Field(
         description="a retrieval signal for answering, never a probability")
+    fallback: dict[str, str] | None = Field(
+        default=None, description="set when a hybrid search returned the keyword ranking: "
+                                  "fallback, reason (no_vectors or vector_timeout), detail")
 
 
 class ResolveResponse(BaseModel):

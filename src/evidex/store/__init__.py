@@ -18,6 +18,7 @@ from ._contract import (
 )
 from ._copy import CopyReport, copy_store, verify_copy
 from ._postgres import PostgresStore, is_postgres_url
+from ._runs import RunRecord
 from ._sqlite import SQLiteStore
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "PassageWrite",
     "PostgresStore",
     "ReadView",
+    "RunRecord",
     "SQLiteStore",
     "Signature",
     "SourceEntry",

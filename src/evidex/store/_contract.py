@@ -26,6 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from ..model import Conflict, Document, IngestReport, Passage, StoreError
+from ._runs import RunRecord
 
 __all__ = [
     "DocumentWrite",
@@ -282,6 +283,14 @@ class Store(Protocol):
         ...
 
     def stats(self) -> dict[str, object]: ...
+
+    def record_run(self, run: RunRecord) -> int:
+        """Append a sync/drift run record (see ``_runs``); returns its id."""
+        ...
+
+    def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None) -> list[RunRecord]:
+        """The latest ``limit`` run records, newest first."""
+        ...
 
     def iter_documents(self, tenant: str | None = None) -> Iterator[StoredDocument]: ...
 

@@ -67,6 +67,7 @@ from ._contract import (
     StoredPassage,
 )
 from ._pg_schema import SCHEMA_VERSION, current_version, migrate
+from ._runs import PostgresRunLog
 from ._segments import (
     PACK_LIMIT,
     PID,
@@ -423,7 +424,7 @@ _PASSAGE_SELECT = (
 
 
 
-class PostgresStore:
+class PostgresStore(PostgresRunLog):
     """One schema of a PostgreSQL database; safe for many reader and writer processes."""
 
     def __init__(

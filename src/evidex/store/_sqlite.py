@@ -35,6 +35,7 @@ from ._contract import (
     StoredPassage,
 )
 from ._merger import Merger
+from ._runs import SQLiteRunLog
 from ._segments import (
     PACK_LIMIT,
     PID,
@@ -396,7 +397,7 @@ def _get_vectors(c: sqlite3.Connection, segments: Sequence[int], model: str,
     return {s: p[0] if len(p) == 1 else np.concatenate(p) for s, p in parts.items()}
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteRunLog):
     """One SQLite file; safe for many reader processes and serialised writers."""
 
     def __init__(
