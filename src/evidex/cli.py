@@ -604,8 +604,8 @@ def drift_cmd(
         t = report.totals()
         typer.echo(("drifted: " if report.drifted else "in sync: ")
                    + f"{t['new']} new, {t['changed']} changed, {t['removed']} removed")
-    hook = state.cfg.freshness.notify
-    if notify and report.drifted and hook.webhook:
+    hook = state.cfg.freshness.notify  # "content_owner" (a name) has no webhook of its own
+    if notify and report.drifted and getattr(hook, "webhook", None):
         try:
             notify_webhook(hook.webhook, report, timeout=hook.timeout_seconds)
         except EvidexError as exc:
