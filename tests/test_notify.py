@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from evidex import KnowledgeBase
-from evidex.config import HandoffRoute, Owner, Route, SmtpSettings, load_config, owner_route
+from evidex.config import load_config
 from evidex.model import ConfigError
 from evidex.notify import SIGNATURE_HEADER, Message, deliver, notify_owners, send_handoff
+from evidex.routes import HandoffRoute, Owner, Route, SmtpSettings, owner_route
 from evidex.sources import drift, sync
 from notify_helpers import smtp_server, webhook_receiver
 from service_helpers import free_port

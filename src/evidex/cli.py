@@ -19,10 +19,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from . import __version__
-from .config import Config, load_config
+from ._cli_tools import ClaimOpt, citation_line, pairs, tools_app
+from .config import load_config
 from .console import emit as _emit
 from .console import errors as _errors
 from .console import fail as _fail
+from .console import need_config as _need_config
+from .console import print_hits, state
 from .console import safe as _safe
 from .ingest import FRONT_MATTER_KEYS, load_paths
 from .kb import KnowledgeBase, migrate_store
@@ -37,23 +40,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="evidex: retrieval where every passage traces back to its source.",
 )
+app.add_typer(tools_app, name="tools")
 
 
 
-class _State:
-    db: str = "evidex.db"
-    analyzer: str | None = None
-    embedder: str | None = None
-    config: Config | None = None
-    config_path: str | None = None
-
-    @property
-    def cfg(self) -> Config:
-        """The --config file's settings, or the built-in defaults when none was given."""
-        return self.config or Config()
-
-
-state = _State()
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant of the caller.")]
@@ -67,16 +57,16 @@ def _split_csv(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def _actor(tenant: str, groups: str, visibilities: str) -> Actor:
+def _actor(tenant: str, groups: str, visibilities: str, claims: list[str] | None = None) -> Actor:
     return Actor(tenant, frozenset(_split_csv(groups)),
-                 visibilities=frozenset(_split_csv(visibilities)))
+                 visibilities=frozenset(_split_csv(visibilities)), claims=pairs(claims, "--claim"))
 
 
 def _open() -> KnowledgeBase:
     r = state.cfg.retrieval
     return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
                               embedder=state.embedder or r.embedder,
-                              vector_timeout_ms=r.vector.timeout_ms)
+                              vector_timeout_ms=r.vector.timeout_ms, tools=state.cfg.tools)
 
 
 @contextmanager
@@ -189,7 +179,7 @@ def search(
     limit: Annotated[int | None, typer.Option(help="Number of passages (config top_k, else 6).")] = None,
     match: Annotated[str | None, typer.Option(help="any or all query words.")] = None,
     mode: Annotated[str | None, typer.Option(help="hybrid, keyword or vector.")] = None,
-    fusion: Annotated[str | None, typer.Option(help="rrf or convex (hybrid mode).")] = None,
+    fusion: Annotated[str | None, typer.Option(help="adaptive, convex or rrf (hybrid mode).")] = None,
     explain: Annotated[bool, typer.Option(help="Show each leg's rank and score.")] = False,
     language: Annotated[str | None, typer.Option(help="Only documents in this language.")] = None,
     tag: Annotated[list[str] | None, typer.Option(help="Only documents with this tag.")] = None,
@@ -209,22 +199,7 @@ def search(
         _emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence,
                "fallback": hits.fallback})
         return
-    if hits.fallback:
-        typer.echo(f"fallback: keyword ({hits.fallback['reason']}: {hits.fallback['detail']})")
-    if not hits:
-        typer.echo("No passage you may read matches this query.")
-        return
-    typer.echo(f"evidence: {hits.evidence}")
-    for h in hits:
-        where = " > ".join(h.heading_path) or f"passage {h.passage}"
-        typer.echo(f"{h.rank}. [{_safe(h.document_id)} v{_safe(h.version)} #{h.passage}] "
-                   f"{_safe(h.title or '')}  ({_safe(where)}; score {h.score:.3f})")
-        quote = " ".join(_safe(h.quote).split())
-        typer.echo(f"   {quote[:300]}{'…' if len(quote) > 300 else ''}")
-        if h.explain:
-            legs = ", ".join(f"{k} #{v['rank']} ({v['score']:.4f})" for k, v in h.explain.items()
-                             if isinstance(v, dict))
-            typer.echo(f"   legs: {legs or 'none'}")
+    print_hits(hits, explain)
 
 
 @app.command()
@@ -236,11 +211,12 @@ def ask(
     visibilities: VisOpt = "public,internal",
     generator: Annotated[str | None, typer.Option(help="extractive or openai.")] = None,
     handoff: Annotated[str | None, typer.Option(help="How to reach a person when declining.")] = None,
+    claim: ClaimOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Answer from the passages the caller may read, citing every claim, or decline."""
+    """Answer from the passages the caller may read and its live lookups, citing every claim, or decline."""
     with _open() as kb:
-        ans = kb.answer(_actor(tenant, groups, visibilities), question,
+        ans = kb.answer(_actor(tenant, groups, visibilities, claim), question,
                         generator=generator or state.cfg.answer.generator,
                         settings=state.cfg.answer_settings(handoff))
     if as_json:
@@ -248,10 +224,7 @@ def ask(
         return
     typer.echo(_safe(ans.text))
     if ans.status == "answered":
-        for c in ans.citations:
-            where = " > ".join(c["heading_path"]) or f"passage {c['passage']}"
-            typer.echo(f"  [{c['n']}] {_safe(c['document_id'])} v{_safe(c['version'])} "
-                       f"#{c['passage']} {_safe(c['title'] or '')} ({_safe(where)})")
+        typer.echo("\n".join(citation_line(c) for c in ans.citations))
     else:
         typer.echo(f"  reason: {ans.reason}")
         if ans.handoff:
@@ -379,7 +352,7 @@ def evaluate(
     ] = None,
     embedder: Annotated[str | None, typer.Option(help="Embedding model (vector, hybrid).")] = None,
     fusion: Annotated[
-        str | None, typer.Option(help="convex or rrf (hybrid; default: retrieval.fuse, convex).")
+        str | None, typer.Option(help="adaptive, convex or rrf (hybrid; default: retrieval.fuse, adaptive).")
     ] = None,
     alpha: Annotated[float, typer.Option(help="Vector weight of convex fusion.")] = 0.5,
     as_json: JsonOpt = False,
@@ -504,13 +477,6 @@ def conflicts_cmd(status: Annotated[str, typer.Option(help="open, closed, dismis
         found = kb.conflicts(tenant, None if status == "all" else status)
     _emit({"conflicts": [c.as_dict() for c in found]}) if as_json else typer.echo(
         "".join(f"{_safe(c.summary())}\n" for c in found) + f"{len(found)} conflict(s)")
-
-
-def _need_config() -> Config:
-    if state.config is None:
-        raise EvidexError("this command reads the sources of a configuration: give --config FILE "
-                          "(or set EVIDEX_CONFIG)")
-    return state.config
 
 
 def _run_sources(kind: str, source: list[str] | None, show: bool) -> SyncReport:

@@ -28,16 +28,18 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from . import tools as _tools
 from .answer import AnswerSettings
 from .cadence import check_cadence
 from .ingest import DEFAULT_MAX_SECTION_CHARS
 from .model import VISIBILITIES, ConfigError, is_language_tag
 from .retrieve import DEFAULT_FUSION, Fusion
+from .routes import HandoffRoute, Owner, SmtpSettings, check_url, handoff_text, resolve_path
+from .tools import ToolConfig
 
 __all__ = [
     "AnswerConfig",
@@ -45,31 +47,24 @@ __all__ = [
     "Config",
     "FilesSource",
     "Freshness",
-    "HandoffRoute",
     "JwtSettings",
     "KeywordLeg",
     "Notify",
-    "Owner",
     "PdfSource",
     "RecordFields",
     "RecordsSource",
     "RetrievalConfig",
-    "Route",
     "ServerSettings",
-    "SmtpSettings",
     "SourceConfig",
     "SourceDefaults",
+    "ToolConfig",
     "VectorLeg",
     "WebSource",
     "WikiSource",
-    "handoff_text",
     "load_config",
-    "owner_name",
-    "owner_route",
 ]
 
 _SOURCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 Visibility = Literal["public", "internal", "confidential", "restricted"]
 assert set(Visibility.__args__) == VISIBILITIES  # type: ignore[attr-defined]
@@ -85,118 +80,6 @@ def _language(value: str | None) -> str | None:
     return value
 
 
-def _url(value: str) -> str:
-    if not _URL.match(value):
-        raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
-    return value
-
-
-def _path(value: str, info: ValidationInfo) -> str:
-    base = (info.context or {}).get("base")
-    p = Path(value).expanduser()
-    return str(p if p.is_absolute() or base is None else (Path(base) / p))
-
-
-# -- notification routes: source owners, server.smtp, answer.handoff --------------------------
-
-_EMAIL = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;.]+$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-
-
-def _email(value: str | None) -> str | None:
-    if value is not None and not _EMAIL.match(value):
-        raise ValueError(f"must be an e-mail address like name@example.com, got {value!r}")
-    return value
-
-
-def _env_name(value: str | None) -> str | None:
-    if value is not None and not _ENV_NAME.match(value):
-        raise ValueError(f"must name an environment variable (letters, digits, '_'), got {value!r}")
-    return value
-
-
-class Route(_Strict):
-    """Where a message goes: an e-mail address (sent through ``server.smtp``) and/or a webhook
-    (a JSON POST). Secrets never sit in the file: ``secret_env`` names the environment variable
-    holding the key the webhook body is signed with (HMAC-SHA256, header
-    ``X-Evidex-Signature: sha256=<hex>``)."""
-
-    email: str | None = None
-    webhook: str | None = None
-    secret_env: str | None = None
-
-    _mail = field_validator("email")(_email)
-    _env = field_validator("secret_env")(_env_name)
-
-    @field_validator("webhook")
-    @classmethod
-    def _hook(cls, value: str | None) -> str | None:
-        return None if value is None else _url(value)
-
-    @property
-    def reachable(self) -> bool:
-        return self.email is not None or self.webhook is not None
-
-
-class Owner(Route):
-    """A source's content owner: told about its drift and its conflicts on their routes. A plain
-    string in the file (``owner: docs@example.com``) only names the owner."""
-
-    name: str = Field(min_length=1, max_length=200)
-
-
-class HandoffRoute(Route):
-    """``answer.handoff`` as a route: a declined answer offers ``message``, and a handoff the
-    asker sends (``POST /v1/handoff``, the web page's button) goes to this route."""
-
-    message: str = Field(default="Please contact a person on the support team.", min_length=1)
-    #: Handoffs one API key may send per hour (a person reads each one).
-    per_key_per_hour: int = Field(default=10, ge=1, le=10_000)
-
-    @model_validator(mode="after")
-    def _somewhere(self) -> HandoffRoute:
-        if not self.reachable:
-            raise ValueError("a handoff route needs an email, a webhook, or both")
-        return self
-
-
-class SmtpSettings(_Strict):
-    """The mail server e-mail routes go through (stdlib ``smtplib``). Credentials come from the
-    environment variables named here, never from the file."""
-
-    host: str = Field(min_length=1)
-    port: int = Field(default=587, ge=1, le=65535)
-    starttls: bool = True
-    sender: str
-    username_env: str | None = None
-    password_env: str | None = None
-    #: A CA bundle (PEM) to trust for STARTTLS besides the system's, for a private mail server.
-    ca_file: str | None = None
-    timeout_seconds: float = Field(default=10.0, gt=0, le=120)
-
-    @field_validator("ca_file")
-    @classmethod
-    def _ca(cls, value: str | None, info: ValidationInfo) -> str | None:
-        return None if value is None else _path(value, info)
-
-    _mail = field_validator("sender")(_email)
-    _env = field_validator("username_env", "password_env")(_env_name)
-
-
-def owner_route(owner: str | Owner | None) -> Owner | None:
-    """The owner as a route. A plain string only names the owner (no route: nobody is sent
-    mail they were not configured to get)."""
-    return owner if owner is None or isinstance(owner, Owner) else Owner(name=owner)
-
-
-def owner_name(owner: str | Owner | None) -> str | None:
-    return owner.name if isinstance(owner, Owner) else owner
-
-
-def handoff_text(handoff: str | HandoffRoute | None) -> str | None:
-    return handoff.message if isinstance(handoff, HandoffRoute) else handoff
-
-
 # -- knowledge operations (issue 24: reference file, vector timeout, schedules) ---------------
 # Spellings of the reference knowledge.config.yaml map onto the canonical values here, so the
 # rest of evidex sees one name per setting.
@@ -209,7 +92,7 @@ def _alias(aliases: dict[str, str]) -> BeforeValidator:
 Split = Annotated[Literal["heading", "paragraph", "document"],
                   _alias({"by_heading": "heading", "by_paragraph": "paragraph"})]
 #: ``reciprocal_rank`` is the reference file's name for ``rrf`` (reciprocal rank fusion).
-FuseMethod = Annotated[Literal["rrf", "convex"], _alias({"reciprocal_rank": "rrf"})]
+FuseMethod = Annotated[Literal["adaptive", "rrf", "convex"], _alias({"reciprocal_rank": "rrf"})]
 #: ``say_so_and_offer_a_person`` / ``say_so`` are the reference file's names for the declines.
 WhenNoEvidence = Annotated[Literal["decline_and_offer_person", "decline"],
                            _alias({"say_so_and_offer_a_person": "decline_and_offer_person",
@@ -297,12 +180,12 @@ class FilesSource(_Source):
     #: is this URL plus its relative path; without it, the file's own file:// URL.
     base_url: str | None = None
 
-    _p = field_validator("path")(_path)
+    _p = field_validator("path")(resolve_path)
 
     @field_validator("base_url")
     @classmethod
     def _base(cls, value: str | None) -> str | None:
-        return None if value is None else _url(value)
+        return None if value is None else check_url(value)
 
 
 class WebSource(_Source):
@@ -324,12 +207,12 @@ class WebSource(_Source):
     @field_validator("urls")
     @classmethod
     def _urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(_url(u) for u in value)
+        return tuple(check_url(u) for u in value)
 
     @field_validator("sitemap", "url")
     @classmethod
     def _sitemap(cls, value: str | None) -> str | None:
-        return None if value is None else _url(value)
+        return None if value is None else check_url(value)
 
     @model_validator(mode="after")
     def _something(self) -> WebSource:
@@ -366,7 +249,7 @@ class RecordsSource(_Source):
     fields: RecordFields = RecordFields()
     split: Split = "document"
 
-    _p = field_validator("path")(_path)
+    _p = field_validator("path")(resolve_path)
 
 
 # -- knowledge operations: the reference file's pdf and wiki source types ---------------------
@@ -428,7 +311,7 @@ class Notify(_Strict):
     @field_validator("webhook")
     @classmethod
     def _hook(cls, value: str | None) -> str | None:
-        return None if value is None else _url(value)
+        return None if value is None else check_url(value)
 
 
 class Freshness(_Strict):
@@ -458,6 +341,11 @@ class ApiKey(_Strict):
     visibilities: tuple[str, ...] = ("public",)
     admin: bool = False
     name: str | None = Field(default=None, description="a label for logs; never the key")
+    claims: dict[str, str] = Field(
+        default_factory=dict, description="verified attributes of this key's caller (e.g. "
+                                          "customer_id), which live tools take parameters from")
+
+    _claims = field_validator("claims")(_tools.check_claim_names)
 
     @field_validator("key_sha256")
     @classmethod
@@ -487,6 +375,11 @@ class JwtSettings(_Strict):
     admin_group: str | None = Field(
         default=None, description="tokens whose groups claim holds this group may run admin operations")
     leeway_seconds: int = Field(default=30, ge=0, le=300)
+    claims: dict[str, str] = Field(
+        default_factory=dict, description="actor claim -> token claim: verified attributes "
+                                          "taken from the token (e.g. customer_id: sub)")
+
+    _claims = field_validator("claims")(_tools.check_claim_names)
 
     @field_validator("visibilities")
     @classmethod
@@ -533,6 +426,9 @@ class ServerSettings(_Strict):
         default=2, ge=1, le=64,
         description="open store handles per worker process; requests beyond this wait for one")
     smtp: SmtpSettings | None = None
+    tool_hosts: tuple[str, ...] = Field(
+        default=(), description="origins (scheme://host[:port]) live tools may call; nothing else")
+    _tool_hosts = field_validator("tool_hosts")(_tools.check_origins)
 
     @field_validator("api_keys")
     @classmethod
@@ -560,6 +456,8 @@ class Config(_Strict):
     answer: AnswerConfig = AnswerConfig()
     freshness: Freshness = Freshness()
     server: ServerSettings | None = None
+    #: Live tools (read-only lookups at question time); their hosts must be in server.tool_hosts.
+    tools: tuple[ToolConfig, ...] = ()
 
     def answer_settings(self, handoff: str | None = None) -> AnswerSettings:
         """The library's answer settings from the ``answer:`` and ``retrieval:`` sections (one
@@ -584,6 +482,15 @@ class Config(_Strict):
                 raise ValueError(f"source id {s.id!r} is used twice")
             seen.add(s.id)
         return value
+
+    _tool_ids = field_validator("tools")(_tools.unique_tool_ids)
+
+    @model_validator(mode="after")
+    def _tools_allowed(self) -> Config:
+        # load_config checks each url at its own line (validation context); this catches a
+        # Config built in code.
+        _tools.check_tool_hosts(self.tools, self.server.tool_hosts if self.server is not None else ())
+        return self
 
     def source(self, source_id: str) -> FilesSource | WebSource | RecordsSource:  # or a subclass
         for s in self.sources:
@@ -715,7 +622,8 @@ def load_config(path: str | Path) -> Config:
             if isinstance(s, dict) else s for s in data["sources"]
         ]}
     try:
-        return Config.model_validate(data, context={"base": str(Path(path).resolve().parent)})
+        return Config.model_validate(data, context={"base": str(Path(path).resolve().parent),
+                                                    "tool_hosts": _tools.hosts_as_written(data)})
     except ValidationError as exc:
         found = []
         for err in exc.errors():

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import typer
 
+from .config import Config
 from .model import EvidexError
 
 __all__ = ["emit", "errors", "fail", "safe"]
@@ -51,3 +52,56 @@ def errors(fn: F) -> F:
             raise fail(f"invalid JSON input: {exc}") from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def print_hits(hits: Any, explain: bool) -> None:
+    """Print a search's hits for a reader: fallback, evidence, leg weights, one quote per hit."""
+    if hits.fallback:
+        typer.echo(f"fallback: keyword ({hits.fallback['reason']}: {hits.fallback['detail']})")
+    if not hits:
+        typer.echo("No passage you may read matches this query.")
+        return
+    typer.echo(f"evidence: {hits.evidence}")
+    if explain and hits.weights is not None:
+        w = hits.weights
+        typer.echo(f"leg weights: keyword {w.keyword:.2f}, vector {w.vector:.2f}"
+                   f" (query language: {w.language or 'not identified'})")
+        for reason in w.why:
+            typer.echo(f"   {reason}")
+    for h in hits:
+        where = " > ".join(h.heading_path) or f"passage {h.passage}"
+        typer.echo(f"{h.rank}. [{safe(h.document_id)} v{safe(h.version)} #{h.passage}] "
+                   f"{safe(h.title or '')}  ({safe(where)}; score {h.score:.3f})")
+        quote = " ".join(safe(h.quote).split())
+        typer.echo(f"   {quote[:300]}{'…' if len(quote) > 300 else ''}")
+        if h.explain:
+            legs = ", ".join(f"{k} #{v['rank']} ({v['score']:.4f})" for k, v in h.explain.items()
+                             if isinstance(v, dict) and "rank" in v)
+            typer.echo(f"   legs: {legs or 'none'}")
+
+
+class State:
+    """The command line's settings from its callback (--db, --analyzer, --embedder, --config),
+    read by every command; one object so the tools commands see what the main ones see."""
+
+    db: str = "evidex.db"
+    analyzer: str | None = None
+    embedder: str | None = None
+    config: Config | None = None
+    config_path: str | None = None
+
+    @property
+    def cfg(self) -> Config:
+        """The --config file's settings, or the built-in defaults when none was given."""
+        return self.config or Config()
+
+
+state = State()
+
+
+def need_config() -> Config:
+    """The --config file's settings, for commands that cannot run on defaults."""
+    if state.config is None:
+        raise EvidexError("this command reads the sources of a configuration: give --config FILE "
+                          "(or set EVIDEX_CONFIG)")
+    return state.config

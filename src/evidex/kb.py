@@ -30,8 +30,8 @@ from .embed import (
 from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan, split_key, split_text
 from .model import (
     Actor,
+    CitationError,
     Conflict,
-    ConflictSide,
     Document,
     DocumentError,
     DocumentView,
@@ -44,7 +44,6 @@ from .model import (
     SearchResults,
     StoreError,
     can_access,
-    sha256_text,
 )
 from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, get_analyzer, parse_query
 from .retrieve import (
@@ -57,7 +56,7 @@ from .retrieve import (
     EvidenceThresholds,
     Fallback,
     Fusion,
-    evidence_level,
+    guess_language,
 )
 from .store import (
     CopyReport,
@@ -72,6 +71,7 @@ from .store import (
     is_postgres_url,
     open_store,
 )
+from .tools import LIVE_KIND, LiveSource, Toolbox, ToolConfig
 
 __all__ = ["KnowledgeBase", "migrate_store"]
 
@@ -126,6 +126,7 @@ class KnowledgeBase:
         answer_settings: AnswerSettings | None = None,
         vector_timeout_ms: int | None = 4000,
         detect_conflicts: bool = True,
+        tools: Toolbox | Sequence[ToolConfig] = (),
     ) -> None:
         self.store = store
         self.keep_history = keep_history
@@ -146,6 +147,10 @@ class KnowledgeBase:
         #: Check every added or changed passage for values that contradict another document's
         #: (see ``retrieve.find_conflicts``); ``conflicts`` lists what was found.
         self.detect_conflicts = detect_conflicts
+        #: Live tools: a Toolbox shared with others (a service's handles), or tools of this
+        #: handle alone (closed with it).
+        self._own_toolbox = not isinstance(tools, Toolbox)
+        self._toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
 
     @classmethod
     def open(
@@ -283,16 +288,9 @@ class KnowledgeBase:
         "dismissed" when an admin dismissed it; ``status`` keeps only those."""
         if status not in (None, "open", "closed", "dismissed"):
             raise QueryError(f"status must be open, closed or dismissed, got {status!r}")
-        out = []
         with self.store.read() as view:
-            for c in self.store.conflicts(tenant):
-                if c.status == "open":
-                    gone = _gone(view, c.tenant, c.a) or _gone(view, c.tenant, c.b)
-                    if gone:
-                        c = dataclasses.replace(c, status="closed", reason=gone)
-                if status is None or c.status == status:
-                    out.append(c)
-        return out
+            now = [retrieve.conflict_status(view, c) for c in self.store.conflicts(tenant)]
+        return [c for c in now if status is None or c.status == status]
 
     def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
         """An admin's call that a conflict is not one (or is accepted): it stays recorded,
@@ -383,6 +381,7 @@ class KnowledgeBase:
         window: int = 50,
         alpha: float = 0.5,
         limits: QueryLimits | None = None,
+        rerank: bool = False,
     ) -> SearchResults:
         """Passages ``actor`` may read that match ``query``, best first (``limit`` is top_k).
 
@@ -391,6 +390,8 @@ class KnowledgeBase:
         ``results.fallback`` saying why), "keyword" or "vector". Scores
         order the hits of this run (BM25, cosine, or fused) and mean nothing across queries;
         ``results.evidence`` is "none", "weak" or "strong" (see ``retrieve._evidence``).
+        ``rerank``: re-order the best fused candidates with the second-stage ranker (answers
+        always do; see ``retrieve._rerank``).
         """
         _check_actor(actor)
         limit = _positive_int(limit, "limit", self.max_limit)
@@ -404,6 +405,8 @@ class KnowledgeBase:
             max_per_document = _positive_int(max_per_document, "max_per_document")
         if not isinstance(explain, bool):
             raise QueryError("explain must be a bool")
+        if not isinstance(rerank, bool):
+            raise QueryError("rerank must be a bool")
         fz = fusion if isinstance(fusion, Fusion) else Fusion(fusion, rrf_k, window, alpha)
         flt = Filters.of(filters)
         words = parse_query(query, limits or self.query_limits)
@@ -419,7 +422,10 @@ class KnowledgeBase:
             return retrieve.search(view, self._bm25, actor, terms, mode=mode, limit=limit,
                                    thresholds=self._thresholds(), query_vector=qvec,
                                    deadline=deadline, match=match, filters=flt,
-                                   max_per_document=max_per_document, fusion=fz, explain=explain)
+                                   max_per_document=max_per_document, fusion=fz, explain=explain,
+                                   analyze=self._analyzer.terms,
+                                   question_language=guess_language(query), rerank=rerank,
+                                   query=query)
 
     def _query_vector_for(self, mode: str, query: str
                           ) -> tuple[np.ndarray | Fallback | None, Deadline | None]:
@@ -451,7 +457,9 @@ class KnowledgeBase:
         settings: AnswerSettings | None = None,
         openai: OpenAIGenerator | OpenAIConfig | None = None,
     ) -> Answer:
-        """Answer from the passages ``actor`` may read, citing every claim, or decline.
+        """Answer from the passages ``actor`` may read and the live lookups (tools) it may
+        make, citing every claim, or decline (``tool_unavailable`` when a lookup the question
+        asks for fails: never from stale data or passages in its place).
 
         ``generator``: "extractive" (default; quotes sentences, no model) or "openai" (any
         OpenAI-compatible server, configured by ``openai`` or EVIDEX_OPENAI_* variables).
@@ -461,30 +469,62 @@ class KnowledgeBase:
         if generator == "openai" and gen is None:
             gen = OpenAIGenerator(openai if isinstance(openai, OpenAIConfig) else OpenAIConfig.from_env())
         mode = st.mode if self.store.embedder != "none" else "keyword"
-
-        found: list[SearchResults] = []
+        _check_actor(actor)
+        parse_query(question, QUESTION_LIMITS)  # a question refused here starts no lookup
+        # The lookups run on the toolbox's threads while the search below runs.
+        lookups = self._toolbox.start(self._toolbox.asked(actor, question))
 
         def search(q: str) -> SearchResults:
-            found.append(self.search(actor, q, limit=st.top_k, mode=mode, filters=filters, fusion=st.fusion,
-                                     limits=QUESTION_LIMITS))
-            return found[-1]
+            return self.search(actor, q, limit=st.top_k, mode=mode, filters=filters,
+                               fusion=st.fusion, limits=QUESTION_LIMITS, rerank=True)
 
-        def recheck(quotes: list[str]) -> str:
-            res = found[-1]
-            return evidence_level(res.terms, (self._analyzer.terms(q) for q in quotes),
-                                  res.signals.get("similarity"), self._thresholds())[0]
+        def similar(texts: list[str]) -> list[float]:
+            """Cosine of each sentence with the question (sentences go through the cache)."""
+            qvec = self._query_vector(question)
+            return (self.embed_passages(texts) @ qvec).tolist()
 
         return answer_question(
             actor, question, search=search, resolve=lambda c: self.resolve(actor, c),
-            terms_of=self._analyzer.terms, recheck=recheck, generator=generator,
+            terms_of=self._analyzer.terms, generator=generator,
             settings=st if mode == st.mode else dataclasses.replace(st, mode=mode), openai=gen,
+            similar=similar if mode != "keyword" else None,
+            live=lookups.wait if len(lookups) else None,
         )
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any]) -> Resolution:
-        """Re-check a citation now: access, then version and fingerprint, then the quote."""
+        """Re-check a citation now: access, then version and fingerprint, then the quote. A
+        live citation (``kind: "live"``) is looked up again, as ``actor``."""
         _check_actor(actor)
+        kind = citation.get("kind", "passage") if isinstance(citation, Mapping) else "passage"
+        if kind == LIVE_KIND:
+            return self._toolbox.resolve(actor, citation)
+        if kind != "passage":
+            raise CitationError(f"this is not a citation: kind must be passage or live, got {kind!r}")
         with self.store.read() as view:
             return resolve_citation(view, actor, citation)
+
+    # -- live tools ---------------------------------------------------------------------------
+    def tools(self, actor: Actor | None = None) -> list[ToolConfig]:
+        """The configured live tools; with ``actor``, those it may use."""
+        if actor is None:
+            return list(self._toolbox.tools)
+        _check_actor(actor)
+        return self._toolbox.usable(actor)
+
+    def live_sources(self, actor: Actor, question: str) -> list[LiveSource]:
+        """The lookups ``question`` asks for, made now as ``actor``: one ``LiveSource`` per tool
+        it asks for and may use (a failed or refused lookup included, with its status)."""
+        _check_actor(actor)
+        if not isinstance(question, str):
+            raise QueryError(f"question must be a string, got {type(question).__name__}")
+        return self._toolbox.start(self._toolbox.asked(actor, question)).wait()
+
+    def call_tool(self, actor: Actor, tool_id: str, parameters: Mapping[str, object], *,
+                  operator: bool = False) -> LiveSource:
+        """One lookup with explicit question parameters (an operator checking a tool);
+        ``operator``: an admin of the tool's tenant, see ``Toolbox.call``."""
+        _check_actor(actor)
+        return self._toolbox.call(actor, tool_id, parameters, operator=operator)
 
     def document(self, actor: Actor, document_id: str) -> DocumentView | None:
         """Document ``document_id`` of the actor's tenant with its current passages, when
@@ -536,23 +576,14 @@ class KnowledgeBase:
         ``StoreError``. Closing twice is harmless."""
         self.store.close()
         self._bm25.clear()
+        if self._own_toolbox:
+            self._toolbox.close()
 
     def __enter__(self) -> KnowledgeBase:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _gone(view: Any, tenant: str, side: ConflictSide) -> str | None:
-    """Why one side of a conflict is no longer current, or None when it is."""
-    doc = view.document(tenant, side.document_id)
-    if doc is None:
-        return f"{side.document_id} was removed"
-    p = view.passage(doc.dkey, side.passage)
-    if p is None or sha256_text(p.text) != side.passage_sha256:
-        return f"passage {side.passage} of {side.document_id} changed"
-    return None
 
 
 def _check_batch(docs: list[Document]) -> None:

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..config import Config, Owner, owner_route
+from ..config import Config
 from ..kb import KnowledgeBase
 from ..model import Conflict, NotifyError
+from ..routes import Owner, owner_route
 from ..sources import SourceReport, SyncReport
 from ._send import Delivery, Message, deliver
 

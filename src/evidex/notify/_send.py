@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from ..config import Route, SmtpSettings
 from ..model import NotifyError
+from ..routes import Route, SmtpSettings
 
 __all__ = ["SIGNATURE_HEADER", "Delivery", "Message", "deliver", "sign"]
 

@@ -24,6 +24,7 @@ owners and admins of both documents, never for an answer's reader.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import Counter
@@ -36,7 +37,7 @@ from ..ingest import Value, close, disagreement, sentence_spans, values
 from ..model import Conflict, ConflictSide, sha256_text
 from ..store import ReadView, StoredDocument, StoredPassage
 
-__all__ = ["SUBJECT_MIN", "find_conflicts"]
+__all__ = ["SUBJECT_MIN", "conflict_status", "find_conflicts"]
 
 #: Share of the smaller sentence's rare-word weight the two sentences must have in common, and
 #: how many words at least (the values' sentences, with their headings).
@@ -259,3 +260,23 @@ def find_conflicts(view: ReadView, tenant: str, written: Sequence[StoredDocument
                                                 (c.b.document_id, c.b.passage, c.b.value)]))
                         found.setdefault(key, c)
     return list(found.values())
+
+
+def conflict_status(view: ReadView, c: Conflict) -> Conflict:
+    """``c`` with its status now: an open conflict is closed once either passage changed or
+    its document was removed (the stored row keeps saying open; see ``store._conflicts``)."""
+    if c.status != "open":
+        return c
+    gone = _gone(view, c.tenant, c.a) or _gone(view, c.tenant, c.b)
+    return dataclasses.replace(c, status="closed", reason=gone) if gone else c
+
+
+def _gone(view: ReadView, tenant: str, side: ConflictSide) -> str | None:
+    """Why one side of a conflict is no longer current, or None when it is."""
+    doc = view.document(tenant, side.document_id)
+    if doc is None:
+        return f"{side.document_id} was removed"
+    p = view.passage(doc.dkey, side.passage)
+    if p is None or sha256_text(p.text) != side.passage_sha256:
+        return f"passage {side.passage} of {side.document_id} changed"
+    return None

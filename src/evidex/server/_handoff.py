@@ -16,9 +16,9 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..config import HandoffRoute, SmtpSettings
 from ..model import NotifyError
 from ..notify import send_handoff
+from ..routes import HandoffRoute, SmtpSettings
 from ._deps import ERRORS, Caller, Svc
 from ._identity import Principal
 

@@ -12,7 +12,7 @@ from ..answer import AnswerSettings
 from ..kb import KnowledgeBase
 from ..model import Actor
 from ..retrieve import Fusion
-from ._schemas import AnswerRequest, Citation, SearchRequest
+from ._schemas import AnswerRequest, ResolveBody, SearchRequest
 
 __all__ = ["answer", "resolve", "search"]
 
@@ -33,5 +33,5 @@ def answer(kb: KnowledgeBase, actor: Actor, body: AnswerRequest, settings: Answe
                      settings=settings).as_dict()
 
 
-def resolve(kb: KnowledgeBase, actor: Actor, body: Citation) -> dict[str, Any]:
-    return kb.resolve(actor, body.model_dump()).as_dict()
+def resolve(kb: KnowledgeBase, actor: Actor, body: ResolveBody) -> dict[str, Any]:
+    return kb.resolve(actor, body.root.model_dump()).as_dict()

@@ -16,12 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..config import Config, HandoffRoute, ServerSettings, load_config
+from ..config import Config, ServerSettings, load_config
 from ..embed import THREADS_ENV
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
 from ..notify import owners_hook
+from ..routes import HandoffRoute
 from ..sources import Scheduler, drift, sync
+from ..tools import Toolbox
 
 __all__ = ["app_from_env", "build_app", "opener", "require_settings", "run_mcp", "serve",
            "source_operations", "start_scheduler"]
@@ -104,14 +106,17 @@ def build_app(db: str, config: str | Path | Config) -> Any:
 
     cfg = load_config(config) if isinstance(config, str | Path) else config
     run_sync, run_drift = source_operations(db, cfg) if cfg.sources else (None, None)
-    # Request handles open the store as it is (never with the configuration's analyzer or model).
-    handles = functools.partial(KnowledgeBase.open, db, vector_timeout_ms=cfg.retrieval.vector.timeout_ms)
+    # Request handles open the store as it is (never with the configuration's analyzer or model)
+    # and share one toolbox (its HTTP client and lookup threads), closed with the app.
+    tools = Toolbox(cfg.tools)
+    handles = functools.partial(KnowledgeBase.open, db, vector_timeout_ms=cfg.retrieval.vector.timeout_ms,
+                                tools=tools)
     settings = require_settings(cfg)
     route = cfg.answer.handoff
     handoff = HandoffSender(route, settings.smtp) if isinstance(route, HandoffRoute) else None
     return create_app(handles, settings, sync=run_sync, drift=run_drift,
                       answer_settings=cfg.answer_settings(), generator=cfg.answer.generator,
-                      handoff=handoff)
+                      handoff=handoff, tools=tools)
 
 
 def app_from_env() -> Any:
@@ -153,4 +158,6 @@ def run_mcp(db: str, config: str | Path) -> None:
     from ._mcp import run_stdio
 
     _require_store(db)
-    run_stdio(db, require_settings(config))
+    cfg = load_config(config)
+    run_stdio(db, require_settings(cfg), tools=cfg.tools, answer_settings=cfg.answer_settings(),
+              generator=cfg.answer.generator)

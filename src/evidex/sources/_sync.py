@@ -21,9 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..config import Config, FilesSource, RecordsSource, SourceDefaults, WebSource, owner_name
+from ..config import Config, FilesSource, RecordsSource, SourceDefaults, WebSource
 from ..kb import KnowledgeBase
 from ..model import Document, EvidexError
+from ..routes import owner_name
 from ..store import SourceEntry
 from ._items import (
     Content,

@@ -1,35 +1,25 @@
 """The run log: one row per scheduled (or requested) sync or drift run of a source.
 
-The stores get ``record_run`` and ``runs`` from the two mixins at the end. Kept apart from the
-documents: writing a run record never bumps the store generation (search
-caches stay valid) and the table is created on first use, so stores made before it need no
-migration. Both backends share the SQL below except for parameter markers and the key column.
+Kept apart from the documents: writing a run record never bumps the store generation (search
+caches stay valid). The ``runs`` table is part of the schema (``_schema``; the ``run_log``
+migration adds it to older stores); ``SQLStore.record_run`` and ``runs`` run the SQL below on
+either backend.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PostgresRunLog", "RunRecord", "SQLiteRunLog"]
+from ._schema import columns
 
-_COLUMNS = ("kind, source, tenant, scheduled_for, started_at, ended_at, ok, counts, problems")
-_TABLE = """CREATE TABLE IF NOT EXISTS runs (
-    id {key},
-    kind TEXT NOT NULL,
-    source TEXT NOT NULL,
-    tenant TEXT,
-    scheduled_for TEXT,
-    started_at TEXT NOT NULL,
-    ended_at TEXT NOT NULL,
-    ok BOOLEAN NOT NULL,
-    counts TEXT NOT NULL,
-    problems TEXT NOT NULL
-)"""
+__all__ = ["INSERT", "RunRecord", "select_runs"]
+
+_COLUMNS = ", ".join(columns("runs")[1:])
+#: The statement that appends a run (``Dialect.insert_id`` adds what returns its id).
+INSERT = f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * len(columns('runs')[1:]))})"
 
 
 @dataclass(frozen=True)
@@ -63,7 +53,7 @@ class RunRecord:
         return (f"{self.started_at} .. {self.ended_at[11:]}  {self.kind:5} {self.source}: {status}"
                 f"{'; ' + counts if counts else ''}")
 
-    def _row(self) -> tuple[Any, ...]:
+    def row(self) -> tuple[Any, ...]:
         return (self.kind, self.source, self.tenant, self.scheduled_for, self.started_at,
                 self.ended_at, self.ok, json.dumps(self.counts, sort_keys=True),
                 json.dumps(list(self.problems), ensure_ascii=False))
@@ -75,91 +65,14 @@ def _record(row: Sequence[Any]) -> RunRecord:
                      problems=tuple(json.loads(row[9])))
 
 
-def _where(source: str | None, tenant: str | None, mark: str) -> tuple[str, list[str]]:
+def select_runs(c: Any, limit: int, source: str | None, tenant: str | None) -> list[RunRecord]:
+    """The latest ``limit`` runs (of ``source``, of ``tenant``), newest first."""
     conds, args = [], []
     for col, value in (("source", source), ("tenant", tenant)):
         if value is not None:
-            conds.append(f"{col} = {mark}")
+            conds.append(f"{col} = ?")
             args.append(value)
-    return (" WHERE " + " AND ".join(conds)) if conds else "", args
-
-
-# -- SQLite -----------------------------------------------------------------------------------
-
-def sqlite_record_run(c: sqlite3.Connection, run: RunRecord) -> int:
-    """Append ``run`` in its own transaction on ``c`` (the caller holds the handle's locks)."""
-    c.execute("BEGIN IMMEDIATE")
-    try:
-        c.execute(_TABLE.format(key="INTEGER PRIMARY KEY AUTOINCREMENT"))
-        cur = c.execute(f"INSERT INTO runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", run._row())
-    except BaseException:
-        c.execute("ROLLBACK")
-        raise
-    c.execute("COMMIT")
-    return int(cur.lastrowid or 0)
-
-
-def sqlite_runs(c: sqlite3.Connection, limit: int, source: str | None, tenant: str | None
-                ) -> list[RunRecord]:
-    """The latest ``limit`` runs, newest first."""
-    if c.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'").fetchone() is None:
-        return []
-    where, args = _where(source, tenant, "?")
+    where = (" WHERE " + " AND ".join(conds)) if conds else ""
     rows = c.execute(f"SELECT id, {_COLUMNS} FROM runs{where} ORDER BY id DESC LIMIT ?",
                      (*args, limit)).fetchall()
     return [_record(r) for r in rows]
-
-
-# -- PostgreSQL (a psycopg connection; the caller commits) ------------------------------------
-
-def pg_record_run(conn: Any, run: RunRecord) -> int:
-    # Two writers creating the table at once would collide on the catalog: a transaction-level
-    # advisory lock (an arbitrary constant key) orders them.
-    conn.execute("SELECT pg_advisory_xact_lock(2024052401)")
-    conn.execute(_TABLE.format(key="BIGSERIAL PRIMARY KEY"))
-    row = conn.execute(f"INSERT INTO runs ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                       "RETURNING id", run._row()).fetchone()
-    return int(row[0])
-
-
-def pg_runs(conn: Any, limit: int, source: str | None, tenant: str | None) -> list[RunRecord]:
-    if conn.execute("SELECT to_regclass('runs')").fetchone()[0] is None:
-        return []
-    where, args = _where(source, tenant, "%s")
-    rows = conn.execute(f"SELECT id, {_COLUMNS} FROM runs{where} ORDER BY id DESC LIMIT %s",
-                        (*args, limit)).fetchall()
-    return [_record(r) for r in rows]
-
-
-# -- the stores' methods ------------------------------------------------------------------------
-
-class SQLiteRunLog:
-    """``record_run``/``runs`` of ``SQLiteStore`` (on the handle's connection and locks)."""
-
-    _lock: Any
-    _write_gate: Any
-    _conn: sqlite3.Connection
-
-    def record_run(self, run: RunRecord) -> int:
-        with self._lock, self._write_gate:
-            return sqlite_record_run(self._conn, run)
-
-    def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None
-             ) -> list[RunRecord]:
-        with self._lock:
-            return sqlite_runs(self._conn, limit, source, tenant)
-
-
-class PostgresRunLog:
-    """``record_run``/``runs`` of ``PostgresStore`` (a pooled connection, committed on exit)."""
-
-    _connection: Callable[[], AbstractContextManager[Any]]
-
-    def record_run(self, run: RunRecord) -> int:
-        with self._connection() as conn:
-            return pg_record_run(conn, run)
-
-    def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None
-             ) -> list[RunRecord]:
-        with self._connection() as conn:
-            return pg_runs(conn, limit, source, tenant)
