@@ -12,7 +12,7 @@ import pytest
 from evidex import KnowledgeBase
 from evidex.config import load_config
 from evidex.model import ConfigError
-from evidex.notify import SIGNATURE_HEADER, Message, deliver, notify_owners, send_handoff
+from evidex.notify import SIGNATURE_HEADER, Delivery, Message, deliver, notify_owners, send_handoff
 from evidex.routes import HandoffRoute, Owner, Route, SmtpSettings, owner_route
 from evidex.sources import drift, sync
 from notify_helpers import smtp_server, webhook_receiver
@@ -52,22 +52,13 @@ def test_mail_over_starttls_with_login_from_the_environment(tmp_path: Path) -> N
             password_env="SMTP_PASS",
             ca_file=str(ca),
         )
-        [d] = deliver(
-            "docs",
-            Route(email="docs@example.com"),
-            MESSAGE,
-            smtp=smtp,
-            env={"SMTP_USER": "mailer", "SMTP_PASS": "pw"},
-        )
+        def send(password: str, attempts: int = 3) -> list[Delivery]:
+            return deliver("docs", Route(email="docs@example.com"), MESSAGE, smtp=smtp,
+                           env={"SMTP_USER": "mailer", "SMTP_PASS": password}, attempts=attempts)
+
+        [d] = send("pw")
         assert d.ok, d.error
-        [bad] = deliver(
-            "docs",
-            Route(email="docs@example.com"),
-            MESSAGE,
-            smtp=smtp,
-            env={"SMTP_USER": "mailer", "SMTP_PASS": "wrong"},
-            attempts=1,
-        )
+        [bad] = send("wrong", attempts=1)
     assert not bad.ok and "Authentication" in (bad.error or "")
     [mail] = inbox.mails
     assert mail["To"] == "docs@example.com" and mail["From"] == "evidex@example.com"

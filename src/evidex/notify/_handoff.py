@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..config import HandoffRoute, SmtpSettings
 from ..model import NotifyError
+from ..routes import HandoffRoute, SmtpSettings
 from ._send import Delivery, Message, deliver
 
 __all__ = ["Handoff", "send_handoff"]

@@ -1,6 +1,6 @@
 """Drift and conflict findings grouped per source owner, and sent to each owner's routes.
 
-Each configured source may name an ``owner`` (see ``config.Owner``). A drift report's sources and
+Each configured source may name an ``owner`` (see ``routes.Owner``). A drift report's sources and
 the open conflicts (each goes to the owners of both documents) are grouped by owner; every
 owner with findings gets one message on each of their routes. A route that fails is retried and
 reported (``NotifyReport``), and never keeps the other owners from being told.
