@@ -4,7 +4,9 @@ for unchanged documents; the shop collection's two planted conflicts are found."
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 import evidex.retrieve
 from evidex import Document, KnowledgeBase
 from evidex.ingest import load_paths
+from evidex.store._migrations import SCHEMA_VERSION
 from service_helpers import BIN, EXAMPLES
 
 STAFF = frozenset({"staff"})
@@ -74,6 +77,32 @@ def test_a_conflict_is_recorded_closed_and_dismissed(any_kb: KnowledgeBase) -> N
     # Removing a document closes its conflicts.
     any_kb.remove("acme", "shell")
     assert [x.status for x in any_kb.conflicts()] == ["dismissed"]
+
+
+def test_a_store_from_before_the_conflicts_migration_gains_the_table(tmp_path: Path) -> None:
+    """A store written by an evidex without conflicts (its table and migration record gone, as
+    then) is upgraded on open by the ``conflicts`` migration; writing a conflict leaves the
+    generation alone (search reads none of it)."""
+    path = tmp_path / "kb.db"
+    KnowledgeBase.open(path).close()
+    with sqlite3.connect(path) as c:
+        c.execute("DROP TABLE conflicts")
+        c.execute("DELETE FROM migrations WHERE name = 'conflicts'")
+        c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION - 1),))
+
+    def generation() -> str:
+        with sqlite3.connect(path) as c:
+            return c.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+
+    with KnowledgeBase.open(path) as kb:
+        assert kb.stats()["schema_version"] == SCHEMA_VERSION
+        kb.ingest([CARE], split="heading")
+        [c] = kb.ingest([SHELL], split="heading").conflicts
+        before = generation()
+        other = dataclasses.replace(c, a=dataclasses.replace(c.a, value="every 7 months"))
+        [new] = kb.store.record_conflicts([other, c])  # c is recorded already
+        assert generation() == before
+        assert [x.id for x in kb.conflicts()] == [new.id, c.id] and new.id > c.id
 
 
 def test_removal_closes_and_unchanged_input_detects_nothing(
