@@ -31,6 +31,7 @@ from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan, split_key, split_te
 from .model import (
     Actor,
     CitationError,
+    Conflict,
     Document,
     DocumentError,
     DocumentView,
@@ -125,6 +126,7 @@ class KnowledgeBase:
         evidence: EvidenceThresholds | None = None,
         answer_settings: AnswerSettings | None = None,
         vector_timeout_ms: int | None = 4000,
+        detect_conflicts: bool = True,
         tools: Toolbox | Sequence[ToolConfig] = (),
     ) -> None:
         self.store = store
@@ -142,6 +144,9 @@ class KnowledgeBase:
         #: ``SearchResults.fallback``. None waits however long the leg takes.
         self.vector_timeout_ms = (None if vector_timeout_ms is None else
                                   _positive_int(vector_timeout_ms, "vector_timeout_ms", err=EvidexError))
+        #: Check every added or changed passage for values that contradict another document's
+        #: (see ``retrieve.find_conflicts``); ``conflicts`` lists what was found.
+        self.detect_conflicts = detect_conflicts
         #: Live tools: a Toolbox shared with others (a service's handles), or tools of this
         #: handle alone (closed with it).
         self._own_toolbox = not isinstance(tools, Toolbox)
@@ -158,9 +163,8 @@ class KnowledgeBase:
     ) -> KnowledgeBase:
         """Open (creating if missing) the store at ``location``.
 
-        ``analyzer`` (default ``auto``) and ``embedder`` are fixed when a store is created;
-        passing other ones for an existing store is an error rather than a silently inconsistent
-        index (``reindex`` and ``reembed`` change them). A new store
+        ``analyzer`` (default ``auto``) and ``embedder`` are fixed when a store is created (``reindex``,
+        ``reembed`` change them); other ones for an existing store are an error. A new store
         gets ``embedder``, else ``$EVIDEX_EMBEDDER``, else multilingual-e5-small ("none": no
         vectors, keyword search only).
         """
@@ -253,16 +257,51 @@ class KnowledgeBase:
                           self._passages(d, split, max_section_chars))
             for d in docs
         ]
-        if self.store.embedder == "none":
-            return self.store.apply(writes, keep_history=keep, sources=sources)
-        try:
-            skip = self.store.unchanged(writes)
-            return self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
-                                    sources=sources)
-        except MissingVectors:
-            # Another writer changed a document we took for unchanged: embed everything.
-            return self.store.apply(self._with_vectors(writes, set()), keep_history=keep,
-                                    sources=sources)
+        embed = self.store.embedder != "none"
+        skip = self.store.unchanged(writes) if self.detect_conflicts or embed else set()
+        if not embed:
+            report = self.store.apply(writes, keep_history=keep, sources=sources)
+        else:
+            try:
+                report = self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
+                                          sources=sources)
+            except MissingVectors:
+                # Another writer changed a document we took for unchanged: embed everything.
+                skip = set()
+                report = self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
+                                          sources=sources)
+        written = [(d.tenant, d.id) for d in docs if (d.tenant, d.id) not in skip]
+        if not self.detect_conflicts or not written or not (report.added or report.superseded):
+            return report
+        return dataclasses.replace(report, conflicts=tuple(self._detect(written)))
+
+    def _detect(self, written: list[tuple[str, str]]) -> list[Conflict]:
+        """Conflicts of the documents just written with the rest of their tenant, recorded
+        (see ``retrieve.find_conflicts``); returns those not recorded before."""
+        found: list[Conflict] = []
+        with self.store.read() as view:
+            for tenant in sorted({t for t, _ in written}):
+                docs = [view.document(t, i) for t, i in written if t == tenant]
+                titles = [d.title for d in self.store.iter_documents(tenant)]
+                found += retrieve.find_conflicts(view, tenant, [d for d in docs if d is not None],
+                                                 self._analyzer.terms, titles)
+        return self.store.record_conflicts(found)
+
+    def conflicts(self, tenant: str | None = None, status: str | None = None) -> list[Conflict]:
+        """Recorded conflicts (of ``tenant``), newest first, with their status now: "open"
+        while both passages are current, "closed" once either changed or was removed,
+        "dismissed" when an admin dismissed it; ``status`` keeps only those."""
+        if status not in (None, "open", "closed", "dismissed"):
+            raise QueryError(f"status must be open, closed or dismissed, got {status!r}")
+        with self.store.read() as view:
+            now = [retrieve.conflict_status(view, c) for c in self.store.conflicts(tenant)]
+        return [c for c in now if status is None or c.status == status]
+
+    def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
+        """An admin's call that a conflict is not one (or is accepted): it stays recorded,
+        listed as dismissed, and is not raised again for the same two passages and values."""
+        _positive_int(conflict_id, "conflict id", 2**63 - 1)
+        return self.store.dismiss_conflict(tenant, conflict_id, by)
 
     def unchanged(self, documents: Iterable[Document], split: str = "paragraph", *,
                   max_section_chars: int = DEFAULT_MAX_SECTION_CHARS) -> set[tuple[str, str]]:
@@ -314,22 +353,12 @@ class KnowledgeBase:
         raise StoreError("the store kept changing during reembed; try again when writes pause")
 
     def reindex(self, analyzer: str) -> int:
-        """Rebuild the keyword index with ``analyzer`` and switch to it atomically: searches
-        use the old index until the switch commits, documents and vectors are unchanged.
-        Returns the number of passages analysed."""
+        """Rebuild the keyword index with ``analyzer``, switching atomically (documents and
+        vectors unchanged; see ``store._reindex``); the number of passages analysed."""
         get_analyzer(analyzer)  # a clear error for an unknown name before any work
-        for _ in range(5):
-            rows = self.store.reindex_passages()
-            terms = {pid: dict(Counter(analyzer_for(analyzer, language).terms(text)))
-                     for pid, language, text in rows}
-            vectors: dict[int, np.ndarray] = {}
-            if self.store.embedder != "none":
-                with self.store.read() as view:
-                    vectors = view.passage_vectors(terms)
-            if self.store.switch_analyzer(analyzer, terms, vectors):
-                self._bm25.clear()
-                return len(terms)
-        raise StoreError("the store kept changing during reindex; try again when writes pause")
+        count = self.store.reindex(analyzer)
+        self._bm25.clear()
+        return count
 
     def _passages(self, doc: Document, split: str, max_section_chars: int) -> tuple[PassageWrite, ...]:
         out = []
@@ -404,8 +433,7 @@ class KnowledgeBase:
             if isinstance(qvec, np.ndarray) and self.store.embedder != model:  # re-embedded meanwhile
                 qvec = self._query_vector(query)
             kq = keyword_query(view, actor, flt, self.store.analyzer, words, query)
-            # Coverage is measured with the analysis the query was matched with when it was
-            # matched in its own language only (else exact under auto).
+            # Coverage: the query's own analysis when only its language was matched, else exact.
             own = kq.language if [k for k, _ in kq.parts if k] == [kq.language] else None
             analyze = analyzer_for(self.store.analyzer, own).terms
             return retrieve.search(view, self._bm25, actor, kq, mode=mode, limit=limit,

@@ -18,14 +18,14 @@ Vocabulary:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from ..model import Document, IngestReport, Passage, StoreError
+from ..model import Conflict, Document, IngestReport, Passage, StoreError
 from ._runs import RunRecord
 
 __all__ = [
@@ -240,14 +240,9 @@ class Store(Protocol):
 
     def switch_vectors(self, model: str, dimension: int, vectors: dict[int, np.ndarray]) -> bool: ...
 
-    def reindex_passages(self) -> list[tuple[int, str | None, str]]:
-        """(passage id, document language, text) of every live passage: what a reindex covers."""
-        ...
-
-    def switch_analyzer(self, analyzer: str, terms: Mapping[int, Mapping[str, int]],
-                        vectors: Mapping[int, np.ndarray]) -> bool:
-        """Atomically replace every live passage's postings (see ``_reindex``); False,
-        changing nothing, when the store changed meanwhile."""
+    def reindex(self, analyzer: str) -> int:
+        """Rebuild the keyword index with ``analyzer`` in one transaction (see ``_reindex``);
+        the number of passages analysed."""
         ...
 
     def read(self) -> AbstractContextManager[ReadView]: ...
@@ -265,6 +260,18 @@ class Store(Protocol):
 
     def source_entries(self, source: str | None = None) -> list[SourceEntry]:
         """The entries of one source (every source when None), ordered by tenant and doc_id."""
+        ...
+
+    def record_conflicts(self, conflicts: Sequence[Conflict]) -> list[Conflict]:
+        """Record conflicts not recorded before (see ``_conflicts``); returns those new, with ids."""
+        ...
+
+    def conflicts(self, tenant: str | None = None) -> list[Conflict]:
+        """Every recorded conflict (of ``tenant``), newest first."""
+        ...
+
+    def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
+        """Mark a conflict of ``tenant`` dismissed; False when there is no such open one."""
         ...
 
     def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:

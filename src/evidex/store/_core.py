@@ -26,15 +26,15 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..model import IngestReport, StoreError
-from . import _merging, _reindex
+from ..model import Conflict, IngestReport, StoreError
+from . import _conflicts, _merging, _reindex
 from ._contract import DocumentWrite, HistoryEntry, MissingVectors, SourceEntry, StoredDocument
 from ._dialect import Dialect, Retry, Tx, VectorStorage, now, sig_key
 from ._migrations import SCHEMA_VERSION, upgrade
@@ -400,6 +400,26 @@ class SQLStore:
         with self._connection() as c:
             return select_runs(c, limit, source, tenant)
 
+    def record_conflicts(self, conflicts: Sequence[Conflict]) -> list[Conflict]:
+        """Record the conflicts not recorded before, in a transaction that leaves the
+        generation alone (search reads none of it); those new, with their ids."""
+        if not conflicts:
+            return []
+        with self._transaction(False, None) as c:
+            out = _conflicts.insert_conflicts(c, conflicts)
+            c.execute("COMMIT")
+        return out
+
+    def conflicts(self, tenant: str | None = None) -> list[Conflict]:
+        with self._connection() as c:
+            return _conflicts.select_conflicts(c, tenant)
+
+    def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
+        with self._transaction(False, None) as c:
+            done = _conflicts.dismiss_conflict(c, tenant, conflict_id, by)
+            c.execute("COMMIT")
+        return done
+
     def unchanged(self, writes: Sequence[DocumentWrite]) -> set[tuple[str, str]]:
         """(tenant, id) of the writes that would be no-ops now: lets the caller skip embedding
         them. ``apply`` checks again inside its transaction."""
@@ -441,12 +461,8 @@ class SQLStore:
             self.embedder, self.dimension = model, dimension
         return done
 
-    def reindex_passages(self) -> list[tuple[int, str | None, str]]:
-        return _reindex.passages_to_reindex(self)
-
-    def switch_analyzer(self, analyzer: str, terms: Mapping[int, Mapping[str, int]],
-                        vectors: Mapping[int, np.ndarray]) -> bool:
-        return _reindex.switch_analyzer(self, analyzer, terms, vectors)
+    def reindex(self, analyzer: str) -> int:
+        return _reindex.reindex(self, analyzer)
 
     def remove(self, tenant: str, doc_id: str) -> bool:
         def run() -> bool:

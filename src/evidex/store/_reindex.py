@@ -10,11 +10,14 @@ keep the old index until it commits; a writer that analysed with the old analyze
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..model import StoreError
+from ..query import analyzer_for
 from . import _merging
 from ._contract import MissingVectors
 from ._dialect import Retry
@@ -24,7 +27,24 @@ from ._segments import segment_from_rows
 if TYPE_CHECKING:
     from ._core import SQLStore
 
-__all__ = ["passages_to_reindex", "switch_analyzer"]
+__all__ = ["passages_to_reindex", "reindex", "switch_analyzer"]
+
+
+def reindex(store: SQLStore, analyzer: str) -> int:
+    """Analyse every live passage with ``analyzer`` (each in its document's language under
+    ``auto``) and switch to the new postings; the number of passages analysed. Passages written
+    meanwhile are read and analysed again (a few times, then it gives up)."""
+    for _ in range(5):
+        rows = passages_to_reindex(store)
+        terms = {pid: dict(Counter(analyzer_for(analyzer, language).terms(text)))
+                 for pid, language, text in rows}
+        vectors: dict[int, np.ndarray] = {}
+        if store.embedder != "none":
+            with store.read() as view:
+                vectors = view.passage_vectors(terms)
+        if switch_analyzer(store, analyzer, terms, vectors):
+            return len(terms)
+    raise StoreError("the store kept changing during reindex; try again when writes pause")
 
 
 def passages_to_reindex(store: SQLStore) -> list[tuple[int, str | None, str]]:
