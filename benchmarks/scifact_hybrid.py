@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 SCIFACT = HERE.parents[1] / "shared" / "data" / "beir" / "scifact"
 GERMAN = HERE / "data" / "german-qa"
 OFF_TOPIC = HERE / "data" / "off-topic-questions.txt"
-ACTOR = Actor("eval", frozenset({"eval"}))
+ACTOR = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
 
 
 def build(beir_dir: Path, embedder: str, analyzer: str, tmp: Path) -> tuple[KnowledgeBase, object, float]:

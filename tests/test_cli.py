@@ -44,7 +44,7 @@ CITATION_KEYS = {
     "source_url",
 }
 HR = ("--tenant", "acme", "--groups", "hr", "--visibilities", "public,internal,confidential")
-STAFF = ("--tenant", "acme", "--groups", "staff")
+STAFF = ("--tenant", "acme", "--groups", "staff", "--visibilities", "public,internal")
 CUSTOMER = ("--tenant", "acme", "--groups", "customers", "--visibilities", "public")
 
 
@@ -367,17 +367,22 @@ def test_search_json_hits_are_verifiable_citations(examples: SimpleNamespace) ->
 def test_internal_page_is_invisible_to_a_public_customer(examples: SimpleNamespace) -> None:
     query = "badge reception laptop"
     public_staff = ("--tenant", "acme", "--groups", "staff", "--visibilities", "public")
-    staff, customer, restricted, human = evidex_parallel(
+    default_staff = ("--tenant", "acme", "--groups", "staff")  # no --visibilities: public only
+    staff, customer, restricted, by_default, human, usage = evidex_parallel(
         [
             (("search", query, "--mode", "keyword", *actor, "--json"), {"db": examples.db})
-            for actor in (STAFF, CUSTOMER, public_staff)
+            for actor in (STAFF, CUSTOMER, public_staff, default_staff)
         ]
-        + [(("search", query, "--mode", "keyword", *CUSTOMER), {"db": examples.db})]
+        + [(("search", query, "--mode", "keyword", *CUSTOMER), {"db": examples.db}),
+           (("search", "--help"), {"db": examples.db})]
     )
     assert "onboarding-checklist" in {h["document_id"] for h in ok_json(staff)["hits"]}
     assert ok_json(customer)["hits"] == []
-    # Visibility alone also hides it: a staff member restricted to public documents.
+    # Visibility alone also hides it: a staff member restricted to public documents, and one
+    # who forgot --visibilities (least privilege: the default is public only, and says so).
     assert ok_json(restricted)["hits"] == []
+    assert ok_json(by_default)["hits"] == []
+    assert "default: public only" in " ".join(usage.stdout.replace("│", " ").split())
     assert human.returncode == 0 and "onboarding" not in human.stdout.lower()
     assert "No passage" in human.stdout
 

@@ -145,7 +145,8 @@ def test_cli_config_sets_search_and_answer_defaults(tmp_path: Path) -> None:
     assert run("--db", db, "ingest", str(docs), "--tenant", "acme", "--groups", "staff").returncode == 0
     cfg = write(tmp_path, "retrieval: {top_k: 2, max_per_document: 1, mode: keyword}\n"
                           "answer: {handoff: 'Call Ana on 123'}\n")
-    args = ("search", "shared", "--tenant", "acme", "--groups", "staff", "--json")
+    args = ("search", "shared", "--tenant", "acme", "--groups", "staff", "--visibilities", "public,internal",
+            "--json")
     plain = json.loads(run("--db", db, *args).stdout)["hits"]
     configured = json.loads(run("--db", db, "--config", str(cfg), *args).stdout)["hits"]
     assert len(plain) == 6 and len(configured) == 2
@@ -154,11 +155,11 @@ def test_cli_config_sets_search_and_answer_defaults(tmp_path: Path) -> None:
     overridden = json.loads(run("--db", db, "--config", str(cfg), *args, "--limit", "3").stdout)["hits"]
     assert len(overridden) == 3  # an option on the command line beats the file
     ask = run("--db", db, "--config", str(cfg), "ask", "Who won the football world cup?",
-              "--tenant", "acme", "--groups", "staff", "--json")
+              "--tenant", "acme", "--groups", "staff", "--visibilities", "public,internal", "--json")
     assert json.loads(ask.stdout)["handoff"] == "Call Ana on 123"
     silent = write(tmp_path, "answer: {when_no_evidence: decline}\n", "silent.yaml")
     ask = run("--db", db, "--config", str(silent), "ask", "Who won the football world cup?",
-              "--tenant", "acme", "--groups", "staff", "--json")
+              "--tenant", "acme", "--groups", "staff", "--visibilities", "public,internal", "--json")
     assert json.loads(ask.stdout)["status"] == "declined" and json.loads(ask.stdout)["handoff"] is None
 
 

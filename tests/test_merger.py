@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 import evidex.store._sqlite as sqlite_module
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.store._segments import MERGE_FACTOR, FlatPostings, merge_postings
 
-ACTOR = Actor("t", frozenset({"a"}))
+ACTOR = Actor("t", frozenset({"a"}), visibilities=PUBLIC_INTERNAL)
 
 
 def small(i: int, version: str = "1", text: str | None = None) -> Document:

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import evidex.retrieve._bm25 as bm25_module
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase
 from evidex.model import Filters
 from evidex.query import words
@@ -38,7 +39,7 @@ CASES = {
 @given(**CASES)
 def test_pruned_search_equals_exhaustive(docs: list[list[list[str]]], query: list[str], limit: int,
                                           cap: int | None, dense: tuple[int, int]) -> None:
-    actor = Actor("t", frozenset({"g"}))
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     # Pruning normally starts only above tens of thousands of postings; force it on tiny data.
     saved = (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR,
              bm25_module._DENSE_MIN_CANDIDATES, bm25_module._DENSE_AFTER_PROBES)
@@ -58,7 +59,7 @@ def test_threshold_algorithm_equals_exhaustive(docs: list[list[list[str]]], quer
                                                cap: int | None, dense: tuple[int, int]) -> None:
     """The threshold algorithm alone (MaxScore disabled) at tiny depths, so it both stops early
     and runs out of depth on generated data."""
-    actor = Actor("t", frozenset({"g"}))
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     saved = (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._PRUNE_MAX_CANDIDATES, bm25_module._TA_DEPTHS,
              bm25_module._DENSE_PROBE_FACTOR, bm25_module._DENSE_MIN_CANDIDATES,
              bm25_module._DENSE_AFTER_PROBES, bm25_module._TA_HEAD_SHARE)
@@ -112,7 +113,7 @@ def test_threshold_algorithm_stops_early_on_common_words(monkeypatch) -> None:  
     monkeypatch.setattr(bm25_module, "_TA_DEPTHS", (2, 8))
     docs = [[["the"] * (1 + (i * 7) % 5) + ["a"] * (1 + (i * 3) % 4) + ["kiwi"] * (i % 2) + ["fig"] * 9]
             for i in range(20)]
-    _check(Actor("t", frozenset({"g"})), docs, ["the", "a"], 3, None)
+    _check(Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL), docs, ["the", "a"], 3, None)
     assert outcomes and outcomes[-1], outcomes
 
 
@@ -128,7 +129,8 @@ def test_one_word_queries_from_the_largest_weights_equal_exhaustive(
     saved = bm25_module._PRUNE_MIN_POSTINGS, bm25_module._TA_DEPTHS
     bm25_module._PRUNE_MIN_POSTINGS, bm25_module._TA_DEPTHS = 0, depths
     try:
-        _check(Actor("t", frozenset({"g"})), docs, [word, word], limit, cap, reverse)
+        _check(Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL), docs, [word, word], limit, cap,
+               reverse)
     finally:
         bm25_module._PRUNE_MIN_POSTINGS, bm25_module._TA_DEPTHS = saved
 
@@ -149,7 +151,7 @@ def test_one_word_queries_stop_at_the_largest_weights(monkeypatch) -> None:  # t
     monkeypatch.setattr(bm25_module, "_TA_DEPTHS", (2, 8))
     # 30 documents of one passage; "the" occurs 1-5 times in passages of equal length.
     docs = [[["the"] * (1 + i % 5) + ["fig"] * (8 - i % 5)] for i in range(30)]
-    _check(Actor("t", frozenset({"g"})), docs, ["the"], 3, None, reverse=True)
+    _check(Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL), docs, ["the"], 3, None, reverse=True)
     assert sizes and 3 <= sizes[-1] < 30, sizes  # the six passages of five "the"s, not all 30
 
 
@@ -440,7 +442,7 @@ def test_dense_probes_stay_exact_across_writes(history: list, query: list[str], 
                                                cap: int | None, after: int) -> None:
     """Frequency arrays outlive writes (new segments, merges, dead passages, documents the actor
     cannot read): after every write, searches probing through them equal exhaustive scoring."""
-    actor = Actor("t", frozenset({"g"}))
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     saved = (bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR,
              bm25_module._DENSE_MIN_CANDIDATES, bm25_module._DENSE_AFTER_PROBES)
     bm25_module._PRUNE_MIN_POSTINGS, bm25_module._DENSE_PROBE_FACTOR = 0, 10**9

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from actors import PUBLIC_INTERNAL
 from backends import Locator
 from evidex import Actor, CitationError, Document, KnowledgeBase
 
-A = Actor("t", frozenset({"g"}))
+A = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
 
 
 @pytest.fixture
@@ -39,9 +40,9 @@ def test_citation_survives_json_round_trip(kb: KnowledgeBase) -> None:
 def test_unknown_or_inaccessible_is_unavailable(kb: KnowledgeBase) -> None:
     c = make(kb)
     for actor in (
-        Actor("t", frozenset({"other"})),
-        Actor("u", frozenset({"g"})),
-        Actor("t", frozenset({"g"}), active=False),
+        Actor("t", frozenset({"other"}), visibilities=PUBLIC_INTERNAL),
+        Actor("u", frozenset({"g"}), visibilities=PUBLIC_INTERNAL),
+        Actor("t", frozenset({"g"}), active=False, visibilities=PUBLIC_INTERNAL),
         Actor("t", frozenset({"g"}), visibilities=frozenset({"public"})),
     ):
         assert kb.resolve(actor, c).reason == "unavailable"

@@ -24,6 +24,7 @@ import pytest
 from fpdf import FPDF
 
 import evidex.sources._items as items_module
+from actors import PUBLIC_INTERNAL
 from backends import Locator, raw
 from evidex import Actor, KnowledgeBase
 from evidex.config import Config, load_config
@@ -31,7 +32,7 @@ from evidex.sources import SyncReport, drift, sync
 
 EVIDEX = Path(sys.executable).parent / "evidex"
 CUSTOMER = Actor("acme", frozenset({"customers"}), visibilities=frozenset({"public"}))
-STAFF = Actor("acme", frozenset({"staff"}))
+STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 
 
 @pytest.fixture

@@ -56,7 +56,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant of the caller.")]
 GroupsOpt = Annotated[str, typer.Option("--groups", help="Comma-separated groups of the caller.")]
 VisOpt = Annotated[
-    str, typer.Option("--visibilities", help="Comma-separated visibilities the caller may read.")
+    str, typer.Option("--visibilities", help="Comma-separated visibilities the caller may read "
+                      "(default: public only; add internal, confidential, restricted explicitly).")
 ]
 
 
@@ -210,7 +211,7 @@ def search(
     query: Annotated[str, typer.Argument(help="Words to search for (no operators).")],
     tenant: TenantOpt,
     groups: GroupsOpt,
-    visibilities: VisOpt = "public,internal",
+    visibilities: VisOpt = "public",
     limit: Annotated[int | None, typer.Option(help="Number of passages (config top_k, else 6).")] = None,
     match: Annotated[str | None, typer.Option(help="any or all query words.")] = None,
     mode: Annotated[str | None, typer.Option(help="hybrid, keyword or vector.")] = None,
@@ -255,7 +256,7 @@ def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     tenant: TenantOpt,
     groups: GroupsOpt,
-    visibilities: VisOpt = "public,internal",
+    visibilities: VisOpt = "public",
     generator: Annotated[str | None, typer.Option(help="extractive or openai.")] = None,
     handoff: Annotated[str | None, typer.Option(help="How to reach a person when declining.")] = None,
     as_json: JsonOpt = False,
@@ -285,7 +286,7 @@ def ask(
 def resolve(
     tenant: TenantOpt,
     groups: GroupsOpt,
-    visibilities: VisOpt = "public,internal",
+    visibilities: VisOpt = "public",
     as_json: JsonOpt = False,
 ) -> None:
     """Re-check a citation read as JSON from standard input."""
@@ -376,7 +377,7 @@ def evaluate(
     ] = None,
     tenant: Annotated[str | None, typer.Option(help="Caller tenant (--qa).")] = None,
     groups: Annotated[str | None, typer.Option(help="Caller groups (--qa).")] = None,
-    visibilities: VisOpt = "public,internal",
+    visibilities: VisOpt = "public",
     generator: Annotated[str | None, typer.Option(help="extractive or openai (--qa).")] = None,
     mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "keyword",
     analyzer: Annotated[

@@ -140,12 +140,16 @@ def _names(values: Any, what: str, err: type[EvidexError], *, allow_empty: bool)
 @dataclass(frozen=True, slots=True)
 class Actor:
     """Who is asking. Built by trusted server code (configuration, verified credentials), never
-    from request data: every access decision in evidex is taken from this object alone."""
+    from request data: every access decision in evidex is taken from this object alone.
+
+    ``visibilities`` defaults to public documents only (least privilege): an actor that may read
+    internal pages has to be given them explicitly, so a forgotten argument on a customer-facing
+    call never widens what it sees."""
 
     tenant: str
     groups: frozenset[str]
     active: bool = True
-    visibilities: frozenset[str] = frozenset({"public", "internal"})
+    visibilities: frozenset[str] = frozenset({"public"})
 
     def __post_init__(self) -> None:
         _name(self.tenant, "Actor.tenant", EvidexError)
