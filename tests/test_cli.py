@@ -461,6 +461,14 @@ def test_resolve_reads_a_citation_from_stdin(examples: SimpleNamespace) -> None:
         assert json.loads(proc.stdout)["reason"] == reason
 
 
+def test_resolve_of_a_whole_search_result_says_it_is_not_a_citation(examples: SimpleNamespace) -> None:
+    found = evidex("search", "zwei Personen", "--mode", "keyword", *STAFF, "--json", db=examples.db)
+    assert found.returncode == 0, found.stderr
+    proc = evidex("resolve", *STAFF, db=examples.db, stdin=found.stdout)
+    line = assert_one_error_line(proc, "this is not a citation")
+    assert "pass one hit" in line and "unavailable" not in line and proc.stdout == ""
+
+
 def test_resolve_after_a_new_version_says_source_changed(tmp_path: Path) -> None:
     db = tmp_path / "kb.db"
     ingest_examples(db, "versions")
