@@ -168,6 +168,39 @@ def test_invalid_ids(bad_id: object) -> None:
         Document(bad_id, "t", {"g"}, "1", "text")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("kwargs", "where"), [
+    ({"text": "bad \ud800 text"}, "Document.text of 'd1'"),
+    ({"text": "ends badly \udfff"}, "Document.text of 'd1'"),
+    ({"title": "t\udc80"}, "Document.title of 'd1'"),
+    ({"id": "d\ud83d"}, "Document.id"),
+    ({"version": "v\ud800"}, "Document.version"),
+    ({"tags": ["ok", "x\ud800"]}, "Document.tags"),
+    ({"groups": {"g\ud800"}}, "Document.groups"),
+])
+def test_lone_surrogates_are_a_document_error_and_write_nothing(kb: KnowledgeBase, kwargs: dict[str, object],
+                                                               where: str) -> None:
+    """A lone surrogate is not Unicode text (it cannot be UTF-8): a one-line DocumentError where
+    the document is built, never a UnicodeEncodeError from deep inside a write."""
+    with pytest.raises(DocumentError, match="not valid Unicode text: a lone surrogate") as err:
+        kb.ingest([doc("good"), doc(**kwargs)])
+    assert where in str(err.value) and "\n" not in str(err.value)
+    assert kb.stats()["documents"] == 0
+    paired = doc(text="an emoji \U0001f600 is a pair, not a lone surrogate")
+    assert kb.ingest([paired]).added == 1
+
+
+def test_lone_surrogates_in_ids_and_queries_are_input_errors(kb: KnowledgeBase) -> None:
+    kb.ingest([doc()])
+    with pytest.raises(DocumentError, match="lone surrogate"):
+        kb.document(A, "d\ud800")
+    with pytest.raises(DocumentError, match="lone surrogate"):
+        kb.remove("t", "d\ud800")
+    with pytest.raises(EvidexError, match="lone surrogate"):
+        kb.search(A, "alpha \ud800", mode="keyword")
+    with pytest.raises(EvidexError, match="lone surrogate"):
+        Actor("t\ud800", frozenset({"g"}))
+
+
 def test_non_document_in_batch_is_rejected(kb: KnowledgeBase) -> None:
     with pytest.raises(DocumentError, match="not a Document"):
         kb.ingest([doc(), {"id": "x"}])  # type: ignore[list-item]

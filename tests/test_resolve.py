@@ -143,6 +143,8 @@ def test_non_mapping_citation_is_an_input_error(kb: KnowledgeBase, bad: object) 
         ({"start": True}, "start must be an integer or null"),
         ({"start": "12"}, "start must be an integer or null"),
         ({"heading_path": "a > b"}, "heading_path must be a list of strings"),
+        ({"quote": "second \ud800part"}, "its quote is not valid Unicode text: a lone surrogate"),
+        ({"document_id": "d\udfff"}, "its document_id is not valid Unicode text"),
     ],
 )
 def test_wrong_types_are_not_a_citation(kb: KnowledgeBase, change: dict, needle: str) -> None:

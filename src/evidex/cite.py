@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .model import Actor, CitationError, Resolution, can_access
+from .model import Actor, CitationError, Resolution, can_access, check_unicode
 from .store import ReadView
 
 __all__ = ["check_citation", "resolve_citation"]
@@ -69,6 +69,8 @@ def check_citation(citation: object) -> Mapping[str, Any]:
         if not _has_type(citation[key], kind):
             raise CitationError(f"this is not a citation: {key} must be {kind}, got "
                                 f"{type(citation[key]).__name__}")
+        if isinstance(citation[key], str):
+            check_unicode(citation[key], f"this is not a citation: its {key}", CitationError)
     for key, kind in _OPTIONAL.items():
         if citation.get(key) is not None and not _has_type(citation[key], kind):
             raise CitationError(f"this is not a citation: {key} must be {kind} or null, got "

@@ -42,6 +42,7 @@ from .model import (
     SearchResults,
     StoreError,
     can_access,
+    check_unicode,
 )
 from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, get_analyzer, parse_query
 from .retrieve import (
@@ -303,7 +304,8 @@ class KnowledgeBase:
         """Delete a document, its passages and its history. True if it existed."""
         if not isinstance(tenant, str) or not isinstance(document_id, str):
             raise DocumentError("tenant and document_id must be strings")
-        return self.store.remove(tenant, document_id)
+        check_unicode(document_id, "document_id", DocumentError)
+        return self.store.remove(check_unicode(tenant, "tenant", DocumentError), document_id)
 
     def optimize(self) -> None:
         self.store.optimize()
@@ -420,6 +422,7 @@ class KnowledgeBase:
         _check_actor(actor)
         if not isinstance(document_id, str):
             raise DocumentError(f"document_id must be a string, got {type(document_id).__name__}")
+        check_unicode(document_id, "document_id", DocumentError)
         with self.store.read() as view:
             doc = view.document(actor.tenant, document_id)
             if doc is None or not can_access(actor, doc.tenant, doc.groups, doc.visibility):
