@@ -145,6 +145,10 @@ def test_a_utf8_bom_does_not_make_the_front_matter_silently_ignored(tmp_path: Pa
         ("- just\n- a list\n", "mapping"),             # not a mapping
         ("id: x\ntenant: other\n", "tenant"),          # tenant is not a front matter key
         ("id: x\npublished_at: someday\n", "published_at"),
+        ("id: &a x\ntitle: *a\n", "front matter line 1: YAML anchors (&a) are not accepted"),
+        ("groups: &g [*g]\n", "front matter line 1: YAML anchors (&g) are not accepted"),
+        ("title: *nothing\n", "front matter line 1: YAML aliases (*nothing) are not accepted"),
+        ("tags: " + "[" * 80 + "]" * 80 + "\n", "nested deeper than 64 levels"),
     ],
 )
 def test_bad_front_matter_is_a_one_line_rejection(tmp_path: Path, front: str, needle: str) -> None:

@@ -153,9 +153,12 @@ def main_options(
         try:
             state.config = load_config(state.config_path)
         except EvidexError as exc:
+            # The header ("error: file:line: ... (and N more)") first, then one line per
+            # further problem.
+            first = _fail(str(exc))
             for line in str(exc).splitlines()[1:]:
                 typer.echo(f"  {_safe(line)}", err=True)
-            raise _fail(str(exc)) from None
+            raise first from None
 
 
 @app.command()

@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from .answer import AnswerSettings
-from .ingest import DEFAULT_MAX_SECTION_CHARS
+from .ingest import DEFAULT_MAX_SECTION_CHARS, YamlRefused, compose_yaml
 from .model import VISIBILITIES, ConfigError, is_language_tag
 from .retrieve import DEFAULT_FUSION, Fusion
 
@@ -442,25 +442,39 @@ def _message(err: dict[str, Any]) -> str:
     return msg[len("Value error, "):] if msg.startswith("Value error, ") else msg
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """":line: what is wrong" of a YAML error, on one line."""
+    if isinstance(exc, YamlRefused):
+        hint = " (sources share settings through defaults:)" if "YAML a" in exc.problem else ""
+        return f":{exc.line}: {exc.problem}{hint}"
+    mark = getattr(exc, "problem_mark", None)
+    where = f":{mark.line + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["unreadable"])[0]
+    return f"{where}: invalid YAML: {' '.join(str(problem).split())}"
+
+
+#: Largest configuration file read (a configuration is a few kilobytes; URL lists this long
+#: belong in a sitemap).
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def load_config(path: str | Path) -> Config:
     """Read and validate a configuration file; raises ``ConfigError`` naming file, line, key."""
     file = str(path)
     try:
+        if Path(path).stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{file}: the configuration is larger than {MAX_CONFIG_BYTES} bytes")
         text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read the configuration: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{file}: the configuration is not UTF-8 text") from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root, data = compose_yaml(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{file}:{mark.line + 1}" if mark is not None else file
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+        raise ConfigError(f"{file}{_yaml_problem(exc)}") from None
     if root is None or data is None:
-        data, root = {}, yaml.compose("{}", Loader=yaml.SafeLoader)
+        root, data = compose_yaml("{}")
     _check_duplicates(root, file)
     if not isinstance(data, dict):
         raise ConfigError(f"{file}:1: (top level): the configuration must be a mapping of sections")

@@ -8,6 +8,7 @@ from ._files import FORMATS, FRONT_MATTER_KEYS, LoadResult, Rejected, iter_files
 from ._scan import FLAGS, scan
 from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
+from ._yaml import YamlRefused, compose_yaml
 
 __all__ = [
     "DEFAULT_MAX_SECTION_CHARS",
@@ -19,6 +20,8 @@ __all__ = [
     "Extracted",
     "LoadResult",
     "Rejected",
+    "YamlRefused",
+    "compose_yaml",
     "iter_files",
     "load_document",
     "load_paths",

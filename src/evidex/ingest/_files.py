@@ -21,6 +21,7 @@ from ..extras import require
 from ..model import Document, DocumentError, EvidexError, sha256_text
 from ._split import first_heading
 from ._structure import Extracted
+from ._yaml import YamlRefused, compose_yaml
 
 __all__ = ["FORMATS", "FRONT_MATTER_KEYS", "LoadResult", "Rejected", "iter_files", "load_document",
            "load_paths"]
@@ -72,7 +73,9 @@ def _front_matter(raw: str) -> tuple[dict[str, Any], str]:
     if not m:
         return {}, raw
     try:
-        meta = yaml.safe_load(m.group(1)) or {}
+        meta = compose_yaml(m.group(1))[1] or {}
+    except YamlRefused as exc:
+        raise EvidexError(f"front matter line {exc.line}: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise EvidexError(f"invalid YAML front matter: {exc}".splitlines()[0]) from None
     if not isinstance(meta, dict):
