@@ -294,6 +294,25 @@ def test_bad_files_are_rejected_in_json_form(tmp_path: Path) -> None:
         assert reason and "\n" not in reason and needle in reason
 
 
+def test_ingest_rejects_files_over_the_size_limit_naming_file_and_limit(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    big = folder / "export.md"
+    big.write_text("# Export\n\n" + "line of a very long export\n\n" * 80_000, encoding="utf-8")
+    (folder / "note.md").write_text("a short note\n", encoding="utf-8")
+    size = big.stat().st_size
+    assert size > 1024 * 1024
+    proc = evidex("ingest", folder, "--tenant", "acme", "--groups", "staff", "--max-file-mb", "1",
+                  db=tmp_path / "kb.db")
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"rejected {big}: the file is {size:,} bytes, larger than the limit of 1 MiB per file"]
+    assert summary(proc.stdout)["added"] == 1 and summary(proc.stdout)["rejected"] == 1
+    # Under the default limit (20 MiB) the same file is read.
+    proc = evidex("ingest", big, "--tenant", "acme", "--groups", "staff", db=tmp_path / "kb.db")
+    assert proc.returncode == 0 and summary(proc.stdout)["added"] == 1, proc.stderr
+
+
 def test_non_utf8_jsonl_is_a_rejection_not_a_crash(tmp_path: Path) -> None:
     (tmp_path / "latin1.jsonl").write_bytes('{"id": "x", "text": "caf\xe9"}\n'.encode("latin-1"))
     (tmp_path / "good.md").write_text("fine text\n", encoding="utf-8")

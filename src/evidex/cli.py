@@ -20,7 +20,7 @@ import typer
 
 from . import __version__
 from .config import Config, load_config
-from .ingest import FRONT_MATTER_KEYS, load_paths
+from .ingest import DEFAULT_MAX_FILE_BYTES, FRONT_MATTER_KEYS, load_paths
 from .kb import KnowledgeBase, migrate_store
 from .model import Actor, EvidexError
 
@@ -171,6 +171,9 @@ def ingest(
     language: Annotated[str | None, typer.Option(help="Language tag, e.g. en or de.")] = None,
     version: Annotated[str | None, typer.Option(help="Version for documents that set none.")] = None,
     split: Annotated[str, typer.Option(help="paragraph, heading or document.")] = "paragraph",
+    max_file_mb: Annotated[float, typer.Option(
+        "--max-file-mb", min=0.001, help="Largest file read, in MiB; larger files are rejected.")
+    ] = DEFAULT_MAX_FILE_BYTES / (1024 * 1024),
     as_json: JsonOpt = False,
 ) -> None:
     """Ingest documents: new ones are added, changed ones supersede, unchanged ones are skipped.
@@ -188,7 +191,7 @@ def ingest(
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise EvidexError(f"no such file or folder: {_safe(missing[0])}; nothing was ingested")
-    loaded = load_paths(list(paths), defaults)
+    loaded = load_paths(list(paths), defaults, max_bytes=int(max_file_mb * 1024 * 1024))
     with _open() as kb, _progress("ingesting", show=not as_json) as progress:
         # Large inputs go in batches, each atomic; the whole input is checked before any write.
         report = kb.ingest(loaded.documents, split=split, batch_size=INGEST_BATCH,

@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from .answer import AnswerSettings
-from .ingest import DEFAULT_MAX_SECTION_CHARS, YamlRefused, compose_yaml
+from .ingest import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_SECTION_CHARS, YamlRefused, compose_yaml
 from .model import VISIBILITIES, ConfigError, is_language_tag
 from .retrieve import DEFAULT_FUSION, Fusion
 
@@ -129,6 +129,8 @@ class FilesSource(_Source):
     include: tuple[str, ...] = ("**/*",)
     exclude: tuple[str, ...] = ()
     split: Literal["heading", "paragraph", "document"] = "heading"
+    #: Largest file read; a larger one is skipped with a one-line reason.
+    max_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024)
     #: Where the folder is published (e.g. https://help.example.com/): a file's citation link
     #: is this URL plus its relative path; without it, the file's own file:// URL.
     base_url: str | None = None
@@ -191,6 +193,8 @@ class RecordsSource(_Source):
     exclude: tuple[str, ...] = ()
     fields: RecordFields = RecordFields()
     split: Literal["heading", "paragraph", "document"] = "document"
+    #: Largest file read; a larger one is skipped with a one-line reason.
+    max_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024)
 
     _p = field_validator("path")(_path)
 
