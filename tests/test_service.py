@@ -392,3 +392,61 @@ def test_failed_credentials_are_limited_per_address_before_any_check(tmp_path: P
             assert c.get("/healthz").status_code == 200
     finally:
         server.stop()
+
+
+def _from(address: str, base_url: str) -> httpx.Client:
+    """A client whose connections come from ``address`` (any of 127.0.0.0/8 on Linux loopback)."""
+    return httpx.Client(base_url=base_url, timeout=30, transport=httpx.HTTPTransport(local_address=address))
+
+
+def test_forwarded_for_is_ignored_unless_the_peer_is_a_trusted_proxy(tmp_path: Path) -> None:
+    """The probe's finding: rotating X-Forwarded-For from 127.0.0.1 dodged the failed-credential
+    limit (60 x 401, never 429), and naming another client's address got that client blocked.
+    Without ``trusted_proxies`` the header is ignored and the limit keys on the real peer."""
+    server = serve_example(tmp_path, failed_auth_per_minute=3)
+    try:
+        with _from("127.0.0.1", server.url) as attacker, _from("127.0.0.3", server.url) as victim:
+            rotating = [attacker.post("/v1/search", json={"query": "jacket"},
+                                      headers={**auth(f"guess-{i}"), "X-Forwarded-For": f"10.0.0.{i}"}
+                                      ).status_code for i in range(6)]
+            assert rotating == [401, 401, 401, 429, 429, 429]
+            framed = attacker.post("/v1/search", json={"query": "jacket"},
+                                   headers={**auth("guess"), "X-Forwarded-For": "127.0.0.3"})
+            assert framed.status_code == 429
+            assert victim.post("/v1/search", json={"query": "jacket"},
+                               headers=auth("acme-staff-key")).status_code == 200
+    finally:
+        server.stop()
+
+
+def test_a_trusted_proxy_names_the_client_and_nobody_else_can(tmp_path: Path) -> None:
+    server = serve_example(tmp_path, failed_auth_per_minute=3, trusted_proxies=["127.0.0.1"])
+    try:
+        with _from("127.0.0.1", server.url) as proxy, _from("127.0.0.2", server.url) as direct:
+            def via_proxy(client_ip: str, key: str) -> int:
+                return proxy.post("/v1/search", json={"query": "jacket"},
+                                  headers={**auth(key), "X-Forwarded-For": client_ip}).status_code
+
+            assert [via_proxy("10.0.0.1", f"guess-{i}") for i in range(4)] == [401, 401, 401, 429]
+            # Another client behind the same proxy is its own address, and so is the proxy.
+            assert via_proxy("10.0.0.2", "acme-staff-key") == 200
+            assert proxy.post("/v1/search", json={"query": "jacket"},
+                              headers=auth("acme-staff-key")).status_code == 200
+            # A client that is not a trusted proxy cannot name an address: its own is counted.
+            spoofed = [direct.post("/v1/search", json={"query": "jacket"},
+                                   headers={**auth(f"guess-{i}"), "X-Forwarded-For": "10.0.0.2"}
+                                   ).status_code for i in range(4)]
+            assert spoofed == [401, 401, 401, 429]
+            assert via_proxy("10.0.0.2", "acme-staff-key") == 200
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("bad", ["*", "proxy.example.com", "10.0.0.0/33"])
+def test_trusted_proxies_are_addresses_or_networks(tmp_path: Path, bad: str) -> None:
+    from evidex.config import load_config
+    from evidex.model import ConfigError
+
+    config = write_config(tmp_path / "config.yaml", trusted_proxies=["10.1.2.3", "fd00::/8", bad])
+    with pytest.raises(ConfigError, match=r"server\.trusted_proxies.*never '\*'"):
+        load_config(config)

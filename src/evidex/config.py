@@ -15,6 +15,7 @@ the server's optional packages.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -333,6 +334,23 @@ class ServerSettings(_Strict):
     store_handles: int = Field(
         default=2, ge=1, le=64,
         description="open store handles per worker process; requests beyond this wait for one")
+    trusted_proxies: tuple[str, ...] = Field(
+        default=(),
+        description="addresses or networks (CIDR) of the reverse proxies in front of the service. "
+                    "Only a connection from one of them may name the client with X-Forwarded-For "
+                    "(and the scheme with X-Forwarded-Proto); empty (the default): those headers "
+                    "are ignored and every per-address limit keys on the connecting address")
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        for v in values:
+            try:
+                ipaddress.ip_network(v, strict=False)
+            except ValueError:
+                raise ValueError(f"{v!r} is not an IP address or network (e.g. 10.0.0.5, "
+                                 "10.0.0.0/24); list each proxy, never '*'") from None
+        return values
 
     @field_validator("api_keys")
     @classmethod

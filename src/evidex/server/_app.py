@@ -49,7 +49,11 @@ def create_app(
     generator: str = "extractive",
 ) -> FastAPI:
     """The service over a store: ``kb`` is a location, a factory of handles, or one handle
-    (then every request shares it, one at a time)."""
+    (then every request shares it, one at a time).
+
+    Per-address limits key on the ASGI scope's client address: run the app under uvicorn with
+    ``proxy_options(settings)`` (as ``evidex serve`` does), not uvicorn's defaults, which let
+    a connection from 127.0.0.1 name any client address."""
     auth = Authenticator(settings)
     if not auth.configured:
         raise EvidexError("the server configuration defines no api_keys and no jwt: nobody could sign in")

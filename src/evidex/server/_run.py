@@ -19,7 +19,8 @@ from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
 from ..sources import drift, sync
 
-__all__ = ["app_from_env", "build_app", "require_settings", "run_mcp", "serve", "source_operations"]
+__all__ = ["app_from_env", "build_app", "proxy_options", "require_settings", "run_mcp", "serve",
+           "source_operations"]
 
 DB_ENV = "EVIDEX_DB"
 CONFIG_ENV = "EVIDEX_SERVER_CONFIG"
@@ -89,6 +90,16 @@ def app_from_env() -> Any:
     return build_app(os.environ[DB_ENV], os.environ[CONFIG_ENV])
 
 
+def proxy_options(settings: ServerSettings) -> dict[str, Any]:
+    """uvicorn's proxy-header settings for ``settings``: X-Forwarded-For and -Proto are read only
+    from the configured ``trusted_proxies``. uvicorn's own default believes them from
+    127.0.0.1, so any local process (or a proxy passing the header through) could choose the
+    address the failed-credential limit counts against, and get another client blocked."""
+    if not settings.trusted_proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": list(settings.trusted_proxies)}
+
+
 def serve(db: str, config: str | Path, host: str | None = None, port: int | None = None,
           workers: int = 1) -> None:
     import uvicorn
@@ -108,7 +119,7 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
           f"({workers} worker{'s' if workers != 1 else ''})", file=sys.stderr, flush=True)
     uvicorn.run("evidex.server._run:app_from_env", factory=True, host=host, port=port, workers=workers,
                 access_log=False, log_level="warning", server_header=False,
-                limit_concurrency=512, timeout_keep_alive=15)
+                limit_concurrency=512, timeout_keep_alive=15, **proxy_options(settings))
 
 
 def run_mcp(db: str, config: str | Path) -> None:
