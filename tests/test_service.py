@@ -8,6 +8,7 @@ administer the other tenant's data.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -244,6 +245,50 @@ def test_validation_errors_are_422_with_messages(client: httpx.Client) -> None:
     assert r.status_code == 422
     r = client.post("/v1/answer", json={"question": "\x00\x01"}, headers=h)
     assert r.status_code == 422
+
+
+def test_openapi_bounds_are_the_ones_the_service_applies(client: httpx.Client) -> None:
+    """Each case was valid by the OpenAPI document and refused anyway (or the other way round)."""
+    h = auth("acme-staff-key")
+    spec = client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    # filters: the library's rules for tags and languages are in the schema.
+    tag_rule = re.compile(schemas["Filters"]["properties"]["tags"]["items"]["pattern"])
+    assert not tag_rule.match("") and not tag_rule.match(" faq") and tag_rule.match("faq")
+    for filters in ({"tags": [""]}, {"tags": ["faq "]}, {"language": "English"}):
+        r = client.post("/v1/search", json={"query": "jacket", "filters": filters}, headers=h)
+        assert r.status_code == 422 and r.json()["detail"][0]["type"] == "string_pattern_mismatch", r.text
+    # query: the schema's length is the library's.
+    assert schemas["SearchRequest"]["properties"]["query"]["maxLength"] == 200
+    assert client.post("/v1/search", json={"query": "x" * 201}, headers=h).json()["detail"][0]["type"] == \
+        "string_too_long"
+    # quote: at most what fits the body limit (4096 bytes here), stated and applied.
+    quote = schemas["Citation"]["properties"]["quote"]
+    assert quote["maxLength"] == 256 and "4096 bytes" in spec["info"]["description"]
+    citation = {"document_id": "returns-faq", "version": "3", "content_sha256": "0" * 64, "passage": 1}
+    r = client.post("/v1/resolve", json={**citation, "quote": "q" * 256}, headers=h)
+    assert r.status_code == 200 and r.json()["reason"] == "source_changed"
+    r = client.post("/v1/resolve", json={**citation, "quote": "q" * 257}, headers=h)
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "quote"]
+    # integers: 601.0 is the integer 601 in JSON; 601.5 is not an integer.
+    r = client.post("/v1/resolve", json={**citation, "passage": 601.0, "quote": "q"}, headers=h)
+    assert r.status_code == 200, r.text
+    r = client.post("/v1/search", json={"query": "jacket", "top_k": 3.0, "mode": "keyword"}, headers=h)
+    assert r.status_code == 200 and len(r.json()["hits"]) <= 3
+    for bad in (601.5, "601", True):
+        assert client.post("/v1/resolve", json={**citation, "passage": bad, "quote": "q"},
+                           headers=h).status_code == 422
+    # a body that is not JSON text at all is the documented 422, like malformed JSON (was 400).
+    for body in (b'{"query": "\xff"}', b"[" * 2000 + b"]" * 2000, b"{not json"):
+        r = client.post("/v1/search", content=body, headers={**h, "Content-Type": "application/json"})
+        assert r.status_code == 422 and r.json()["detail"][0]["type"] == "json_invalid", (body[:20], r.text)
+    # 405 names every method of the path: a document is GET and DELETE.
+    for method in ("OPTIONS", "PATCH", "PUT"):
+        r = client.request(method, "/v1/documents/returns-faq", headers=h)
+        assert r.status_code == 405 and r.headers["allow"] == "DELETE, GET", (method, r.headers)
+    documented = {m.upper() for m in spec["paths"]["/v1/documents/{document_id}"]}
+    assert documented == {"GET", "DELETE"}
+    assert client.request("OPTIONS", "/v1/search", headers=h).headers["allow"] == "POST"
 
 
 def test_body_size_limit(client: httpx.Client) -> None:

@@ -48,6 +48,8 @@ class Services:
     drift: DriftFn | None
     #: The web page with its configuration filled in.
     page: bytes
+    #: The longest citation quote accepted (derived from the body limit; see ``_schemas``).
+    max_quote_chars: int
 
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from the server configuration, or a JWT "
