@@ -495,3 +495,36 @@ def test_trusted_proxies_are_addresses_or_networks(tmp_path: Path, bad: str) -> 
     config = write_config(tmp_path / "config.yaml", trusted_proxies=["10.1.2.3", "fd00::/8", bad])
     with pytest.raises(ConfigError, match=r"server\.trusted_proxies.*never '\*'"):
         load_config(config)
+
+
+def test_denials_take_one_floor_of_time_whether_the_document_exists_or_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe timed GET /v1/documents/{id}: an existing unreadable document took measurably
+    longer than an unknown id. Every denial (404 there, ``unavailable`` from resolve) now waits
+    for one floor from the start of its lookup (raised here to 0.3 s to see it plainly);
+    readable documents are not held."""
+    from fastapi.testclient import TestClient
+
+    import evidex.server._deps as deps
+    from evidex.config import load_config
+    from evidex.server import create_app
+
+    monkeypatch.setattr(deps, "DENIAL_FLOOR_S", 0.3)
+    db = tmp_path / "kb.db"
+    build_store(db, tmp_path / "cache")
+    app = create_app(db, load_config(write_config(tmp_path / "config.yaml")).server)
+    h = auth("acme-customer-key")
+    citation = {"version": "1", "content_sha256": "0" * 64, "passage": 1, "quote": "q"}
+    with TestClient(app) as c:
+        def timed(method: str, path: str, **kw: Any) -> tuple[float, httpx.Response]:
+            t0 = time.perf_counter()
+            r = c.request(method, path, headers=h, **kw)
+            return time.perf_counter() - t0, r
+
+        for doc_id in ("onboarding-checklist", "no-such-document"):  # internal / unknown
+            took, r = timed("GET", f"/v1/documents/{doc_id}")
+            assert r.status_code == 404 and took >= 0.3, (doc_id, took)
+            took, r = timed("POST", "/v1/resolve", json={**citation, "document_id": doc_id})
+            assert r.json()["reason"] == "unavailable" and took >= 0.3, (doc_id, took)
+        took, r = timed("GET", "/v1/documents/returns-faq")  # public: readable by customers
+        assert r.status_code == 200 and took < 0.3, took
