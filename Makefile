@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DB ?= evidex.db
 
-.PHONY: install run test lint bench clean browser
+.PHONY: install run test eval lint bench clean browser
 
 install: $(STAMP) browser
 
@@ -16,34 +16,51 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends chromium; }
 
-# Re-installs only when pyproject.toml changed (the package itself is installed editable).
+# Re-installs only when pyproject.toml changed (the package itself is installed editable), then
+# builds the default embedder's int8 graph from the installed weights into the user cache
+# (otherwise the first embedding builds it).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m evidex.embed.prepare
 	touch $(STAMP)
 
-# Rebuilds ./evidex.db from the bundled example collection (embedded with the default model,
-# multilingual-e5-small; vectors are cached, so only the first run embeds): the old policy
-# version first, then the collection (which supersedes it). Then serves the web page and the API
-# on http://127.0.0.1:8000/ with the demo keys of examples/server.config.yaml (only their
-# SHA-256 is in the file; the keys are printed here for this local demo) until Ctrl-C.
+# Rebuilds ./evidex.db from the example shop collection (examples/shop, see its README; embedded
+# with the default model, vectors cached, so only the first run embeds): the superseded policy
+# versions first, then the help centre (which supersedes them), the staff handbook and the other
+# tenant. HTML, PDF and Word files cannot state groups or visibility, hence the options. Then
+# serves the web page and the API on http://127.0.0.1:8000/ with the demo keys of
+# examples/server.config.yaml (only their SHA-256 is in the file; the keys are printed here for
+# this local demo) until Ctrl-C.
 DEMO_KEY := evidex-demo-customer
+SHOP := examples/shop
 run: install
 	rm -f $(DB) $(DB)-wal $(DB)-shm
-	$(BIN)/evidex --db $(DB) ingest examples/versions --tenant acme --split heading
-	$(BIN)/evidex --db $(DB) ingest examples/collection --tenant acme --split heading
+	$(BIN)/evidex --db $(DB) ingest $(SHOP)/versions --tenant acme --split heading
+	$(BIN)/evidex --db $(DB) ingest $(SHOP)/site --tenant acme --groups customers,staff --visibility public --language en --split heading
+	$(BIN)/evidex --db $(DB) ingest $(SHOP)/staff --tenant acme --groups staff --visibility internal --language en --split heading
+	$(BIN)/evidex --db $(DB) ingest $(SHOP)/other-tenant --tenant globex --split heading
 	@echo
 	@echo 'evidex web page and API: http://127.0.0.1:8000/  (OpenAPI: http://127.0.0.1:8000/openapi.json)'
 	@echo 'demo key (tenant acme, customers, public): $(DEMO_KEY)'
 	@echo 'other demo keys: evidex-demo-staff (staff, internal), evidex-demo-admin (admin)'
 	@echo "try: curl -s -H 'Authorization: Bearer $(DEMO_KEY)' -H 'Content-Type: application/json' \\"
-	@echo "       -d '{\"question\": \"Can I return a worn jacket?\"}' http://127.0.0.1:8000/v1/answer"
+	@echo "       -d '{\"question\": \"Do my points ever expire?\"}' http://127.0.0.1:8000/v1/answer"
 	@echo
 	$(BIN)/evidex --db $(DB) serve --config examples/server.config.yaml
 
+# The whole suite, including the shipped evaluation set's gate (tests/test_eval_shipped.py).
 test: install
 	$(BIN)/python -m pytest -q
+
+# The full report of the shipped evaluation set (examples/eval/cases.yaml on examples/shop) on a
+# temporary store; also as one HTML file. Exit status 1 when the set's gate fails.
+EVAL_HTML ?= test-artifacts/eval-report.html
+eval: install
+	@mkdir -p $(dir $(EVAL_HTML))
+	$(BIN)/evidex eval --cases examples/eval/cases.yaml --html $(EVAL_HTML); status=$$?; \
+	  echo "HTML report: $(EVAL_HTML)"; exit $$status
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks

@@ -1,7 +1,7 @@
 """Hybrid query latency on SciFact including the query embedding (issue 3's latency target).
 
     EVIDEX_EMBED_THREADS=1 .venv/bin/python benchmarks/hybrid_latency.py \
-        [--embedders all-minilm-l6-v2,multilingual-e5-small] [--queries 100]
+        [--embedders all-minilm-l6-v2,multilingual-e5-small-int8] [--queries 100]
 
 For each embedder: builds the SciFact store (english analyzer, corpus vectors from the embedding
 cache), then times ``kb.search(actor, query, limit=10)`` with the default mode and fusion
@@ -35,7 +35,7 @@ def pcts(values: list[float]) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--embedders", default="all-minilm-l6-v2,multilingual-e5-small")
+    ap.add_argument("--embedders", default="all-minilm-l6-v2,multilingual-e5-small-int8")
     ap.add_argument("--queries", type=int, default=100)
     args = ap.parse_args()
     beir = load_beir(SCIFACT)

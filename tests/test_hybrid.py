@@ -602,7 +602,7 @@ def test_query_vector_cache_is_bounded_lru_and_read_only() -> None:
     assert cache.get("other-model", "a", embed) is not v  # another model is another key
     with pytest.raises(ValueError):
         v[0] = 0.0  # shared by every caller: nobody may change it in place
-    buf = np.zeros(4, dtype=np.float32)
-    cache["m", "x"] = buf
-    buf[0] = 9.0  # the cache kept its own copy
+    buf = np.zeros((1, 4), dtype=np.float32)
+    cache.get("m", "x", lambda texts: buf)
+    buf[0, 0] = 9.0  # the cache kept its own copy
     assert cache["m", "x"][0] == 0.0

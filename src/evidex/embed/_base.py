@@ -7,9 +7,11 @@ the indexes and the scorers downstream rely on it and never re-check it.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Protocol, runtime_checkable
 
@@ -18,6 +20,9 @@ import numpy.typing as npt
 
 #: Environment variable that overrides the number of CPU threads an embedding model may use.
 THREADS_ENV = "EVIDEX_EMBED_THREADS"
+#: Threads for embedding one query, for models that run queries apart from passages (default 1:
+#: a short question gains little from a second thread, and every service worker embeds its own).
+QUERY_THREADS_ENV = "EVIDEX_QUERY_THREADS"
 
 
 @runtime_checkable
@@ -68,22 +73,22 @@ def require(module: str, package: str, model_id: str) -> ModuleType:
         ) from exc
 
 
-def thread_count() -> int:
-    """CPU threads a model may use: ``EVIDEX_EMBED_THREADS`` if set, else ``os.cpu_count()``.
+def thread_count(variable: str = THREADS_ENV, default: int | None = None) -> int:
+    """CPU threads a model may use: ``$variable`` if set, else ``default``, else ``os.cpu_count()``.
 
     Read when a model loads (not at import) so tests and deployments can set it late; an invalid
     value is an error rather than a silent fallback, because a wrong thread count only shows up
     later as mysteriously slow or oversubscribed embedding.
     """
-    raw = os.environ.get(THREADS_ENV, "").strip()
+    raw = os.environ.get(variable, "").strip()
     if not raw:
-        return max(1, os.cpu_count() or 1)
+        return default if default is not None else max(1, os.cpu_count() or 1)
     try:
         value = int(raw)
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(f"{THREADS_ENV} must be a positive integer, got {raw!r}")
+        raise ValueError(f"{variable} must be a positive integer, got {raw!r}")
     return value
 
 
@@ -140,3 +145,12 @@ def finish(vectors: npt.ArrayLike, expected_rows: int, dimension: int) -> npt.ND
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     np.maximum(norms, np.float32(1e-12), out=norms)
     return np.ascontiguousarray(array / norms, dtype=np.float32)
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a model file, read in 1 MB blocks (model files are tens of MB)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

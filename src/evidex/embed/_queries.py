@@ -1,7 +1,7 @@
 """Query embeddings, cached once per process.
 
-A query embedding costs ~45 ms of one core with multilingual-e5-small, far more than the search
-that uses it (1-2 ms on SciFact), so repeated questions must not pay it twice. The cache is
+A query embedding costs more CPU than the search that uses it, so repeated questions must not
+pay it twice. The cache is
 shared by every ``KnowledgeBase`` in the process, not kept per handle: the service holds several
 store handles per worker, and a per-handle cache made each handle embed the same popular question
 again. Keys are (model id, exact query text): vectors of different models never meet, and the
@@ -54,10 +54,6 @@ class QueryVectorCache:
     def __getitem__(self, key: tuple[str, str]) -> Vector:
         with self._lock:
             return self._items[key]
-
-    def __setitem__(self, key: tuple[str, str], vec: npt.ArrayLike) -> None:
-        """Store a vector; also how benchmarks inject precomputed query vectors."""
-        self._put(key, vec)
 
     def _put(self, key: tuple[str, str], vec: npt.ArrayLike) -> Vector:
         arr = np.array(vec, dtype=np.float32)  # a private copy: callers may reuse their buffer

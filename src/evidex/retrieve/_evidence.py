@@ -43,6 +43,7 @@ class EvidenceThresholds:
 #: the command that produced them in benchmarks/RESULTS.md.
 EVIDENCE_THRESHOLDS: dict[str, EvidenceThresholds] = {
     "multilingual-e5-small": EvidenceThresholds(0.89, 0.85),
+    "multilingual-e5-small-int8": EvidenceThresholds(0.89, 0.85),
     "all-minilm-l6-v2": EvidenceThresholds(0.62, 0.44),
     "hash-test": EvidenceThresholds(0.8, 0.3),
     "none": EvidenceThresholds(2.0, -2.0),

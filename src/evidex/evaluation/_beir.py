@@ -18,12 +18,23 @@ from typing import Any
 
 import pytrec_eval
 
-from .embed import DEFAULT_EMBEDDER
-from .kb import KnowledgeBase
-from .model import Actor, Document, EvidexError
-from .query import QueryLimits
+from ..embed import DEFAULT_EMBEDDER
+from ..kb import KnowledgeBase
+from ..model import Actor, Document, EvidexError
+from ..query import QueryLimits
 
-__all__ = ["BeirSet", "evaluate_beir", "load_beir"]
+__all__ = [
+    "EVAL_LIMITS",
+    "BeirSet",
+    "corpus_documents",
+    "evaluate_beir",
+    "evaluate_qa",
+    "load_beir",
+    "load_qa",
+    "metrics",
+    "released_problems",
+    "run_queries",
+]
 
 EVAL_LIMITS = QueryLimits(max_chars=100_000, max_words=10_000, max_word_chars=10_000)
 _TENANT = "eval"
@@ -196,7 +207,7 @@ def _jsonl_plain(path: Path) -> Iterator[dict[str, Any]]:
 
 def released_problems(kb: KnowledgeBase, actor: Actor, ans: Any) -> list[str]:
     """Independent re-check of a released answer: contract, and every citation resolves now."""
-    from .answer import check_output
+    from ..answer import check_output
 
     problems = check_output({"answer": ans.text, "citations": [c["n"] for c in ans.citations]},
                             [c["n"] for c in ans.citations], kb.answer_settings.link_allowlist)
