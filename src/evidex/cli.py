@@ -628,6 +628,9 @@ def drift_cmd(
         raise typer.Exit(1)
 
 
+from . import _cli_check  # noqa: E402, F401  (registers `evidex check` on the app)
+
+
 def main() -> None:
     """Run the app with click's own error printing replaced by one ``error:`` line."""
     try:

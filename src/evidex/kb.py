@@ -17,6 +17,7 @@ import numpy as np
 
 from . import retrieve
 from .answer import Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator, answer_question
+from .check import CheckReport, check_store
 from .cite import resolve_citation
 from .embed import (
     DEFAULT_EMBEDDER,
@@ -449,6 +450,12 @@ class KnowledgeBase:
 
     def stats(self) -> dict[str, object]:
         return self.store.stats()
+
+    def check(self) -> CheckReport:
+        """Verify the store end to end: fingerprints against passage text, postings against
+        passages, vectors, history and the database's own checks (see ``evidex.check``).
+        Reads only; ``report.ok`` is False when any problem was found."""
+        return check_store(self.store)
 
     def close(self) -> None:
         """Close the store and drop this handle's ranking caches; using it afterwards raises
