@@ -240,7 +240,14 @@ def _load_jsonl(path: Path, defaults: dict[str, Any], result: LoadResult, max_by
             if "version" not in record and defaults.get("version") is None and isinstance(text, str):
                 record = {**record, "version": sha256_text(text)[:12]}
             doc = Document.from_mapping(record, **defaults)
-        except (json.JSONDecodeError, EvidexError, TypeError) as exc:
+        except RecursionError:
+            result.rejected.append(Rejected(where, "the JSON is nested too deeply"))
+            continue
+        except UnicodeError:
+            result.rejected.append(Rejected(where, "a string holds a lone surrogate (not valid Unicode)"))
+            continue
+        # ValueError: bad JSON, and numbers past Python's digit limit for int conversion.
+        except (ValueError, EvidexError, TypeError) as exc:
             result.rejected.append(Rejected(where, str(exc).splitlines()[0]))
             continue
         result.documents.append(doc)

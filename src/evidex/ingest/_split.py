@@ -29,7 +29,13 @@ SPLITS: tuple[str, ...] = ("paragraph", "heading", "document")
 #: enough to be read beside an answer and to fit several into a model context.
 DEFAULT_MAX_SECTION_CHARS = 2000
 
-_md = MarkdownIt("commonmark")
+#: Headings are found by the block parser alone: inline parsing of every paragraph (links,
+#: emphasis) is not needed to find them, and markdown-it's inline parser is slow on hostile
+#: text (a paragraph of brackets: seconds per 100 KB). Only heading titles are parsed inline,
+#: and only titles of a sane length.
+_md = MarkdownIt("commonmark").disable("inline")
+_md_inline = MarkdownIt("commonmark")
+_MAX_INLINE_TITLE = 1000
 
 
 def split_text(
@@ -159,10 +165,12 @@ def _headings(text: str) -> list[tuple[int, int, str]]:
     out = []
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.map is not None:
-            inline = tokens[i + 1]
+            raw = tokens[i + 1].content
+            children = (_md_inline.parseInline(raw)[0].children or []
+                        if len(raw) <= _MAX_INLINE_TITLE else [])
             title = "".join(
-                c.content for c in (inline.children or []) if c.type in ("text", "code_inline")
-            ).strip() or inline.content.strip()
+                c.content for c in children if c.type in ("text", "code_inline")
+            ).strip() or raw.strip()
             out.append((lines[tok.map[0]], int(tok.tag[1]), title))
     return out
 
