@@ -46,11 +46,11 @@ counts = {{}}
 def one(data):
     o = fz.run_one({fmt!r}, data, budget_s={budget!r})
     counts[o.kind] = counts.get(o.kind, 0) + 1
+    with open({counts_file!r}, "w") as f:  # libFuzzer exits without running atexit handlers
+        json.dump(counts, f)
     if o.kind == "failure":
         sys.stderr.write("FAILURE " + o.detail + "\\n")
         raise RuntimeError(o.detail)
-import atexit
-atexit.register(lambda: print("COUNTS " + json.dumps(counts), flush=True))
 atheris.Setup([sys.argv[0], "-runs={runs}", "-rss_limit_mb={rss}", "-max_len={max_len}",
                "-seed={seed}", "-artifact_prefix={crashes}/atheris-{fmt}-", {corpus!r}], one)
 atheris.Fuzz()
@@ -94,15 +94,14 @@ def run_atheris(fmt: str, runs: int, seed: int, budget: float, crashes: Path, wo
     corpus = work / f"corpus-{fmt}"
     corpus.mkdir(parents=True, exist_ok=True)
     (corpus / "seed").write_bytes(fz.seed(fmt))
+    counts_file = work / f"atheris-{fmt}-counts.json"
+    counts_file.unlink(missing_ok=True)
     code = _ATHERIS.format(tests=str(HERE.parent / "tests"), fmt=fmt, budget=budget, runs=runs, rss=3072,
                            max_len=max(4096, 2 * len(fz.seed(fmt))), seed=seed, crashes=str(crashes),
-                           corpus=str(corpus))
+                           corpus=str(corpus), counts_file=str(counts_file))
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    counts = {}
-    for line in proc.stdout.splitlines():
-        if line.startswith("COUNTS "):
-            counts = json.loads(line[7:])
+    counts = json.loads(counts_file.read_text()) if counts_file.exists() else {}
     failures = [ln for ln in proc.stderr.splitlines() if ln.startswith("FAILURE") or "ERROR:" in ln]
     return {"format": fmt, "runs": sum(counts.values()), **counts, "exit": proc.returncode,
             "seconds": round(time.perf_counter() - t0, 1), "failures_first": failures[:10]}
