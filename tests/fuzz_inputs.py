@@ -158,7 +158,9 @@ def docx_bomb(unpacked_mib: int = 1024) -> bytes:
         for name, data in parts.items():
             if name != "word/document.xml":
                 z.writestr(name, data)
-        with z.open(zipfile.ZipInfo("word/document.xml"), "w", force_zip64=True) as w:
+        info = zipfile.ZipInfo("word/document.xml")
+        info.compress_type = zipfile.ZIP_DEFLATED  # a ZipInfo alone means stored, not a bomb
+        with z.open(info, "w", force_zip64=True) as w:
             cut = body.index(b"<w:body>")
             w.write(body[:cut])
             for _ in range(unpacked_mib):
@@ -244,6 +246,7 @@ SPECIAL: dict[tuple[str, str], Callable[[], bytes]] = {
     ("pdf", "deep-arrays"): pdf_deep,
     ("pdf", "header-only"): lambda: b"%PDF-1.7\n",
     ("docx", "zip-bomb"): docx_bomb,
+    ("docx", "zip-bomb-under-limit"): lambda: docx_bomb(120),
     ("docx", "deep-xml"): docx_deep,
     ("docx", "billion-laughs"): docx_entities,
     ("docx", "many-entries"): docx_many_entries,
@@ -334,14 +337,16 @@ def run_one(fmt: str, data: bytes, budget_s: float = 20.0) -> Outcome:
 
 
 _CHILD = """
-import json, resource, sys
+import json, sys
 sys.path.insert(0, {tests!r})
 import fuzz_inputs as fz
+# VmHWM, not ru_maxrss: Linux carries the parent's peak into a child's ru_maxrss across exec.
+hwm = lambda: int(next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:")))
 fz.run_one({fmt!r}, fz.seed({fmt!r}))  # the loader's imports and caches, before measuring
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = hwm()
 data = open({path!r}, "rb").read()
 o = fz.run_one({fmt!r}, data, budget_s={budget!r})
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = hwm()
 print(json.dumps({{"kind": o.kind, "detail": o.detail, "seconds": round(o.seconds, 2),
                   "base_rss_mb": round(base / 1024, 1), "peak_rss_mb": round(peak / 1024, 1)}}))
 """

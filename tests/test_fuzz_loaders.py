@@ -22,6 +22,7 @@ SHORT = settings(max_examples=30, derandomize=True, deadline=None, database=None
 #: much above what it had before the input.
 MEMORY: dict[tuple[str, str], float] = {
     ("docx", "zip-bomb"): 200.0,
+    ("docx", "zip-bomb-under-limit"): 400.0,
     ("pdf", "stream-bomb"): 400.0,
     ("markdown", "long-line"): 600.0,
     ("config", "alias-bomb"): 200.0,
