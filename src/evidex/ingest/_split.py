@@ -17,6 +17,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from ..model import DocumentError, Passage, Section
 
@@ -34,7 +35,6 @@ DEFAULT_MAX_SECTION_CHARS = 2000
 #: text (a paragraph of brackets: seconds per 100 KB). Only heading titles are parsed inline,
 #: and only titles of a sane length.
 _md = MarkdownIt("commonmark").disable("inline")
-_md_inline = MarkdownIt("commonmark")
 _MAX_INLINE_TITLE = 1000
 
 
@@ -166,10 +166,11 @@ def _headings(text: str) -> list[tuple[int, int, str]]:
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.map is not None:
             raw = tokens[i + 1].content
-            children = (_md_inline.parseInline(raw)[0].children or []
-                        if len(raw) <= _MAX_INLINE_TITLE else [])
+            children: list[Token] = []
+            if len(raw) <= _MAX_INLINE_TITLE:
+                _md.inline.parse(raw, _md, {}, children)
             title = "".join(
-                c.content for c in children if c.type in ("text", "code_inline")
+                c.content for c in children if c.type in ("text", "text_special", "code_inline")
             ).strip() or raw.strip()
             out.append((lines[tok.map[0]], int(tok.tag[1]), title))
     return out
