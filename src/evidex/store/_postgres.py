@@ -65,6 +65,7 @@ from ._contract import (
     StoredDocument,
     StoredPassage,
 )
+from ._integrity import postgres_integrity
 from ._pg_schema import SCHEMA_VERSION, current_version, migrate
 from ._segments import (
     PACK_LIMIT,
@@ -990,31 +991,8 @@ class PostgresStore:
             }
 
     def integrity(self) -> list[str]:
-        """What PostgreSQL's catalog says is wrong with this store's schema, one line each:
-        indexes left invalid or unready (a failed build), constraints not validated, and, where
-        the ``amcheck`` extension is installed, each b-tree's structure (``bt_index_check``)."""
-        in_schema = ("FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n "
-                     "ON n.oid = c.relnamespace WHERE n.nspname = current_schema()")
         with self._connection() as conn:
-            found = [f"index {name} is not valid" for (name,) in conn.execute(
-                f"SELECT c.relname {in_schema} AND NOT (i.indisvalid AND i.indisready AND i.indislive) "
-                "ORDER BY 1").fetchall()]
-            found += [f"constraint {name} of {table} is not validated" for name, table in conn.execute(
-                "SELECT con.conname, con.conrelid::regclass::text FROM pg_constraint con JOIN "
-                "pg_namespace n ON n.oid = con.connamespace WHERE n.nspname = current_schema() "
-                "AND NOT con.convalidated ORDER BY 1").fetchall()]
-            if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'amcheck'").fetchone():
-                btrees = conn.execute(f"SELECT c.relname, c.oid {in_schema} AND i.indisvalid AND "
-                                      "c.relam = (SELECT oid FROM pg_am WHERE amname = 'btree') "
-                                      "ORDER BY 1").fetchall()
-                for name, oid in btrees:
-                    try:
-                        with conn.transaction():
-                            conn.execute("SELECT bt_index_check(%s)", (oid,))
-                    except psycopg.Error as exc:
-                        found.append(f"index {name}: {str(exc).splitlines()[0]}")
-            conn.rollback()
-        return found
+            return postgres_integrity(conn)
 
     def iter_documents(self, tenant: str | None = None) -> Iterator[StoredDocument]:
         with self._connection() as conn:

@@ -33,6 +33,7 @@ from ._contract import (
     StoredDocument,
     StoredPassage,
 )
+from ._integrity import sqlite_integrity
 from ._merger import Merger
 from ._segments import (
     PACK_LIMIT,
@@ -1030,17 +1031,7 @@ class SQLiteStore:
         }
 
     def integrity(self) -> list[str]:
-        """What SQLite's own checks find wrong with the file (``PRAGMA integrity_check``: pages,
-        b-trees, indexes against their tables, NOT NULL and UNIQUE; ``PRAGMA
-        foreign_key_check``), one line each; empty when they find nothing."""
-        c = self._conn
-        try:
-            found = [r[0] for r in c.execute("PRAGMA integrity_check") if r[0] != "ok"]
-            found += [f"{table} row {rowid} refers to a missing {parent} row"
-                      for table, rowid, parent, _ in c.execute("PRAGMA foreign_key_check")]
-        except sqlite3.DatabaseError as exc:
-            found = [f"the file cannot be checked: {exc}"]
-        return found
+        return sqlite_integrity(self._conn)
 
     def iter_documents(self, tenant: str | None = None) -> Iterator[StoredDocument]:
         if tenant is None:
