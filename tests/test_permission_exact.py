@@ -385,17 +385,16 @@ def _count_weight_misses(kb: KnowledgeBase):  # type: ignore[no-untyped-def]
     weights were computed (not served from the cache) since, and removes the wrapper."""
     bm = kb._bm25
     calls = [0]
-    real = bm._remember
+    real = bm._weigh
 
-    def remember(key, value, generation):  # type: ignore[no-untyped-def]
-        if "\x00" not in key[2]:  # weights, not the derived arrays cached alongside them
-            calls[0] += 1
-        return real(key, value, generation)
+    def weigh(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        return real(*args, **kwargs)
 
-    bm._remember = remember
+    bm._weigh = weigh
 
     def done() -> int:
-        del bm._remember
+        del bm._weigh
         return calls[0]
 
     return done

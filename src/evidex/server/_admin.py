@@ -1,11 +1,11 @@
-"""``POST /v1/sync`` and ``GET /v1/drift``: the admin key's tenant against its sources;
-``GET /v1/check``: the store's integrity."""
+"""``POST /v1/sync``, ``GET /v1/drift`` and ``GET /v1/runs``: the admin key's tenant against
+its sources, and the record of their scheduled runs; ``GET /v1/check``: the store's integrity."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Query
 
 from ._deps import ADMIN_ERRORS, Admin, Svc
 from ._schemas import SyncRequest
@@ -38,3 +38,13 @@ def run_check(who: Admin, svc: Svc) -> dict[str, Any]:
     with svc.pool.handle() as kb:
         report = kb.check()
     return report.as_dict(tenant=who.actor.tenant)
+
+
+@router.get("/v1/runs", responses=ADMIN_ERRORS)
+def list_runs(who: Admin, svc: Svc, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+              source: str | None = None) -> dict[str, Any]:
+    """The latest sync and drift runs of the admin key's tenant's sources, newest first: start,
+    end, counts and problems of each."""
+    with svc.pool.handle() as kb:
+        runs = kb.runs(limit, source=source, tenant=who.actor.tenant)
+    return {"runs": [r.as_dict() for r in runs]}

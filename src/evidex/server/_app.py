@@ -28,7 +28,8 @@ from ..answer import AnswerSettings
 from ..config import ServerSettings
 from ..kb import KnowledgeBase
 from ..model import EvidexError
-from . import _admin, _answer, _documents, _health, _page, _resolve, _search
+from ..tools import Toolbox
+from . import _admin, _answer, _documents, _health, _page, _resolve, _search, _tools
 from ._deps import DriftFn, Services, SyncFn
 from ._guard import Guard
 from ._identity import Authenticator, RateLimiter
@@ -39,7 +40,7 @@ from ._schemas import max_quote_chars
 __all__ = ["create_app"]
 
 #: In the order of the OpenAPI document.
-_ROUTERS = (_search, _answer, _resolve, _documents, _admin, _health, _page)
+_ROUTERS = (_search, _answer, _resolve, _documents, _admin, _tools, _health, _page)
 
 
 def create_app(
@@ -50,9 +51,11 @@ def create_app(
     drift: DriftFn | None = None,
     answer_settings: AnswerSettings | None = None,
     generator: str = "extractive",
+    tools: Toolbox | None = None,
 ) -> FastAPI:
     """The service over a store: ``kb`` is a location, a factory of handles, or one handle
-    (then every request shares it, one at a time).
+    (then every request shares it, one at a time). ``tools``: the live tools the handles
+    opened from a location share (closed with the app).
 
     Per-address limits key on the ASGI scope's client address: run the app under uvicorn with
     ``proxy_options(settings)`` (as ``evidex serve`` does), not uvicorn's defaults, which let
@@ -60,7 +63,7 @@ def create_app(
     auth = Authenticator(settings)
     if not auth.configured:
         raise EvidexError("the server configuration defines no api_keys and no jwt: nobody could sign in")
-    factory, single = as_factory(kb)
+    factory, single = as_factory(kb, tools)
     pool = StorePool(factory, 1 if single else settings.store_handles)
     setup_logging()
 
@@ -69,6 +72,8 @@ def create_app(
         yield
         if not single:
             pool.close()
+        if tools is not None:
+            tools.close()
 
     app = FastAPI(
         title="evidex",

@@ -12,16 +12,20 @@ from fastapi.responses import JSONResponse, Response
 
 from . import _operations
 from ._deps import ERRORS, Caller, Svc, uniform_denial
-from ._schemas import Citation, ResolveResponse
+from ._schemas import Citation, ResolveBody, ResolveResponse
 
 router = APIRouter(tags=["retrieval"])
 
 
 @router.post("/v1/resolve", response_model=ResolveResponse, responses=ERRORS)
-async def resolve(body: Citation, who: Caller, svc: Svc) -> Response:
+async def resolve(body: ResolveBody, who: Caller, svc: Svc) -> Response:
     """Re-check a citation now: ``unavailable`` (unknown, or not readable by this caller: the
-    same answer in the same time), ``source_changed`` or ``quote_mismatch``."""
-    if len(body.quote) > svc.max_quote_chars:  # the bound the OpenAPI document states
+    same answer in the same time), ``source_changed`` or ``quote_mismatch``. A live citation is
+    looked up again as this caller: ``ok`` when the value is unchanged, ``source_changed`` (the
+    current value in ``detail``), ``unavailable`` when the caller may not use the tool or it
+    does not answer."""
+    cited = body.root
+    if isinstance(cited, Citation) and len(cited.quote) > svc.max_quote_chars:  # the OpenAPI bound
         raise RequestValidationError([{
             "loc": ("body", "quote"), "type": "string_too_long",
             "msg": f"String should have at most {svc.max_quote_chars} characters"}])

@@ -1,5 +1,6 @@
-"""The database engines' own consistency checks of a store (``Store.integrity``), one problem a
-line; evidex's checks of the stored content are ``evidex.check``'s."""
+"""The database engines' own consistency checks of a store (``Store.integrity``, run through each
+backend's dialect), one problem a line; evidex's checks of the stored content are
+``evidex.check``'s."""
 
 from __future__ import annotations
 
