@@ -19,16 +19,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from . import __version__
+from ._cli_check import check_cmd
 from ._cli_tools import ClaimOpt, citation_line, pairs, tools_app
 from .config import load_config
+from .console import JsonOpt, print_hits, state
 from .console import emit as _emit
 from .console import errors as _errors
 from .console import fail as _fail
 from .console import need_config as _need_config
-from .console import print_hits, state
+from .console import open_kb as _open
 from .console import safe as _safe
 from .ingest import DEFAULT_MAX_FILE_BYTES, FRONT_MATTER_KEYS, load_paths
-from .kb import KnowledgeBase, migrate_store
+from .kb import migrate_store
 from .model import Actor, EvidexError
 
 if TYPE_CHECKING:  # the sources layer loads lazily: a fast start for every command
@@ -45,7 +47,6 @@ app.add_typer(tools_app, name="tools")
 
 
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant of the caller.")]
 GroupsOpt = Annotated[str, typer.Option("--groups", help="Comma-separated groups of the caller.")]
 VisOpt = Annotated[
@@ -61,13 +62,6 @@ def _split_csv(value: str | None) -> list[str]:
 def _actor(tenant: str, groups: str, visibilities: str, claims: list[str] | None = None) -> Actor:
     return Actor(tenant, frozenset(_split_csv(groups)),
                  visibilities=frozenset(_split_csv(visibilities)), claims=pairs(claims, "--claim"))
-
-
-def _open() -> KnowledgeBase:
-    r = state.cfg.retrieval
-    return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
-                              embedder=state.embedder or r.embedder,
-                              vector_timeout_ms=r.vector.timeout_ms, tools=state.cfg.tools)
 
 
 @contextmanager
@@ -605,7 +599,7 @@ def runs(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many, n
         typer.echo(_safe(r.line()))
 
 
-from . import _cli_check  # noqa: E402, F401  (registers `evidex check` on the app)
+app.command("check")(check_cmd)
 
 
 def main() -> None:
