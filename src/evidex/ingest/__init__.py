@@ -16,8 +16,10 @@ from ._files import (
     read_file,
 )
 from ._scan import FLAGS, scan
+from ._sentences import sentence_spans
 from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
+from ._values import Value, close, disagree, disagreement, values
 from ._yaml import YamlRefused, compose_yaml
 
 __all__ = [
@@ -31,14 +33,20 @@ __all__ = [
     "Extracted",
     "LoadResult",
     "Rejected",
+    "Value",
     "YamlRefused",
+    "close",
     "compose_yaml",
+    "disagree",
+    "disagreement",
     "iter_files",
     "load_document",
     "load_paths",
     "read_file",
     "scan",
+    "sentence_spans",
     "slugify",
     "split_key",
     "split_text",
+    "values",
 ]

@@ -53,6 +53,8 @@ class Services:
     page: bytes
     #: The longest citation quote accepted (derived from the body limit; see ``_schemas``).
     max_quote_chars: int
+    #: Sends handoffs to the configured person (``answer.handoff``); None: no route (501).
+    handoff: Any = None
 
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from the server configuration, or a JWT "
