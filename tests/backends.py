@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from evidex.store._postgres import is_postgres_url, split_url
+from evidex.store._location import is_postgres_url, split_url
 
 BACKENDS = ("sqlite", "postgres")
 PG_URL_ENV = "EVIDEX_TEST_PG_URL"

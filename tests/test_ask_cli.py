@@ -32,7 +32,7 @@ EXAMPLES = ROOT / "examples"
 EVIDEX = Path(sys.executable).parent / "evidex"
 ASK_KEYS = {"status", "text", "citations", "reason", "handoff", "trace"}
 EMITTED_KEYS = ASK_KEYS | {"detail"}  # extra key emitted by Answer.as_dict(): the decline's why
-CITATION_KEYS = {"document_id", "version", "content_sha256", "passage", "quote", "start", "end",
+CITATION_KEYS = {"kind", "document_id", "version", "content_sha256", "passage", "quote", "start", "end",
                  "heading_path", "anchor", "title", "source_url"}
 CUSTOMER = ("--tenant", "acme", "--groups", "customers", "--visibilities", "public")
 WORN = "Can I return a worn jacket?"
@@ -110,7 +110,7 @@ def test_ask_json_answered(env: dict[str, str], db: Path) -> None:
     customer = Actor("acme", frozenset({"customers"}), visibilities=frozenset({"public"}))
     with KnowledgeBase.open(db) as kb:
         for c in data["citations"]:
-            assert set(c) == CITATION_KEYS | {"n"}
+            assert set(c) == CITATION_KEYS | {"n", "sentence_start", "sentence_end"}
             assert c["quote"] not in json.dumps(data["trace"], ensure_ascii=False)
             res = kb.resolve(customer, {k: v for k, v in c.items() if k != "n"})
             assert res.ok, res
@@ -261,7 +261,7 @@ def test_ask_openai_invalid_output_is_declined(env: dict[str, str], db: Path, se
 
 QUESTIONS = [
     {"question": WORN, "expected": [{"document_id": "returns-faq"}]},
-    {"question": "When will I get my refund?", "expected": [{"document_id": "returns-faq", "passage": 5}]},
+    {"question": "When will I get my refund?", "expected": [{"document_id": "returns-faq", "passage": 4}]},
     {"question": "Which plan includes API access?", "expected": [{"document_id": "error-codes"}]},
     {"question": "Is the rain jacket Nordkap waterproof?", "expected": [{"document_id": "sku-1001"}]},
     {"question": ABSENT, "unanswerable": True},

@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 EVIDEX = Path(sys.executable).parent / "evidex"
 CITATION_KEYS = {
+    "kind",
     "document_id",
     "version",
     "content_sha256",

@@ -55,13 +55,14 @@ def test_the_shipped_set_releases_nothing_it_must_not(shipped: dict[str, Any]) -
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "today's answers miss the gate (measured 2026-12-01, multilingual-e5-small-int8, extractive; "
-    "benchmarks/results/eval-cases.md): answerable cited 51 % (73/144, gate 85 %), unanswerable "
-    "declined 54 % (19/35, gate 95 %), 1 injection citation (injection-02, gate 0), 10 of 19 "
-    "categories below 60 % (cross-language 0/13, superseded 3/8, internal-only 4/10, german 7/17, "
-    "account 3/7, shipping 4/9, returns 6/12, privacy 3/6, stores 4/8, payment 4/7); 0 access "
-    "violations, 0 invalid citations. The lead removes this marker when the answers work "
-    "(issue 21, branch answers) lands."
+    "the answers miss the gate (measured 2026-12-01 with the answers work, issue 21, merged: "
+    "multilingual-e5-small-int8, extractive; benchmarks/results/answers.md): answerable cited 58 % "
+    "(83/144, gate 85 %; 51 % before), unanswerable declined 43 % (15/35, gate 95 %; 54 % before), "
+    "1 injection citation (injection-02, gate 0), 10 of 19 categories below 60 % (cross-language "
+    "4/13, privacy 2/6, warranty 3/7, returns 5/12, shipping 4/9, superseded 4/8, other-tenant 1/2, "
+    "account 4/7, payment 4/7, german 10/17); 0 access violations, 0 invalid citations. 11 of the "
+    "20 out-of-scope answers cite a passage in the other language (the cross-language decision is "
+    "too lenient here)."
 ))
 def test_the_shipped_set_holds_its_gate(shipped: dict[str, Any]) -> None:
     assert shipped["gate"]["passed"], _failed(shipped)

@@ -382,7 +382,8 @@ def test_a_single_paragraph_longer_than_the_maximum_stays_whole() -> None:
     text = "# H\n\n" + "x" * 300 + "\n\nshort"
     ps = split_text(text, "heading", max_section_chars=50)
     assert ["x" * 300 in p.text for p in ps].count(True) == 1
-    assert any(p.text == "x" * 300 for p in ps)
+    # The heading line is no passage of its own: it goes with the paragraph after it.
+    assert any(p.text == "# H\n\n" + "x" * 300 for p in ps)
 
 
 @pytest.mark.parametrize("bad", [0, -5, True, 1.5, "100"])
@@ -480,8 +481,21 @@ def test_every_passage_is_a_verbatim_span_of_the_text(text: str, mode: str, max_
         for i in range(p.start, p.end):
             covered[i] = True
     if mode != "paragraph":
-        # Heading and document modes lose nothing but whitespace.
-        assert all(covered[i] or ch.isspace() for i, ch in enumerate(text))
+        # Heading and document modes lose nothing but whitespace, and heading mode the heading
+        # lines of sections without text of their own.
+        lines = [(m.start(), m.end()) for m in re.finditer(r"[^\r\n]*", text)]
+        underline = re.compile(r"[ \t]*(?:=+|-+)[ \t]*")
+
+        def heading_line(i: int) -> bool:
+            for k, (a, b) in enumerate(lines):
+                if a <= i <= b:
+                    line, nxt = text[a:b], text[lines[k + 1][0]:lines[k + 1][1]] if k + 1 < len(lines) else ""
+                    return (line.lstrip().startswith("#") or bool(underline.fullmatch(line))
+                            or bool(underline.fullmatch(nxt)) or not nxt)
+            return False
+
+        lost = [i for i, ch in enumerate(text) if not covered[i] and not ch.isspace()]
+        assert not lost or (mode == "heading" and all(heading_line(i) for i in lost)), lost
 
 
 @PROPS
@@ -537,8 +551,13 @@ def test_heading_mode_paths_anchors_and_division(doc: tuple[str, list], max_char
         i = section_of(p)
         by_section.setdefault(i, []).append(p)
         assert p.heading_path == (sections[i][1] if i >= 0 else ()), (p, sections)
-    # Every heading starts a passage of its own, beginning with the heading line.
+    # Every heading with text of its own starts a passage, beginning with the heading line; a
+    # heading without text is no passage (it lives on in the heading paths below it).
     for i, (offset, _) in enumerate(sections):
+        if i not in by_section:
+            end = sections[i + 1][0] if i + 1 < len(sections) else len(text)
+            assert len(text[offset:end].strip().splitlines()) <= 2, text[offset:end]
+            continue
         first = by_section[i][0]
         assert text[offset:first.start].strip() == ""
         assert first.text.lstrip(" ").startswith("#")
@@ -562,6 +581,11 @@ def test_heading_mode_paths_anchors_and_division(doc: tuple[str, list], max_char
             m = blank_line.search(b.text)
             first_para_end = b.start + (len(b.text[:m.start()].rstrip()) if m else len(b.text))
             assert first_para_end - a.start > max_chars, f"{a} and the next paragraph fit together"
-        for p in pieces:
-            assert len(p.text) <= max_chars or not blank_line.search(p.text), (
+        for k, p in enumerate(pieces):
+            body = p.text
+            if k == 0 and p.text.lstrip(" ").startswith("#"):
+                # A heading line is never a piece alone: it goes with the paragraph after it.
+                m = re.compile(r"\n(?:[ \t]*\n)+").search(body)  # all the blank lines after it
+                body = body[m.end():] if m and len(body[:m.start()].splitlines()) == 1 else body
+            assert len(body) <= max_chars or not blank_line.search(body), (
                 f"a piece of {len(p.text)} > {max_chars} chars still contains a paragraph break")

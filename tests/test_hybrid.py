@@ -106,11 +106,14 @@ def test_default_mode_is_hybrid(store: KnowledgeBase) -> None:
     assert keys(keyword) == [("returns", 3)]
     assert len(default) == 6
     # ... and the scores are fused convex scores (weighted min-max normalised leg scores, so
-    # within 0..1), neither BM25 nor cosine: the only keyword match gets the whole keyword half.
+    # within 0..1), neither BM25 nor cosine: the only keyword match, which covers the query,
+    # gets the whole keyword weight, at least half (adaptive fusion).
     assert all(0.0 <= h.score <= 1.0 for h in default)
-    assert default[0].explain["keyword"]["rank"] == 1 and default[0].score >= 0.5
+    assert default.weights is not None and default.weights.keyword >= 0.5
+    assert default[0].explain["keyword"]["rank"] == 1 and default[0].score >= default.weights.keyword
     assert full(default) != full(keyword) and full(default) != full(vector)
-    assert default[0].explain is not None and set(default[0].explain) == {"fused_score", "keyword", "vector"}
+    assert default[0].explain is not None and set(default[0].explain) == {
+        "fused_score", "keyword", "vector", "weights"}
 
 
 def test_explain_reports_each_legs_rank_and_score_for_every_hit(store: KnowledgeBase) -> None:
@@ -171,14 +174,16 @@ def test_convex_alpha_extremes_order_like_one_leg(store: KnowledgeBase, alpha: f
     assert hits[0].score == 1.0
 
 
-def test_convex_and_rrf_differ_and_convex_is_the_default(store: KnowledgeBase) -> None:
+def test_convex_and_rrf_differ_and_adaptive_is_the_default(store: KnowledgeBase) -> None:
     q = "return items days"
     rrf = store.search(A, q, limit=6, max_per_document=None, fusion="rrf")
     cvx = store.search(A, q, limit=6, max_per_document=None, fusion="convex", alpha=0.5)
+    adaptive = store.search(A, q, limit=6, max_per_document=None, fusion="adaptive")
     default = store.search(A, q, limit=6, max_per_document=None)
     assert [h.score for h in rrf] != [h.score for h in cvx]
     assert [(h.document_id, h.passage, h.score) for h in default] == [
-        (h.document_id, h.passage, h.score) for h in cvx]
+        (h.document_id, h.passage, h.score) for h in adaptive]
+    assert default.weights is not None and cvx.weights is None and rrf.weights is None
 
 
 @pytest.mark.parametrize("bad", [
@@ -201,11 +206,13 @@ def test_keyword_only_store(tmp_path: Path, counting: CountingEmbedder) -> None:
     kb.ingest(DOCS)
     assert counting.passages == []  # nothing was embedded
     assert kb.stats()["embedder"] == "none" and kb.stats()["dimension"] == 0
-    for mode in ("vector", "hybrid"):
-        with pytest.raises(QueryError, match="keyword"):
-            kb.search(A, "refunds", mode=mode)
+    with pytest.raises(QueryError, match="keyword"):
+        kb.search(A, "refunds", mode="vector")
     hits = kb.search(A, "refunds", mode="keyword")
     assert keys(hits) == [("returns", 3)] and hits.evidence in ("weak", "strong")
+    # Hybrid falls back to the keyword ranking and says so (issue 24).
+    fallback = kb.search(A, "refunds", mode="hybrid")
+    assert keys(fallback) == keys(hits) and fallback.fallback["reason"] == "no_vectors"
     kb.close()
     # Reopened while $EVIDEX_EMBEDDER names a model, it stays keyword-only.
     again = KnowledgeBase.open(tmp_path / "kw.db")

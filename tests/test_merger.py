@@ -10,9 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import evidex.store._core as core_module
 import evidex.store._sqlite as sqlite_module
 from evidex import Actor, Document, KnowledgeBase, StoreError
-from evidex.store._segments import MERGE_FACTOR, FlatPostings, merge_postings
+from evidex.store._merging import MERGE_FACTOR, merge_postings
+from evidex.store._segments import FlatPostings
 
 ACTOR = Actor("t", frozenset({"a"}))
 
@@ -138,13 +140,13 @@ def test_small_merges_commit_on_the_handles_connection(tmp_path: Path, monkeypat
     memory map at its next transaction (20-25 ms at 1M, inside the next supersede or search),
     so a small merge commits on the handle's connection; a large one (a row per term) on the
     merge thread's, so that searches do not wait for it. Either way the result is the same."""
-    monkeypatch.setattr(sqlite_module, "PACK_LIMIT", pack_limit)
+    monkeypatch.setattr(core_module, "PACK_LIMIT", pack_limit)
     real = sqlite_module.SQLiteStore._commit_merge
     on_handle: list[bool] = []
 
-    def spy(self, c, plan):  # type: ignore[no-untyped-def]
-        on_handle.append(c is self._conn)
-        return real(self, c, plan)
+    def spy(self, tx, plan):  # type: ignore[no-untyped-def]
+        on_handle.append(tx.cur is self._conn)
+        return real(self, tx, plan)
 
     monkeypatch.setattr(sqlite_module.SQLiteStore, "_commit_merge", spy)
     kb = KnowledgeBase.open(tmp_path / "kb.db", embedder="none")

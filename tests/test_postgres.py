@@ -22,9 +22,10 @@ import pytest
 from backends import Locator, locator, raw
 from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.ingest import load_paths
-from evidex.store import PostgresStore, SourceEntry, _postgres, open_store
-from evidex.store._pg_schema import SCHEMA_VERSION
-from evidex.store._postgres import split_url
+from evidex.store import PostgresStore, SourceEntry, _pgvector, open_store
+from evidex.store._location import split_url
+from evidex.store._migrations import MIGRATIONS, SCHEMA_VERSION
+from old_stores import postgres_legacy
 
 EVIDEX = Path(sys.executable).parent / "evidex"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -65,46 +66,63 @@ def test_a_schema_with_other_tables_is_not_taken_over(pg: Locator) -> None:
         KnowledgeBase.open(url)
 
 
-def test_upgrade_from_schema_version_1(pg: Locator) -> None:
-    """A store written by the first schema version opens with the current code: the missing
-    migrations run once, the data is untouched, and searches equal a fresh store's."""
-    url = pg("old")
+def _in_schema(url: str, what: str, name: str) -> bool:
+    table = {"table": "pg_tables WHERE tablename", "index": "pg_indexes WHERE indexname"}[what]
+    return bool(raw(url, f"SELECT 1 FROM {table} = ? AND schemaname = current_schema()", (name,)))
+
+
+@pytest.mark.parametrize("version", [1, 3])
+def test_a_numbered_schema_upgrades_on_open(pg: Locator, version: int) -> None:
+    """A store in the layout of schema version 1 or 3 (the earlier evidex's DDL verbatim, see
+    old_stores) opens with the current code: the missing migrations run once, the data is
+    untouched, and searches and writes equal a fresh store's."""
     docs = [Document(f"d{i}", "t", frozenset({"g"}), "1", f"alpha beta {i}\n\ngamma {i % 3}")
             for i in range(20)]
-    old = PostgresStore(url, create_embedder=("hash-test", 64), _schema_version=1)
-    old.close()
-    assert raw(url, "SELECT max(version) FROM schema_version")[0][0] == 1
-    assert not raw(url, "SELECT 1 FROM pg_indexes WHERE indexname = 'vectors_sig' AND schemaname = "
-                        "current_schema()")
-    # Written through the v1 schema (this evidex's writes need nothing v2 adds).
-    with KnowledgeBase(PostgresStore(url, _schema_version=1)) as kb:
-        kb.ingest(docs)
-        kb.ingest(Document("d0", "t", frozenset({"g"}), "2", "alpha again"))
-    with KnowledgeBase.open(url) as kb:
-        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 3
-        assert [r[0] for r in raw(url, "SELECT version FROM schema_version ORDER BY version")] == [1, 2, 3]
+    fresh_url, url = pg("fresh"), pg("old")
+    with KnowledgeBase.open(fresh_url) as fresh:
+        fresh.ingest(docs)
+        fresh.ingest(Document("d0", "t", frozenset({"g"}), "2", "alpha again"))
+    postgres_legacy(fresh_url, url, version)
+    assert raw(url, "SELECT max(version) FROM schema_version")[0][0] == version
+    assert _in_schema(url, "index", "vectors_sig") is (version >= 2)
+    assert _in_schema(url, "table", "source_documents") is (version >= 3)
+    with KnowledgeBase.open(url) as kb, KnowledgeBase.open(fresh_url) as fresh:
+        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 9
+        assert sorted(r[0] for r in raw(url, "SELECT name FROM migrations")) == sorted(MIGRATIONS.names)
+        assert not _in_schema(url, "table", "schema_version")
+        assert _in_schema(url, "index", "vectors_sig") and _in_schema(url, "index", "history_doc")
         assert raw(url, "SELECT count(*) FROM source_documents") == [(0,)]
-        assert raw(url, "SELECT 1 FROM pg_indexes WHERE indexname = 'vectors_sig' AND schemaname = "
-                        "current_schema()")
         assert kb.stats()["documents"] == 20 and kb.stats()["history_versions"] == 1
-        with KnowledgeBase.open(pg("fresh")) as fresh:
-            fresh.ingest(docs)
-            fresh.ingest(Document("d0", "t", frozenset({"g"}), "2", "alpha again"))
+
+        def same(step: str) -> None:
             for mode in ("keyword", "vector", "hybrid"):
                 a = [(h.document_id, h.passage, h.score) for h in kb.search(A, "alpha gamma", mode=mode)]
                 b = [(h.document_id, h.passage, h.score) for h in fresh.search(A, "alpha gamma", mode=mode)]
-                assert a == b and a, mode
-    # Opening again applies nothing more.
-    with KnowledgeBase.open(url):
-        assert len(raw(url, "SELECT version FROM schema_version")) == 3
+                assert a == b and a, (step, mode)
+
+        same("opened")
+        for k in (kb, fresh):
+            k.ingest(Document("d1", "t", frozenset({"g"}), "2", "alpha gamma changed"))
+            k.remove("t", "d2")
+            k.optimize()
+        same("written")
+    with KnowledgeBase.open(url):  # opening again applies nothing more
+        assert len(raw(url, "SELECT name FROM migrations")) == SCHEMA_VERSION
 
 
 def test_newer_schema_is_refused(pg: Locator) -> None:
+    """A store upgraded by a newer evidex (a migration this code does not know), or numbered
+    beyond the versions this code knows, is refused rather than misread."""
     url = pg("future")
     KnowledgeBase.open(url).close()
-    raw(url, "INSERT INTO schema_version (version) VALUES (99) RETURNING version")
+    raw(url, "INSERT INTO migrations (name, applied_at) VALUES ('from_the_future', 'x') RETURNING name")
     with pytest.raises(StoreError, match="upgrade evidex"):
         KnowledgeBase.open(url)
+    old = pg("old_future")
+    postgres_legacy(url, old, 3)
+    raw(old, "INSERT INTO schema_version (version) VALUES (99) RETURNING version")
+    with pytest.raises(StoreError, match="upgrade evidex"):
+        KnowledgeBase.open(old)
 
 
 def _random_docs(rng: random.Random, n: int, groups: tuple[str, ...]) -> list[Document]:
@@ -120,7 +138,15 @@ def _random_docs(rng: random.Random, n: int, groups: tuple[str, ...]) -> list[Do
 def test_hnsw_mode_recall_and_filtering(pg: Locator, monkeypatch: pytest.MonkeyPatch) -> None:
     """Opt-in HNSW: the index is built, searches use it (not the exact fallback), return full
     lists of only readable passages, and recall@10 against the exact mode is at least 0.99."""
-    monkeypatch.setattr(_postgres, "HNSW_EXACT_BELOW", 0)  # small data: force the index path
+    monkeypatch.setattr(_pgvector, "HNSW_EXACT_BELOW", 0)  # small data: force the index path
+    exact_scans: list[int] = []
+    real = _pgvector.RowVectors._sql_exact
+
+    def counted(self, *args):  # type: ignore[no-untyped-def]
+        exact_scans.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(_pgvector.RowVectors, "_sql_exact", counted)
     url = pg("hnsw")
     rng = random.Random(5)
     with KnowledgeBase.open(url) as kb:
@@ -140,7 +166,7 @@ def test_hnsw_mode_recall_and_filtering(pg: Locator, monkeypatch: pytest.MonkeyP
             hits = approx.search(A, q, mode="vector", limit=10, max_per_document=None)
             assert len(hits) == 10 and all(h.document_id.startswith("g") for h in hits), i
             recalls.append(len(set(want) & {(h.document_id, h.passage) for h in hits}) / 10)
-        assert approx.store.hnsw_fallbacks == 0  # type: ignore[attr-defined]
+        assert exact_scans == []  # every search ran on the index, none fell back to a scan
         assert sum(recalls) / len(recalls) >= 0.99, recalls
         # Writes after the build are indexed too (the index is maintained, not rebuilt).
         approx.ingest(Document("g-new", "t", frozenset({"g"}), "1", "w1 w2 w3 w4"))
@@ -175,7 +201,7 @@ def test_exact_mode_keeps_sqlite_vector_blocks_in_step_with_writes(pg: Locator, 
                 for mode in ("vector", "hybrid"):
                     assert _hits(pgkb, q, mode) == _hits(lite, q, mode), (step, q, mode)
             with pgkb.store.read() as view:  # type: ignore[attr-defined]
-                blocks = pgkb.store._blocks  # type: ignore[attr-defined]
+                blocks = pgkb.store._vectors.blocks  # type: ignore[attr-defined]
                 live = int((view.sig >= 0).sum())
             assert blocks is not None and blocks.rows() == live, step
 
@@ -240,7 +266,7 @@ def test_vector_loader_reads_sparse_and_dense_pid_sets(pg: Locator) -> None:
             dim = kb.store.dimension  # type: ignore[attr-defined]
             stored = view.passage_vectors(pids)
             for want in (pids[:300], [pids[0], pids[-2], pids[-1]]):  # dense: range; sparse: list
-                got, mat = view._load_vectors(np.array(want, dtype=np.int64), dim)
+                got, mat = kb.store._vectors.load(view, np.array(want, dtype=np.int64), dim)  # type: ignore[attr-defined]
                 assert got.tolist() == want and mat.shape == (len(want), dim)
                 assert all(np.array_equal(mat[i], stored[p]) for i, p in enumerate(want))
 
@@ -254,19 +280,19 @@ def test_keyword_searches_load_no_vectors(pg: Locator) -> None:
         kb.remove("t", "g00000")
     with KnowledgeBase.open(url) as kb:
         assert kb.search(A, "w1 w2", mode="keyword") is not None
-        assert kb.store._blocks is None  # type: ignore[attr-defined]
+        assert kb.store._vectors.blocks is None  # type: ignore[attr-defined]
         kb.search(A, "w1 w2", mode="vector")
-        assert kb.store._blocks.rows() == 29 * 3  # type: ignore[attr-defined]
+        assert kb.store._vectors.blocks.rows() == 29 * 3  # type: ignore[attr-defined]
 
 
 def test_vector_copy_parser_rejects_other_dimensions() -> None:
     row = (struct.pack(">hii", 2, 4, 7) + struct.pack(">ihh", 4 + 4 * 3, 3, 0)
            + np.ones(3, dtype=">f4").tobytes())
-    buf = _postgres._COPY_SIGNATURE + b"\0" * 8 + row + b"\xff\xff"
-    pids, vecs = _postgres._parse_vector_copy(buf, 3)
+    buf = _pgvector._COPY_SIGNATURE + b"\0" * 8 + row + b"\xff\xff"
+    pids, vecs = _pgvector._parse_vector_copy(buf, 3)
     assert pids.tolist() == [7] and vecs.tolist() == [[1.0, 1.0, 1.0]]
     with pytest.raises(StoreError, match="dimensions"):
-        _postgres._parse_vector_copy(buf, 2)
+        _pgvector._parse_vector_copy(buf, 2)
 
 
 def _history_store(location: str) -> dict[str, object]:
@@ -355,7 +381,7 @@ def test_vector_array_round_trip(pg: Locator) -> None:
     store = PostgresStore(url, create_embedder=("hash-test", 64))
     try:
         v = np.random.default_rng(1).standard_normal(64).astype(np.float32)
-        with store._connection() as conn:
+        with store._pooled() as conn:
             got = conn.cursor(binary=True).execute("SELECT %s::vector", (v,)).fetchone()[0]
         assert got.dtype == np.float32 and np.array_equal(got, v)
     finally:

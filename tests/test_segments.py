@@ -22,8 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evidex import Actor, Document, KnowledgeBase
-from evidex.store._segments import MERGE_FACTOR, PACK_LIMIT
-from evidex.store._sqlite import SCHEMA_VERSION
+from evidex.store._merging import MERGE_FACTOR, MergePolicy
+from evidex.store._migrations import SCHEMA_VERSION
+from evidex.store._segments import PACK_LIMIT
+from old_stores import sqlite_v5
 
 VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta", "eta", "theta")
 ACTORS = (
@@ -404,10 +406,10 @@ def test_large_segment_postings_are_fetched_again_only_when_large_segments_chang
     segments, read from memory) and fetches them again only when the set of large segments
     has changed (``optimize``) and a term's weights must be computed again; its results equal a
     fresh build at every step."""
-    import evidex.store._sqlite as sqlite_module
+    import evidex.store._view as view_module
 
     fetched: list[str] = []
-    real = sqlite_module._View.fetch_postings
+    real = view_module.SQLView.fetch_postings
 
     path = tmp_path / "big.db"
 
@@ -416,7 +418,7 @@ def test_large_segment_postings_are_fetched_again_only_when_large_segments_chang
             fetched.append(term)
         return real(self, term)
 
-    monkeypatch.setattr(sqlite_module._View, "fetch_postings", spy)
+    monkeypatch.setattr(view_module.SQLView, "fetch_postings", spy)
     rng = random.Random(7)
     n = PACK_LIMIT // 4 + 30
     current = {f"b{i:04d}": big_doc(rng, i) for i in range(n)}
@@ -488,11 +490,8 @@ def test_a_common_word_keeps_its_allowed_postings_per_large_segment_across_write
 def test_a_small_write_never_pays_for_a_large_merge(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The merge budget of an ingest call grows with its own size: one-document supersedes stay
     fast however many large segments exist; a large batch folds them (scaled-down limits)."""
-    import evidex.store._segments as segments_module
     import evidex.store._sqlite as sqlite_module
 
-    monkeypatch.setattr(segments_module, "INLINE_MERGE_LIMIT", 10)
-    monkeypatch.setattr(segments_module, "MAX_SEGMENTS", 3)
     merged: list[int] = []
     real = sqlite_module.SQLiteStore._plan_merge
 
@@ -503,10 +502,11 @@ def test_a_small_write_never_pays_for_a_large_merge(tmp_path: Path, monkeypatch)
 
     monkeypatch.setattr(sqlite_module.SQLiteStore, "_plan_merge", spy)
     kb = KnowledgeBase.open(tmp_path / "kb.db", embedder="none")
+    kb.store._merge_policy = MergePolicy(inline_limit=10, max_segments=3)  # type: ignore[attr-defined]
     for b in range(6):  # six segments of 40 passages: more than MAX_SEGMENTS, none cheap
         kb.ingest([Document(f"b{b}-{i}", "t", {"g"}, "1", "\n\n".join(f"w{b} x{i} p{j}" for j in range(4)))
                    for i in range(10)], split="paragraph")
-    kb.store.settle()
+        kb.store.settle()  # each write's merges before the next write: one layout, however slow
     merged.clear()
     before = kb.stats()["segments"]
     kb.ingest(Document("b0-0", "t", {"g"}, "2", "changed text"), split="paragraph")
@@ -543,7 +543,9 @@ def test_segment_vectors_are_stored_in_parts_and_old_stores_upgrade(tmp_path: Pa
     after = [(h.document_id, h.passage, h.score) for h in kb.search(actor, "alpha text", mode="vector")]
     assert after == before
     kb.close()
-    # Rewrite the file into the version-2 layout, then open it with the current code.
+    # Copy it into the version-5 layout, rewrite that into version 2's, then open it.
+    path = tmp_path / "old.db"
+    sqlite_v5(tmp_path / "kb.db", path)
     with sqlite3.connect(path) as c:
         rows = c.execute("SELECT segment, model, vecs FROM segment_vectors ORDER BY segment, part").fetchall()
         joined: dict[tuple[int, str], bytes] = {}
@@ -586,6 +588,8 @@ def test_version_3_blob_tables_are_rebuilt_with_their_keys_out_of_the_rows(tmp_p
 
     before = results(kb)
     kb.close()
+    path = tmp_path / "old.db"
+    sqlite_v5(tmp_path / "kb.db", path)
     with sqlite3.connect(path) as c:
         rows = {t: c.execute(f"SELECT * FROM {t} ORDER BY 2, 3").fetchall()
                 for t in ("postings", "segment_vectors")}
@@ -602,7 +606,7 @@ def test_version_3_blob_tables_are_rebuilt_with_their_keys_out_of_the_rows(tmp_p
                       [r[1:] for r in rows["segment_vectors"]])
         c.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     with KnowledgeBase.open(path) as again:
-        assert again.stats()["schema_version"] == SCHEMA_VERSION == 5
+        assert again.stats()["schema_version"] == SCHEMA_VERSION == 9
         assert results(again) == before
         again.ingest(Document("d0", "t", {"g"}, "2", "alpha changed"), split="paragraph")
         again.optimize()
@@ -628,12 +632,14 @@ def test_version_4_gains_the_tombstone_index_and_merges_drop_tombstones_through_
     kb.ingest(Document("d0", "t", {"g"}, "2", "alpha replaced"), split="paragraph")
     before = [(h.document_id, h.passage, h.score) for h in kb.search(actor, "alpha beta", match="any")]
     kb.close()
+    path = tmp_path / "old.db"
+    sqlite_v5(tmp_path / "kb.db", path)
     with sqlite3.connect(path) as c:
         c.execute("DROP INDEX tombstones_pid")
         c.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
         assert c.execute("SELECT count(*) FROM tombstones").fetchone()[0] == 2
     with KnowledgeBase.open(path) as again:
-        assert again.stats()["schema_version"] == SCHEMA_VERSION == 5
+        assert again.stats()["schema_version"] == SCHEMA_VERSION == 9
         assert [(h.document_id, h.passage, h.score)
                 for h in again.search(actor, "alpha beta", match="any")] == before
         again.optimize()
@@ -664,6 +670,7 @@ def test_merge_postings_equals_a_per_term_merge(data: Any, chunk: int) -> None:
     import numpy as np
     import pytest
 
+    from evidex.store import _merging as merging
     from evidex.store import _segments as seg
 
     n_parts = data.draw(st.integers(0, 5))
@@ -681,8 +688,8 @@ def test_merge_postings_equals_a_per_term_merge(data: Any, chunk: int) -> None:
                                             np.array([f for _, f in sorted(e)], dtype=np.uint16))
                                         for t, e in part.items()}) for part in parts]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(seg, "MERGE_CHUNK_POSTINGS", chunk)
-        merged = seg.merge_postings(flat, np.array(sorted(dead), dtype=np.int64))
+        mp.setattr(merging, "MERGE_CHUNK_POSTINGS", chunk)
+        merged = merging.merge_postings(flat, np.array(sorted(dead), dtype=np.int64))
     got = {t: list(zip(p.tolist(), f.tolist(), strict=True)) for t, p, f in merged.items()}
     assert list(got) == merged.terms == sorted(got)
     assert got == _reference_merge(parts, dead)

@@ -58,8 +58,8 @@ def check_consistent(db: Path) -> dict[str, str]:
             assert sha256_text(text) == sha, doc_id
             assert split == "heading:2000"
             want = [(p.number, p.start, p.end, p.text) for p in split_text(text, "heading")]
-            got = c.execute("SELECT number, start, end, text FROM passages WHERE dkey = ? ORDER BY number",
-                            (dkey,)).fetchall()
+            got = c.execute("SELECT number, start_off, end_off, text FROM passages WHERE dkey = ? "
+                            "ORDER BY number", (dkey,)).fetchall()
             assert got == want, f"passages of {doc_id} are not those of its stored text"
             texts[doc_id] = text
         live = c.execute("SELECT count(*) FROM passages").fetchone()[0]

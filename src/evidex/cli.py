@@ -7,19 +7,25 @@ cannot drive the terminal.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from . import __version__
+from ._cli_tools import ClaimOpt, citation_line, pairs, tools_app
 from .config import Config, load_config
+from .console import emit as _emit
+from .console import errors as _errors
+from .console import fail as _fail
+from .console import print_hits
+from .console import safe as _safe
 from .ingest import FRONT_MATTER_KEYS, load_paths
 from .kb import KnowledgeBase, migrate_store
 from .model import Actor, EvidexError
@@ -33,8 +39,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="evidex: retrieval where every passage traces back to its source.",
 )
+app.add_typer(tools_app, name="tools")
 
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _State:
@@ -60,49 +66,20 @@ VisOpt = Annotated[
 ]
 
 
-def _safe(text: str) -> str:
-    """One printable line of untrusted text for a terminal: control characters and line breaks
-    become spaces, so a document can neither drive the terminal nor forge output lines."""
-    return "".join(ch if ch.isprintable() else " " for ch in text)
-
-
 def _split_csv(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def _actor(tenant: str, groups: str, visibilities: str) -> Actor:
+def _actor(tenant: str, groups: str, visibilities: str, claims: list[str] | None = None) -> Actor:
     return Actor(tenant, frozenset(_split_csv(groups)),
-                 visibilities=frozenset(_split_csv(visibilities)))
-
-
-def _emit(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message.splitlines()[0] if message else 'failed'}", err=True)
-    return typer.Exit(1)
-
-
-def _errors(fn: F) -> F:
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except EvidexError as exc:
-            raise _fail(str(exc)) from None
-        except OSError as exc:
-            raise _fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
-        except json.JSONDecodeError as exc:
-            raise _fail(f"invalid JSON input: {exc}") from None
-
-    return wrapper  # type: ignore[return-value]
+                 visibilities=frozenset(_split_csv(visibilities)), claims=pairs(claims, "--claim"))
 
 
 def _open() -> KnowledgeBase:
     r = state.cfg.retrieval
     return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
-                              embedder=state.embedder or r.embedder)
+                              embedder=state.embedder or r.embedder,
+                              vector_timeout_ms=r.vector.timeout_ms, tools=state.cfg.tools)
 
 
 @contextmanager
@@ -214,7 +191,7 @@ def search(
     limit: Annotated[int | None, typer.Option(help="Number of passages (config top_k, else 6).")] = None,
     match: Annotated[str | None, typer.Option(help="any or all query words.")] = None,
     mode: Annotated[str | None, typer.Option(help="hybrid, keyword or vector.")] = None,
-    fusion: Annotated[str | None, typer.Option(help="rrf or convex (hybrid mode).")] = None,
+    fusion: Annotated[str | None, typer.Option(help="adaptive, convex or rrf (hybrid mode).")] = None,
     explain: Annotated[bool, typer.Option(help="Show each leg's rank and score.")] = False,
     language: Annotated[str | None, typer.Option(help="Only documents in this language.")] = None,
     tag: Annotated[list[str] | None, typer.Option(help="Only documents with this tag.")] = None,
@@ -231,22 +208,10 @@ def search(
                          fusion=r.fuse if fusion is None else fusion, rrf_k=r.rrf_k,
                          window=r.window, alpha=r.alpha, max_per_document=r.max_per_document)
     if as_json:
-        _emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence})
+        _emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence,
+               "fallback": hits.fallback})
         return
-    if not hits:
-        typer.echo("No passage you may read matches this query.")
-        return
-    typer.echo(f"evidence: {hits.evidence}")
-    for h in hits:
-        where = " > ".join(h.heading_path) or f"passage {h.passage}"
-        typer.echo(f"{h.rank}. [{_safe(h.document_id)} v{_safe(h.version)} #{h.passage}] "
-                   f"{_safe(h.title or '')}  ({_safe(where)}; score {h.score:.3f})")
-        quote = " ".join(_safe(h.quote).split())
-        typer.echo(f"   {quote[:300]}{'…' if len(quote) > 300 else ''}")
-        if h.explain:
-            legs = ", ".join(f"{k} #{v['rank']} ({v['score']:.4f})" for k, v in h.explain.items()
-                             if isinstance(v, dict))
-            typer.echo(f"   legs: {legs or 'none'}")
+    print_hits(hits, explain)
 
 
 @app.command()
@@ -258,11 +223,12 @@ def ask(
     visibilities: VisOpt = "public,internal",
     generator: Annotated[str | None, typer.Option(help="extractive or openai.")] = None,
     handoff: Annotated[str | None, typer.Option(help="How to reach a person when declining.")] = None,
+    claim: ClaimOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Answer from the passages the caller may read, citing every claim, or decline."""
+    """Answer from the passages the caller may read and its live lookups, citing every claim, or decline."""
     with _open() as kb:
-        ans = kb.answer(_actor(tenant, groups, visibilities), question,
+        ans = kb.answer(_actor(tenant, groups, visibilities, claim), question,
                         generator=generator or state.cfg.answer.generator,
                         settings=state.cfg.answer_settings(handoff))
     if as_json:
@@ -270,10 +236,7 @@ def ask(
         return
     typer.echo(_safe(ans.text))
     if ans.status == "answered":
-        for c in ans.citations:
-            where = " > ".join(c["heading_path"]) or f"passage {c['passage']}"
-            typer.echo(f"  [{c['n']}] {_safe(c['document_id'])} v{_safe(c['version'])} "
-                       f"#{c['passage']} {_safe(c['title'] or '')} ({_safe(where)})")
+        typer.echo("\n".join(citation_line(c) for c in ans.citations))
     else:
         typer.echo(f"  reason: {ans.reason}")
         if ans.handoff:
@@ -401,7 +364,7 @@ def evaluate(
     ] = None,
     embedder: Annotated[str | None, typer.Option(help="Embedding model (vector, hybrid).")] = None,
     fusion: Annotated[
-        str | None, typer.Option(help="convex or rrf (hybrid; default: retrieval.fuse, convex).")
+        str | None, typer.Option(help="adaptive, convex or rrf (hybrid; default: retrieval.fuse, adaptive).")
     ] = None,
     alpha: Annotated[float, typer.Option(help="Vector weight of convex fusion.")] = 0.5,
     as_json: JsonOpt = False,
@@ -492,11 +455,13 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Address (default: server.host, 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: server.port, 8000).")] = None,
     workers: Annotated[int, typer.Option(min=1, max=64, help="uvicorn worker processes.")] = 1,
+    scheduled: Annotated[bool, typer.Option("--schedule/--no-schedule", help=(
+        "Also run the configuration's scheduled syncs and drift checks."))] = True,
 ) -> None:
     """Serve the HTTP API (/v1/...) and the web page over --db until interrupted."""
     from .server import serve as run_service
 
-    run_service(state.db, _server_config(config), host, port, workers)
+    run_service(state.db, _server_config(config), host, port, workers, schedule=scheduled)
 
 
 @app.command("mcp")
@@ -619,6 +584,38 @@ def drift_cmd(
         raise typer.Exit(2)
     if report.drifted:
         raise typer.Exit(1)
+
+
+@app.command()
+@_errors
+def schedule() -> None:
+    """Run each source's sync at its schedule: and the drift check at freshness.drift_check,
+    one at a time, until interrupted; every run is recorded (evidex runs). evidex serve does the
+    same alongside the service."""
+    from .sources import Scheduler
+
+    scheduler = Scheduler(_open, _need_config(), on_run=lambda run: typer.echo(_safe(run.line())))
+    if not scheduler.jobs:
+        raise EvidexError("nothing is scheduled: no source has a schedule: and there is no drift check")
+    for job in scheduler.jobs:
+        typer.echo(f"scheduled: {job.name} ({_safe(job.cadence.text)}), first {scheduler.next_due[job]}",
+                   err=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        scheduler.run_forever()
+
+
+@app.command()
+@_errors
+def runs(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many, newest first.")] = 50,
+         source: Annotated[str | None, typer.Option(help="Only this source's runs.")] = None,
+         as_json: JsonOpt = False) -> None:
+    """The latest sync and drift runs recorded in the store: start, end, counts, problems."""
+    with _open() as kb:
+        found = kb.runs(limit, source=source)
+    if as_json:
+        return _emit({"runs": [r.as_dict() for r in found]})
+    for r in found:
+        typer.echo(_safe(r.line()))
 
 
 def main() -> None:

@@ -22,18 +22,24 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from . import tools as _tools
 from .answer import AnswerSettings
+from .cadence import check_cadence
 from .ingest import DEFAULT_MAX_SECTION_CHARS
 from .model import VISIBILITIES, ConfigError, is_language_tag
 from .retrieve import DEFAULT_FUSION, Fusion
+from .tools import ToolConfig
 
 __all__ = [
     "AnswerConfig",
@@ -42,14 +48,19 @@ __all__ = [
     "FilesSource",
     "Freshness",
     "JwtSettings",
+    "KeywordLeg",
     "Notify",
+    "PdfSource",
     "RecordFields",
     "RecordsSource",
     "RetrievalConfig",
     "ServerSettings",
     "SourceConfig",
     "SourceDefaults",
+    "ToolConfig",
+    "VectorLeg",
     "WebSource",
+    "WikiSource",
     "load_config",
 ]
 
@@ -82,6 +93,51 @@ def _path(value: str, info: ValidationInfo) -> str:
     return str(p if p.is_absolute() or base is None else (Path(base) / p))
 
 
+# -- knowledge operations (issue 24: reference file, vector timeout, schedules) ---------------
+# Spellings of the reference knowledge.config.yaml map onto the canonical values here, so the
+# rest of evidex sees one name per setting.
+
+def _alias(aliases: dict[str, str]) -> BeforeValidator:
+    return BeforeValidator(lambda v: aliases.get(v, v) if isinstance(v, str) else v)
+
+
+#: ``by_heading`` is the reference file's name for ``heading``.
+Split = Annotated[Literal["heading", "paragraph", "document"],
+                  _alias({"by_heading": "heading", "by_paragraph": "paragraph"})]
+#: ``reciprocal_rank`` is the reference file's name for ``rrf`` (reciprocal rank fusion).
+FuseMethod = Annotated[Literal["adaptive", "rrf", "convex"], _alias({"reciprocal_rank": "rrf"})]
+#: ``say_so_and_offer_a_person`` / ``say_so`` are the reference file's names for the declines.
+WhenNoEvidence = Annotated[Literal["decline_and_offer_person", "decline"],
+                           _alias({"say_so_and_offer_a_person": "decline_and_offer_person",
+                                   "say_so": "decline"})]
+
+
+def _cadence(value: str | None) -> str | None:
+    return None if value is None else check_cadence(value)
+
+
+#: How often something runs: off, hourly, daily, weekly, or a five-field cron expression
+#: (minute hour day-of-month month day-of-week, UTC), e.g. "30 2 * * 1-5" (see ``cadence``).
+Cadence = str
+
+
+class KeywordLeg(_Strict):
+    """``retrieval.keyword``: the BM25 full-text index (the only keyword index evidex has)."""
+
+    index: Literal["full_text"] = "full_text"
+
+
+class VectorLeg(_Strict):
+    """``retrieval.vector``: the embedding index and the vector leg's deadline."""
+
+    index: Literal["embeddings"] = "embeddings"
+    #: Query embedding plus vector search must finish within this; past it (or when the store
+    #: has no vectors) hybrid search returns the keyword ranking and says so.
+    timeout_ms: int = Field(default=4000, ge=1, le=600_000)
+
+
+# -- end of the knowledge-operations block ----------------------------------------------------
+
 class SourceDefaults(_Strict):
     """Access and ownership every source inherits unless it sets its own."""
 
@@ -107,8 +163,11 @@ class _Source(_Strict):
     #: A changed document supersedes its previous version, which stays in the history so that
     #: older citations still resolve to the version they quoted; false replaces it outright.
     supersede: bool = True
+    #: How often ``evidex serve``/``evidex schedule`` syncs this source (None: only on demand).
+    schedule: Cadence | None = None
 
     _lang = field_validator("language")(_language)
+    _sched = field_validator("schedule")(_cadence)
 
     @field_validator("id")
     @classmethod
@@ -128,7 +187,7 @@ class FilesSource(_Source):
     #: the file name in any folder.
     include: tuple[str, ...] = ("**/*",)
     exclude: tuple[str, ...] = ()
-    split: Literal["heading", "paragraph", "document"] = "heading"
+    split: Split = "heading"
     #: Where the folder is published (e.g. https://help.example.com/): a file's citation link
     #: is this URL plus its relative path; without it, the file's own file:// URL.
     base_url: str | None = None
@@ -146,8 +205,14 @@ class WebSource(_Source):
 
     type: Literal["web"]
     urls: tuple[str, ...] = ()
+    #: One page, the same as a one-element ``urls``.
+    url: str | None = None
     sitemap: str | None = None
-    split: Literal["heading", "paragraph", "document"] = "heading"
+    #: Glob patterns over URL paths (e.g. "/help/**"), as for files: a listed or sitemap URL
+    #: is synced when its path matches an include and no exclude.
+    include: tuple[str, ...] = ("/**",)
+    exclude: tuple[str, ...] = ()
+    split: Split = "heading"
     timeout_seconds: float = Field(default=20.0, gt=0, le=600)
     max_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
 
@@ -156,16 +221,20 @@ class WebSource(_Source):
     def _urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(_url(u) for u in value)
 
-    @field_validator("sitemap")
+    @field_validator("sitemap", "url")
     @classmethod
     def _sitemap(cls, value: str | None) -> str | None:
         return None if value is None else _url(value)
 
     @model_validator(mode="after")
     def _something(self) -> WebSource:
-        if not self.urls and self.sitemap is None:
-            raise ValueError("a web source needs urls, a sitemap, or both")
+        if not self.urls and self.sitemap is None and self.url is None:
+            raise ValueError("a web source needs urls (or one url), a sitemap, or both")
         return self
+
+    def pages(self) -> tuple[str, ...]:
+        """The listed page URLs (``url`` first, then ``urls``)."""
+        return tuple(dict.fromkeys(((self.url,) if self.url else ()) + self.urls))
 
 
 class RecordFields(_Strict):
@@ -190,12 +259,33 @@ class RecordsSource(_Source):
     include: tuple[str, ...] = ("**/*.jsonl",)
     exclude: tuple[str, ...] = ()
     fields: RecordFields = RecordFields()
-    split: Literal["heading", "paragraph", "document"] = "document"
+    split: Split = "document"
 
     _p = field_validator("path")(_path)
 
 
-SourceConfig = Annotated[FilesSource | WebSource | RecordsSource, Field(discriminator="type")]
+# -- knowledge operations: the reference file's pdf and wiki source types ---------------------
+
+class PdfSource(FilesSource):
+    """A folder (or one file) of PDFs; other files in the folder are not part of it."""
+
+    type: Literal["pdf"]  # type: ignore[assignment]
+    include: tuple[str, ...] = ("**/*.pdf",)
+
+
+class WikiSource(FilesSource):
+    """A wiki export: a folder of Markdown/HTML pages (Outline, MediaWiki or Confluence
+    exports). A page's folders are its place in the page hierarchy and lead every heading
+    path of its passages, so a citation reads "Handbook > Returns > Refund limits"."""
+
+    type: Literal["wiki"]  # type: ignore[assignment]
+    include: tuple[str, ...] = ("**/*.md", "**/*.markdown", "**/*.html", "**/*.htm")
+
+
+# -- end of the knowledge-operations block ----------------------------------------------------
+
+SourceConfig = Annotated[FilesSource | WebSource | RecordsSource | PdfSource | WikiSource,
+                         Field(discriminator="type")]
 
 
 class RetrievalConfig(_Strict):
@@ -204,19 +294,23 @@ class RetrievalConfig(_Strict):
     analyzer: Literal["exact", "english", "german"] | None = None
     embedder: str | None = None
     mode: Literal["hybrid", "keyword", "vector"] = "hybrid"
-    fuse: Literal["rrf", "convex"] = DEFAULT_FUSION  # type: ignore[assignment]
+    fuse: FuseMethod = DEFAULT_FUSION  # type: ignore[assignment]
     rrf_k: int = Field(default=60, ge=1, le=1000)
     window: int = Field(default=50, ge=1, le=1000)
     alpha: float = Field(default=0.5, ge=0.0, le=1.0)
     top_k: int = Field(default=6, ge=1, le=50)
     max_per_document: int | None = Field(default=2, ge=1)
     match: Literal["any", "all"] = "any"
+    keyword: KeywordLeg = KeywordLeg()
+    vector: VectorLeg = VectorLeg()
 
 
 class AnswerConfig(_Strict):
     generator: Literal["extractive", "openai"] = "extractive"
+    #: Every answer sentence cites its passage; "required" is the only value (stated, not a choice).
+    cite: Literal["required"] = "required"
     #: What a decline offers: the handoff to a person, or nothing.
-    when_no_evidence: Literal["decline_and_offer_person", "decline"] = "decline_and_offer_person"
+    when_no_evidence: WhenNoEvidence = "decline_and_offer_person"
     handoff: str | None = Field(default=None, min_length=1)
     include_flagged: bool = False
     link_allowlist: tuple[str, ...] = ()
@@ -233,10 +327,14 @@ class Notify(_Strict):
 
 
 class Freshness(_Strict):
-    #: How often the drift check should run. evidex runs it when called (``evidex drift``, e.g.
-    #: from cron or a systemd timer); this value is for the scheduler that calls it.
-    drift_check: Literal["off", "hourly", "daily", "weekly"] = "daily"
-    notify: Notify = Notify()
+    #: How often ``evidex serve``/``evidex schedule`` checks every source for drift (``evidex
+    #: drift`` runs it on demand).
+    drift_check: Cadence = "daily"
+    #: "content_owner": findings go to each source's owner; a mapping names one webhook.
+    notify: Annotated[Annotated[Literal["content_owner"], Tag("name")] | Annotated[Notify, Tag("mapping")],
+                      Discriminator(lambda v: "name" if isinstance(v, str) else "mapping")] = Notify()
+
+    _sched = field_validator("drift_check")(_cadence)
 
 
 # -- the server: section ----------------------------------------------------------------------
@@ -255,6 +353,11 @@ class ApiKey(_Strict):
     visibilities: tuple[str, ...] = ("public",)
     admin: bool = False
     name: str | None = Field(default=None, description="a label for logs; never the key")
+    claims: dict[str, str] = Field(
+        default_factory=dict, description="verified attributes of this key's caller (e.g. "
+                                          "customer_id), which live tools take parameters from")
+
+    _claims = field_validator("claims")(_tools.check_claim_names)
 
     @field_validator("key_sha256")
     @classmethod
@@ -284,6 +387,11 @@ class JwtSettings(_Strict):
     admin_group: str | None = Field(
         default=None, description="tokens whose groups claim holds this group may run admin operations")
     leeway_seconds: int = Field(default=30, ge=0, le=300)
+    claims: dict[str, str] = Field(
+        default_factory=dict, description="actor claim -> token claim: verified attributes "
+                                          "taken from the token (e.g. customer_id: sub)")
+
+    _claims = field_validator("claims")(_tools.check_claim_names)
 
     @field_validator("visibilities")
     @classmethod
@@ -329,6 +437,9 @@ class ServerSettings(_Strict):
     store_handles: int = Field(
         default=2, ge=1, le=64,
         description="open store handles per worker process; requests beyond this wait for one")
+    tool_hosts: tuple[str, ...] = Field(
+        default=(), description="origins (scheme://host[:port]) live tools may call; nothing else")
+    _tool_hosts = field_validator("tool_hosts")(_tools.check_origins)
 
     @field_validator("api_keys")
     @classmethod
@@ -356,6 +467,8 @@ class Config(_Strict):
     answer: AnswerConfig = AnswerConfig()
     freshness: Freshness = Freshness()
     server: ServerSettings | None = None
+    #: Live tools (read-only lookups at question time); their hosts must be in server.tool_hosts.
+    tools: tuple[ToolConfig, ...] = ()
 
     def answer_settings(self, handoff: str | None = None) -> AnswerSettings:
         """The library's answer settings from the ``answer:`` and ``retrieval:`` sections (one
@@ -381,7 +494,16 @@ class Config(_Strict):
             seen.add(s.id)
         return value
 
-    def source(self, source_id: str) -> FilesSource | WebSource | RecordsSource:
+    _tool_ids = field_validator("tools")(_tools.unique_tool_ids)
+
+    @model_validator(mode="after")
+    def _tools_allowed(self) -> Config:
+        # load_config checks each url at its own line (validation context); this catches a
+        # Config built in code.
+        _tools.check_tool_hosts(self.tools, self.server.tool_hosts if self.server is not None else ())
+        return self
+
+    def source(self, source_id: str) -> FilesSource | WebSource | RecordsSource:  # or a subclass
         for s in self.sources:
             if s.id == source_id:
                 return s
@@ -390,6 +512,42 @@ class Config(_Strict):
 
 
 # -- loading with line numbers ---------------------------------------------------------------
+
+# -- knowledge operations: YAML aliases ------------------------------------------------------
+
+#: Nodes a configuration may expand to. Aliases share nodes, so a few lines of anchors can
+#: stand for billions of nodes (the "billion laughs"), which validation would walk one by one.
+MAX_CONFIG_NODES = 100_000
+
+
+def _check_aliases(root: yaml.Node, file: str) -> None:
+    """Refuse an alias that contains itself (a cycle) and a tree that expands past
+    ``MAX_CONFIG_NODES``, naming the line, before anything walks the expanded tree."""
+    count = 0
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, leaving = stack.pop()
+        if leaving:
+            open_nodes.discard(id(node))
+            continue
+        if id(node) in open_nodes:
+            raise ConfigError(f"{file}:{node.start_mark.line + 1}: an alias refers to a node that "
+                              "contains it (a cycle); a configuration must be a tree")
+        count += 1
+        if count > MAX_CONFIG_NODES:
+            raise ConfigError(f"{file}:{node.start_mark.line + 1}: the configuration expands to more "
+                              f"than {MAX_CONFIG_NODES} values through aliases")
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        if children:
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(children))
+
 
 def _check_duplicates(node: yaml.Node, file: str) -> None:
     if isinstance(node, yaml.MappingNode):
@@ -453,6 +611,8 @@ def load_config(path: str | Path) -> Config:
         raise ConfigError(f"{file}: the configuration is not UTF-8 text") from None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+        if root is not None:
+            _check_aliases(root, file)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -473,7 +633,8 @@ def load_config(path: str | Path) -> Config:
             if isinstance(s, dict) else s for s in data["sources"]
         ]}
     try:
-        return Config.model_validate(data, context={"base": str(Path(path).resolve().parent)})
+        return Config.model_validate(data, context={"base": str(Path(path).resolve().parent),
+                                                    "tool_hosts": _tools.hosts_as_written(data)})
     except ValidationError as exc:
         found = []
         for err in exc.errors():

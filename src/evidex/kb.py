@@ -30,6 +30,7 @@ from .embed import (
 from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan, split_key, split_text
 from .model import (
     Actor,
+    CitationError,
     Document,
     DocumentError,
     DocumentView,
@@ -50,15 +51,18 @@ from .retrieve import (
     EVIDENCE_THRESHOLDS,
     MODES,
     BM25Params,
+    Deadline,
     EvidenceThresholds,
+    Fallback,
     Fusion,
-    evidence_level,
+    guess_language,
 )
 from .store import (
     CopyReport,
     DocumentWrite,
     MissingVectors,
     PassageWrite,
+    RunRecord,
     SourceEntry,
     Store,
     StoredDocument,
@@ -66,6 +70,7 @@ from .store import (
     is_postgres_url,
     open_store,
 )
+from .tools import LIVE_KIND, LiveSource, Toolbox, ToolConfig
 
 __all__ = ["KnowledgeBase", "migrate_store"]
 
@@ -118,6 +123,8 @@ class KnowledgeBase:
         embed_cache: EmbeddingCache | str | Path | None = None,
         evidence: EvidenceThresholds | None = None,
         answer_settings: AnswerSettings | None = None,
+        vector_timeout_ms: int | None = 4000,
+        tools: Toolbox | Sequence[ToolConfig] = (),
     ) -> None:
         self.store = store
         self.keep_history = keep_history
@@ -130,6 +137,15 @@ class KnowledgeBase:
         self._evidence = evidence
         self._query_vectors: QueryVectorCache = query_vectors
         self.answer_settings = answer_settings or AnswerSettings()
+        #: Deadline of hybrid search's vector leg (query embedding plus vector search); past it,
+        #: or in a keyword-only store, hybrid search returns the keyword ranking and says so in
+        #: ``SearchResults.fallback``. None waits however long the leg takes.
+        self.vector_timeout_ms = (None if vector_timeout_ms is None else
+                                  _positive_int(vector_timeout_ms, "vector_timeout_ms", err=EvidexError))
+        #: Live tools: a Toolbox shared with others (a service's handles), or tools of this
+        #: handle alone (closed with it).
+        self._own_toolbox = not isinstance(tools, Toolbox)
+        self._toolbox = tools if isinstance(tools, Toolbox) else Toolbox(tools)
 
     @classmethod
     def open(
@@ -325,12 +341,17 @@ class KnowledgeBase:
         window: int = 50,
         alpha: float = 0.5,
         limits: QueryLimits | None = None,
+        rerank: bool = False,
     ) -> SearchResults:
         """Passages ``actor`` may read that match ``query``, best first (``limit`` is top_k).
 
-        ``mode``: "hybrid" (default: BM25 and vector legs fused), "keyword" or "vector". Scores
+        ``mode``: "hybrid" (default: BM25 and vector legs fused; the keyword ranking when the
+        vector leg misses ``vector_timeout_ms`` or the store has no vectors, with
+        ``results.fallback`` saying why), "keyword" or "vector". Scores
         order the hits of this run (BM25, cosine, or fused) and mean nothing across queries;
         ``results.evidence`` is "none", "weak" or "strong" (see ``retrieve._evidence``).
+        ``rerank``: re-order the best fused candidates with the second-stage ranker (answers
+        always do; see ``retrieve._rerank``).
         """
         _check_actor(actor)
         limit = _positive_int(limit, "limit", self.max_limit)
@@ -338,12 +359,14 @@ class KnowledgeBase:
             raise QueryError(f"match must be one of {', '.join(MATCHES)}, got {match!r}")
         if mode not in MODES:
             raise QueryError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if mode != "keyword" and self.store.embedder == "none":
+        if mode == "vector" and self.store.embedder == "none":
             raise QueryError(f"mode {mode!r} needs vectors; this store is keyword-only")
         if max_per_document is not None:
             max_per_document = _positive_int(max_per_document, "max_per_document")
         if not isinstance(explain, bool):
             raise QueryError("explain must be a bool")
+        if not isinstance(rerank, bool):
+            raise QueryError("rerank must be a bool")
         fz = fusion if isinstance(fusion, Fusion) else Fusion(fusion, rrf_k, window, alpha)
         flt = Filters.of(filters)
         words = parse_query(query, limits or self.query_limits)
@@ -352,14 +375,30 @@ class KnowledgeBase:
             return SearchResults(terms=terms)
         # Embedded before the snapshot is taken, so no read is held open while the model runs.
         model = self.store.embedder
-        qvec = self._query_vector(query) if mode != "keyword" else None
+        qvec, deadline = self._query_vector_for(mode, query)
         with self.store.read() as view:
-            if qvec is not None and self.store.embedder != model:  # re-embedded meanwhile
+            if isinstance(qvec, np.ndarray) and self.store.embedder != model:  # re-embedded meanwhile
                 qvec = self._query_vector(query)
             return retrieve.search(view, self._bm25, actor, terms, mode=mode, limit=limit,
-                                   thresholds=self._thresholds(), query_vector=qvec, match=match,
-                                   filters=flt, max_per_document=max_per_document, fusion=fz,
-                                   explain=explain)
+                                   thresholds=self._thresholds(), query_vector=qvec,
+                                   deadline=deadline, match=match, filters=flt,
+                                   max_per_document=max_per_document, fusion=fz, explain=explain,
+                                   analyze=self._analyzer.terms,
+                                   question_language=guess_language(query), rerank=rerank,
+                                   query=query)
+
+    def _query_vector_for(self, mode: str, query: str
+                          ) -> tuple[np.ndarray | Fallback | None, Deadline | None]:
+        """The query vector a search in ``mode`` needs (None: none needed), or in hybrid mode
+        the keyword fallback when there is none in time; and the vector search's deadline."""
+        if mode == "keyword":
+            return None, None
+        if self.store.embedder == "none":
+            return Fallback("no_vectors", "this store is keyword-only (embedding model none)"), None
+        if mode == "vector":
+            return self._query_vector(query), None
+        return retrieve.embed_within(self.store.embedder, lambda: self._query_vector(query),
+                                     self.vector_timeout_ms)
 
     def _query_vector(self, query: str) -> np.ndarray:
         """The query's embedding, through the process-wide cache (see ``embed._queries``)."""
@@ -378,7 +417,9 @@ class KnowledgeBase:
         settings: AnswerSettings | None = None,
         openai: OpenAIGenerator | OpenAIConfig | None = None,
     ) -> Answer:
-        """Answer from the passages ``actor`` may read, citing every claim, or decline.
+        """Answer from the passages ``actor`` may read and the live lookups (tools) it may
+        make, citing every claim, or decline (``tool_unavailable`` when a lookup the question
+        asks for fails: never from stale data or passages in its place).
 
         ``generator``: "extractive" (default; quotes sentences, no model) or "openai" (any
         OpenAI-compatible server, configured by ``openai`` or EVIDEX_OPENAI_* variables).
@@ -388,30 +429,62 @@ class KnowledgeBase:
         if generator == "openai" and gen is None:
             gen = OpenAIGenerator(openai if isinstance(openai, OpenAIConfig) else OpenAIConfig.from_env())
         mode = st.mode if self.store.embedder != "none" else "keyword"
-
-        found: list[SearchResults] = []
+        _check_actor(actor)
+        parse_query(question, QUESTION_LIMITS)  # a question refused here starts no lookup
+        # The lookups run on the toolbox's threads while the search below runs.
+        lookups = self._toolbox.start(self._toolbox.asked(actor, question))
 
         def search(q: str) -> SearchResults:
-            found.append(self.search(actor, q, limit=st.top_k, mode=mode, filters=filters, fusion=st.fusion,
-                                     limits=QUESTION_LIMITS))
-            return found[-1]
+            return self.search(actor, q, limit=st.top_k, mode=mode, filters=filters,
+                               fusion=st.fusion, limits=QUESTION_LIMITS, rerank=True)
 
-        def recheck(quotes: list[str]) -> str:
-            res = found[-1]
-            return evidence_level(res.terms, (self._analyzer.terms(q) for q in quotes),
-                                  res.signals.get("similarity"), self._thresholds())[0]
+        def similar(texts: list[str]) -> list[float]:
+            """Cosine of each sentence with the question (sentences go through the cache)."""
+            qvec = self._query_vector(question)
+            return (self.embed_passages(texts) @ qvec).tolist()
 
         return answer_question(
             actor, question, search=search, resolve=lambda c: self.resolve(actor, c),
-            terms_of=self._analyzer.terms, recheck=recheck, generator=generator,
+            terms_of=self._analyzer.terms, generator=generator,
             settings=st if mode == st.mode else dataclasses.replace(st, mode=mode), openai=gen,
+            similar=similar if mode != "keyword" else None,
+            live=lookups.wait if len(lookups) else None,
         )
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any]) -> Resolution:
-        """Re-check a citation now: access, then version and fingerprint, then the quote."""
+        """Re-check a citation now: access, then version and fingerprint, then the quote. A
+        live citation (``kind: "live"``) is looked up again, as ``actor``."""
         _check_actor(actor)
+        kind = citation.get("kind", "passage") if isinstance(citation, Mapping) else "passage"
+        if kind == LIVE_KIND:
+            return self._toolbox.resolve(actor, citation)
+        if kind != "passage":
+            raise CitationError(f"this is not a citation: kind must be passage or live, got {kind!r}")
         with self.store.read() as view:
             return resolve_citation(view, actor, citation)
+
+    # -- live tools ---------------------------------------------------------------------------
+    def tools(self, actor: Actor | None = None) -> list[ToolConfig]:
+        """The configured live tools; with ``actor``, those it may use."""
+        if actor is None:
+            return list(self._toolbox.tools)
+        _check_actor(actor)
+        return self._toolbox.usable(actor)
+
+    def live_sources(self, actor: Actor, question: str) -> list[LiveSource]:
+        """The lookups ``question`` asks for, made now as ``actor``: one ``LiveSource`` per tool
+        it asks for and may use (a failed or refused lookup included, with its status)."""
+        _check_actor(actor)
+        if not isinstance(question, str):
+            raise QueryError(f"question must be a string, got {type(question).__name__}")
+        return self._toolbox.start(self._toolbox.asked(actor, question)).wait()
+
+    def call_tool(self, actor: Actor, tool_id: str, parameters: Mapping[str, object], *,
+                  operator: bool = False) -> LiveSource:
+        """One lookup with explicit question parameters (an operator checking a tool);
+        ``operator``: an admin of the tool's tenant, see ``Toolbox.call``."""
+        _check_actor(actor)
+        return self._toolbox.call(actor, tool_id, parameters, operator=operator)
 
     def document(self, actor: Actor, document_id: str) -> DocumentView | None:
         """Document ``document_id`` of the actor's tenant with its current passages, when
@@ -438,6 +511,17 @@ class KnowledgeBase:
         sync, never for answering a caller (``document`` is that)."""
         return list(self.store.iter_documents(tenant))
 
+    def record_run(self, run: RunRecord) -> int:
+        """Append a sync/drift run record to the store's run log; returns its id."""
+        if not isinstance(run, RunRecord):
+            raise EvidexError("run must be an evidex.store.RunRecord")
+        return self.store.record_run(run)
+
+    def runs(self, limit: int = 100, *, source: str | None = None,
+             tenant: str | None = None) -> list[RunRecord]:
+        """The latest ``limit`` runs (of ``source``, of ``tenant``'s sources), newest first."""
+        return self.store.runs(_positive_int(limit, "limit", 10_000, err=EvidexError), source, tenant)
+
     def check_readable(self) -> None:
         """Take and release a read snapshot: raises when the store cannot be read now (what a
         service's health check asks)."""
@@ -452,6 +536,8 @@ class KnowledgeBase:
         ``StoreError``. Closing twice is harmless."""
         self.store.close()
         self._bm25.clear()
+        if self._own_toolbox:
+            self._toolbox.close()
 
     def __enter__(self) -> KnowledgeBase:
         return self

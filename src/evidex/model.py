@@ -16,6 +16,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 __all__ = [
@@ -147,6 +148,10 @@ class Actor:
     active: bool = True
     visibilities: frozenset[str] = frozenset({"public", "internal"})
 
+    #: Verified attributes of the caller (``customer_id``: whose orders a live tool may look
+    #: up), set by the same trusted code as the rest; read-only once built.
+    claims: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+
     def __post_init__(self) -> None:
         _name(self.tenant, "Actor.tenant", EvidexError)
         object.__setattr__(
@@ -161,6 +166,16 @@ class Actor:
                 f"Actor.visibilities has unknown levels {sorted(unknown)}; known: {sorted(VISIBILITIES)}"
             )
         object.__setattr__(self, "visibilities", vis)
+        object.__setattr__(self, "claims", _claims(self.claims))
+
+
+def _claims(claims: Any) -> Mapping[str, str]:
+    if not isinstance(claims, Mapping):
+        raise EvidexError(f"Actor.claims must be a mapping of names to strings, got {claims!r}")
+    for k, v in claims.items():
+        _name(k, "each Actor.claims name", EvidexError)
+        _name(v, f"Actor.claims[{k!r}]", EvidexError)
+    return MappingProxyType(dict(sorted(claims.items())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -459,6 +474,7 @@ class Hit:
     def citation(self) -> dict[str, Any]:
         """JSON-ready citation: enough to re-resolve the exact quote later."""
         return {
+            "kind": "passage",
             "document_id": self.document_id,
             "version": self.version,
             "content_sha256": self.content_sha256,
@@ -492,3 +508,12 @@ class SearchResults(list[Hit]):
         self.evidence = evidence
         #: What the evidence level was computed from (query-term coverage, best similarity).
         self.signals: dict[str, float | None] = {}
+        #: Hybrid search with adaptive fusion: the weight each leg had for this query, and why
+        #: (``retrieve._adaptive.LegWeights``); None otherwise.
+        self.weights: Any = None
+        #: Per hit (the first ones), how well the passage and its sentences cover the question
+        #: and whether it supports answering (``retrieve.PassageSupport``).
+        self.support: list[Any] = []
+        #: Set when a hybrid search returned the keyword ranking instead: {"fallback":
+        #: "keyword", "reason": "no_vectors" | "vector_timeout", "detail": ...}.
+        self.fallback: dict[str, Any] | None = None

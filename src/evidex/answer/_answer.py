@@ -1,43 +1,35 @@
-"""Answering: retrieve, decide, build context, generate, validate, re-resolve, release.
+"""Answering: retrieve, decide per passage, build context, generate, validate, re-resolve, release.
 
 Every step that can refuse does so with a reason; the trace records what was searched, which
-passages were available, which entered the context and which were dropped and why, with ids,
-versions and fingerprints only (no copies of passage text).
+passages were available, which supported answering, which entered the context and which were
+dropped and why, with ids, versions and fingerprints only (no copies of passage text).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..model import Actor, EvidexError, Resolution, SearchResults
-from ..query import content_terms
+from ..tools import LiveSource
 from ._budget import fit_sources, token_counter
-from ._contract import check_output
-from ._extractive import extractive_answer
+from ._contract import check_output, markers, sentences
+from ._extractive import DISAGREE_TEXT, extractive_answer
+from ._grounding import supporting_span
+from ._live import answer_with_live
 from ._openai import SYSTEM_TEXT, GeneratorError, OpenAIGenerator
 from ._types import DECLINE_TEXT, Answer, AnswerSettings, Source
 
 __all__ = ["GENERATORS", "answer_question", "number_sources"]
 
 GENERATORS = ("extractive", "openai")
-#: Share of a sentence's content words that its cited sources must contain (compared by their
-#: first five letters, so "returns" is backed by "returned" whatever the store's analyzer).
-SUPPORT_SHARE = 0.5
 
 
-def _stem(term: str) -> str:
-    return term if term.isdigit() else term[:5]
-_MARKERS = re.compile(r"\[\d{1,3}\]")
-_URLS = re.compile(r"(?:https?|ftp)://\S+|www\.\S+", re.IGNORECASE)
-
-
-def number_sources(results: SearchResults) -> list[Source]:
-    """Sources 1..n in rank order. Each passage appears once: a duplicate is an error."""
+def number_sources(results: SearchResults, start: int = 1) -> list[Source]:
+    """Sources ``start``.. in rank order. Each passage appears once: a duplicate is an error."""
     seen: set[tuple[str, int]] = set()
     out = []
-    for i, h in enumerate(results, start=1):
+    for i, h in enumerate(results, start=start):
         key = (h.document_id, h.passage)
         if key in seen:
             raise EvidexError(f"duplicate source {key} supplied to the answer context")
@@ -59,20 +51,33 @@ def answer_question(
     search: Callable[[str], SearchResults],
     resolve: Callable[[dict[str, Any]], Resolution],
     terms_of: Callable[[str], list[str]],
-    recheck: Callable[[list[str]], str],
     generator: str,
     settings: AnswerSettings,
     openai: OpenAIGenerator | None = None,
+    similar: Callable[[list[str]], Sequence[float]] | None = None,
+    live: Callable[[], list[LiveSource]] | None = None,
+    first_n: int = 1,
 ) -> Answer:
+    """``search`` runs the answer's search (with the second-stage ranker); ``similar`` scores
+    sentences by meaning against the question (for questions in another language than the
+    passage), when the store has an embedding model. ``live`` waits for the lookups the question
+    asked for (started before, so they overlap the search); their sources come first, quoted
+    verbatim, and the passages are numbered from ``first_n``."""
     if generator not in GENERATORS:
         raise EvidexError(f"generator must be one of {', '.join(GENERATORS)}, got {generator!r}")
     results = search(question)
+    if live is not None:
+        return answer_with_live(live(), lambda first: answer_question(
+            actor, question, search=lambda _: results, resolve=resolve, terms_of=terms_of,
+            generator=generator, settings=settings, openai=openai, similar=similar, first_n=first),
+            settings)
     trace: dict[str, Any] = {
         "searched": {"mode": settings.mode, "terms": list(results.terms), "top_k": settings.top_k,
-                     "fusion": settings.fusion.method},
+                     "fusion": settings.fusion.method, "reranked": True},
         "evidence": results.evidence,
         "signals": results.signals,
         "available": [],
+        "supporting": [],
         "context": [],
         "dropped": [],
         "generator": generator,
@@ -82,26 +87,24 @@ def answer_question(
         return Answer("declined", DECLINE_TEXT, [], reason, settings.handoff or None,
                       trace if settings.trace != "off" else None, detail)
 
-    sources = number_sources(results)
+    sources = number_sources(results, first_n)
     trace["available"] = [_ref(s) for s in sources]
     if not sources:
         return decline("no_evidence", "no passage you may read matches the question")
-    if results.evidence != "strong":
-        return decline("weak_evidence", "the passages found do not clearly cover the question")
-    usable = []
-    for s in sources:
+    support = list(results.support) + [None] * (len(sources) - len(results.support))
+    trace["supporting"] = [s.n for s, p in zip(sources, support, strict=True) if p and p.supported]
+    if not trace["supporting"]:
+        return decline("weak_evidence", "no passage found covers the question well enough")
+    usable, usable_support = [], []
+    for s, p in zip(sources, support, strict=True):
         if s.flags and not settings.include_flagged:
             trace["dropped"].append({**_ref(s), "why": "flagged_untrusted", "flags": list(s.flags)})
         else:
             usable.append(s)
-    if not usable:
-        return decline("no_evidence", "only passages flagged as untrusted matched")
-    if len(usable) < len(sources):
-        # The evidence level counted the flagged passages; judge again without them.
-        level = recheck([s.citation["quote"] for s in usable])
-        trace["evidence_without_flagged"] = level
-        if level != "strong":
-            return decline("weak_evidence", "without the untrusted passages the evidence is weak")
+            usable_support.append(p)
+    if not any(p and p.supported for p in usable_support):
+        return decline("weak_evidence" if usable else "no_evidence",
+                       "only passages flagged as untrusted support an answer")
     if generator == "openai":
         if openai is None:
             raise EvidexError("the openai generator is not configured")
@@ -112,10 +115,11 @@ def answer_question(
                                 settings.answer_tokens)
     trace["context"] = [_ref(s) for s in kept]
     trace["dropped"] += [{**_ref(s), "why": "context_budget"} for s in dropped]
-    if not kept:
-        return decline("context_budget", "not even the best passage fits the context budget")
+    kept_support = usable_support[:len(kept)]
+    if not any(p and p.supported for p in kept_support):
+        return decline("context_budget", "no supporting passage fits the context budget")
     if generator == "extractive":
-        output: Any = extractive_answer(list(results.terms), kept, terms_of, settings.max_sentences)
+        output: Any = extractive_answer(kept, kept_support, similar, settings.max_sentences)
     else:
         try:
             output = openai.generate(question, [s.as_context() for s in kept])  # type: ignore[union-attr]
@@ -124,27 +128,45 @@ def answer_question(
     if isinstance(output, dict) and output.get("answer") == "" and output.get("citations") == []:
         return decline("no_answer_in_sources", "the generator found no answer in the passages")
     by_n = {s.n: s for s in kept}
-    source_terms = {s.n: {_stem(t) for t in terms_of(s.citation["quote"])} for s in kept}
+    spans: dict[int, list[tuple[int, int]]] = {}
 
     def supported(sentence: str, refs: list[int]) -> bool:
-        # Links are judged by the allowlist, not here; the words around them must be supported.
-        text = _URLS.sub(" ", _MARKERS.sub(" ", sentence))
-        wanted = {_stem(t) for t in content_terms(terms_of(text))}
-        have = set().union(*(source_terms[n] for n in refs))
-        return len(wanted & have) >= SUPPORT_SHARE * len(wanted)
+        """Per sentence: some cited passage holds it (one or two adjacent sentences of it)."""
+        ok = False
+        for n in refs:
+            span = supporting_span(sentence, by_n[n].citation["quote"], terms_of)
+            if span is not None:
+                spans.setdefault(n, []).append(span)
+                ok = True
+        return ok
 
     problems = check_output(output, [s.n for s in kept], settings.link_allowlist, supported)
     if problems:
         trace["violations"] = problems
         return decline("invalid_model_output", "; ".join(problems))
+    if output["answer"].startswith(DISAGREE_TEXT):
+        trace["disagreement"] = sorted(set(output["citations"]))
     citations = []
     for n in sorted(set(output["citations"])):
         res = resolve(by_n[n].citation)
         if not res.ok:
             trace["violations"] = [f"source {n} no longer resolves: {res.reason}"]
             return decline("invalid_model_output", f"source {n} no longer resolves ({res.reason})")
-        citations.append({"n": n, **by_n[n].citation})
+        own = spans.get(n) or _marked_spans(output["answer"], n, by_n[n].citation["quote"], terms_of)
+        start, end = (min(s for s, _ in own), max(e for _, e in own)) if own else (None, None)
+        citations.append({"n": n, **by_n[n].citation, "sentence_start": start, "sentence_end": end})
     return Answer("answered", output["answer"], citations, None, None,
                   trace if settings.trace != "off" else None)
 
 
+def _marked_spans(answer: str, n: int, passage: str,
+                  terms_of: Callable[[str], list[str]]) -> list[tuple[int, int]]:
+    """Spans backing the answer sentences marked [n] (for sentences the contract does not check
+    for support, such as short ones)."""
+    out = []
+    for s in sentences(answer):
+        if n in markers(s):
+            span = supporting_span(s, passage, terms_of)
+            if span is not None:
+                out.append(span)
+    return out

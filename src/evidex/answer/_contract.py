@@ -15,15 +15,13 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..retrieve import sentence_spans
+
 __all__ = ["check_output", "markers", "sentences"]
 
 _MARKER = re.compile(r"\[(\d{1,3})\]")
 _URL = re.compile(r"(?:https?|ftp)://[^\s<>\"')\]]+|www\.[^\s<>\"')\]]+", re.IGNORECASE)
 _HTML = re.compile(r"<\s*/?\s*[a-zA-Z][^>]*>|&[a-zA-Z]+;|&#\d+;")
-_SENTENCE_END = re.compile(
-    r"(?<=[.!?])(?:[ \t]*(?:\[\d{1,3}\])+)?\s+(?=\S)(?!\[\d{1,3}\])"  # after . ! ? (+ markers)
-    r"|(?:[ \t]*(?:\[\d{1,3}\])+)?[ \t]*\n\s*"  # or at a line break: list items are sentences
-)
 
 
 def markers(text: str) -> list[int]:
@@ -32,18 +30,7 @@ def markers(text: str) -> list[int]:
 
 def sentences(text: str) -> list[str]:
     """Sentences with their trailing markers attached ("It is so. [1] Next." -> 2 sentences)."""
-    out, pos = [], 0
-    for m in _SENTENCE_END.finditer(text):
-        if "\n" not in m.group(0) and text[m.end() : m.end() + 1].islower():
-            # "e.g. the", "P. chabaudi", "z. B. die": an abbreviation, not the end of a claim.
-            # Text after it stays in the same (marked, grounding-checked) sentence.
-            continue
-        out.append(text[pos : m.end()].strip())
-        pos = m.end()
-    tail = text[pos:].strip()
-    if tail:
-        out.append(tail)
-    return [s for s in out if s]
+    return [text[s:e] for s, e in sentence_spans(text)]
 
 
 def _states_something(sentence: str) -> bool:

@@ -1,81 +1,208 @@
-"""The extractive generator: no model, deterministic, quotes sentences verbatim.
+"""The extractive generator: no model, deterministic, quotes the sentences that answer.
 
-It picks the sentences of the context sources that share the most (rare) words with the
-question, and quotes each verbatim with its [n] marker. When no sentence shares a word (a
-paraphrase matched by the vector leg), it quotes the opening sentences of the best-ranked source,
-which retrieval judged relevant. Sentences with markup, links or bracketed numbers are skipped,
-since the output contract would reject them.
+It reads the evidence retrieval measured (``retrieve.PassageSupport``: per passage, its
+sentences and how much of the question each covers, idf-weighted) and quotes, verbatim with its
+[n] marker:
+
+1. the sentence that best answers: in each passage that supports answering, the sentence
+   whose question words are most informative, weighting each word by its idf in the collection
+   and by how few of the passage's sentences contain it (the topic, named in every sentence,
+   cannot tell them apart); across passages, the highest coverage, a better-ranked passage
+   winning near-ties, and a passage in the question's language before one in another language
+   whenever one supports answering. When the question is in another
+   language than the passage, or shares no informative word with any of its sentences, words
+   cannot choose, and the sentence most similar in meaning to the question is taken (``similar``,
+   the embedding model), else the passage's first sentence;
+2. a second or third sentence only when it adds something: the sentence right after a quoted
+   one when it states a condition or exception ("unless", "except", "only if", "es sei denn",
+   ...), or a sentence about the same subject (it shares a question word with the quote) that
+   answers well on its own and covers question words the quoted ones do not (from the same
+   passage only when adjacent, so each passage's quote is one contiguous span). Another source
+   is not quoted merely because it answers about as well: on short questions that is most
+   sources of the topic, the "one sentence per source" answer this replaces;
+3. when another supporting passage's best sentence is about the same thing (its own words hold
+   the most informative question word that the first quote's own words hold) and states a
+   different value of the same kind (a duration, period, time, price, percentage or date:
+   ``_values``), the answer says "Sources disagree." and quotes both.
+
+Heading lines and title lines are never quoted (``retrieve._support``), nor sentences with
+markup, links or bracketed numbers, which the output contract would reject.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from ..query import content_terms
-from ._contract import sentences
+from ..retrieve import PassageSupport, SentenceMatch, coverage
 from ._types import Source
+from ._values import disagree
 
-__all__ = ["extractive_answer", "split_sentences"]
+__all__ = ["DISAGREE_TEXT", "Quote", "choose_sentences", "extractive_answer"]
 
+#: What the answer says before quoting sources that state different values.
+DISAGREE_TEXT = "Sources disagree."
 #: Markup and links would break the output contract, and so would a bracketed number quoted
 #: from the source (reference lists such as "... since 1979 [14]."): the contract reads it as
 #: a citation marker of a source that was never provided.
 _SKIP = re.compile(r"<\s*/?\s*[a-zA-Z]|&[a-zA-Z]+;|https?://|www\.|\[\d{1,3}\]", re.IGNORECASE)
+_CONDITION = re.compile(
+    r"^(?:unless|except|only|but|however|provided|if|as long as|this does not|this doesn't|"
+    r"note|es sei denn|außer|ausgenommen|nur|aber|jedoch|allerdings|sofern|wenn|falls)\b"
+    r"|\b(?:unless|except|only if|provided that|as long as|es sei denn|außer wenn|nur wenn|sofern)\b",
+    re.IGNORECASE)
+#: A sentence from another passage counts as the better answer only when its coverage exceeds
+#: the better-ranked one's by this much.
+_RANK_MARGIN = 0.1
+#: A further sentence must add this much weighted coverage to be quoted for support.
+_MIN_GAIN = 0.2
+#: Below this coverage a sentence shares no informative word with the question.
+_NO_OVERLAP = 0.15
 
 
-def split_sentences(text: str) -> list[str]:
-    out = []
-    # The validator's own sentence boundaries: a quoted unit is exactly one sentence to the
-    # output contract, so its marker always belongs to all of it.
-    for part in sentences(text):
-        s = part.strip()
-        if s and not s.startswith("#") and len(re.findall(r"[^\W_]+", s)) >= 3 and not _SKIP.search(s):
-            out.append(s)
-    return out
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """One quoted sentence: its source (index into the sources) and span in the passage."""
+
+    source: int
+    start: int
+    end: int
 
 
-def extractive_answer(
-    question_terms: list[str],
-    sources: list[Source],
-    terms_of: Callable[[str], list[str]],
-    max_sentences: int = 3,
-) -> dict[str, object]:
-    """Output in the same shape a model must produce: {"answer": ..., "citations": [...]}."""
-    cands: list[tuple[int, int, str, set[str]]] = []  # (source rank, position, sentence, terms)
-    for rank, src in enumerate(sources):
-        for pos, sent in enumerate(split_sentences(src.citation["quote"])):
-            cands.append((rank, pos, sent, set(terms_of(sent))))
+def _quotable(src: Source, m: SentenceMatch) -> bool:
+    return not _SKIP.search(src.citation["quote"][m.start:m.end])
+
+
+def _best(src: Source, p: PassageSupport,
+          similar: Callable[[list[str]], Sequence[float]] | None) -> tuple[float, SentenceMatch] | None:
+    """(coverage of the chosen sentence, the sentence) of one supporting passage."""
+    cands = [m for m in p.sentences if _quotable(src, m)]
     if not cands:
+        return None
+    best = max(cands, key=lambda m: (m.coverage, -m.start))
+    if (p.cross_language or best.coverage < _NO_OVERLAP) and similar is not None:
+        text = src.citation["quote"]
+        sims = similar([text[m.start:m.end] for m in cands])
+        k = max(range(len(cands)), key=lambda j: (sims[j], -j))
+        return best.coverage, cands[k]
+    # Inside the passage, a question word found in every sentence, or in the title every
+    # sentence is read with (the topic: "Lisbon", "earthquake"), cannot tell them apart; one
+    # found in a single sentence ("shaking") can.
+    n = len(cands)
+    local = {s: math.log(1 + (n - sf + 0.5) / (sf + 0.5))
+             for s in p.weights for sf in [n if s in p.context else sum(s in m.stems for m in cands)]}
+    scored = [(sum(w * local[s] for s, w in p.weights.items() if s in m.stems), -m.start, m)
+              for m in cands]
+    top = max(scored, key=lambda x: (x[0], x[1]))
+    if top[0] <= 0:
+        return best.coverage, best if best.coverage > 0 else cands[0]
+    return top[2].coverage, top[2]
+
+
+def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport],
+                     similar: Callable[[list[str]], Sequence[float]] | None = None,
+                     max_sentences: int = 3) -> tuple[list[Quote], bool]:
+    """(quotes in answer order, whether the sources disagree) from the sources whose passage
+    supports answering; ``support`` is aligned with ``sources``."""
+    found = []
+    for i, (src, p) in enumerate(zip(sources, support, strict=False)):
+        if p.supported:
+            got = _best(src, p, similar)
+            if got is not None:
+                found.append((got[0], i, got[1]))
+    if not found:
+        return [], False
+    # A reader is answered in their own language when a passage in it supports answering.
+    pool = [f for f in found if not support[f[1]].cross_language] or found
+    top_cov = pool[0][0]
+    first = pool[0]
+    for cov, i, m in pool[1:]:
+        if cov > top_cov + _RANK_MARGIN and cov > first[0]:
+            first = (cov, i, m)
+    _, fi, fm = first
+    quotes = [Quote(fi, fm.start, fm.end)]
+    weights = support[fi].weights
+    have: set[str] = set(fm.stems)
+    text = sources[fi].citation["quote"]
+    # A condition right after the quoted sentence belongs to the answer.
+    pos = support[fi].sentences
+    nxt = next((m for m in pos if m.start > fm.end), None)
+    if (nxt is not None and len(quotes) < max_sentences and _quotable(sources[fi], nxt)
+            and _CONDITION.search(text[nxt.start:nxt.end])
+            and not text[fm.end:nxt.start].strip()):
+        quotes.append(Quote(fi, nxt.start, nxt.end))
+        have |= nxt.stems
+    # Sources that state a different value for the same thing: quote both.
+    conflict = False
+    asked_first = fm.stems & weights.keys()
+    subject = max(asked_first, key=lambda s: (weights[s], s)) if asked_first else None
+    for cov, i, m in found:
+        if i == fi or cov < max(0.3, 0.6 * first[0]) or (subject is not None and subject not in m.stems):
+            continue
+        other = sources[i].citation["quote"][m.start:m.end]
+        if disagree(text[fm.start:fm.end], other) and len(quotes) < max_sentences:
+            quotes.append(Quote(i, m.start, m.end))
+            conflict = True
+            break
+    # Sentences about the same subject (sharing a question word with what is quoted) that
+    # answer well on their own and cover question words the quoted ones do not.
+    while len(quotes) < max_sentences and not conflict:
+        base = coverage(have, weights)
+        asked = have & weights.keys()
+        best_gain, pick = 0.0, None
+        for _, i, _m in found:
+            span = _span(quotes, i)
+            for m in support[i].sentences:
+                if (m.coverage < 0.5 * first[0] or not (m.stems & asked) or not _quotable(sources[i], m)
+                        or any(q.source == i and q.start == m.start for q in quotes)):
+                    continue
+                if span is not None and not _adjacent(sources[i].citation["quote"], span, m):
+                    continue
+                gain = coverage(have | m.stems, weights) - base
+                if gain > best_gain + 1e-9:
+                    best_gain, pick = gain, (i, m)
+        if pick is None or best_gain < _MIN_GAIN:
+            break
+        quotes.append(Quote(pick[0], pick[1].start, pick[1].end))
+        have |= pick[1].stems
+    return quotes, conflict
+
+
+def _span(quotes: list[Quote], i: int) -> tuple[int, int] | None:
+    mine = [q for q in quotes if q.source == i]
+    return (min(q.start for q in mine), max(q.end for q in mine)) if mine else None
+
+
+def _adjacent(text: str, span: tuple[int, int], m: SentenceMatch) -> bool:
+    """``m`` directly before or after ``span``, with only whitespace between."""
+    return ((m.start >= span[1] and not text[span[1]:m.start].strip())
+            or (m.end <= span[0] and not text[m.end:span[0]].strip()))
+
+
+def extractive_answer(sources: Sequence[Source], support: Sequence[PassageSupport],
+                      similar: Callable[[list[str]], Sequence[float]] | None = None,
+                      max_sentences: int = 3) -> dict[str, object]:
+    """Output in the same shape a model must produce: {"answer": ..., "citations": [...]}."""
+    quotes, conflict = choose_sentences(sources, support, similar, max_sentences)
+    if not quotes:
         return {"answer": "", "citations": []}
-    wanted = set(content_terms(question_terms))
-    sf = {t: sum(t in c[3] for c in cands) for t in wanted}
-    weight = {t: math.log(1 + len(cands) / (1 + sf[t])) for t in wanted}
-    scored = []
-    for rank, pos, sent, terms in cands:
-        overlap = sum(weight[t] for t in terms & wanted)
-        if overlap > 0:
-            # A little preference for better-ranked sources and earlier sentences breaks ties
-            # deterministically without outweighing a real word match.
-            scored.append((overlap - 0.01 * rank - 0.001 * pos, rank, pos, sent))
-    if scored:
-        scored.sort(key=lambda x: (-x[0], x[1], x[2]))
-        best = scored[0][0]
-        # Retrieval ranked the sources with more than word overlap (both legs), so the answer
-        # quotes the best sentence of each of the best-ranked sources that match well, in rank
-        # order, rather than the sentences with the most shared words wherever they are.
-        per_source: dict[int, tuple[float, int, int, str]] = {}
-        for x in scored:
-            if x[0] >= 0.5 * best and x[1] not in per_source:
-                per_source[x[1]] = x
-        chosen = [(r, p, s) for _, r, p, s in sorted(per_source.values(), key=lambda x: x[1])]
-        chosen = chosen[:max_sentences]
-    else:
-        first = [c for c in cands if c[0] == 0][:2]
-        chosen = [(r, p, s) for r, p, s, _ in first]
-    chosen.sort(key=lambda x: (x[0], x[1]))
-    parts = [f"{s} [{sources[r].n}]" for r, _, s in chosen]
-    cited = sorted({sources[r].n for r, _, _ in chosen})
-    out = {"answer": " ".join(parts), "citations": cited}
-    return out
+    parts = [DISAGREE_TEXT] if conflict else []
+    # Passages in the order they were first quoted; within one, quotes in its own order.
+    first: dict[int, int] = {}
+    for q in quotes:
+        first.setdefault(q.source, len(first))
+    ordered = sorted(quotes, key=lambda q: (first[q.source], q.start))
+    for q in ordered:
+        src = sources[q.source]
+        parts.append(f"{src.citation['quote'][q.start:q.end]} [{src.n}]")
+    # Each quote stays one sentence to the output contract: a quoted line without final
+    # punctuation (a list item), or one before a quote that opens in lower case, ends with a
+    # line break rather than a space.
+    text = parts[0]
+    for prev, part in itertools.pairwise(parts):
+        ends = re.search(r"[.!?]\s*\[\d{1,3}\]$", prev) or prev == DISAGREE_TEXT
+        text += (" " if ends and not part[:1].islower() else "\n") + part
+    return {"answer": text, "citations": sorted({sources[q.source].n for q in quotes})}

@@ -1,9 +1,12 @@
 """Splitting a document's full text into passages along its own structure.
 
 Every passage is a span of the full text (``quote == text[start:end]``) so a citation can be
-re-checked against the source later. Numbering rules are chosen for stable citations: in
-paragraph mode every blank-line-separated part has a number, even an empty one, so editing one
-paragraph never renumbers the others' citations.
+re-checked against the source later. A heading with no text of its own ("# Returns and refunds
+FAQ" directly followed by its first subsection) is not a passage: it would rank for its words
+and answer nothing. It stays in the heading path of the passages below it; in a divided
+section, the heading line goes with the first paragraph after it. Numbering rules are chosen
+for stable citations: in paragraph mode every blank-line-separated part has a number, even an
+empty one, so editing one paragraph never renumbers the others' citations.
 """
 
 from __future__ import annotations
@@ -86,7 +89,8 @@ def _split_sections(text: str, mode: str, max_chars: int, sections: list[Section
     if mode == "heading":
         out: list[Passage] = []
         for sec in sections:
-            for s, e in _pieces(text, sec.start, sec.end, max_chars):
+            title = sec.heading_path[-1] if sec.heading_path else None
+            for s, e in _with_heading(text, _pieces(text, sec.start, sec.end, max_chars), title):
                 out.append(Passage(len(out) + 1, s, e, text[s:e], sec.heading_path, sec.anchor,
                                    sec.page))
         return out
@@ -187,9 +191,33 @@ def split_headings(text: str, max_chars: int) -> list[Passage]:
         else:
             anchor = None
         path = tuple(t for _, t in stack)
-        for s, e in _pieces(text, start, end, max_chars):
+        pieces = _pieces(text, start, end, max_chars)
+        for s, e in _with_heading(text, pieces, None) if level else pieces:
             out.append(Passage(len(out) + 1, s, e, text[s:e], path, anchor))
     return out
+
+
+_SETEXT_UNDERLINE = re.compile(r"[ \t]*(?:=+|-+)[ \t]*")
+
+
+def _bare_heading(piece: str, title: str | None) -> bool:
+    """Whether ``piece`` is only a heading: one ATX line, a setext title and its underline, or
+    (for loaders' sections) exactly the section's title."""
+    lines = piece.strip().splitlines()
+    if title is not None:
+        return " ".join(piece.split()) == " ".join(title.split())
+    return (len(lines) == 1 and lines[0].lstrip().startswith("#")) or (
+        len(lines) == 2 and bool(_SETEXT_UNDERLINE.fullmatch(lines[1])))
+
+
+def _with_heading(text: str, pieces: list[tuple[int, int]], title: str | None) -> list[tuple[int, int]]:
+    """``pieces`` of one section without a heading-only first piece: it joins the next piece,
+    or, when the section has no other text, the section has no passage."""
+    if pieces and _bare_heading(text[pieces[0][0]:pieces[0][1]], title):
+        if len(pieces) == 1:
+            return []
+        return [(pieces[0][0], pieces[1][1]), *pieces[2:]]
+    return pieces
 
 
 def _unique(base: str, used: set[str]) -> str:

@@ -6,32 +6,70 @@ names are its parts, for callers (benchmarks, tests) that measure or check one o
 
 from ._access import Allowed, allowed_signatures
 from ._bm25 import BM25, BM25Params
-from ._evidence import EVIDENCE_THRESHOLDS, EvidenceThresholds, evidence_level, terms_in_hits
+from ._deadline import Deadline, Fallback, embed_within
+from ._evidence import (
+    EVIDENCE_THRESHOLDS,
+    EvidenceThresholds,
+    evidence_level,
+    supports,
+    terms_in_hits,
+)
 from ._fusion import DEFAULT_FUSION, FUSIONS, Fusion, Leg, fuse
 from ._hybrid import MODES, search
+from ._language import FUNCTION_WORDS, guess_language
+from ._rerank import RANKER, RERANK_DEPTH, RankerWeights, rank_score, rerank_order
 from ._search import Candidates, hits_from, keyword_candidates
 from ._select import select_top
+from ._sentences import sentence_spans
+from ._support import (
+    PassageSupport,
+    SentenceMatch,
+    coverage,
+    is_title_line,
+    passage_support,
+    stem,
+    term_weights,
+)
 from ._vector import vector_candidates
 
 __all__ = [
     "BM25",
     "DEFAULT_FUSION",
     "EVIDENCE_THRESHOLDS",
+    "FUNCTION_WORDS",
     "FUSIONS",
     "MODES",
+    "RANKER",
+    "RERANK_DEPTH",
     "Allowed",
     "BM25Params",
     "Candidates",
+    "Deadline",
     "EvidenceThresholds",
+    "Fallback",
     "Fusion",
     "Leg",
+    "PassageSupport",
+    "RankerWeights",
+    "SentenceMatch",
     "allowed_signatures",
+    "coverage",
+    "embed_within",
     "evidence_level",
     "fuse",
+    "guess_language",
     "hits_from",
+    "is_title_line",
     "keyword_candidates",
+    "passage_support",
+    "rank_score",
+    "rerank_order",
     "search",
     "select_top",
+    "sentence_spans",
+    "stem",
+    "supports",
+    "term_weights",
     "terms_in_hits",
     "vector_candidates",
 ]

@@ -1,73 +1,86 @@
-"""How much the retrieved passages support answering: ``none``, ``weak`` or ``strong``.
+"""Whether the passages found answer the question: decided per passage, not per result list.
 
-A retrieval signal for the decline decision of answers, never a probability of truth, and never
-shown as a percentage. Two observations go in:
+A passage supports answering when it, or a sentence inside it, covers the question well enough
+for how similar the passage is to it (``PassageSupport``, computed in ``_support``):
 
-* coverage: the share of the query's content terms (index terms that are not English or German
-  function words) that occur in the returned passages;
-* similarity: the best cosine between the query and an allowed passage (vector and hybrid
-  modes). Cosines are on each model's own scale (multilingual-e5-small puts related and
-  unrelated texts close together), so thresholds are per embedding model, calibrated on
-  evaluation data (see benchmarks/RESULTS.md, "Evidence thresholds").
+* same language (or unknown): ``similarity + coverage_weight * sentence_coverage >=
+  answer_similarity``. Coverage is the idf-weighted share of the question's words that the
+  passage's best sentence contains, so a passage holding every rare word of the question in one
+  sentence needs less similarity than one that only shares the topic; a question whose key word
+  no passage contains ("siblings" asked of a page that says "a large family") loses that word's
+  whole weight;
+* question and passage in different languages: word coverage means little (only names and
+  numbers can match), and the multilingual model's cosine runs lower across languages for the
+  same relevance, so the passage is judged on ``similarity + cross_offset +
+  cross_coverage_weight * sentence_coverage >= cross_similarity``;
+* keyword-only stores (no similarity): ``sentence_coverage >= keyword_coverage``.
 
-strong: similarity >= strong_similarity, or coverage >= min_coverage with similarity at least
-weak_similarity (or no vector leg). weak: anything else that returned passages. none: no hits.
-
-Which query terms the hits contain is read from the postings (``terms_in_hits``), never by
-analysing the hit texts again, so it is exactly what the index matched.
+The search's ``evidence`` is ``strong`` when some returned passage supports answering, ``weak``
+when passages were found but none does, ``none`` without hits. It is a retrieval signal for the
+decline decision, never a probability of truth. Cosines are on each model's own scale, so the
+values are per embedding model, calibrated on development data of several kinds (claims,
+wh-questions, keyword queries, German, cross-language, out-of-collection questions); each
+model's values are recorded with the command that produced them in
+benchmarks/results/answers.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..model import Hit, SearchResults
 from ..query import content_terms
 from ..store import ReadView
+from ._support import PassageSupport
 
-__all__ = ["EVIDENCE_THRESHOLDS", "EvidenceThresholds", "evidence_level", "terms_in_hits",
-           "with_evidence"]
+__all__ = ["EVIDENCE_THRESHOLDS", "EvidenceThresholds", "evidence_level", "supports",
+           "terms_in_hits", "with_evidence"]
 
 
 @dataclass(frozen=True, slots=True)
 class EvidenceThresholds:
-    strong_similarity: float
-    weak_similarity: float
-    min_coverage: float = 0.5
+    """Per embedding model: the answer decision and the cosine scale the ranker uses."""
+
+    answer_similarity: float
+    coverage_weight: float
+    cross_similarity: float
+    cross_coverage_weight: float
+    #: How much lower the model's cosine runs between languages for the same relevance.
+    cross_offset: float
+    #: A cosine difference this large counts as much, in ranking, as a whole covered sentence.
+    similarity_scale: float
+    #: Keyword-only stores: best sentence coverage needed.
+    keyword_coverage: float = 0.6
 
 
 #: Per embedding model; "none" is the keyword-only store. Calibrated values are recorded with
-#: the command that produced them in benchmarks/RESULTS.md.
+#: the command that produced them in benchmarks/results/answers.md.
 EVIDENCE_THRESHOLDS: dict[str, EvidenceThresholds] = {
-    "multilingual-e5-small": EvidenceThresholds(0.89, 0.85),
-    "multilingual-e5-small-int8": EvidenceThresholds(0.89, 0.85),
-    "all-minilm-l6-v2": EvidenceThresholds(0.62, 0.44),
-    "hash-test": EvidenceThresholds(0.8, 0.3),
-    "none": EvidenceThresholds(2.0, -2.0),
+    "multilingual-e5-small": EvidenceThresholds(0.915, 0.15, 0.85, 0.05, 0.04, 0.05),
+    "multilingual-e5-small-int8": EvidenceThresholds(0.915, 0.15, 0.85, 0.05, 0.04, 0.05),
+    "all-minilm-l6-v2": EvidenceThresholds(0.62, 0.4, 2.0, 0.0, 0.0, 0.15),
+    "hash-test": EvidenceThresholds(0.5, 1.0, 2.0, 0.0, 0.0, 0.3),
+    "none": EvidenceThresholds(2.0, 0.0, 2.0, 0.0, 0.0, 1.0),
 }
 
 
-def evidence_level(
-    terms: Iterable[str],
-    hit_terms: Iterable[Iterable[str]],
-    best_similarity: float | None,
-    thresholds: EvidenceThresholds,
-) -> tuple[str, dict[str, float | None]]:
-    wanted = set(content_terms(list(terms)))
-    hits = [set(t) for t in hit_terms]
-    if not hits:
-        return "none", {"coverage": 0.0, "similarity": best_similarity}
-    covered = set().union(*hits) & wanted
-    coverage = len(covered) / len(wanted) if wanted else 0.0
-    sim_ok = best_similarity is None or best_similarity >= thresholds.weak_similarity
-    strong = (best_similarity is not None and best_similarity >= thresholds.strong_similarity) or (
-        coverage >= thresholds.min_coverage and sim_ok
-    )
-    return ("strong" if strong else "weak"), {"coverage": round(coverage, 4),
-                                              "similarity": best_similarity}
+def supports(p: PassageSupport, t: EvidenceThresholds) -> bool:
+    """The answer decision for one passage (see the module docstring)."""
+    if p.similarity is None:
+        return p.sentence_coverage >= t.keyword_coverage
+    if p.cross_language:
+        return (p.similarity + t.cross_offset + t.cross_coverage_weight * p.sentence_coverage
+                >= t.cross_similarity)
+    return p.similarity + t.coverage_weight * p.sentence_coverage >= t.answer_similarity
+
+
+def evidence_level(support: Sequence[PassageSupport], thresholds: EvidenceThresholds) -> str:
+    if not support:
+        return "none"
+    return "strong" if any(supports(p, thresholds) for p in support) else "weak"
 
 
 def terms_in_hits(view: ReadView, hits: Sequence[Hit], terms: Sequence[str],
@@ -93,10 +106,20 @@ def terms_in_hits(view: ReadView, hits: Sequence[Hit], terms: Sequence[str],
 
 def with_evidence(view: ReadView, hits: list[Hit], terms: Sequence[str],
                   best_similarity: float | None, term_pids: Mapping[str, np.ndarray] | None,
-                  thresholds: EvidenceThresholds) -> SearchResults:
-    """The search results: ``hits`` with the evidence level and the signals it came from."""
+                  thresholds: EvidenceThresholds,
+                  support: Sequence[PassageSupport] = ()) -> SearchResults:
+    """The search results: ``hits`` with the evidence level and the signals it came from.
+
+    ``support`` (one per hit) decides the level; ``coverage`` in the signals is the share of
+    the query's content terms found in some hit (read from the postings), a diagnostic."""
     contained = terms_in_hits(view, hits, terms, term_pids)
-    level, signals = evidence_level(terms, contained, best_similarity, thresholds)
-    res = SearchResults(hits, terms=terms, evidence=level)
-    res.signals = signals
+    wanted = set(content_terms(list(terms)))
+    covered = set().union(*contained) & wanted if contained else set()
+    res = SearchResults(hits, terms=terms, evidence=evidence_level(support, thresholds))
+    res.signals = {
+        "coverage": round(len(covered) / len(wanted), 4) if wanted else 0.0,
+        "similarity": best_similarity,
+        "sentence_coverage": round(max((p.sentence_coverage for p in support), default=0.0), 4),
+    }
+    res.support = [replace(p, supported=supports(p, thresholds)) for p in support]
     return res

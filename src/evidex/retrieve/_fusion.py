@@ -1,10 +1,12 @@
 """Combining ranked legs (keyword, vector) into one ranking.
 
-* Convex combination (default): alpha * vector + (1 - alpha) * keyword over scores min-max
+* Adaptive (default): the convex combination below with weights chosen per query from what the
+  query shows at search time (``_adaptive``: how much of the query the keyword leg covers, the
+  query's language against the passages', the shape of the keyword leg's scores).
+* Convex combination: alpha * vector + (1 - alpha) * keyword over scores min-max
   normalised within each leg's window (a passage missing from a leg contributes 0 there),
-  alpha = 0.5. Bruch et al. (2023) found it can beat RRF, and it did on every evaluation evidex
-  has (benchmarks/RESULTS.md); no other alpha was best everywhere, so equal weight is the
-  default rather than a per-set optimum.
+  alpha = 0.5 unless told. Bruch et al. (2023) found it can beat RRF, and it did on every
+  evaluation evidex has (benchmarks/RESULTS.md); no fixed alpha was best everywhere.
 * Reciprocal rank fusion: score = sum over legs of 1 / (k + rank), k = 60. Uses only ranks, so
   the incomparable scales of BM25 and cosine never meet; the choice when a collection's scores
   behave unlike the evaluated ones.
@@ -22,12 +24,13 @@ from typing import Any
 import numpy as np
 
 from ..model import QueryError
+from ._adaptive import LegWeights
 
 __all__ = ["DEFAULT_FUSION", "FUSIONS", "Fusion", "Leg", "fuse"]
 
-FUSIONS = ("rrf", "convex")
+FUSIONS = ("adaptive", "rrf", "convex")
 #: The fusion every entry point (library, CLI, config file, service) uses unless told otherwise.
-DEFAULT_FUSION = "convex"
+DEFAULT_FUSION = "adaptive"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +59,12 @@ class Leg:
     scores: np.ndarray
 
 
-def fuse(legs: list[Leg], fusion: Fusion) -> tuple[np.ndarray, np.ndarray, dict[int, dict[str, Any]]]:
-    """(passage ids, fused scores, per-passage explanation {leg: {rank, score}})."""
+def fuse(legs: list[Leg], fusion: Fusion, weights: LegWeights | None = None,
+         ) -> tuple[np.ndarray, np.ndarray, dict[int, dict[str, Any]]]:
+    """(passage ids, fused scores, per-passage explanation {leg: {rank, score}}). Adaptive
+    fusion takes the query's ``weights``; convex takes them from ``alpha``."""
+    if fusion.method == "adaptive" and weights is None:
+        raise ValueError("adaptive fusion needs the query's leg weights")
     explain: dict[int, dict[str, Any]] = {}
     fused: dict[int, float] = {}
     for leg in legs:
@@ -68,7 +75,10 @@ def fuse(legs: list[Leg], fusion: Fusion) -> tuple[np.ndarray, np.ndarray, dict[
             s = leg.scores
             lo, hi = (float(s.min()), float(s.max())) if len(s) else (0.0, 0.0)
             norm = (s - lo) / (hi - lo) if hi > lo else np.ones(len(s))
-            weight = fusion.alpha if leg.name == "vector" else 1.0 - fusion.alpha
+            if weights is not None:
+                weight = weights.vector if leg.name == "vector" else weights.keyword
+            else:
+                weight = fusion.alpha if leg.name == "vector" else 1.0 - fusion.alpha
             contrib = (weight * norm).tolist()
         for rank, (pid, c, raw) in enumerate(zip(pids, contrib, leg.scores.tolist(), strict=True), 1):
             fused[pid] = fused.get(pid, 0.0) + c

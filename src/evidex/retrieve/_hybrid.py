@@ -4,29 +4,46 @@
   under the cap, which lets BM25 prune.
 * ``vector``: the most similar readable passages.
 * ``hybrid``: both legs, each a window of its best candidates (``Fusion.window``, at least
-  ``limit``), fused (``_fusion``). A long document can fill a window with passages the cap then
-  drops, so when the capped list is short and a leg filled its window, the windows grow (x4)
-  until the list is full or the legs are exhausted. Vector mode grows the same way.
+  ``limit``), fused (``_fusion``); adaptive fusion first weighs the legs for this query
+  (``_signals`` reads the evidence, ``_adaptive`` turns it into weights). A long document can
+  fill a window with passages the cap then drops, so when the capped list is short and a leg
+  filled its window, the windows grow (x4) until the list is full or the legs are exhausted.
+  Vector mode grows the same way.
 
-Every mode ends the same way: ``hits_from`` selects and cites, ``with_evidence`` adds the
-evidence level. The caller holds one read view for the whole search, so every step sees one
-committed state.
+Hybrid search falls back to the keyword ranking (``_deadline``) when it has no query vector (a
+keyword-only store, an embedding past its deadline) or the vector search ends past the deadline;
+``SearchResults.fallback`` then says why and the evidence is measured without similarity
+(keyword signals only).
+
+Every mode ends the same way: ``hits_from`` selects and cites, ``_support`` measures how well
+the best hits (and their sentences) cover the question, the second-stage ranker (``_rerank``,
+when asked) re-orders the first ``RERANK_DEPTH`` by that evidence, and ``with_evidence`` adds
+the evidence level decided per passage. The caller holds one read view for the whole search,
+so every step sees one committed state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..model import Actor, Filters, Hit, SearchResults
+from ..query import get_analyzer, identify
 from ..store import ReadView
+from ._access import allowed_signatures
+from ._adaptive import LegWeights, leg_weights
 from ._bm25 import BM25
+from ._deadline import Deadline, Fallback
 from ._evidence import EvidenceThresholds, with_evidence
 from ._fusion import Fusion, Leg, fuse
+from ._rerank import RERANK_DEPTH, rank_score, rerank_order
 from ._search import Candidates, hits_from, keyword_candidates
 from ._select import select_top
+from ._signals import TOP, query_signals
+from ._support import PassageSupport, passage_support, term_weights
 from ._vector import vector_candidates
 
 __all__ = ["MODES", "search"]
@@ -36,6 +53,9 @@ MODES = ("hybrid", "keyword", "vector")
 _GROWTH = 4
 _NO_FILTERS = Filters()
 _FUSION = Fusion()
+#: How many of the best hits the evidence is measured on when the ranker does not run (a
+#: search for 100 hits need not read 100 passages again to say whether the best ones answer).
+EVIDENCE_DEPTH = 10
 
 
 def search(
@@ -47,49 +67,174 @@ def search(
     mode: str,
     limit: int,
     thresholds: EvidenceThresholds,
-    query_vector: np.ndarray | None = None,
+    query_vector: np.ndarray | Fallback | None = None,
+    deadline: Deadline | None = None,
     match: str = "any",
     filters: Filters = _NO_FILTERS,
     max_per_document: int | None = 2,
     fusion: Fusion = _FUSION,
     explain: bool = False,
+    analyze: Callable[[str], list[str]] | None = None,
+    question_language: str | None = None,
+    rerank: bool = False,
+    query: str = "",
 ) -> SearchResults:
     """The best ``limit`` passages ``actor`` may read for the analysed query ``terms`` (and
     ``query_vector`` in vector and hybrid modes), best first, with the evidence level.
 
+    ``analyze`` is the store's analyzer (text -> terms; default ``exact``), used to measure how
+    well passages and sentences cover the question; ``question_language`` ("en", "de" or None)
+    tells which passages are in another language; ``rerank`` re-orders the first
+    ``RERANK_DEPTH`` fused candidates with the second-stage ranker. In hybrid mode
+    ``query_vector`` may be the ``Fallback`` that says why there is none, and ``deadline`` is
+    when the vector search must be done; either gives the keyword ranking. ``query`` is the
+    query's text, from which adaptive fusion identifies its language.
+
     Arguments are taken as valid (``KnowledgeBase.search`` checks what callers pass)."""
+    depth = max(limit, RERANK_DEPTH) if rerank else limit
+    finish = _Finish(view, actor, filters, terms, limit, thresholds, analyze or _EXACT.terms,
+                     question_language, rerank,
+                     query_vector if isinstance(query_vector, np.ndarray) else None)
+    keyword = (view, bm25, actor, terms, filters, match, depth, max_per_document, explain, finish)
     if mode == "keyword":
-        if not terms:
-            return with_evidence(view, [], terms, None, None, thresholds)
-        cand = keyword_candidates(view, bm25, actor, terms, filters, match, limit, max_per_document)
-        why = _explanation(_ranked(view, cand, "keyword", len(cand.pids))) if explain else None
-        hits = hits_from(view, cand, limit, max_per_document, why)
-        return with_evidence(view, hits, terms, None, cand.term_pids, thresholds)
-    if query_vector is None:
+        return _keyword(*keyword)
+    if mode == "hybrid" and isinstance(query_vector, Fallback):
+        return _keyword(*keyword, fallback=query_vector)
+    if query_vector is None or isinstance(query_vector, Fallback):
         raise ValueError(f"mode {mode!r} needs the query vector")
     scale = 1
     term_pids: Mapping[str, np.ndarray] | None = None
     while True:
-        window = max(fusion.window, limit) * scale
+        window = max(fusion.window, depth) * scale
         legs = []
+        kc = None
         if mode == "hybrid" and terms:
             kc = keyword_candidates(view, bm25, actor, terms, filters, match, window, None)
             legs.append(_ranked(view, kc, "keyword", window))
             term_pids = kc.term_pids
         vc = vector_candidates(view, actor, filters, query_vector, window)
+        if mode == "hybrid" and deadline is not None and deadline.left() < 0:
+            return _keyword(*keyword, fallback=deadline.missed("the vector search"))
         best_similarity = float(vc.scores.max()) if len(vc.scores) else None
         legs.append(_ranked(view, vc, "vector", window))
-        hits = _capped_hits(view, legs, mode, fusion, limit, max_per_document, explain)
+        weights = None
+        if mode == "hybrid" and fusion.method == "adaptive":
+            weights = _weigh(view, actor, filters, legs, terms, term_pids, query)
+        hits = _capped_hits(view, legs, mode, fusion, depth, max_per_document, explain, weights)
         filled = any(len(leg.pids) >= window for leg in legs)
-        if len(hits) >= limit or not filled or max_per_document is None:
-            return with_evidence(view, hits, terms, best_similarity, term_pids, thresholds)
+        if len(hits) >= depth or not filled or max_per_document is None:
+            res = finish(hits, kc, vc, best_similarity, term_pids)
+            res.weights = weights
+            return res
         scale *= _GROWTH
 
 
+def _weigh(view: ReadView, actor: Actor, filters: Filters, legs: list[Leg], terms: Sequence[str],
+           term_pids: Mapping[str, np.ndarray] | None, query: str) -> LegWeights:
+    """This query's leg weights (adaptive fusion)."""
+    allowed = allowed_signatures(view, actor, filters)
+    # Only the languages of what the actor may read are candidates: nothing about other
+    # passages reaches the ranking, not even which languages they are in.
+    language_of_sig = {s.id: s.language for s in view.signatures(actor.tenant)
+                       if s.id + 1 < len(allowed.table) and allowed.table[s.id + 1]}
+    vector = legs[-1]
+    top = vector.pids[:TOP]
+    language_of_pid = {int(p): language_of_sig.get(int(g))
+                       for p, g in zip(top, view.sig.take(top), strict=True)}
+    query_language = identify(query, language_of_sig.values()) if query else None
+    keyword = legs[0] if len(legs) > 1 else None
+    return leg_weights(query_signals(keyword, vector, terms, term_pids, allowed.passages,
+                                     language_of_pid, query_language))
+
+
+_EXACT = get_analyzer("exact")
+
+
+class _Finish:
+    """The common end of every mode: evidence per passage, the optional re-ranking, the cut to
+    ``limit`` and the evidence level."""
+
+    def __init__(self, view: ReadView, actor: Actor, filters: Filters, terms: Sequence[str],
+                 limit: int, thresholds: EvidenceThresholds, analyze: Callable[[str], list[str]],
+                 question_language: str | None, rerank: bool,
+                 query_vector: np.ndarray | None) -> None:
+        self.view, self.actor, self.filters, self.terms = view, actor, filters, terms
+        self.limit, self.thresholds, self.analyze = limit, thresholds, analyze
+        self.language, self.rerank, self.qvec = question_language, rerank, query_vector
+
+    def __call__(self, hits: list[Hit], kc: Candidates | None, vc: Candidates | None,
+                 best_similarity: float | None,
+                 term_pids: Mapping[str, np.ndarray] | None) -> SearchResults:
+        measured = hits if self.rerank else hits[:min(self.limit, EVIDENCE_DEPTH)]
+        support = self._support(measured, kc, vc, term_pids)
+        if self.rerank and hits:
+            t = self.thresholds
+            support = [dataclasses.replace(p, score=rank_score(p, t)) for p in support]
+            order = rerank_order(support)[: self.limit]
+            hits = [dataclasses.replace(hits[i], rank=r) for r, i in enumerate(order, start=1)]
+            support = [support[i] for i in order]
+        else:
+            hits = hits[: self.limit]
+        return with_evidence(self.view, hits, self.terms, best_similarity, term_pids,
+                             self.thresholds, support)
+
+    def _support(self, hits: list[Hit], kc: Candidates | None, vc: Candidates | None,
+                 term_pids: Mapping[str, np.ndarray] | None) -> list[PassageSupport]:
+        if not hits:
+            return []
+        view = self.view
+        allowed = allowed_signatures(view, self.actor, self.filters)
+        df = {t: len(term_pids[t]) for t in self.terms} if term_pids is not None else {
+            t: sum(int(allowed.mask(view.sig, p).sum()) for p, _ in view.postings(t))
+            for t in self.terms}
+        weights = term_weights(self.terms, df, allowed.passages, self.analyze)
+        kw = dict(zip(kc.pids.tolist(), kc.scores.tolist(), strict=True)) if kc is not None else {}
+        best_kw = max(kw.values(), default=0.0)
+        cos: dict[int, float] = {}
+        if self.qvec is not None:
+            if vc is not None:
+                cos = dict(zip(vc.pids.tolist(), vc.scores.tolist(), strict=True))
+            missing = [h.pid for h in hits if h.pid not in cos]
+            if missing:
+                for pid, vec in view.passage_vectors(missing).items():
+                    cos[pid] = float(np.dot(vec, self.qvec))
+        out = []
+        for h in hits:
+            lang = (h.language or "").split("-")[0].lower() or None
+            out.append(passage_support(
+                h.quote, (h.title or "", *h.heading_path), self.analyze, weights,
+                similarity=cos.get(h.pid) if self.qvec is not None else None,
+                cross_language=bool(self.language and lang and lang != self.language),
+                keyword=kw.get(h.pid, 0.0) / best_kw if best_kw > 0 else 0.0))
+        return out
+
+
+def _keyword(view: ReadView, bm25: BM25, actor: Actor, terms: Sequence[str], filters: Filters,
+             match: str, depth: int, max_per_document: int | None, explain: bool,
+             finish: _Finish, fallback: Fallback | None = None) -> SearchResults:
+    """The keyword ranking: BM25 ranked for exactly ``depth`` hits under the cap. A fallback's
+    evidence is measured without similarity (keyword signals only)."""
+    if fallback is not None:
+        finish.qvec = None
+    if not terms:
+        res = with_evidence(view, [], terms, None, None, finish.thresholds)
+    else:
+        cand = keyword_candidates(view, bm25, actor, terms, filters, match, depth, max_per_document)
+        why = _explanation(_ranked(view, cand, "keyword", len(cand.pids))) if explain else None
+        hits = hits_from(view, cand, depth, max_per_document, why)
+        res = finish(hits, cand, None, None, cand.term_pids)
+    res.fallback = fallback.as_dict() if fallback is not None else None
+    return res
+
+
 def _capped_hits(view: ReadView, legs: list[Leg], mode: str, fusion: Fusion, limit: int,
-                 max_per_document: int | None, explain: bool) -> list[Hit]:
+                 max_per_document: int | None, explain: bool,
+                 weights: LegWeights | None = None) -> list[Hit]:
     if mode == "hybrid":
-        pids, scores, why = fuse(legs, fusion)
+        pids, scores, why = fuse(legs, fusion, weights)
+        if weights is not None and explain:
+            for entry in why.values():
+                entry["weights"] = weights.as_dict()
     else:
         pids, scores = legs[0].pids, legs[0].scores
         why = _explanation(legs[0]) if explain else {}

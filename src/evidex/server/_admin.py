@@ -1,10 +1,11 @@
-"""``POST /v1/sync`` and ``GET /v1/drift``: the admin key's tenant against its sources."""
+"""``POST /v1/sync``, ``GET /v1/drift`` and ``GET /v1/runs``: the admin key's tenant against
+its sources, and the record of their scheduled runs."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Query
 
 from ._deps import ADMIN_ERRORS, Admin, Svc
 from ._schemas import SyncRequest
@@ -28,3 +29,13 @@ def run_drift(who: Admin, svc: Svc) -> dict[str, Any]:
         raise HTTPException(501, "this server was started without sources configured; drift is "
                                  "not available")
     return dict(svc.drift(tenant=who.actor.tenant))
+
+
+@router.get("/v1/runs", responses=ADMIN_ERRORS)
+def list_runs(who: Admin, svc: Svc, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+              source: str | None = None) -> dict[str, Any]:
+    """The latest sync and drift runs of the admin key's tenant's sources, newest first: start,
+    end, counts and problems of each."""
+    with svc.pool.handle() as kb:
+        runs = kb.runs(limit, source=source, tenant=who.actor.tenant)
+    return {"runs": [r.as_dict() for r in runs]}

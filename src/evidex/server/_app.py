@@ -26,7 +26,8 @@ from ..answer import AnswerSettings
 from ..config import ServerSettings
 from ..kb import KnowledgeBase
 from ..model import EvidexError
-from . import _admin, _answer, _documents, _health, _page, _resolve, _search
+from ..tools import Toolbox
+from . import _admin, _answer, _documents, _health, _page, _resolve, _search, _tools
 from ._deps import DriftFn, Services, SyncFn
 from ._guard import Guard
 from ._identity import Authenticator, RateLimiter
@@ -36,7 +37,7 @@ from ._pool import StorePool, as_factory
 __all__ = ["create_app"]
 
 #: In the order of the OpenAPI document.
-_ROUTERS = (_search, _answer, _resolve, _documents, _admin, _health, _page)
+_ROUTERS = (_search, _answer, _resolve, _documents, _admin, _tools, _health, _page)
 
 
 def create_app(
@@ -47,13 +48,15 @@ def create_app(
     drift: DriftFn | None = None,
     answer_settings: AnswerSettings | None = None,
     generator: str = "extractive",
+    tools: Toolbox | None = None,
 ) -> FastAPI:
     """The service over a store: ``kb`` is a location, a factory of handles, or one handle
-    (then every request shares it, one at a time)."""
+    (then every request shares it, one at a time). ``tools``: the live tools the handles
+    opened from a location share (closed with the app)."""
     auth = Authenticator(settings)
     if not auth.configured:
         raise EvidexError("the server configuration defines no api_keys and no jwt: nobody could sign in")
-    factory, single = as_factory(kb)
+    factory, single = as_factory(kb, tools)
     pool = StorePool(factory, 1 if single else settings.store_handles)
     setup_logging()
 
@@ -62,6 +65,8 @@ def create_app(
         yield
         if not single:
             pool.close()
+        if tools is not None:
+            tools.close()
 
     app = FastAPI(
         title="evidex",

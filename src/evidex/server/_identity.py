@@ -50,7 +50,8 @@ class Authenticator:
 
     @staticmethod
     def _key_principal(k: ApiKey) -> Principal:
-        actor = Actor(k.tenant, frozenset(k.groups), visibilities=frozenset(k.visibilities))
+        actor = Actor(k.tenant, frozenset(k.groups), visibilities=frozenset(k.visibilities),
+                      claims=k.claims)
         return Principal(actor, k.admin, f"key:{k.name or k.key_sha256[:8]}")
 
     @staticmethod
@@ -96,12 +97,28 @@ class Authenticator:
                 not all(isinstance(g, str) for g in groups):
             return None
         try:
-            actor = Actor(tenant, frozenset(groups), visibilities=frozenset(st.visibilities))
+            actor = Actor(tenant, frozenset(groups), visibilities=frozenset(st.visibilities),
+                          claims=_token_claims(claims, st))
         except EvidexError:
             return None
         subject = str(claims.get("sub", ""))
         admin = st.admin_group is not None and st.admin_group in actor.groups
         return Principal(actor, admin, f"jwt:{key_sha256(tenant + '/' + subject)[:8]}")
+
+
+def _token_claims(token: dict[str, Any], st: JwtSettings) -> dict[str, str]:
+    """The actor claims a verified token carries (``jwt.claims``: actor claim -> token claim);
+    a string or integer value is taken, anything else (nothing, a list, an unprintable value)
+    leaves the claim out, so a tool that needs it is not called."""
+    out = {}
+    for name, source in st.claims.items():
+        value = token.get(source)
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, str) and value and value.strip() == value and len(value) <= 256 \
+                and value.isprintable():
+            out[name] = value
+    return out
 
 
 class RateLimiter:

@@ -12,7 +12,7 @@ from ..answer import AnswerSettings
 from ..kb import KnowledgeBase
 from ..model import Actor
 from ..retrieve import Fusion
-from ._schemas import AnswerRequest, Citation, SearchRequest
+from ._schemas import AnswerRequest, ResolveBody, SearchRequest
 
 __all__ = ["answer", "resolve", "search"]
 
@@ -23,7 +23,7 @@ def search(kb: KnowledgeBase, actor: Actor, body: SearchRequest, fusion: Fusion)
                      filters=body.filters.model_dump() if body.filters else None,
                      max_per_document=body.max_per_document, explain=body.explain,
                      fusion=body.fusion_over(fusion))
-    return {"hits": [h.as_dict() for h in hits], "evidence": hits.evidence}
+    return {"hits": [h.as_dict() for h in hits], "evidence": hits.evidence, "fallback": hits.fallback}
 
 
 def answer(kb: KnowledgeBase, actor: Actor, body: AnswerRequest, settings: AnswerSettings | None,
@@ -33,5 +33,5 @@ def answer(kb: KnowledgeBase, actor: Actor, body: AnswerRequest, settings: Answe
                      settings=settings).as_dict()
 
 
-def resolve(kb: KnowledgeBase, actor: Actor, body: Citation) -> dict[str, Any]:
-    return kb.resolve(actor, body.model_dump()).as_dict()
+def resolve(kb: KnowledgeBase, actor: Actor, body: ResolveBody) -> dict[str, Any]:
+    return kb.resolve(actor, body.root.model_dump()).as_dict()

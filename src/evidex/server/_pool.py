@@ -11,6 +11,7 @@ from pathlib import Path
 from fastapi import HTTPException
 
 from ..kb import KnowledgeBase
+from ..tools import Toolbox
 
 __all__ = ["StorePool", "as_factory"]
 
@@ -62,14 +63,16 @@ class StorePool:
             self._made.clear()
 
 
-def as_factory(kb: KnowledgeBase | Callable[[], KnowledgeBase] | str | Path) -> tuple[
-        Callable[[], KnowledgeBase], bool]:
-    """(a factory of handles, whether it hands out the one handle given)."""
+def as_factory(kb: KnowledgeBase | Callable[[], KnowledgeBase] | str | Path,
+               tools: Toolbox | None = None) -> tuple[Callable[[], KnowledgeBase], bool]:
+    """(a factory of handles, whether it hands out the one handle given); handles opened from
+    a location share ``tools``."""
     if isinstance(kb, KnowledgeBase):
         return (lambda: kb), True
     if isinstance(kb, str | Path):
         location = kb
-        return (lambda: KnowledgeBase.open(location)), False
+        shared = tools if tools is not None else Toolbox(())
+        return (lambda: KnowledgeBase.open(location, tools=shared)), False
     if callable(kb):
         return kb, False
     raise TypeError("create_app needs a KnowledgeBase, a factory of them, or a store location")

@@ -8,8 +8,11 @@ handles (SQLite handles never cross a fork).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +20,11 @@ from ..config import Config, ServerSettings, load_config
 from ..embed import THREADS_ENV
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
-from ..sources import drift, sync
+from ..sources import Scheduler, drift, sync
+from ..tools import Toolbox
 
-__all__ = ["app_from_env", "build_app", "require_settings", "run_mcp", "serve", "source_operations"]
+__all__ = ["app_from_env", "build_app", "opener", "require_settings", "run_mcp", "serve",
+           "source_operations", "start_scheduler"]
 
 DB_ENV = "EVIDEX_DB"
 CONFIG_ENV = "EVIDEX_SERVER_CONFIG"
@@ -43,6 +48,26 @@ def _require_store(db: str) -> None:
         raise EvidexError(f"no store at {db}; ingest documents first (evidex --db {db} ingest ...)")
 
 
+def opener(db: str, cfg: Config) -> Callable[[], KnowledgeBase]:
+    """Opens a handle on ``db`` with the configuration's retrieval settings."""
+    r = cfg.retrieval
+    return functools.partial(KnowledgeBase.open, db, analyzer=r.analyzer, embedder=r.embedder,
+                             vector_timeout_ms=r.vector.timeout_ms)
+
+
+def start_scheduler(db: str, cfg: Config) -> threading.Event | None:
+    """Run the configuration's scheduled syncs and drift checks on a background thread of this
+    process (see ``sources.Scheduler``); returns the event that stops it, None when nothing is
+    scheduled."""
+    scheduler = Scheduler(opener(db, cfg), cfg)
+    if not scheduler.jobs:
+        return None
+    stop = threading.Event()
+    threading.Thread(target=scheduler.run_forever, args=(stop,), name="evidex-scheduler",
+                     daemon=True).start()
+    return stop
+
+
 def source_operations(db: str, cfg: Config) -> tuple[Any, Any]:
     """sync and drift callables for the service, confined to the calling admin's tenant: an
     admin key may run exactly the configured sources whose documents belong to its tenant."""
@@ -56,9 +81,7 @@ def source_operations(db: str, cfg: Config) -> tuple[Any, Any]:
             raise EvidexError("no sources are configured for this tenant")
         return mine
 
-    def open_kb() -> KnowledgeBase:
-        r = cfg.retrieval
-        return KnowledgeBase.open(db, analyzer=r.analyzer, embedder=r.embedder)
+    open_kb = opener(db, cfg)
 
     def run_sync(*, tenant: str, source: str | None) -> dict[str, Any]:
         ids = chosen(tenant, source)
@@ -80,8 +103,14 @@ def build_app(db: str, config: str | Path | Config) -> Any:
 
     cfg = load_config(config) if isinstance(config, str | Path) else config
     run_sync, run_drift = source_operations(db, cfg) if cfg.sources else (None, None)
-    return create_app(db, require_settings(cfg), sync=run_sync, drift=run_drift,
-                      answer_settings=cfg.answer_settings(), generator=cfg.answer.generator)
+    # Request handles open the store as it is (never with the configuration's analyzer or model)
+    # and share one toolbox (its HTTP client and lookup threads), closed with the app.
+    tools = Toolbox(cfg.tools)
+    handles = functools.partial(KnowledgeBase.open, db, vector_timeout_ms=cfg.retrieval.vector.timeout_ms,
+                                tools=tools)
+    return create_app(handles, require_settings(cfg), sync=run_sync, drift=run_drift,
+                      answer_settings=cfg.answer_settings(), generator=cfg.answer.generator,
+                      tools=tools)
 
 
 def app_from_env() -> Any:
@@ -90,11 +119,14 @@ def app_from_env() -> Any:
 
 
 def serve(db: str, config: str | Path, host: str | None = None, port: int | None = None,
-          workers: int = 1) -> None:
+          workers: int = 1, schedule: bool = True) -> None:
+    """Serve until interrupted; with ``schedule``, this (main) process also runs the
+    configuration's scheduled syncs and drift checks, once for all workers."""
     import uvicorn
 
     settings = require_settings(config)
     _require_store(db)
+    stop = start_scheduler(db, load_config(config)) if schedule else None
     host = host or settings.host
     port = port or settings.port
     if workers > 1 and THREADS_ENV not in os.environ:
@@ -106,9 +138,13 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
     shown = f"[{host}]" if ":" in host else host
     print(f"evidex serving {os.environ[DB_ENV]} at http://{shown}:{port}/ "
           f"({workers} worker{'s' if workers != 1 else ''})", file=sys.stderr, flush=True)
-    uvicorn.run("evidex.server._run:app_from_env", factory=True, host=host, port=port, workers=workers,
-                access_log=False, log_level="warning", server_header=False,
-                limit_concurrency=512, timeout_keep_alive=15)
+    try:
+        uvicorn.run("evidex.server._run:app_from_env", factory=True, host=host, port=port,
+                    workers=workers, access_log=False, log_level="warning", server_header=False,
+                    limit_concurrency=512, timeout_keep_alive=15)
+    finally:
+        if stop is not None:
+            stop.set()
 
 
 def run_mcp(db: str, config: str | Path) -> None:
@@ -116,4 +152,6 @@ def run_mcp(db: str, config: str | Path) -> None:
     from ._mcp import run_stdio
 
     _require_store(db)
-    run_stdio(db, require_settings(config))
+    cfg = load_config(config)
+    run_stdio(db, require_settings(cfg), tools=cfg.tools, answer_settings=cfg.answer_settings(),
+              generator=cfg.answer.generator)

@@ -8,9 +8,9 @@ limits of the wire format; the library then applies its own query contract (200 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
 
 from ..retrieve import Fusion
 
@@ -20,10 +20,13 @@ __all__ = [
     "Citation",
     "DocumentResponse",
     "Filters",
+    "LiveCitation",
+    "ResolveBody",
     "ResolveResponse",
     "SearchRequest",
     "SearchResponse",
     "SyncRequest",
+    "ToolCallRequest",
 ]
 
 _NAME = r"^[^\x00-\x1f\x7f]{1,256}$"
@@ -53,8 +56,10 @@ class SearchRequest(_Request):
     explain: bool = False
     # Fusion fields left out take the service's configured ones (config ``retrieval:``), so a
     # deployment that chose RRF gets RRF from a plain request, as its answers do.
-    fusion: Literal["rrf", "convex"] | None = Field(
-        default=None, description="how keyword and vector ranks are fused; default: retrieval.fuse")
+    fusion: Literal["adaptive", "rrf", "convex"] | None = Field(
+        default=None,
+        description="how keyword and vector ranks are fused (adaptive: weights per query); "
+                    "default: retrieval.fuse")
     rrf_k: int | None = Field(default=None, ge=1, le=1000, description="default: retrieval.rrf_k (60)")
     window: int | None = Field(default=None, ge=1, le=500, description="default: retrieval.window (50)")
     alpha: float | None = Field(default=None, ge=0.0, le=1.0,
@@ -81,6 +86,7 @@ class Citation(_Request):
          "source_url": "https://help.example.com/returns"},
     ]})
 
+    kind: Literal["passage"] = "passage"
     document_id: str = Field(pattern=_NAME)
     version: str = Field(pattern=_NAME)
     content_sha256: str = Field(max_length=64)
@@ -94,6 +100,44 @@ class Citation(_Request):
     source_url: str | None = Field(default=None, max_length=4096)
 
 
+class LiveCitation(_Request):
+    """A live lookup as an answer cites it; resolving it looks the value up again as the
+    caller (``parameters`` are the question's; the caller's own identity fills the rest)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"kind": "live", "tool": "order-status", "title": "Current status of one of your orders",
+         "parameters": {"order_id": "12345"}, "actor_parameters": ["customer_id"],
+         "fetched_at": "2026-12-01T17:54:10.123Z", "content_sha256": "0" * 64,
+         "quote": "Order 12345: shipped, expected delivery 2026-12-03.",
+         "source_url": "http://127.0.0.1:8081/customers/{customer_id}/orders/12345"},
+    ]})
+
+    kind: Literal["live"]
+    tool: str = Field(pattern=_NAME)
+    title: str | None = Field(default=None, max_length=2048)
+    parameters: dict[str, str] = Field(default_factory=dict, max_length=32)
+    actor_parameters: list[str] = Field(default_factory=list, max_length=32)
+    fetched_at: str | None = Field(default=None, max_length=64)
+    content_sha256: str | None = Field(default=None, max_length=64)
+    quote: str = Field(max_length=20_000)
+    source_url: str | None = Field(default=None, max_length=4096)
+
+
+def _kind(value: Any) -> str:
+    kind = value.get("kind", "passage") if isinstance(value, dict) else getattr(value, "kind", "passage")
+    return kind if kind in ("passage", "live") else "passage"
+
+
+_AnyCitation = Annotated[Annotated[Citation, Tag("passage")] | Annotated[LiveCitation, Tag("live")],
+                        Discriminator(_kind)]
+
+
+class ResolveBody(RootModel[_AnyCitation]):
+    """A passage citation (``kind`` "passage" or absent) or a live one (``kind`` "live")."""
+
+    model_config = ConfigDict(json_schema_extra={"type": "object"})
+
+
 class AnswerRequest(_Request):
     model_config = ConfigDict(json_schema_extra={"examples": [
         {"question": "Can I return a worn jacket?"},
@@ -101,6 +145,14 @@ class AnswerRequest(_Request):
 
     question: str = Field(max_length=2000)
     filters: Filters | None = None
+
+
+class ToolCallRequest(_Request):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"parameters": {"order_id": "12345"}}]})
+
+    parameters: dict[str, str] = Field(
+        default_factory=dict, max_length=32,
+        description="the tool's question parameters; actor parameters come from the key's claims")
 
 
 class SyncRequest(_Request):
@@ -112,6 +164,7 @@ class SyncRequest(_Request):
 class CitedPassage(BaseModel):
     """The citation fields every response that cites a passage carries (hits, answer citations)."""
 
+    kind: Literal["passage"] = "passage"
     document_id: str
     version: str
     content_sha256: str
@@ -139,6 +192,9 @@ class SearchResponse(BaseModel):
     hits: list[Hit]
     evidence: Literal["none", "weak", "strong"] = Field(
         description="a retrieval signal for answering, never a probability")
+    fallback: dict[str, str] | None = Field(
+        default=None, description="set when a hybrid search returned the keyword ranking: "
+                                  "fallback, reason (no_vectors or vector_timeout), detail")
 
 
 class ResolveResponse(BaseModel):
@@ -151,12 +207,32 @@ class ResolveResponse(BaseModel):
 
 class AnswerCitation(CitedPassage):
     n: int = Field(description="the [n] marker in the answer text")
+    sentence_start: int | None = Field(
+        default=None, description="start, inside quote, of the sentence(s) of this passage that "
+                                  "back the answer (quote[sentence_start:sentence_end])")
+    sentence_end: int | None = Field(default=None, description="end of that span, inside quote")
+
+
+class LiveAnswerCitation(BaseModel):
+    """A live lookup cited by an answer: resolve it to look the value up again."""
+
+    n: int = Field(description="the [n] marker in the answer text")
+    kind: Literal["live"]
+    tool: str
+    title: str | None
+    parameters: dict[str, str] = Field(description="the question's parameters (shown)")
+    actor_parameters: list[str] = Field(description="parameters filled from the caller's verified "
+                                                    "identity: named, never shown")
+    fetched_at: str = Field(description="when the value was looked up (UTC)")
+    content_sha256: str = Field(description="SHA-256 of the response body")
+    quote: str
+    source_url: str = Field(description="the request URL with the caller's own values left as {name}")
 
 
 class AnswerResponse(BaseModel):
     status: Literal["answered", "declined"]
     text: str
-    citations: list[AnswerCitation]
+    citations: list[AnswerCitation | LiveAnswerCitation]
     reason: str | None
     handoff: str | None
     trace: dict[str, Any] | None

@@ -2,14 +2,19 @@
 
 from ._items import RACY_SECONDS, FetchError, SourceError, glob_match
 from ._notify import NotifyError, notify_webhook
+from ._schedule import DRIFT_HOOKS, DriftHook, Job, Scheduler
 from ._sync import BATCH_DOCUMENTS, LOADER_VERSION, Skipped, SourceReport, SyncReport, drift, sync
 
 __all__ = [
     "BATCH_DOCUMENTS",
+    "DRIFT_HOOKS",
     "LOADER_VERSION",
     "RACY_SECONDS",
+    "DriftHook",
     "FetchError",
+    "Job",
     "NotifyError",
+    "Scheduler",
     "Skipped",
     "SourceError",
     "SourceReport",

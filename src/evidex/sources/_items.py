@@ -8,6 +8,7 @@ with the store by fingerprint.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -17,9 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import FilesSource, RecordsSource, SourceDefaults, WebSource
-from ..ingest import FORMATS, load_document
-from ..model import Document, DocumentError, EvidexError, FetchError, SourceError, sha256_text
+from ..config import FilesSource, PdfSource, RecordsSource, SourceDefaults, WebSource, WikiSource
+from ..ingest import FORMATS, load_document, split_text
+from ..model import (
+    Document,
+    DocumentError,
+    EvidexError,
+    FetchError,
+    Section,
+    SourceError,
+    sha256_text,
+)
 
 __all__ = [
     "RACY_SECONDS",
@@ -204,6 +213,9 @@ def files_items(source: FilesSource, on_skip: Callable[[str, str], None]) -> lis
         if fmt == "records":
             on_skip(rel, "JSON Lines records belong in a source of type records")
             continue
+        if isinstance(source, PdfSource) and fmt != "pdf":
+            on_skip(rel, f"not a PDF ({path.suffix or 'no suffix'}); a source of type pdf holds PDFs")
+            continue
         doc_id = source.id if single else f"{source.id}/{rel}"
 
         def parse(data: bytes, fmt: str = fmt, doc_id: str = doc_id, rel: str = rel,
@@ -214,11 +226,28 @@ def files_items(source: FilesSource, on_skip: Callable[[str, str], None]) -> lis
                 url = source.base_url if single else source.base_url.rstrip("/") + "/" + rel
             else:
                 url = path.resolve().as_uri()
-            return Content([load_document(data, fmt, defaults, doc_id=doc_id, source_url=url,
-                                          name=path.name)], "")
+            doc = load_document(data, fmt, defaults, doc_id=doc_id, source_url=url, name=path.name)
+            return Content([wiki_page(doc, rel) if isinstance(source, WikiSource) else doc], "")
 
         items.append(Item(rel, _file_reader(path, parse), path.name if single else None))
     return items
+
+
+def wiki_page(doc: Document, rel: str) -> Document:
+    """A wiki export's page with its place in the page hierarchy (the folders above it, as
+    Outline, MediaWiki and Confluence Markdown exports nest child pages) leading every heading
+    path. Markdown headings become sections here, since the splitter's own heading parse knows
+    nothing of folders."""
+    hierarchy = tuple(part for part in rel.split("/")[:-1] if part)
+    if not hierarchy:
+        return doc
+    if doc.sections:
+        secs = tuple(dataclasses.replace(s, heading_path=hierarchy + s.heading_path)
+                     for s in doc.sections)
+    else:
+        secs = tuple(Section(p.start, p.end, hierarchy + p.heading_path, p.anchor)
+                     for p in split_text(doc.text, "heading", max_section_chars=len(doc.text) + 1))
+    return dataclasses.replace(doc, sections=secs)
 
 
 # -- records --------------------------------------------------------------------------------

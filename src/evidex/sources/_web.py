@@ -28,6 +28,7 @@ from ._items import (
     SourceError,
     check_access_defaults,
     document_defaults,
+    glob_match,
 )
 
 __all__ = ["web_items"]
@@ -120,11 +121,13 @@ def web_items(source: WebSource, client_factory: Callable[[WebSource], httpx.Cli
     check_access_defaults(source)
     client = client_factory(source)
     try:
-        urls = list(dict.fromkeys([*source.urls, *(
+        urls = list(dict.fromkeys([*source.pages(), *(
             _sitemap_urls(client, source.sitemap, source.max_bytes) if source.sitemap else [])]))
     except BaseException:
         client.close()
         raise
+    inc, exc = glob_match(source.include), glob_match(source.exclude)
+    urls = [u for u in urls if inc(urlsplit(u).path or "/") and not exc(urlsplit(u).path or "/")]
     defaults = document_defaults(source)
 
     def reader(url: str) -> Callable[[str | None], Content | NotModified | Gone]:

@@ -1,13 +1,13 @@
-"""Segment merges on a thread of their own, so that a write returns when its data is committed.
+"""Where segment merges run: on a thread of their own (``Merger``) or inside the write call
+(``InlineMerges``).
 
-A small write that completes a size tier used to fold the tier inside the ingest call: the
-512th one-document supersede of a million-passage store merged three tiers (8 x 11, 8 x 88 and
-8 x ~750 passages) and took 96-166 ms instead of 6-8 ms. The merge changes no search result (the
-merged segment holds exactly the live postings of its parts), so nothing requires the writer to
-wait for it: the write commits, asks this merger for the merges the policy calls for, and
-returns. The merger reads its inputs in a read transaction of its own connection (writers and
-readers go on meanwhile) and commits the merged segment in a short write transaction that first
-checks its inputs are still there (another process may have merged them, or ``optimize`` run).
+A merge changes no search result (the merged segment holds exactly the live postings of its
+parts), so nothing requires the writer to wait for it: with a ``Merger`` the write commits, asks
+for the merges the policy calls for, and returns; a write that completes a size tier does not
+pay for folding it. The merger reads its inputs in a read transaction of its own connection
+(writers and readers go on meanwhile) and commits the merged segment in a short write transaction
+that first checks its inputs are still there (another process may have merged them, or
+``optimize`` run).
 
 The backend supplies ``merge_due(conn, budget)``: run every due merge on ``conn`` and return.
 Failures are kept and raised by the next ``settle``, ``close`` or write (``check``), never
@@ -18,20 +18,51 @@ but the caller must hear that the store cannot merge.
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..model import StoreError
 
-__all__ = ["Merger"]
+__all__ = ["InlineMerges", "Merger", "Merges"]
+
+
+class Merges(Protocol):
+    def request(self, budget: int) -> None:
+        """Ask for the merges due under ``budget`` (see ``_merging.merge_budget``)."""
+        ...
+
+    def settle(self) -> None:
+        """Wait until no merge is running or requested; raise a failure that happened meanwhile."""
+        ...
+
+    def check(self) -> None:
+        """Raise (once) the failure of a merge that ran apart from the caller."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class InlineMerges:
+    """Merges run inside the write call that asks for them: there is never one to wait for."""
+
+    def __init__(self, merge_due: Callable[[int], None]) -> None:
+        self.request = merge_due
+
+    def settle(self) -> None:
+        return None
+
+    def check(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
 
 
 class Merger:
     """One background thread per store handle, started on the first request."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection],
-                 merge_due: Callable[[sqlite3.Connection, int], None]) -> None:
+    def __init__(self, connect: Callable[[], Any], merge_due: Callable[[Any, int], None]) -> None:
         self._connect = connect
         self._merge_due = merge_due
         self._cond = threading.Condition()

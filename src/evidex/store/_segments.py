@@ -9,8 +9,6 @@ then only by the difference (segments added or removed, tombstones since the las
 
 from __future__ import annotations
 
-import itertools
-import math
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -23,10 +21,6 @@ from ._contract import Signature, StoredDocument, StoredPassage, flat_document
 from ._vectors import VectorBlocks
 
 __all__ = [
-    "INLINE_MERGE_LIMIT",
-    "MAX_SEGMENTS",
-    "MERGE_CHUNK_POSTINGS",
-    "MERGE_FACTOR",
     "PACK_LIMIT",
     "FlatPostings",
     "PackedPostings",
@@ -36,9 +30,6 @@ __all__ = [
     "SegmentSource",
     "decode",
     "encode",
-    "merge_budget",
-    "merge_postings",
-    "next_merge",
     "segment_from_rows",
 ]
 
@@ -79,10 +70,8 @@ class FlatPostings:
     ``terms[i]`` at ``pids[ends[i - 1]:ends[i]]`` (ascending passage ids) with ``tfs`` alongside.
 
     This is the stored layout of a small segment (``stored``; ``from_stored`` reads it back, and
-    readers look terms up in it by binary search, ``get``) and what merges work on: merging by
-    one sort over all postings costs a few array operations per merge, where a Python loop per
-    term cost ~30 us x thousands of terms (a 5,000-passage merge took 0.7 s of a one-document
-    supersede).
+    readers look terms up in it by binary search, ``get``) and what merges work on: a merge is
+    one sort over all postings, a few array operations instead of Python work per term.
     """
 
     terms: list[str]
@@ -111,8 +100,7 @@ class FlatPostings:
 
     def get(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(passage ids, term frequencies) of ``term``, or None. A binary search in the sorted
-        terms: no per-term dictionary to build when a reader loads the segment (that loop cost
-        ~20 ms for a 5,600-passage segment of ~30,000 terms)."""
+        terms: no per-term dictionary to build when a reader loads the segment."""
         i = bisect_left(self.terms, term)
         if i == len(self.terms) or self.terms[i] != term:
             return None
@@ -157,87 +145,6 @@ def segment_from_rows(rows: Sequence[PassageRow]) -> tuple[list[np.ndarray], Fla
         for t, (p, f) in inverted.items()
     })
     return list(cols), postings
-
-
-#: Postings merged per sort: bounds the extra memory of a merge (about 40 bytes per posting)
-#: when ``optimize`` folds a million passages (~45 million postings) into one segment.
-MERGE_CHUNK_POSTINGS = 4_000_000
-
-
-def _no_pause() -> None:
-    return None
-
-
-def merge_postings(parts: Sequence[FlatPostings], dead: np.ndarray,
-                   pause: Callable[[], None] = _no_pause) -> FlatPostings:
-    """The union of several segments' postings without the passages in ``dead``.
-
-    A passage lives in exactly one segment, so within a term the ids of different parts never
-    collide, and sorting by (term, passage id) gives the merged lists. Terms are processed in
-    ranges of about ``MERGE_CHUNK_POSTINGS`` postings so memory stays bounded.
-
-    ``pause`` is called between steps of a few milliseconds each: a merge that runs beside
-    searches and writes in the same process gives way to them there (``SQLiteStore``).
-    """
-    parts = [p for p in parts if p.terms]
-    if not parts:
-        return FlatPostings.empty()
-    names = sorted(set().union(*(p.terms for p in parts)))
-    pause()
-    index = {t: i for i, t in enumerate(names)}
-    ids = []
-    for p in parts:
-        pause()
-        ids.append(np.fromiter((index[t] for t in p.terms), dtype=np.int64, count=len(p.terms)))
-    per_term = np.zeros(len(names), dtype=np.int64)
-    for p, tid in zip(parts, ids, strict=True):
-        per_term[tid] += np.diff(p.ends, prepend=0)
-    cum = np.cumsum(per_term)
-    cuts = np.searchsorted(cum, np.arange(MERGE_CHUNK_POSTINGS, int(cum[-1]), MERGE_CHUNK_POSTINGS),
-                           side="right")
-    bounds = [0, *sorted(set(cuts.tolist()) - {0, len(names)}), len(names)]
-    out_terms: list[str] = []
-    out_ends: list[np.ndarray] = []
-    out_pids: list[np.ndarray] = []
-    out_tfs: list[np.ndarray] = []
-    written = 0
-    for lo, hi in itertools.pairwise(bounds):
-        pause()
-        t_parts, p_parts, f_parts = [], [], []
-        for p, tid in zip(parts, ids, strict=True):
-            a, b = np.searchsorted(tid, lo), np.searchsorted(tid, hi)
-            if a == b:
-                continue
-            start = int(p.ends[a - 1]) if a else 0
-            stop = int(p.ends[b - 1])
-            counts = np.diff(p.ends[a:b], prepend=start)
-            t_parts.append(np.repeat(tid[a:b], counts))
-            p_parts.append(p.pids[start:stop])
-            f_parts.append(p.tfs[start:stop])
-        terms_of = np.concatenate(t_parts)
-        pids = np.concatenate(p_parts).astype(np.int64)
-        tfs = np.concatenate(f_parts)
-        if len(dead):
-            keep = ~np.isin(pids, dead)
-            terms_of, pids, tfs = terms_of[keep], pids[keep], tfs[keep]
-        if not len(pids):
-            continue
-        pause()
-        # Ids are < 2**31, so the key is exact and unique. Each part's keys are ascending
-        # already (terms sorted, ids sorted within a term): a stable sort (timsort for int64)
-        # merges those runs instead of sorting from scratch.
-        order = np.argsort((terms_of << 32) | pids, kind="stable")
-        terms_of, pids, tfs = terms_of[order], pids[order], tfs[order]
-        starts = np.flatnonzero(np.diff(terms_of)) + 1
-        out_terms += [names[i] for i in terms_of[np.concatenate(([0], starts))].tolist()]
-        out_ends.append(np.append(starts, len(pids)) + written)
-        out_pids.append(pids.astype(PID))
-        out_tfs.append(tfs.astype(TF, copy=False))
-        written += len(pids)
-    if not out_terms:
-        return FlatPostings.empty()
-    return FlatPostings(out_terms, np.concatenate(out_ends).astype(np.int64), np.concatenate(out_pids),
-                        np.concatenate(out_tfs))
 
 
 class SegmentSource(Protocol):
@@ -289,8 +196,8 @@ class SegmentCache:
         #: Term -> its postings rows in the large (row-per-term) segments. Those segments are
         #: immutable and change only with large merges and ``optimize``; a small write adds a
         #: packed segment, which ``postings`` reads from memory. So the rows stay valid across
-        #: small writes (keyed by the set of large segments): dropping them on every write made
-        #: the first query after any write refetch each common word's megabytes.
+        #: small writes (keyed by the set of large segments), and the first query after a write
+        #: does not fetch each common word's megabytes again.
         self._postings: OrderedDict[str, list[tuple[np.ndarray, np.ndarray]]] = OrderedDict()
         self._postings_bytes = 0
         self._max_postings_bytes = max_postings_bytes
@@ -306,8 +213,8 @@ class SegmentCache:
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The signature, length, document key and passage number of every id, cut to the id
         space. Ranking sizes its id-space work by these arrays (the visible-id array, dense
-        frequency arrays, thresholds between paths): at a million passages, doubling had left
-        them twice the id space, and every such step did twice the work."""
+        frequency arrays, thresholds between paths), so they must not include the room the
+        arrays keep for growth."""
         n = self.size
         return self.sig[:n], self.length[:n], self.dkey[:n], self.number[:n]
 
@@ -422,8 +329,7 @@ class SegmentCache:
 
         Rows are cached as the tuples the database returned and turned into objects on the way
         out: the garbage collector stops tracking a tuple of strings and numbers, but walks
-        every object on each full collection. 40,000 cached passage and document objects made
-        a full collection take 38 ms (inside a supersede, at 1M passages)."""
+        every cached object on each full collection, which would then pause any call."""
         return self._cached(self.passage_rows, pids, fetch, tuple, StoredPassage.from_row)
 
     def documents(self, dkeys: Iterable[int], fetch: RowFetch) -> dict[int, StoredDocument]:
@@ -461,44 +367,7 @@ class SegmentCache:
 _DEATHS_LOGGED = 100_000
 
 
-# -- merge policy (shared by every backend) ----------------------------------------------------
-MERGE_FACTOR = 8
-#: An ingest call may rewrite up to max(this, MERGE_FACTOR x its own passages) in merges: large
-#: batches pay for large merges (amortised log-structured cost), a one-document supersede never
-#: waits for one (it did: 4.6 and 12.8 s outliers at 1M passages). 8,192 lets a small write fold
-#: eight ~700-passage segments (20-40 ms) but not eight ~5,600-passage ones: with 65,536 every
-#: 512th one-document supersede paid that 45,000-passage merge, 0.7 s at 1M passages. Segments
-#: of that tier wait for a write of >= 5,632 passages or `optimize` (one more per 512 small writes).
-INLINE_MERGE_LIMIT = 8192
 #: Segments of at most this many passages keep their postings packed in the segment row (one
 #: write); larger ones store a row per term, which readers fetch one term at a time. Equal to
-#: the inline merge limit, so what a small write merges is written packed: a 5,600-passage
-#: segment written as ~30,000 term rows took 0.4 s plus 0.2 s of commit.
-PACK_LIMIT = INLINE_MERGE_LIMIT
-#: Above this many segments the smallest are merged, within the same budget; what is left
-#: waits for ``optimize`` or the next large write.
-MAX_SEGMENTS = 48
-
-
-def _level(n: int) -> int:
-    return int(math.log(max(n, 1), MERGE_FACTOR))
-
-
-def merge_budget(written: int) -> int:
-    """Passages one ingest call that wrote ``written`` passages may rewrite per merge."""
-    return max(INLINE_MERGE_LIMIT, MERGE_FACTOR * written)
-
-
-def next_merge(sizes: dict[int, int], budget: int) -> list[int] | None:
-    """Segment ids to merge next (log-structured: MERGE_FACTOR segments of one size tier, so a
-    term is spread over O(log n) segments), or None when nothing within ``budget`` is due."""
-    tiers: dict[int, list[int]] = {}
-    for sid, n in sizes.items():
-        tiers.setdefault(_level(n), []).append(sid)
-    for ids in tiers.values():
-        if len(ids) >= MERGE_FACTOR and sum(sizes[i] for i in ids) <= budget:
-            return ids
-    smallest = sorted(sizes, key=lambda i: sizes[i])[:MERGE_FACTOR]
-    if len(sizes) > MAX_SEGMENTS and sum(sizes[i] for i in smallest) <= budget:
-        return smallest
-    return None
+#: the merge policy's inline limit, so what a small write merges is written packed.
+PACK_LIMIT = 8192

@@ -22,14 +22,14 @@ from collections.abc import Iterable
 import numkong
 import numpy as np
 
-__all__ = ["QUANT_MIN_ROWS", "VectorBlocks"]
+__all__ = ["QUANT_MIN_ROWS", "VectorBlocks", "exact_cosines"]
 
 QUANT_SCALE = 127.0 / 0.35
 QUANT_MIN_ROWS = 2_048
 RESCORE_MIN = 500
 
 
-def _exact(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+def exact_cosines(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Cosines computed row by row in float64 with one fixed summation order, so a passage's
     score does not depend on which other rows share its block (bit-for-bit reproducible)."""
     return np.einsum("ij,j->i", rows.astype(np.float64), q.astype(np.float64))
@@ -179,7 +179,7 @@ class VectorBlocks:
     @staticmethod
     def _final(block: _Block, idx: np.ndarray, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Exact, position-independent scores of the candidate rows; the best k plus ties."""
-        exact = _exact(block.vecs[idx], q)
+        exact = exact_cosines(block.vecs[idx], q)
         if len(idx) > k:
             kth = np.partition(exact, len(idx) - k)[len(idx) - k]
             keep = exact >= kth

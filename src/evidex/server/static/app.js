@@ -18,6 +18,10 @@
     context_budget: "Not even the best passage fitted into the model's context.",
     generator_error: "The answer generator could not be reached.",
     no_answer_in_sources: "The passages found do not contain an answer to this question.",
+    tool_unavailable: "A live lookup this question needs did not give a usable answer just now, " +
+      "so nothing is answered from older or stored data instead.",
+    tool_needs_sign_in: "This lookup needs a signed-in customer; the key you use does not carry " +
+      "the identity it needs.",
   };
   const BADGES = {
     current: ["current", "badge-current"],
@@ -149,8 +153,11 @@
   }
 
   function citationOnly(c) {
-    const keys = ["document_id", "version", "content_sha256", "passage", "quote", "start", "end",
-      "heading_path", "anchor", "title", "source_url"];
+    const keys = c.kind === "live"
+      ? ["kind", "tool", "title", "parameters", "actor_parameters", "fetched_at", "content_sha256", "quote",
+        "source_url"]
+      : ["kind", "document_id", "version", "content_sha256", "passage", "quote", "start", "end",
+        "heading_path", "anchor", "title", "source_url"];
     const out = {};
     for (const k of keys) if (c[k] !== undefined) out[k] = c[k];
     return out;
@@ -194,7 +201,8 @@
       const li = el("li", { attrs: { value: c.n } });
       li.append(chip(c.n, c, sentencesFor(ans.text, c.n)), " ",
         el("span", { text: c.title || c.document_id }),
-        el("span", { cls: "meta", text: (c.heading_path || []).length ? " — " + c.heading_path.join(" › ") : "" }));
+        el("span", { cls: "meta", text: c.kind === "live" ? ` — live lookup, ${c.fetched_at}`
+          : (c.heading_path || []).length ? " — " + c.heading_path.join(" › ") : "" }));
       list.append(li);
     }
     box.append(el("h3", { text: "Sources" }), list);
@@ -283,12 +291,18 @@
   $("passage-close").addEventListener("click", closePassage);
   document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !$("passage").hidden) closePassage(); });
 
-  // Text of one passage with the given sentences marked (all of it when none is found in it).
-  function highlighted(text, sentences) {
+  // Text of one passage with the quoted span marked: the citation's sentence offsets when it
+  // has them, else the given sentences found in it (all of it when none is found).
+  function highlighted(text, sentences, citation) {
     const spans = [];
-    for (const s of sentences) {
-      const i = text.indexOf(s);
-      if (i >= 0) spans.push([i, i + s.length]);
+    const a = citation && citation.sentence_start, b = citation && citation.sentence_end;
+    if (Number.isInteger(a) && Number.isInteger(b) && 0 <= a && a < b && b <= text.length) {
+      spans.push([a, b]);
+    } else {
+      for (const s of sentences) {
+        const i = text.indexOf(s);
+        if (i >= 0) spans.push([i, i + s.length]);
+      }
     }
     spans.sort((a, b) => a[0] - b[0]);
     const frag = document.createDocumentFragment();
@@ -317,8 +331,20 @@
     const meta = el("dl", { cls: "meta" });
     const row = (k, v) => { meta.append(el("dt", { text: k })); meta.append(v instanceof Node ? el("dd", {}, v) : el("dd", { text: v })); };
     row("Status", badge);
-    row("Section", (citation.heading_path || []).join(" › ") || `passage ${citation.passage}`);
-    row("Version", citation.version);
+    const live = citation.kind === "live";
+    if (live) {
+      // A lookup has no version: what it said, when, asked with which of the question's values.
+      row("Kind", "live lookup");
+      row("Fetched", citation.fetched_at);
+      const params = Object.entries(citation.parameters || {}).map(([k, v]) => `${k} = ${v}`);
+      row("Asked with", params.join(", ") || "no parameters");
+      if ((citation.actor_parameters || []).length) {
+        row("Your identity", `${citation.actor_parameters.join(", ")} (from your sign-in, not shown)`);
+      }
+    } else {
+      row("Section", (citation.heading_path || []).join(" › ") || `passage ${citation.passage}`);
+      row("Version", citation.version);
+    }
     row("Fingerprint", String(citation.content_sha256 || "").slice(0, 12));
     const href = safeLink(citation.source_url);
     if (href) {
@@ -340,6 +366,10 @@
       if (!r.ok && r.detail) badge.title = r.detail;
     }).catch((err) => { badge.textContent = "not checked"; badge.title = err.message || ""; });
 
+    if (live) {
+      section.append(el("span", { cls: "cited" }, highlighted(citation.quote, sentences)));
+      return;
+    }
     // The section: every passage of the document under the cited heading, the cited one marked.
     let passages = null;
     try {
@@ -349,7 +379,7 @@
     const key = JSON.stringify(citation.heading_path || []);
     const inSection = passages ? passages.filter((p) => JSON.stringify(p.heading_path) === key) : [];
     if (!inSection.some((p) => p.passage === citation.passage)) {
-      section.append(el("span", { cls: "cited" }, highlighted(citation.quote, sentences)));
+      section.append(el("span", { cls: "cited" }, highlighted(citation.quote, sentences, citation)));
       return;
     }
     inSection.forEach((p, i) => {
@@ -357,7 +387,7 @@
       const part = el("span", { cls: p.passage === citation.passage ? "cited" : "" });
       if (p.passage === citation.passage) {
         if ((p.flags || []).length) part.append(untrustedBadge(p.flags), " ");
-        part.append(highlighted(p.quote, sentences));
+        part.append(highlighted(p.quote, sentences, p.quote === citation.quote ? citation : null));
       } else {
         part.textContent = p.quote;
       }

@@ -1,0 +1,151 @@
+"""The question sets answers are calibrated and measured on: a collection plus questions, each
+answerable (with the passages that answer it) or out of collection.
+
+    from answers_sets import SETS, build
+
+Sets (``--set``; development data only, never SQuAD dev, XQuAD or MLQA test):
+
+* ``encyclopedia``: benchmarks/data/encyclopedia, all 280 en/de paragraphs; kinds wh, keyword,
+  cross_de_en, cross_en_de and ooc (near misses); splits dev/test as in the set.
+* ``encyclopedia-en``: the same with only the English paragraphs (``only_languages``), so German
+  questions about translated paragraphs become German-to-English questions.
+* ``squad``: /work/shared/data/squad2-train-sample (SQuAD 2.0 *train*). The paragraphs of two
+  articles (Solar_energy, IPod) are left out of the collection and their questions become
+  out-of-collection questions (``ooc``); SQuAD 2.0's unanswerable questions are kind
+  ``ooc_adversarial`` (near-identical rewrites of answerable ones, reported apart). Splits as in
+  the data (half dev, half test by question id).
+* ``mlqa``: /work/shared/data/mlqa-dev-de (MLQA *dev*, German); about a fifth of the paragraphs
+  (chosen by the SHA-1 of their id) are left out and their questions become ``ooc``.
+* ``scifact``: BEIR SciFact, claims of ``train`` (split dev) or ``test`` (split test) against all
+  abstracts (english analyzer, one passage per abstract), plus the calibration half (dev) or the
+  held-out half (test) of benchmarks/data/off-topic-questions.txt as ``ooc``.
+
+Stores live in benchmarks/.work/answers/ (or ``$EVIDEX_ANSWERS_WORK``), one per set and
+embedder; passage vectors come from the persistent embedding cache and question vectors from
+the same cache under ``<model>#query``, so a repeated run embeds nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+import qa_sets
+from evidex import Actor, Document, KnowledgeBase
+from evidex.evaluation import corpus_documents, load_beir
+
+HERE = Path(__file__).resolve().parent
+#: Stores and outputs (``EVIDEX_ANSWERS_WORK`` overrides it, e.g. for another checkout's stores).
+WORK = Path(os.environ.get("EVIDEX_ANSWERS_WORK") or HERE / ".work" / "answers")
+SHARED = Path("/work/shared/data")
+SCIFACT = SHARED / "beir" / "scifact"
+OFF_TOPIC = HERE / "data" / "off-topic-questions.txt"
+ACTOR = Actor("eval", frozenset({"eval"}))
+SQUAD_LEFT_OUT = frozenset({"Solar_energy", "IPod"})
+SETS = ("encyclopedia", "encyclopedia-en", "squad", "mlqa", "scifact")
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    text: str
+    kind: str  # wh, keyword, cross_de_en, cross_en_de, claim, ooc, ooc_adversarial
+    split: str
+    expected: frozenset[str] = frozenset()  # document ids that answer it
+    answers: dict[str, str] = field(default_factory=dict)  # document id -> verbatim answer span
+
+    @property
+    def answerable(self) -> bool:
+        return not self.kind.startswith("ooc")
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    name: str
+    analyzer: str
+    split_mode: str
+    documents: list[Document]
+    questions: list[Question]
+
+
+def _doc(pid: str, title: str, text: str, language: str | None) -> Document:
+    return Document(pid, "eval", ("eval",), "1", text, title=title or None, language=language)
+
+
+def _from_qa(qs: qa_sets.QASet, name: str, drop: Callable[[str], bool] | None = None,
+             ooc_kind: Callable[[qa_sets.Query], str] | None = None) -> QuestionSet:
+    docs = [_doc(p.id, p.title, p.text, p.language) for p in qs.passages.values()
+            if drop is None or not drop(p.id)]
+    kept = {d.id for d in docs}
+    out = []
+    for q in qs.queries.values():
+        rel = frozenset(p for p in qs.relevant(q.id) if p in kept)
+        if not q.answerable:
+            kind = ooc_kind(q) if ooc_kind else "ooc"
+            out.append(Question(q.id, q.text, kind, q.split or "test"))
+        elif not rel:
+            out.append(Question(q.id, q.text, "ooc", q.split or "test"))
+        else:
+            out.append(Question(q.id, q.text, q.kind, q.split or "test", rel,
+                                {p: a for p, a in q.answers.items() if p in rel}))
+    return QuestionSet(name, "exact", "paragraph", docs, out)
+
+
+def load(name: str, split: str) -> QuestionSet:
+    if name in ("encyclopedia", "encyclopedia-en"):
+        qs = qa_sets.load(qa_sets.ENCYCLOPEDIA)
+        if name == "encyclopedia-en":
+            qs = qs.only_languages({"en"})
+        return _from_qa(qs, name)
+    if name == "squad":
+        qs = qa_sets.load(SHARED / "squad2-train-sample")
+        return _from_qa(qs, name, drop=lambda pid: pid.rsplit("-p", 1)[0] in SQUAD_LEFT_OUT,
+                        ooc_kind=lambda q: "ooc_adversarial")
+    if name == "mlqa":
+        qs = qa_sets.load(SHARED / "mlqa-dev-de")
+        return _from_qa(qs, name, drop=lambda pid: int(hashlib.sha1(pid.encode()).hexdigest()[:2], 16) < 52)
+    if name == "scifact":
+        beir = load_beir(SCIFACT, "train" if split == "dev" else "test")
+        off = [ln.strip() for ln in OFF_TOPIC.read_text().splitlines()
+               if ln.strip() and not ln.startswith("#")]
+        questions = [Question(q, t, "claim", split, frozenset(d for d, r in beir.qrels[q].items() if r > 0))
+                     for q, t in beir.queries.items()]
+        questions += [Question(f"off-{i}", t, "ooc", split)
+                      for i, t in enumerate(off[:60] if split == "dev" else off[60:])]
+        return QuestionSet(name, "english", "document", list(corpus_documents(beir)), questions)
+    raise SystemExit(f"unknown set {name!r}; known: {', '.join(SETS)}")
+
+
+class _PersistentQueries:
+    """Question vectors through the persistent embedding cache (key ``<model>#query``)."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+
+    def get(self, model: str, text: str, embed: Callable[[Sequence[str]], np.ndarray]) -> np.ndarray:
+        e = self.kb._embedder()
+        return self.kb._embed_cache().embed(f"{model}#query", e.dimension, [text], embed)[0]
+
+    def clear(self) -> None:
+        pass
+
+
+def build(qset: QuestionSet, embedder: str) -> KnowledgeBase:
+    """The set's store (created or brought up to date; unchanged documents are skipped)."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    kb = KnowledgeBase.open(WORK / f"{qset.name}-{embedder}.db", analyzer=qset.analyzer,
+                            embedder=embedder, max_limit=100)
+    for i in range(0, len(qset.documents), 1000):
+        kb.ingest(qset.documents[i:i + 1000], split=qset.split_mode)
+    kb._query_vectors = _PersistentQueries(kb)  # type: ignore[assignment]
+    return kb
+
+
+def dump(rows: list[dict], path: Path) -> None:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

@@ -1,0 +1,153 @@
+"""Values a sentence states, and whether two sentences state different values of one kind.
+
+Pure functions over text, so conflict detection at ingestion can reuse them. A value has a
+kind and a normalised amount:
+
+* ``duration``: a number (digits or a number word) and a unit of time ("30 days", "12 months",
+  "zwei Wochen"), in days;
+* ``period``: how often something recurs ("every 6 months", "once a year", "jährlich",
+  "alle 6 Monate"), in days between occurrences;
+* ``time``: a time of day or a range ("13:00-18:00", "12 bis 17 Uhr"), in minutes after midnight;
+* ``price``: an amount with a currency ("€6.95", "6,95 EUR", "12 euros"), in that currency's
+  units (the currency is part of the kind, so euros never meet francs);
+* ``percent``: "10 %", "10 percent", "zehn Prozent";
+* ``date``: a day and a month ("15 January", "15. Januar", "January 15"), as (month, day).
+
+Bare numbers and years are not values here: two sentences that answer one question often
+mention different years of different events, and a conflict must be about one thing.
+``disagree`` is deliberately narrow: both sentences must state values of one kind, and no value
+of that kind may be shared (a sentence that says "12 months" and one that says "once a year"
+agree).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Value", "disagree", "values"]
+
+_NUMBER_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fourteen": 14, "thirty": 30,
+    "ein": 1, "eine": 1, "einen": 1, "einem": 1, "einer": 1, "zwei": 2, "drei": 3, "vier": 4,
+    "fünf": 5, "sechs": 6, "sieben": 7, "acht": 8, "neun": 9, "zehn": 10, "elf": 11,
+    "zwölf": 12, "vierzehn": 14, "dreißig": 30,
+}
+_UNIT_DAYS = [
+    (r"minutes?|mins?|minuten?", 1 / 1440), (r"hours?|hrs?|stunden?", 1 / 24),
+    (r"days?|tagen?|tage|tag", 1.0), (r"weeks?|wochen?", 7.0),
+    (r"months?|monaten?|monate|monat", 365 / 12), (r"years?|jahren?|jahre|jahr", 365.0),
+]
+_NUM = r"(\d+(?:[.,]\d+)?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
+_UNIT = "|".join(f"(?:{u})" for u, _ in _UNIT_DAYS)
+_DURATION = re.compile(rf"\b{_NUM}[\s-]+({_UNIT})\b", re.IGNORECASE)
+_EVERY = re.compile(rf"\b(?:every|alle|jede[nmrs]?)\s+(?:{_NUM}\s+)?({_UNIT})\b", re.IGNORECASE)
+_ONCE_A = re.compile(rf"\b(?:once|twice|einmal|zweimal)\s+(?:a|an|per|im|pro|in\s+the)\s+({_UNIT})\b",
+                     re.IGNORECASE)
+_ADVERB = {"annually": 365.0, "yearly": 365.0, "jährlich": 365.0, "monthly": 365 / 12,
+           "monatlich": 365 / 12, "weekly": 7.0, "wöchentlich": 7.0, "daily": 1.0, "täglich": 1.0}
+_ADVERBS = re.compile(r"\b(" + "|".join(_ADVERB) + r")\b", re.IGNORECASE)
+_CLOCK = r"([01]?\d|2[0-3])(?:[:.]([0-5]\d))?"
+_TIME_RANGE = re.compile(
+    rf"\b{_CLOCK}\s*(?:[-–—]|to|until|till|bis)\s*{_CLOCK}\s*(?:uhr|h\b)?"
+    rf"|\b([01]?\d|2[0-3]):([0-5]\d)\b|\b([01]?\d|2[0-3])\s*uhr\b", re.IGNORECASE)
+_CURRENCY = {"€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR", "$": "USD", "usd": "USD",
+             "£": "GBP", "gbp": "GBP", "chf": "CHF", "fr.": "CHF"}
+_PRICE = re.compile(
+    r"(€|\$|£|\b(?:eur|usd|gbp|chf)\b)\s?(\d+(?:[.,]\d{1,2})?)"
+    r"|(\d+(?:[.,]\d{1,2})?)\s?(€|\$|£|\b(?:eur|euros?|usd|gbp|chf)\b)", re.IGNORECASE)
+_PERCENT = re.compile(rf"\b{_NUM}\s?(?:%|percent\b|per cent\b|prozent\b)", re.IGNORECASE)
+_MONTHS = {m: i for i, names in enumerate([
+    ("january", "januar", "jan"), ("february", "februar", "feb"), ("march", "märz", "mar"),
+    ("april", "apr"), ("may", "mai"), ("june", "juni", "jun"), ("july", "juli", "jul"),
+    ("august", "aug"), ("september", "sep", "sept"), ("october", "oktober", "oct", "okt"),
+    ("november", "nov"), ("december", "dezember", "dec", "dez")], start=1) for m in names}
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_DATE = re.compile(rf"\b(\d{{1,2}})\.?\s+({_MONTH})\b|\b({_MONTH})\s+(\d{{1,2}})\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    kind: str
+    amount: float | tuple[float, ...]
+    start: int
+    end: int
+
+
+def _number(text: str) -> float:
+    low = text.lower()
+    if low in _NUMBER_WORDS:
+        return float(_NUMBER_WORDS[low])
+    return float(low.replace(",", "."))
+
+
+def _days(unit: str) -> float:
+    for pattern, days in _UNIT_DAYS:
+        if re.fullmatch(pattern, unit, re.IGNORECASE):
+            return days
+    raise ValueError(unit)
+
+
+def _clock(h: str, m: str | None) -> float:
+    return int(h) * 60 + (int(m) if m else 0)
+
+
+def values(text: str) -> list[Value]:
+    """The values ``text`` states, in order of appearance (a span is read as one value)."""
+    out: list[Value] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(kind: str, amount: float | tuple[float, ...], m: re.Match[str]) -> None:
+        if any(m.start() < e and s < m.end() for s, e in taken):
+            return
+        taken.append((m.start(), m.end()))
+        out.append(Value(kind, amount, m.start(), m.end()))
+
+    for m in _EVERY.finditer(text):
+        add("period", (_number(m.group(1)) if m.group(1) else 1.0) * _days(m.group(2)), m)
+    for m in _ONCE_A.finditer(text):
+        times = 2.0 if m.group(0).lower().startswith(("twice", "zweimal")) else 1.0
+        add("period", _days(m.group(1)) / times, m)
+    for m in _ADVERBS.finditer(text):
+        add("period", _ADVERB[m.group(1).lower()], m)
+    for m in _PRICE.finditer(text):
+        cur = _CURRENCY[(m.group(1) or m.group(4)).lower()]
+        add(f"price:{cur}", _number(m.group(2) or m.group(3)), m)
+    for m in _PERCENT.finditer(text):
+        add("percent", _number(m.group(1)), m)
+    for m in _DURATION.finditer(text):
+        add("duration", _number(m.group(1)) * _days(m.group(2)), m)
+    for m in _TIME_RANGE.finditer(text):
+        g = m.groups()
+        if g[0] is not None:
+            add("time", (_clock(g[0], g[1]), _clock(g[2], g[3])), m)
+        elif g[4] is not None:
+            add("time", (_clock(g[4], g[5]),), m)
+        else:
+            add("time", (_clock(g[6], None),), m)
+    for m in _DATE.finditer(text):
+        day, month = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        if 1 <= int(day) <= 31:
+            add("date", (float(_MONTHS[month.lower()]), float(day)), m)
+    out.sort(key=lambda v: v.start)
+    return out
+
+
+def _close(a: float | tuple[float, ...], b: float | tuple[float, ...]) -> bool:
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return a == b
+    return abs(a - b) <= 0.02 * max(abs(a), abs(b), 1e-9)
+
+
+def disagree(a: str, b: str) -> list[tuple[Value, Value]]:
+    """Pairs of values of one kind that ``a`` and ``b`` state differently, when for that kind
+    no value of ``a`` equals one of ``b`` (empty when they agree or share no kind)."""
+    va, vb = values(a), values(b)
+    out = []
+    for kind in sorted({v.kind for v in va} & {v.kind for v in vb}):
+        xs = [v for v in va if v.kind == kind]
+        ys = [v for v in vb if v.kind == kind]
+        if not any(_close(x.amount, y.amount) for x in xs for y in ys):
+            out.append((xs[0], ys[0]))
+    return out

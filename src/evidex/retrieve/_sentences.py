@@ -1,0 +1,43 @@
+"""Sentence boundaries: one rule for the passages evidex quotes and the answers it checks.
+
+The extractive generator quotes whole sentences of a passage and the output contract checks the
+answer sentence by sentence; both use these boundaries, so a quoted unit is exactly one sentence
+to the contract and its marker belongs to all of it. A sentence ends after ``.``, ``!`` or ``?``
+(and any ``[n]`` markers right after it) before whitespace, or at a line break (list items and
+headings are units of their own); "e.g. the", "P. chabaudi" or "z. B. die" do not end one,
+because a lower-case letter follows.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["sentence_spans"]
+
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])(?:[ \t]*(?:\[\d{1,3}\])+)?\s+(?=\S)(?!\[\d{1,3}\])"  # after . ! ? (+ markers)
+    r"|(?:[ \t]*(?:\[\d{1,3}\])+)?[ \t]*\n\s*"  # or at a line break: list items are sentences
+)
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every sentence of ``text``, in order, without surrounding whitespace:
+    ``text[start:end]`` is the sentence, trailing markers included."""
+    out: list[tuple[int, int]] = []
+    pos = 0
+    for m in _SENTENCE_END.finditer(text):
+        if "\n" not in m.group(0) and text[m.end(): m.end() + 1].islower():
+            continue  # an abbreviation, not the end of a claim
+        _add(text, pos, m.end(), out)
+        pos = m.end()
+    _add(text, pos, len(text), out)
+    return out
+
+
+def _add(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if start < end:
+        out.append((start, end))

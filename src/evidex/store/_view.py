@@ -1,0 +1,129 @@
+"""The read view of an SQL store: everything read through one view comes from one snapshot.
+
+It answers the ranking core from the store's ``SegmentCache`` (per-passage arrays, postings) and
+reads rows through the snapshot's cursor; it is also the ``SegmentSource`` the cache refreshes
+itself from. Vector searches go to the backend's ``VectorStorage``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._contract import HistoryEntry, Signature, StoredDocument, StoredPassage
+from ._segments import PID, TF, FlatPostings, SegmentArrays, decode
+
+if TYPE_CHECKING:
+    from ._core import SQLStore
+
+__all__ = ["DOC_SELECT", "PASSAGE_SELECT", "SQLView"]
+
+#: The column orders ``StoredDocument.from_row`` and ``StoredPassage.from_row`` read.
+DOC_SELECT = "SELECT dkey, tenant, doc_id, version, content_sha256, meta, split, indexed_at FROM documents"
+PASSAGE_SELECT = ("SELECT pid, dkey, number, start_off, end_off, text, heading_path, anchor, page, flags "
+                  "FROM passages")
+
+
+class SQLView:
+    """ReadView over one read transaction of an ``SQLStore``."""
+
+    def __init__(self, store: SQLStore, cur: Any) -> None:
+        self._s = store
+        self._c = cur
+        cache = store._cache
+        self.sig, self.length, self.dkey, self.number = cache.columns()
+        self.generation = cache.generation
+        self.deaths_mark = cache.deaths_mark()
+
+    # -- SegmentSource --------------------------------------------------------------------------
+    def segment_ids(self) -> list[int]:
+        return [r[0] for r in self._c.execute("SELECT id FROM segments")]
+
+    def segment_arrays(self, ids: Sequence[int]) -> Iterator[SegmentArrays]:
+        model, dimension = self.vector_model()
+        for sid in ids:
+            row = self._c.execute(
+                "SELECT pids, sigs, lengths, dkeys, numbers, terms, term_ends, term_pids, term_tfs "
+                "FROM segments WHERE id = ?", (sid,)).fetchone()
+            packed = FlatPostings.from_stored(*row[5:]) if row[5] is not None else None
+            vectors = self._s._vectors.segment(self._c, [sid], model, dimension) if model != "none" else None
+            yield SegmentArrays(sid, *(decode(b, PID) for b in row[:5]), packed=packed, vectors=vectors)
+
+    def tombstones_after(self, gen: int) -> tuple[np.ndarray, int]:
+        rows = self._c.execute("SELECT gen, pid FROM tombstones WHERE gen > ?", (gen,)).fetchall()
+        if not rows:
+            return np.zeros(0, dtype=np.int64), gen
+        return np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)), max(r[0] for r in rows)
+
+    def all_signatures(self) -> list[Signature]:
+        return [
+            Signature(r[0], r[1], frozenset(json.loads(r[2])), r[3], r[4], frozenset(json.loads(r[5])),
+                      int(r[6]), int(r[7]))
+            for r in self._c.execute("SELECT id, tenant, groups, visibility, language, tags, passages, "
+                                     "total_length FROM signatures WHERE passages > 0")
+        ]
+
+    def vector_model(self) -> tuple[str, int]:
+        return self._s._vectors.cache_model()
+
+    def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [(decode(p, PID), decode(t, TF)) for p, t in self._c.execute(
+            "SELECT pids, tfs FROM postings WHERE term = ? ORDER BY segment", (term,))]
+
+    # -- ReadView -------------------------------------------------------------------------------
+    def signatures(self, tenant: str) -> Sequence[Signature]:
+        return self._s._cache.by_tenant.get(tenant, ())
+
+    def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
+        return self._s._cache.postings(self, term)
+
+    def deaths_since(self, mark: tuple[object, int]) -> np.ndarray | None:
+        return self._s._cache.deaths_since(mark)
+
+    def doc_ids(self, dkeys: Iterable[int]) -> dict[int, str]:
+        known = self._s._cache.doc_ids
+        missing = [int(k) for k in set(dkeys) if k not in known]
+        known.update(self._rows("SELECT dkey, doc_id FROM documents WHERE", "dkey", missing))
+        return known
+
+    def documents(self, dkeys: Iterable[int]) -> dict[int, StoredDocument]:
+        return self._s._cache.documents(dkeys, lambda keys: self._rows(f"{DOC_SELECT} WHERE", "dkey", keys))
+
+    def passages(self, pids: Iterable[int]) -> dict[int, StoredPassage]:
+        return self._s._cache.passages(pids, lambda keys: self._rows(f"{PASSAGE_SELECT} WHERE", "pid", keys))
+
+    def _rows(self, select: str, column: str, keys: list[int]) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``select`` (ending in WHERE) with ``column`` in ``keys``."""
+        for cond, params in self._s.dialect.where_in(column, keys):
+            yield from self._c.execute(f"{select} {cond}", params)
+
+    def document(self, tenant: str, doc_id: str) -> StoredDocument | None:
+        r = self._c.execute(f"{DOC_SELECT} WHERE tenant = ? AND doc_id = ?", (tenant, doc_id)).fetchone()
+        return StoredDocument.from_row(r) if r else None
+
+    def document_text(self, dkey: int) -> str:
+        r = self._c.execute("SELECT text FROM document_texts WHERE dkey = ?", (dkey,)).fetchone()
+        return r[0] if r else ""
+
+    def passage(self, dkey: int, number: int) -> StoredPassage | None:
+        r = self._c.execute(f"{PASSAGE_SELECT} WHERE dkey = ? AND number = ?", (dkey, number)).fetchone()
+        return StoredPassage.from_row(r) if r else None
+
+    def document_passages(self, dkey: int) -> list[StoredPassage]:
+        rows = self._c.execute(f"{PASSAGE_SELECT} WHERE dkey = ? ORDER BY number", (dkey,)).fetchall()
+        return [StoredPassage.from_row(r) for r in rows]
+
+    def passage_vectors(self, pids: Iterable[int]) -> dict[int, np.ndarray]:
+        """Stored vectors of live passages (empty for a keyword-only store)."""
+        return self._s._vectors.get(self, pids)
+
+    def vector_search(self, sigs: Iterable[int], query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self._s._vectors.search(self, sigs, query, k)
+
+    def history(self, tenant: str, doc_id: str) -> list[HistoryEntry]:
+        return [HistoryEntry(*r) for r in self._c.execute(
+            "SELECT version, content_sha256, text, split, superseded_at, meta FROM history "
+            "WHERE tenant = ? AND doc_id = ? ORDER BY id DESC", (tenant, doc_id))]

@@ -1,0 +1,379 @@
+"""The answer decision, the evidence it reads, the second-stage ranker, the sentence choice and
+the disagreement check, as pure functions (no store), plus their wiring on the example
+collection with the tiny test embedder."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evidex import Actor, KnowledgeBase
+from evidex.answer import (
+    DISAGREE_TEXT,
+    Source,
+    check_output,
+    choose_sentences,
+    disagree,
+    extractive_answer,
+    sentences,
+    supporting_span,
+    values,
+)
+from evidex.query import get_analyzer
+from evidex.retrieve import (
+    EVIDENCE_THRESHOLDS,
+    EvidenceThresholds,
+    PassageSupport,
+    coverage,
+    guess_language,
+    passage_support,
+    rank_score,
+    rerank_order,
+    sentence_spans,
+    stem,
+    supports,
+    term_weights,
+)
+
+EN = get_analyzer("english")
+EXACT = get_analyzer("exact")
+T = EvidenceThresholds(0.9, 0.2, 0.88, 0.1, 0.04, 0.05, 0.6)
+
+
+def support(sim: float | None, cov: float, cross: bool = False, **kw: float) -> PassageSupport:
+    return PassageSupport(similarity=sim, cross_language=cross, coverage=cov, sentence_coverage=cov,
+                          title_coverage=kw.get("title", 0.0), keyword=kw.get("keyword", 0.0),
+                          sentences=())
+
+
+# -- the decision -------------------------------------------------------------------------------
+unit = st.floats(0.0, 1.0)
+
+
+@given(sim=unit, cov=unit, more=st.floats(0.0, 0.3), cross=st.booleans())
+def test_more_similarity_or_coverage_never_turns_support_off(sim: float, cov: float, more: float,
+                                                              cross: bool) -> None:
+    if supports(support(sim, cov, cross), T):
+        assert supports(support(min(1.0, sim + more), cov, cross), T)
+        assert supports(support(sim, min(1.0, cov + more), cross), T)
+
+
+def test_same_language_trades_coverage_against_similarity() -> None:
+    assert supports(support(0.90, 0.0), T)
+    assert not supports(support(0.87, 0.0), T)
+    assert supports(support(0.87, 0.2), T)  # 0.87 + 0.2 * 0.2 >= 0.9
+    assert not supports(support(0.69, 1.0), T)  # every word, but far in meaning
+
+
+def test_cross_language_is_judged_on_its_own_scale() -> None:
+    # 0.85 across languages is what 0.89 is within one: answered there, not here.
+    assert supports(support(0.85, 0.0, cross=True), T)
+    assert not supports(support(0.85, 0.0, cross=False), T)
+    assert not supports(support(0.80, 0.3, cross=True), T)
+
+
+def test_keyword_only_stores_decide_on_sentence_coverage() -> None:
+    assert supports(support(None, 0.6), T) and not supports(support(None, 0.59), T)
+
+
+def test_every_model_has_values_and_the_test_embedder_is_not_the_default() -> None:
+    for model in ("multilingual-e5-small", "multilingual-e5-small-int8", "all-minilm-l6-v2", "none"):
+        assert model in EVIDENCE_THRESHOLDS
+    assert EVIDENCE_THRESHOLDS["none"].answer_similarity > 1.0  # no cosine: never by similarity
+
+
+def test_the_calibration_table_agrees_with_supports() -> None:
+    """benchmarks/answers_calibrate.py searches thresholds on arrays; its decision must be
+    exactly ``supports``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from answers_calibrate import Table
+
+    rng = __import__("random").Random(7)
+    rows = []
+    for i in range(300):
+        ranked = [(f"d{j}", support(rng.uniform(0.75, 0.95), rng.random(), rng.random() < 0.3))
+                  for j in range(3)]
+        rows.append(("s", "ooc" if i % 3 == 0 else "wh", frozenset({"d0"}), ranked))
+    table = Table(rows)
+    got = table.passing(T)
+    want = [[supports(p, T) for _, p in ranked] for *_, ranked in rows]
+    assert got.tolist() == want
+
+
+# -- the evidence: weights, coverage, sentences ---------------------------------------------------
+def test_stems_keep_numbers_whole_and_drop_plural_endings() -> None:
+    assert stem("2014") == "2014" and stem("2015") != stem("2014")
+    assert stem("bands") == stem("band") and stem("returns") == stem("returned")
+    assert stem("rückgaben") == stem("rückgabe")
+
+
+def test_weights_ignore_function_words_and_favour_unseen_words() -> None:
+    terms = EXACT.query_terms(["how", "many", "siblings", "did", "mendeleev", "have"])
+    w = term_weights(terms, {"mendeleev": 5, "have": 40}, 280, EXACT.terms)
+    assert set(w) == {stem("siblings"), stem("mendeleev")}
+    assert w[stem("siblings")] > w[stem("mendeleev")]  # in no passage: the most informative
+
+
+@given(st.dictionaries(st.text("abcdef", min_size=1, max_size=6), st.floats(0.01, 9.0), max_size=6),
+       st.sets(st.text("abcdef", min_size=1, max_size=6), max_size=8))
+def test_coverage_is_a_share(weights: dict[str, float], stems: set[str]) -> None:
+    c = coverage(stems, weights)
+    assert 0.0 <= c <= 1.0 + 1e-9
+    assert coverage(set(weights), weights) == (1.0 if weights else 0.0) or abs(
+        coverage(set(weights), weights) - 1.0) < 1e-9
+
+
+def test_heading_and_title_lines_are_never_sentences_to_quote() -> None:
+    text = "Error ERR-401\nYour session has expired after 30 minutes. Sign in again."
+    w = term_weights(EXACT.query_terms(["err", "401", "session"]), {}, 10, EXACT.terms)
+    p = passage_support(text, ("Error codes",), EXACT.terms, w, similarity=None,
+                        cross_language=False, keyword=0.0)
+    quoted = [text[m.start:m.end] for m in p.sentences]
+    assert quoted == ["Your session has expired after 30 minutes.", "Sign in again."]
+    md = "## ERR-401: Please sign in again\n\nYour session has expired."
+    p = passage_support(md, (), EXACT.terms, w, similarity=None, cross_language=False, keyword=0.0)
+    assert [md[m.start:m.end] for m in p.sentences] == ["Your session has expired."]
+
+
+def test_a_sentence_is_read_with_its_heading_path() -> None:
+    w = term_weights(EXACT.query_terms(["salary", "bands", "engineering"]), {}, 10, EXACT.terms)
+    text = "Band E1 ranges from 52,000 to 61,000 euros per year."
+    p = passage_support(text, ("Salary bands 2026", "Engineering"), EXACT.terms, w, similarity=None,
+                        cross_language=False, keyword=0.0)
+    assert p.sentence_coverage == pytest.approx(1.0)
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab .!?\n[]1#")), max_size=80))
+def test_sentence_spans_are_trimmed_ordered_and_verbatim(text: str) -> None:
+    spans = sentence_spans(text)
+    assert all(0 <= s < e <= len(text) for s, e in spans)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+    assert [text[s:e] for s, e in spans] == sentences(text)
+    assert all(text[s:e] == text[s:e].strip() for s, e in spans)
+
+
+@pytest.mark.parametrize(("text", "lang"), [
+    ("Who designed the bridge?", "en"), ("Wann wurde die Brücke eröffnet?", "de"),
+    ("In welchem Ort wurde Turing tot aufgefunden?", "de"), ("Eiffel tower height", None),
+])
+def test_language_hint(text: str, lang: str | None) -> None:
+    assert guess_language(text) == lang
+
+
+# -- the ranker -------------------------------------------------------------------------------------
+@given(sim=unit, cov=unit, kw=unit, title=unit, more=st.floats(0.001, 0.5))
+def test_ranker_score_grows_with_every_feature(sim: float, cov: float, kw: float, title: float,
+                                               more: float) -> None:
+    base = rank_score(support(sim, cov, keyword=kw, title=title), T)
+    assert rank_score(support(sim + more, cov, keyword=kw, title=title), T) > base
+    assert rank_score(support(sim, cov + more, keyword=kw, title=title), T) > base
+    assert rank_score(support(sim, cov, keyword=kw + more, title=title), T) > base
+    assert rank_score(support(sim, cov, keyword=kw, title=title + more), T) > base
+
+
+def test_ranker_offsets_cross_language_cosines_and_keeps_fused_order_on_ties() -> None:
+    same, cross = support(0.85, 0.2), support(0.82, 0.2, cross=True)
+    assert rank_score(cross, T) > rank_score(same, T)  # 0.82 + 0.04 across languages > 0.85
+    tied = [dataclasses.replace(support(0.8, 0.1), score=1.0) for _ in range(4)]
+    assert rerank_order(tied) == [0, 1, 2, 3]
+
+
+# -- the sentence choice ------------------------------------------------------------------------------
+def sources_for(question: list[str], texts: list[str], supported: list[bool] | None = None,
+                df: dict[str, int] | None = None) -> tuple[list[Source], list[PassageSupport]]:
+    terms = EN.query_terms(question)
+    w = term_weights(terms, df or {}, 10, EN.terms)
+    srcs = [Source(i, {"quote": t, "title": None, "heading_path": (), "version": "1"}, ())
+            for i, t in enumerate(texts, start=1)]
+    sup = [dataclasses.replace(passage_support(t, (), EN.terms, w, similarity=0.9, cross_language=False,
+                                               keyword=0.0), supported=s)
+           for t, s in zip(texts, supported or [True] * len(texts), strict=True)]
+    return srcs, sup
+
+
+def test_quotes_the_sentence_that_answers_and_its_condition() -> None:
+    srcs, sup = sources_for(["can", "i", "return", "a", "worn", "jacket"], [
+        "Our shop opened in 1990. Worn jackets cannot be returned. Unless they arrived damaged, "
+        "that is final. We sell tents.",
+        "Rain jacket Nordkap: waterproof, sizes S to XXL.",
+    ])
+    out = extractive_answer(srcs, sup)
+    assert out == {"answer": "Worn jackets cannot be returned. [1] Unless they arrived damaged, "
+                             "that is final. [1]", "citations": [1]}
+
+
+def test_only_supporting_passages_are_quoted() -> None:
+    srcs, sup = sources_for(["worn", "jacket", "return"], [
+        "Rain jacket Nordkap: worn jackets return here.", "Worn jackets cannot be returned."],
+        supported=[False, True])
+    assert extractive_answer(srcs, sup)["citations"] == [2]
+
+
+def test_sources_that_state_different_values_are_both_quoted() -> None:
+    srcs, sup = sources_for(["how", "often", "reproof", "stormline", "jacket"], [
+        "Reproof the Stormline jacket every 6 months with a spray.",
+        "Reproof your Stormline jacket once a year, or earlier if water stops beading.",
+    ])
+    out = extractive_answer(srcs, sup)
+    assert out["answer"].startswith(DISAGREE_TEXT) and out["citations"] == [1, 2]
+    assert check_output(out, [1, 2], []) == []
+
+
+def test_sources_that_agree_are_not_called_a_disagreement() -> None:
+    srcs, sup = sources_for(["how", "often", "reproof", "stormline", "jacket"], [
+        "Reproof the Stormline jacket every 12 months with a spray.",
+        "Reproof your Stormline jacket once a year, or earlier if water stops beading.",
+    ])
+    assert not extractive_answer(srcs, sup)["answer"].startswith(DISAGREE_TEXT)
+
+
+def test_a_supporting_passage_in_the_question_language_is_quoted_first() -> None:
+    srcs, sup = sources_for(["what", "does", "err", "401", "mean"], [
+        "Erscheint ERR-401 sofort wieder, löschen Sie die Cookies für die Seite.",
+        "ERR-401 appears when your session has expired: please sign in again.",
+    ])
+    sup[0] = dataclasses.replace(sup[0], cross_language=True)
+    out = extractive_answer(srcs, sup)
+    assert out["answer"].startswith("ERR-401 appears when your session has expired")
+    assert out["citations"] == [2]  # the other language's passage does not corroborate
+
+
+def test_a_second_source_is_not_quoted_for_answering_about_as_well() -> None:
+    srcs, sup = sources_for(["how", "long", "to", "return", "an", "item"], [
+        "You have 30 days to return an item.",
+        "Your refund is issued within 5 business days after the returned items arrive.",
+    ])
+    assert extractive_answer(srcs, sup) == {"answer": "You have 30 days to return an item. [1]",
+                                            "citations": [1]}
+
+
+def test_values_about_another_subject_are_no_disagreement() -> None:
+    question = ["do", "my", "points", "ever", "expire"]
+    missing = "If points for a purchase are missing, send the receipt within 90 days."
+    df = {t: 6 for t in EN.query_terms(["points"])}  # "points" is in many passages, "expire" in few
+    srcs, sup = sources_for(question, [
+        "Points expire 24 months after the month in which they were collected.", missing], df=df)
+    # The second passage covers the question through its heading path only; its sentence is
+    # about missing points, not about when points expire.
+    w = term_weights(EN.query_terms(question), df, 10, EN.terms)
+    sup[1] = dataclasses.replace(passage_support(missing, ("Loyalty points", "When do points expire?"),
+                                                 EN.terms, w, similarity=0.9, cross_language=False,
+                                                 keyword=0.0), supported=True)
+    assert sup[1].sentence_coverage >= 0.6 * sup[0].sentence_coverage
+    out = extractive_answer(srcs, sup)
+    assert not out["answer"].startswith(DISAGREE_TEXT)
+    assert out["answer"].startswith("Points expire 24 months")
+
+
+_PIECES = ["Worn", "items", "e.g.", "returns", "within", "30", "days.", "every", "6", "months.",
+           "once", "a", "year.", "13:00-18:00.", "\n", "\n\n", "# Heading", "[2].", "unless", "Unless",
+           "jackets", "€6.95."]
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(_PIECES), min_size=3, max_size=30).map(" ".join),
+                      min_size=1, max_size=3),
+       flags=st.lists(st.booleans(), min_size=3, max_size=3))
+def test_choice_is_verbatim_contiguous_per_passage_and_passes_the_contract(
+        texts: list[str], flags: list[bool]) -> None:
+    srcs, sup = sources_for(["are", "worn", "items", "returns", "every", "months", "jackets"], texts,
+                            flags[:len(texts)])
+    quotes, _ = choose_sentences(srcs, sup)
+    out = extractive_answer(srcs, sup)
+    if not quotes:
+        assert out == {"answer": "", "citations": []}
+        return
+    assert check_output(out, [s.n for s in srcs], []) == []
+    assert len(quotes) <= 3
+    for q in quotes:
+        assert sup[q.source].supported
+        assert f"{srcs[q.source].citation['quote'][q.start:q.end]} [{srcs[q.source].n}]" in out["answer"]
+    for i in {q.source for q in quotes}:  # one contiguous span per passage
+        mine = sorted((q.start, q.end) for q in quotes if q.source == i)
+        text = srcs[i].citation["quote"]
+        assert all(not text[a[1]:b[0]].strip() for a, b in itertools.pairwise(mine))
+    for sent in sentences(out["answer"]):
+        refs = [int(n) for n in re.findall(r"\[(\d+)\]", sent)]
+        for n in refs:
+            assert supporting_span(sent, srcs[n - 1].citation["quote"], EN.terms) is not None
+
+
+def test_support_is_per_sentence_not_per_passage() -> None:
+    passage = "Alpha beta gamma. Filler words here. Delta epsilon zeta."
+    assert supporting_span("Alpha beta gamma [1]", passage, EXACT.terms) == (0, 16)  # verbatim
+    assert supporting_span("Gamma delta epsilon zeta filler here.", passage, EXACT.terms) is not None
+    # Three quarters of its words are in the passage, but no sentence (or adjacent pair) holds half.
+    assert supporting_span("Alpha beta gamma delta epsilon zeta omega eta.", passage, EXACT.terms) is None
+
+
+# -- values and disagreement ------------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "kinds"), [
+    ("Returns cost €6.95 from Spain", [("price:EUR", 6.95)]),
+    ("within 30 days", [("duration", 30.0)]),
+    ("Re-proof it once a year", [("period", 365.0)]),
+    ("alle 6 Monate nachimprägnieren", [("period", 182.5)]),
+    ("Shopping Sundays: 13:00-18:00", [("time", (780, 1080))]),
+    ("geöffnet von 12 bis 17 Uhr", [("time", (720, 1020))]),
+    ("10 % off until 15 January", [("percent", 10.0), ("date", (1.0, 15.0))]),
+    ("It opened in 1914 with 3 locks.", []),  # bare numbers and years are no values here
+])
+def test_values(text: str, kinds: list[tuple[str, object]]) -> None:
+    assert [(v.kind, v.amount) for v in values(text)] == kinds
+
+
+@given(st.lists(st.sampled_from(["every 6 months", "once a year", "13:00-18:00", "12:00-17:00", "€5",
+                                 "€6.95", "30 days", "two weeks", "the shop"]), max_size=3).map(" and ".join),
+       st.lists(st.sampled_from(["every 6 months", "annually", "13:00-18:00", "€5", "14 days",
+                                 "the jacket"]), max_size=3).map(" and ".join))
+def test_disagreement_is_symmetric_and_never_within_one_text(a: str, b: str) -> None:
+    assert bool(disagree(a, b)) == bool(disagree(b, a))
+    assert not disagree(a, a)
+
+
+def test_the_planted_conflicts_disagree() -> None:
+    care = "Re-proof your jacket once a year, or earlier if water stops beading after washing."
+    product = "Reapply the water-repellent treatment every 6 months, with a spray-on product."
+    assert disagree(care, product)
+    assert disagree("Shopping Sundays 2026: 13:00-18:00", "Verkaufsoffene Sonntage: 12:00-17:00")
+
+
+# -- wired together on the example collection ------------------------------------------------------
+def test_worn_jacket_answer_quotes_the_rule_not_a_product(example_kb: KnowledgeBase,
+                                                         customer: Actor) -> None:
+    ans = example_kb.answer(customer, "Can I return a worn jacket?")
+    assert ans.status == "answered", (ans.reason, ans.detail)
+    assert "Worn items are not accepted unless they arrived damaged. [1]" in ans.text
+    assert "Nordkap" not in ans.text
+    c = ans.citations[0]
+    assert "Worn items are not accepted" in c["quote"][c["sentence_start"]:c["sentence_end"]]
+
+
+def test_error_code_answer_quotes_the_explanation_not_the_heading(example_kb: KnowledgeBase,
+                                                                 customer: Actor) -> None:
+    ans = example_kb.answer(customer, "What does ERR-401 mean?")
+    assert ans.status == "answered"
+    assert "ERR-401 appears when your session has expired." in ans.text
+    assert "Sign-in required" not in ans.text
+
+
+def test_heading_only_passages_are_not_hits(example_kb: KnowledgeBase, customer: Actor) -> None:
+    hits = example_kb.search(customer, "Returns and refunds FAQ", limit=20, mode="keyword")
+    assert hits and all(h.quote.strip() != "# Returns and refunds FAQ" for h in hits)
+
+
+def test_search_with_the_ranker_returns_passages_with_their_evidence(example_kb: KnowledgeBase,
+                                                                     customer: Actor) -> None:
+    plain = example_kb.search(customer, "Can I return a worn jacket?")
+    ranked = example_kb.search(customer, "Can I return a worn jacket?", rerank=True)
+    assert len(ranked) == len(plain) == len(ranked.support)
+    assert [h.rank for h in ranked] == list(range(1, len(ranked) + 1))
+    scores = [p.score for p in ranked.support]
+    assert scores == sorted(scores, reverse=True)
+    assert ranked.evidence == ("strong" if any(p.supported for p in ranked.support) else "weak")

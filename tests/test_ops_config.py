@@ -1,0 +1,172 @@
+"""The reference knowledge.config.yaml (issue 24) runs as written once each source says where it
+lives; its pdf and wiki source types sync into a real SQLite store; web include globs filter
+URLs; bad cadences and YAML alias tricks are one-line errors with file:line."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from evidex import Actor, KnowledgeBase
+from evidex.cadence import parse_cadence
+from evidex.config import PdfSource, WebSource, WikiSource, load_config
+from evidex.model import ConfigError
+from evidex.sources import sync
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Verbatim from issue 24 ("Why").
+REFERENCE = """\
+sources:
+  - id: help-centre
+    type: web
+    include: ["/help/**"]
+    split: by_heading
+    visibility: public
+  - id: returns-policy
+    type: pdf
+    supersede: true        # a new version deletes the old chunks
+  - id: ops-handbook
+    type: wiki
+    visibility: internal   # never used in customer answers
+retrieval:
+  keyword: { index: full_text }
+  vector: { index: embeddings, timeout_ms: 4000 }
+  fuse: reciprocal_rank    # k = 60
+  top_k: 6
+  max_per_document: 2
+answer:
+  cite: required
+  when_no_evidence: say_so_and_offer_a_person
+freshness:
+  drift_check: daily
+  notify: content_owner
+"""
+LOCATIONS = {
+    "web": ["url: http://127.0.0.1:8765/help/returns.html"],
+    "pdf": ["path: ./policies"],
+    "wiki": ["path: ./wiki"],
+}
+
+
+def with_locations(reference: str) -> str:
+    """The reference text with a location, tenant and groups added under each ``type:`` line;
+    every line of the reference stays as it is."""
+    out = []
+    for line in reference.splitlines():
+        out.append(line)
+        if line.startswith("    type: "):
+            kind = line.split(":", 1)[1].strip()
+            out += [f"    {extra}" for extra in [*LOCATIONS[kind], "tenant: acme", "groups: [staff]"]]
+    return "\n".join(out) + "\n"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def errors(path: Path) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    return str(info.value).splitlines()
+
+
+def test_the_reference_file_loads_verbatim_plus_locations(tmp_path: Path) -> None:
+    text = with_locations(REFERENCE)
+    assert all(line in text.splitlines() for line in REFERENCE.splitlines())
+    cfg = load_config(write(tmp_path / "knowledge.config.yaml", text))
+    web, pdf, wiki = cfg.sources
+    assert isinstance(web, WebSource) and web.pages() == ("http://127.0.0.1:8765/help/returns.html",)
+    assert web.include == ("/help/**",) and web.split == "heading"  # by_heading is heading
+    assert isinstance(pdf, PdfSource) and pdf.path == str(tmp_path.resolve() / "policies")
+    assert pdf.supersede and pdf.include == ("**/*.pdf",)
+    assert isinstance(wiki, WikiSource) and wiki.visibility == "internal"
+    r = cfg.retrieval
+    assert (r.fuse, r.rrf_k, r.top_k, r.max_per_document) == ("rrf", 60, 6, 2)
+    assert (r.keyword.index, r.vector.index, r.vector.timeout_ms) == ("full_text", "embeddings", 4000)
+    assert cfg.answer.cite == "required"
+    assert cfg.answer.when_no_evidence == "decline_and_offer_person"
+    assert cfg.answer_settings().handoff  # offering a person means a handoff is offered
+    assert (cfg.freshness.drift_check, cfg.freshness.notify) == ("daily", "content_owner")
+
+
+def test_the_reference_without_locations_names_each_missing_one_in_file_order(tmp_path: Path) -> None:
+    path = write(tmp_path / "k.yaml", REFERENCE)
+    lines = errors(path)
+    assert lines[0].startswith(f"{path}:2: sources[0]: a web source needs") and "more)" in lines[0]
+    assert lines[1:] == [f"{path}:7: sources[1].path: required key is missing",
+                         f"{path}:10: sources[2].path: required key is missing"]
+
+
+def test_the_shipped_example_is_the_reference_with_locations() -> None:
+    path = ROOT / "examples" / "knowledge.config.yaml"
+    text = path.read_text(encoding="utf-8")
+    kept = [line.split("#")[0].rstrip() for line in text.splitlines()]
+    for line in REFERENCE.splitlines():
+        assert line.split("#")[0].rstrip() in kept, line
+    cfg = load_config(path)
+    for s in cfg.sources:
+        if isinstance(s, PdfSource | WikiSource):
+            assert Path(s.path).exists(), s.path
+        assert s.tenant and s.groups
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("fortnightly", "must be off, hourly, daily, weekly or a cron expression"),
+    ("61 * * * *", "minute '61' is outside 0-59"),
+    ("0 0 31 2 *", "is never due"),
+    ("*/0 * * * *", "minute step must be at least 1"),
+])
+def test_a_bad_cadence_is_one_line_with_file_and_line(tmp_path: Path, value: str, message: str) -> None:
+    path = write(tmp_path / "k.yaml", f"freshness:\n  drift_check: \"{value}\"\n")
+    (line,) = errors(path)
+    assert line.startswith(f"{path}:2: freshness.drift_check: ") and message in line
+
+
+def test_cadences_name_the_minutes_they_are_due() -> None:
+    from datetime import UTC, datetime
+    t = datetime(2026, 12, 4, 23, 59, tzinfo=UTC)  # a Friday
+    assert parse_cadence("hourly").next_after(t) == datetime(2026, 12, 5, 0, 0, tzinfo=UTC)
+    assert parse_cadence("weekly").next_after(t) == datetime(2026, 12, 7, 0, 0, tzinfo=UTC)
+    assert parse_cadence("30 2 * * mon-fri").next_after(t) == datetime(2026, 12, 7, 2, 30, tzinfo=UTC)
+    assert parse_cadence("0 0 1,15 * sun").next_after(t) == datetime(2026, 12, 6, 0, 0, tzinfo=UTC)
+    assert parse_cadence("off") is None
+
+
+def test_an_alias_cycle_and_an_alias_bomb_are_clear_errors_within_a_second(tmp_path: Path) -> None:
+    cycle = write(tmp_path / "cycle.yaml", "defaults:\n  tags: &a [x, *a]\n")
+    bomb = "\n".join(["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"] +
+                     [f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]"
+                      for i in range(8)]) + "\nsources: *i\n"
+    for path, words in ((cycle, "cycle"), (write(tmp_path / "bomb.yaml", bomb), "more than")):
+        t0 = time.perf_counter()
+        (line,) = errors(path)
+        assert time.perf_counter() - t0 < 1.0
+        assert line.startswith(f"{path}:") and words in line
+
+
+def test_pdf_and_wiki_sources_sync_with_the_page_hierarchy(tmp_path: Path) -> None:
+    shop = ROOT / "examples" / "shop"
+    wiki = tmp_path / "wiki"
+    write(wiki / "Handbook" / "Returns" / "refund-limits.md",
+          "# Refund limits\n\nA shift lead approves refunds up to 150 euros.\n")
+    write(wiki / "Handbook.md", "# Handbook\n\nHow the shop floor works.\n")
+    write(wiki / "notes.txt", "not a wiki page")
+    cfg_path = write(tmp_path / "k.yaml", f"""\
+defaults: {{tenant: acme, groups: [staff]}}
+sources:
+  - {{id: forms, type: pdf, path: "{shop / 'site' / 'pdf'}", visibility: public}}
+  - {{id: handbook, type: wiki, path: ./wiki, split: by_heading}}
+""")
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        report = sync(kb, load_config(cfg_path))
+        forms, handbook = report.sources
+        assert len(forms.new) == 5 and not forms.skipped and not forms.errors
+        assert sorted(handbook.new) == ["handbook/Handbook.md", "handbook/Handbook/Returns/refund-limits.md"]
+        hits = kb.search(Actor("acme", frozenset({"staff"})), "refunds shift lead", mode="keyword")
+        assert hits[0].heading_path == ("Handbook", "Returns", "Refund limits")
+        top = kb.search(Actor("acme", frozenset({"staff"})), "shop floor works", mode="keyword")[0]
+        assert top.heading_path == ("Handbook",)

@@ -1,0 +1,195 @@
+"""The scheduler over a simulated day (injected clock and sleep) on a real SQLite store: exactly
+the expected syncs and drift checks run, one at a time, a failing source and a failing hook do
+not stop anything, and every run is recorded (start, end, counts, problems) for ``evidex runs``
+and ``GET /v1/runs``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import evidex.sources._items as items_module
+from evidex import KnowledgeBase
+from evidex.config import load_config
+from evidex.sources import Scheduler, SyncReport
+from service_helpers import BIN, Server, auth, write_config
+
+EVIDEX = Path(sys.executable).parent / "evidex"
+#: A Sunday: the day ends at Monday 00:00, when daily and weekly cadences are due.
+START = datetime(2026, 12, 6, 0, 0, tzinfo=UTC)
+END = START + timedelta(days=1)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(items_module, "RACY_SECONDS", 0.0)
+    write(tmp_path / "faq" / "returns.md", "# Returns\n\nBoots can be returned within 30 days.\n")
+    write(tmp_path / "faq" / "shipping.md", "# Shipping\n\nParcels take three days.\n")
+    write(tmp_path / "wiki" / "Ops" / "escalation.md", "# Escalation\n\nCall the shift lead.\n")
+    write(tmp_path / "catalogue.jsonl", '{"id": "boot-1", "text": "Trail boot, sizes 38-47"}\n')
+    return write(tmp_path / "k.yaml", """\
+defaults: {tenant: acme, groups: [staff]}
+sources:
+  - {id: faq, type: files, path: ./faq, schedule: hourly}
+  - {id: broken, type: files, path: ./no-such-folder, schedule: "*/20 9-10 * * *"}
+  - {id: handbook, type: wiki, path: ./wiki, schedule: weekly}
+  - {id: catalogue, type: records, path: ./catalogue.jsonl, schedule: daily}
+  - {id: manual, type: files, path: ./faq, include: ["returns.md"]}
+freshness: {drift_check: "30 6 * * *"}
+""")
+
+
+def simulated_day(tmp_path: Path, config: Path, hooks: list[Any]
+                  ) -> tuple[list[Any], list[tuple[str, datetime]]]:
+    """Run the scheduler from START until the clock passes END; returns (records, the time
+    each run started as seen by the sources' sync)."""
+    now = [START]
+    stop = threading.Event()
+
+    def sleep(seconds: float) -> None:
+        assert seconds > 0
+        now[0] += timedelta(seconds=seconds)
+        if now[0] > END:
+            stop.set()
+
+    cfg = load_config(config)
+    printed = []
+    scheduler = Scheduler(lambda: KnowledgeBase.open(tmp_path / "kb.db"), cfg, clock=lambda: now[0],
+                          sleep=sleep, after_drift=hooks, on_run=printed.append)
+    scheduler.run_forever(stop)
+    return printed, [(j.name, t) for j, t in scheduler.next_due.items()]
+
+
+def test_a_simulated_day_runs_exactly_the_expected_runs(tmp_path: Path, setup: Path) -> None:
+    seen: list[SyncReport] = []
+
+    def failing_hook(report: SyncReport, config: object) -> None:
+        raise RuntimeError("owner route down")
+
+    def recording_hook(report: SyncReport, config: object) -> None:
+        seen.append(report)
+
+    printed, next_due = simulated_day(tmp_path, setup, [recording_hook, failing_hook])
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        runs = list(reversed(kb.runs(1000)))
+    assert [r.as_dict() for r in runs] == [r.as_dict() for r in printed]
+    assert Counter((r.kind, r.source) for r in runs) == {
+        ("sync", "faq"): 24,  # 01:00 .. 24:00
+        ("sync", "broken"): 6,  # 09:00, 09:20, 09:40, 10:00, 10:20, 10:40
+        ("sync", "handbook"): 1,  # Monday 00:00
+        ("sync", "catalogue"): 1,  # 00:00
+        **{("drift", s): 1 for s in ("faq", "broken", "handbook", "catalogue", "manual")},  # 06:30
+    }
+    assert len(runs) == 37
+    # One at a time, in due order (configuration order within a minute), at the due minute.
+    due = [r.scheduled_for for r in runs]
+    assert due == sorted(due)
+    faq = [r for r in runs if r.kind == "sync" and r.source == "faq"]
+    assert [r.scheduled_for for r in faq] == [(START + timedelta(hours=h)).isoformat() for h in range(1, 25)]
+    assert all(r.started_at == r.scheduled_for and r.ended_at >= r.started_at for r in runs)
+    last_minute = [(r.kind, r.source) for r in runs if r.scheduled_for == END.isoformat()]
+    assert last_minute == [("sync", "faq"), ("sync", "handbook"), ("sync", "catalogue")]
+    # Counts: the first sync added, the others found nothing new.
+    assert faq[0].counts["added"] == 2 and faq[0].ok and faq[0].problems == ()
+    assert all(r.counts["added"] == 0 and r.counts["unchanged"] == 2 for r in faq[1:])
+    # The failing source failed every time, with its reason, and stopped nothing.
+    broken = [r for r in runs if r.source == "broken" and r.kind == "sync"]
+    assert all(not r.ok and "does not exist" in r.problems[0] for r in broken)
+    # The drift check ran once over every source; the hooks got one report of all of them;
+    # the failing hook is a problem of those runs.
+    assert len(seen) == 1 and [s.source for s in seen[0].sources] == ["faq", "broken", "handbook",
+                                                                       "catalogue", "manual"]
+    drift = [r for r in runs if r.kind == "drift"]
+    assert all(r.scheduled_for == "2026-12-06T06:30:00+00:00" for r in drift)
+    assert all(r.problems == ("drift hook failing_hook failed: RuntimeError: owner route down",)
+               for r in drift if r.source != "broken")
+    manual = next(r for r in drift if r.source == "manual")
+    assert manual.counts["new"] == 1  # no schedule: never synced, so the drift check finds it new
+    # Next due after the day: the scheduler carries on from there.
+    assert dict(next_due)["sync faq"] == END + timedelta(hours=1)
+
+
+def test_runs_are_listed_by_the_cli_and_by_admins_of_their_tenant(tmp_path: Path, setup: Path) -> None:
+    simulated_day(tmp_path, setup, [])
+    db = str(tmp_path / "kb.db")
+    out = subprocess.run([str(EVIDEX), "--db", db, "runs", "--json", "--limit", "5", "--source", "broken"],
+                         check=True, capture_output=True, text=True).stdout
+    listed = json.loads(out)["runs"]
+    assert len(listed) == 5 and all(r["source"] == "broken" and not r["ok"] for r in listed)
+    assert listed[0]["scheduled_for"] == "2026-12-06T10:40:00+00:00"
+    assert set(listed[0]) == {"id", "kind", "source", "tenant", "scheduled_for", "started_at",
+                              "ended_at", "ok", "counts", "problems"}
+    text = subprocess.run([str(EVIDEX), "--db", db, "runs", "--limit", "1"], check=True,
+                          capture_output=True, text=True).stdout
+    assert "sync  catalogue: ok" in text
+    config = write_config(tmp_path / "server.yaml")
+    server = Server([str(BIN / "evidex"), "--db", db, "--config", str(config), "serve", "--no-schedule"],
+                    {"EVIDEX_CACHE_DIR": str(tmp_path / "cache")}, tmp_path / "server.log")
+    try:
+        mine = httpx.get(f"{server.url}/v1/runs?limit=3", headers=auth("acme-admin-key"), timeout=30)
+        assert mine.status_code == 200, mine.text
+        assert [r["source"] for r in mine.json()["runs"]] == ["catalogue", "handbook", "faq"]
+        assert httpx.get(f"{server.url}/v1/runs", headers=auth("globex-admin-key"),
+                         timeout=30).json() == {"runs": []}
+        assert httpx.get(f"{server.url}/v1/runs", headers=auth("acme-staff-key"),
+                         timeout=30).status_code == 403
+    finally:
+        server.stop()
+
+
+def test_nothing_scheduled_is_a_clear_error(tmp_path: Path) -> None:
+    config = write(tmp_path / "k.yaml", "freshness: {drift_check: daily}\n")
+    done = subprocess.run([str(EVIDEX), "--db", str(tmp_path / "kb.db"), "--config", str(config),
+                           "schedule"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "error: nothing is scheduled" in done.stderr
+
+
+def test_the_run_log_on_every_backend(any_kb: KnowledgeBase) -> None:
+    from evidex.store import RunRecord
+
+    def generation() -> object:
+        with any_kb.store.read() as view:
+            return view.generation
+
+    assert any_kb.runs() == []  # no table yet: an empty log, nothing created by reading
+    before = generation()
+    rows = (("faq", "acme", True, 2, ()), ("web", "globex", False, 0, ("HTTP 500",)))
+    ids = [any_kb.record_run(RunRecord("sync", s, t, "2026-12-06T01:00:00+00:00",
+                                       "2026-12-06T01:00:02+00:00", ok, {"added": n}, problems,
+                                       "2026-12-06T01:00:00+00:00"))
+           for s, t, ok, n, problems in rows]
+    assert ids[1] > ids[0]
+    assert [r.source for r in any_kb.runs()] == ["web", "faq"]
+    (web,) = any_kb.runs(source="web")
+    assert (web.id, web.ok, web.problems, web.counts) == (ids[1], False, ("HTTP 500",), {"added": 0})
+    assert web.tenant == "globex" and web.started_at == "2026-12-06T01:00:00+00:00"
+    assert [r.source for r in any_kb.runs(tenant="acme")] == ["faq"]
+    assert len(any_kb.runs(1)) == 1
+    assert before is not None and generation() == before  # a run record is not a content change
+
+
+def test_serve_starts_the_scheduler_only_when_something_is_scheduled(tmp_path: Path, setup: Path) -> None:
+    from evidex.server._run import start_scheduler
+    nothing = load_config(write(tmp_path / "none.yaml", "{}\n"))
+    assert start_scheduler(str(tmp_path / "kb.db"), nothing) is None
+    stop = start_scheduler(str(tmp_path / "kb.db"), load_config(setup))
+    assert stop is not None
+    stop.set()
+    worker = next(t for t in threading.enumerate() if t.name == "evidex-scheduler")
+    worker.join(timeout=10)
+    assert not worker.is_alive()

@@ -1,0 +1,311 @@
+"""The store core shared by both backends: the merge plan, the schema description, the named
+migrations that bring earlier stores up to date, and the behaviour both backends now share.
+
+Old stores are built from the earlier evidex's DDL verbatim (``old_stores``) and filled with the
+rows of a store written by the current code, then opened: what an existing store meets.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from backends import Locator, raw
+from evidex import Actor, Document, KnowledgeBase, StoreError
+from evidex.store import DocumentWrite, SourceEntry
+from evidex.store._merging import MergePolicy, merge_budget, next_merge
+from evidex.store._migrations import MIGRATIONS, SCHEMA_VERSION
+from evidex.store._schema import TABLES
+from old_stores import sqlite_v5
+
+A = Actor("t", frozenset({"g"}))
+POLICY = MergePolicy(factor=4, inline_limit=100, max_segments=6)
+
+
+# -- the merge plan: a pure function of segment sizes and the budget ------------------------------
+def test_a_full_tier_within_the_budget_merges() -> None:
+    sizes = {1: 50, 2: 3, 3: 3, 4: 2, 5: 3}  # tier 0 (1-3 passages) holds four segments
+    assert next_merge(sizes, 100, POLICY) == [2, 3, 4, 5]
+    assert next_merge({1: 50, 2: 3, 3: 3, 4: 2}, 100, POLICY) is None  # three are not a tier yet
+
+
+def test_a_tier_over_the_budget_waits() -> None:
+    sizes = {i: 30 for i in range(1, 5)}  # four of tier 2 (16-63 passages): 120 in all
+    assert next_merge(sizes, 100, POLICY) is None
+    assert next_merge(sizes, merge_budget(15, POLICY), POLICY) is None  # max(100, 4 x 15)
+    assert next_merge(sizes, merge_budget(30, POLICY), POLICY) == [1, 2, 3, 4]  # 4 x 30 = 120
+
+
+def test_too_many_segments_merge_the_smallest() -> None:
+    sizes = {1: 1, 2: 5, 3: 20, 4: 70, 5: 300, 6: 2, 7: 6}  # seven segments, no full tier
+    assert next_merge(sizes, 100, POLICY) == [1, 6, 2, 7]
+    assert next_merge(sizes, 10, POLICY) is None  # their 14 passages exceed the budget
+    del sizes[7]
+    assert next_merge(sizes, 100, POLICY) is None  # six segments are allowed
+
+
+def test_the_budget_grows_with_the_write() -> None:
+    assert merge_budget(1, POLICY) == 100 and merge_budget(1000, POLICY) == 4000
+
+
+@settings(max_examples=200, deadline=None)
+@given(writes=st.lists(st.integers(1, 400), min_size=1, max_size=60))
+def test_applying_the_plan_after_every_write_keeps_the_tiers_small(writes: list[int]) -> None:
+    """What a store does: after each write, merge while the plan says so. Each merge stays
+    within the write's budget and folds segments that exist; the passages are all kept; and a
+    write whose budget covers the whole store leaves at most ``max_segments`` segments."""
+    sizes: dict[int, int] = {}
+    next_id = 0
+    for n in writes:
+        next_id += 1
+        sizes[next_id] = n
+        budget = merge_budget(n, POLICY)
+        while (ids := next_merge(sizes, budget, POLICY)) is not None:
+            assert len(ids) == len(set(ids)) >= 2 and set(ids) <= set(sizes)
+            assert sum(sizes[i] for i in ids) <= budget
+            next_id += 1
+            sizes[next_id] = sum(sizes.pop(i) for i in ids)
+        assert next_merge(sizes, budget, POLICY) is None
+        if budget >= sum(sizes.values()):  # everything affordable was folded
+            assert len(sizes) <= POLICY.max_segments
+    assert sum(sizes.values()) == sum(writes)
+
+
+# -- the schema description and the named migrations ---------------------------------------------
+def _layout(path: Path) -> dict[str, object]:
+    """Tables with their columns (name, type, not null, key) and indexes with their columns."""
+    with sqlite3.connect(path) as c:
+        tables = [r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        out: dict[str, object] = {}
+        for t in sorted(tables):
+            out[t] = [(*r[1:4], r[5]) for r in c.execute(f"PRAGMA table_info({t})")]
+            for ix in c.execute(f"PRAGMA index_list({t})").fetchall():
+                if not ix[1].startswith("sqlite_autoindex"):
+                    out[f"{t}.{ix[1]}"] = (ix[2], [r[2] for r in c.execute(f"PRAGMA index_info({ix[1]})")])
+    return out
+
+
+def _store_with_history(path: Path) -> list[Document]:
+    """A store with vectors, superseded and removed documents (so tombstones) and a sync record."""
+    docs = [Document(f"d{i}", "t", frozenset({"g"}), "1", f"alpha beta {i}\n\ngamma {i % 3}\n\ndelta")
+            for i in range(12)]
+    with KnowledgeBase.open(path) as kb:
+        kb.ingest(docs[:6])
+        kb.ingest(docs[6:])
+        kb.ingest(Document("d0", "t", frozenset({"g"}), "2", "alpha again\n\ngamma"))
+        kb.remove("t", "d3")
+        kb.store.apply([], keep_history=True, sources=[SourceEntry("s", "t", "d1", "d1.md", "7", "x")])
+        assert kb.stats()["tombstones"] > 0
+    return docs
+
+
+def _results(kb: KnowledgeBase) -> list[object]:
+    return [[(h.document_id, h.version, h.passage, h.score) for h in kb.search(A, q, mode=mode)]
+            for q in ("alpha gamma", "delta beta 4") for mode in ("keyword", "vector", "hybrid")]
+
+
+def test_a_fresh_store_has_the_described_tables(tmp_path: Path) -> None:
+    KnowledgeBase.open(tmp_path / "kb.db").close()
+    layout = _layout(tmp_path / "kb.db")
+    described = {t.name for t in TABLES if "sqlite" in t.dialects} | {"sqlite_sequence"}
+    assert {k for k in layout if "." not in k} == described
+    with sqlite3.connect(tmp_path / "kb.db") as c:
+        assert sorted(r[0] for r in c.execute("SELECT name FROM migrations")) == sorted(MIGRATIONS.names)
+        version = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        assert version == (str(SCHEMA_VERSION),)
+
+
+def test_a_schema_5_store_upgrades_to_the_fresh_layout_and_keeps_its_data(tmp_path: Path) -> None:
+    """The last numbered SQLite schema (5): opening runs the missing migrations once (the offsets
+    renamed, tombstones keyed by generation); the layout then equals a fresh store's, every
+    search and write gives what the store it was copied from gives, and an evidex that still
+    numbered its schemas would refuse the file (its number is past 5)."""
+    current, old = tmp_path / "current.db", tmp_path / "old.db"
+    _store_with_history(current)
+    sqlite_v5(current, old)
+    with sqlite3.connect(old) as c:
+        columns = [r[1] for r in c.execute("PRAGMA table_info(passages)")]
+        assert "start" in columns and "start_off" not in columns
+        assert c.execute("SELECT count(*) FROM tombstones").fetchone()[0] > 0
+    with KnowledgeBase.open(old) as kb, KnowledgeBase.open(current) as ref:
+        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 9
+        assert kb.stats()["tombstones"] == ref.stats()["tombstones"]
+        assert _results(kb) == _results(ref)
+        assert kb.source_entries() == ref.source_entries()
+        for k in (kb, ref):
+            k.ingest(Document("d1", "t", frozenset({"g"}), "2", "alpha changed\n\nbeta"))
+            k.ingest(Document("new", "t", frozenset({"g"}), "1", "gamma new"))
+        assert _results(kb) == _results(ref)
+        kb.optimize()
+        ref.optimize()
+        assert _results(kb) == _results(ref) and kb.stats()["tombstones"] == 0
+    KnowledgeBase.open(tmp_path / "fresh.db").close()
+    assert _layout(old) == _layout(tmp_path / "fresh.db")
+    with sqlite3.connect(old) as c:
+        applied = c.execute("SELECT name, applied_at FROM migrations ORDER BY name").fetchall()
+        assert [r[0] for r in applied] == sorted(MIGRATIONS.names)
+        assert int(c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]) > 5
+    KnowledgeBase.open(old).close()  # opening again applies nothing
+    with sqlite3.connect(old) as c:
+        assert c.execute("SELECT name, applied_at FROM migrations ORDER BY name").fetchall() == applied
+
+
+def test_a_run_log_made_on_first_use_is_kept_by_its_migration(tmp_path: Path) -> None:
+    """Stores written between the run log and its migration created ``runs`` on first use (the
+    DDL below is that code's): the ``run_log`` migration keeps the table and its rows."""
+    path = tmp_path / "kb.db"
+    KnowledgeBase.open(path).close()
+    with sqlite3.connect(path) as c:
+        c.execute("DROP TABLE runs")
+        c.execute("DELETE FROM migrations WHERE name = 'run_log'")
+        c.execute("CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT "
+                  "NOT NULL, source TEXT NOT NULL, tenant TEXT, scheduled_for TEXT, started_at TEXT NOT "
+                  "NULL, ended_at TEXT NOT NULL, ok BOOLEAN NOT NULL, counts TEXT NOT NULL, problems "
+                  "TEXT NOT NULL)")
+        c.execute("INSERT INTO runs (kind, source, tenant, scheduled_for, started_at, ended_at, ok, "
+                  "counts, problems) VALUES ('sync', 's', 't', NULL, 'a', 'b', 1, '{\"added\": 2}', '[]')")
+    with KnowledgeBase.open(path) as kb:
+        assert [(r.kind, r.ok, r.counts) for r in kb.store.runs()] == [("sync", True, {"added": 2})]
+    KnowledgeBase.open(tmp_path / "fresh.db").close()
+    assert _layout(path) == _layout(tmp_path / "fresh.db")
+
+
+def test_a_store_from_a_newer_evidex_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "kb.db"
+    KnowledgeBase.open(path).close()
+    with sqlite3.connect(path) as c:
+        c.execute("INSERT INTO migrations (name, applied_at) VALUES ('from_the_future', 'x')")
+    with pytest.raises(StoreError, match=r"upgraded by a newer evidex .*upgrade evidex"):
+        KnowledgeBase.open(path)
+    numbered = tmp_path / "numbered.db"
+    sqlite_v5(tmp_path / "kb.db", numbered)
+    with sqlite3.connect(numbered) as c:
+        c.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="schema version 6; this evidex supports up to 5: upgrade evidex"):
+        KnowledgeBase.open(numbered)
+
+
+def test_a_file_that_is_not_a_store_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as c:
+        c.execute("CREATE TABLE notes (x)")
+    with pytest.raises(StoreError, match="not an evidex store"):
+        KnowledgeBase.open(path)
+    with sqlite3.connect(path) as c:
+        assert [r[0] for r in c.execute("SELECT name FROM sqlite_master")] == ["notes"]
+
+
+# -- behaviour both backends share ----------------------------------------------------------------
+def test_a_changed_source_stamp_is_a_change_on_both_backends(locate: Locator) -> None:
+    """A sync record is written in the transaction of its document; one that changes (a new
+    stamp) bumps the generation like any change, so every reader sees the same state by the
+    same generation; an unchanged record writes nothing."""
+    location = locate("kb")
+
+    def generation() -> int:
+        return int(raw(location, "SELECT value FROM meta WHERE key = 'generation'")[0][0])
+
+    doc = Document("d", "t", frozenset({"g"}), "1", "alpha")
+    entry = SourceEntry("s", "t", "d", "d.md", "stamp-1", doc.content_sha256)
+    with KnowledgeBase.open(location) as kb:
+        kb.ingest(doc, sources=[entry])
+        before = generation()
+        kb.store.apply([], keep_history=True, sources=[entry])
+        assert generation() == before
+        changed = SourceEntry("s", "t", "d", "d.md", "stamp-2", doc.content_sha256)
+        kb.store.apply([], keep_history=True, sources=[changed])
+        assert generation() == before + 1
+        assert kb.source_entries() == [changed]
+
+
+def test_a_batch_naming_a_document_twice_is_refused_whole(locate: Locator) -> None:
+    with KnowledgeBase.open(locate("kb")) as kb:
+        kb.ingest(Document("d", "t", frozenset({"g"}), "1", "alpha"))
+        doc = Document("e", "t", frozenset({"g"}), "1", "beta")
+        writes = [DocumentWrite(doc, "paragraph", ()), DocumentWrite(doc, "paragraph", ())]
+        with pytest.raises(StoreError, match="twice"):  # the store's own check, below kb.ingest's
+            kb.store.apply(writes, keep_history=True)
+        assert [d.id for d in kb.documents()] == ["d"]
+
+
+# -- the two dialects agree: the same writes read back the same ---------------------------------
+#: Fields the dialects store differently (bound parameters and per-key lookups in SQLite, binary
+#: COPY, ``= ANY`` arrays and ``unnest`` in PostgreSQL): non-ASCII and astral text, quotes,
+#: commas, backslashes, tabs, ids whose order depends on case and collation.
+ODD_IDS = ("B", "a", "Ä", "a_b", "a-b", "Z9", "z10", "ß", "é")
+ODD_GROUPS = frozenset({"g", "Ärzte, \"Leitung\"", "a\\b"})
+
+
+def _odd_document(i: int, doc_id: str, version: str = "1") -> Document:
+    return Document(doc_id, "t", ODD_GROUPS, version,
+                    f"# Überblick {i}\n\nalpha 🙂 {doc_id} \\n\ttab 'quote' \"dq\" {i % 7}\n\n"
+                    f"## Teil {i}\n\nbeta gamma {i % 3} 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+                    title=None if i % 2 else f"Titel {i} ✓", source_url=f"https://x.test/{i}?a=1&b='2'",
+                    language=("de", "en", None)[i % 3], visibility=("internal", "public")[i % 2],
+                    tags=("t1", "Tag, zwei") if i % 4 == 0 else ())
+
+
+def _observed(kb: KnowledgeBase) -> dict[str, object]:
+    """Everything a caller can read of a store, minus its own keys and clock times."""
+    docs = []
+    with kb.store.read() as view:
+        for d in kb.documents():
+            stored = view.document(d.tenant, d.id)
+            assert stored is not None
+            passages = [(p.number, p.start, p.end, p.text, p.heading_path, p.anchor, p.page, p.flags)
+                        for p in view.document_passages(stored.dkey)]
+            history = [(h.version, h.content_sha256, h.text, h.split, h.meta)
+                       for h in view.history(d.tenant, d.id)]
+            docs.append((d.tenant, d.id, d.version, d.content_sha256, d.title, d.source_url, d.language,
+                         d.visibility, d.groups, d.tags, d.split, passages, history))
+    hits = []
+    public = Actor("t", frozenset({"a\\b"}), visibilities=frozenset({"public"}))
+    for actor in (Actor("t", ODD_GROUPS), public):
+        for q in ("alpha", "Überblick Teil", "tab quote 🙂", "gamma 2", "long 7"):
+            for mode in ("keyword", "vector", "hybrid"):
+                hits.append([(h.document_id, h.version, h.passage, h.score) for h in
+                             kb.search(actor, q, mode=mode, limit=20)])
+    stats = kb.stats()
+    return {"documents": docs, "hits": hits, "sources": kb.source_entries(),
+            "counts": [stats[k] for k in ("documents", "passages", "history_versions")]}
+
+
+def test_the_same_writes_read_back_the_same_on_both_dialects(tmp_path: Path, pg_url: str) -> None:
+    """One history of writes on each backend: every document, passage, history entry, sync
+    record and search hit (scores bit for bit) agrees after each step. The writes are big enough
+    to cross SQLite's 500-key chunks (a 600-document batch, a 1,200-passage document superseded
+    and then removed) and the fields odd enough to tell binary COPY from bound parameters."""
+    stores = [KnowledgeBase.open(Locator(b, tmp_path, pg_url if b == "postgres" else None)("kb"))
+              for b in ("sqlite", "postgres")]
+    many = [_odd_document(i, f"d{i:04}") for i in range(600)]
+    long_doc = Document("long", "t", ODD_GROUPS, "1",
+                        "\n\n".join(f"long passage {i} alpha {i % 11}" for i in range(1200)))
+    steps = [
+        lambda kb: kb.ingest([*many, long_doc, *(_odd_document(i, d) for i, d in enumerate(ODD_IDS))],
+                             split="heading"),
+        lambda kb: kb.ingest([Document("long", "t", ODD_GROUPS, "2", "\n\n".join(
+            f"long passage {i} beta {i % 13}" for i in range(1200))),
+            *(_odd_document(i, f"d{i:04}", "2") for i in range(0, 600, 5))], split="heading"),
+        lambda kb: kb.store.apply([], keep_history=True, sources=[
+            SourceEntry("s", "t", d, f"{d}.md", "stamp ✓", "x") for d in ODD_IDS]),
+        lambda kb: [kb.remove("t", d) for d in ("long", "Ä", "d0005", "d0599")],
+        lambda kb: kb.ingest(_odd_document(5, "Ä", "3"), split="heading"),
+        lambda kb: kb.optimize(),
+    ]
+    try:
+        for step in steps:
+            for kb in stores:
+                step(kb)
+                kb.store.settle()
+            sqlite, postgres = (_observed(kb) for kb in stores)
+            assert sqlite == postgres
+        ids = [d[1] for d in sqlite["documents"]]  # type: ignore[index]
+        assert ids == sorted(ids) and set(ODD_IDS) - {"Ä"} < set(ids)  # code point order
+        assert [[kb.stats()[k] for k in ("segments", "tombstones")] for kb in stores] == [[1, 0]] * 2
+    finally:
+        for kb in stores:
+            kb.close()

@@ -1,0 +1,159 @@
+"""Hybrid search keeps answering when the vector leg cannot: an embedder made slow on purpose
+(and a slow vector search) past ``retrieval.vector.timeout_ms``, and a keyword-only store, give
+the keyword ranking with ``fallback: keyword`` and why, on a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import evidex.retrieve._hybrid as hybrid_module
+from evidex import Actor, Document, KnowledgeBase
+from evidex.embed import get_embedder
+
+EVIDEX = Path(sys.executable).parent / "evidex"
+STAFF = Actor("acme", frozenset({"staff"}))
+TEXTS = {
+    "returns": "# Returns\n\nUnworn boots can be returned within 30 days for a full refund.",
+    "shipping": "# Shipping\n\nParcels to Austria take three working days; express takes one.",
+    "repairs": "# Repairs\n\nZips and seams of jackets are repaired free for two years.",
+    "club": "# Club\n\nMembers collect points on every order and redeem them at checkout.",
+}
+
+
+def docs() -> list[Document]:
+    return [Document(id=k, tenant="acme", groups=frozenset({"staff"}), version="1", text=v)
+            for k, v in TEXTS.items()]
+
+
+def fresh(words: str) -> str:
+    """A query text no earlier search embedded (query vectors are cached per process)."""
+    return f"{words} {uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> KnowledgeBase:
+    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    kb.ingest(docs(), split="heading")
+    kb.search(STAFF, fresh("warm up"))  # the model's first query is never under a deadline
+    return kb
+
+
+@pytest.fixture
+def slow_embedder(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The store's embedder, made to take ``delay[0]`` seconds per query embedding."""
+    embedder = get_embedder("hash-test")
+    real = embedder.embed_queries
+    delay = [0.0]
+
+    def slow(texts):  # type: ignore[no-untyped-def]
+        time.sleep(delay[0])
+        return real(texts)
+
+    monkeypatch.setattr(embedder, "embed_queries", slow)
+    return delay
+
+
+def ranking(hits) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    return [(h.document_id, h.passage) for h in hits]
+
+
+def test_a_fast_vector_leg_is_fused_and_says_no_fallback(
+        store: KnowledgeBase, slow_embedder: list[float]) -> None:
+    slow_embedder[0] = 0.05
+    store.vector_timeout_ms = 30_000
+    res = store.search(STAFF, fresh("return boots refund"), explain=True)
+    assert res.fallback is None and res.signals["similarity"] is not None
+    assert any("vector" in (h.explain or {}) for h in res)
+
+
+def test_a_slow_query_embedding_falls_back_to_the_keyword_ranking(
+        store: KnowledgeBase, slow_embedder: list[float]) -> None:
+    slow_embedder[0] = 3.0
+    store.vector_timeout_ms = 100
+    query = fresh("return boots refund")
+    t0 = time.perf_counter()
+    res = store.search(STAFF, query, explain=True)
+    waited = time.perf_counter() - t0
+    assert waited < 2.5, "the search waited for the slow embedding"
+    assert res.fallback == {"fallback": "keyword", "reason": "vector_timeout",
+                            "detail": "the query embedding did not finish within "
+                                      "retrieval.vector.timeout_ms (100 ms)"}
+    keyword = store.search(STAFF, query, mode="keyword", explain=True)
+    assert ranking(res) == ranking(keyword) and res[0].document_id == "returns"
+    # The evidence decision used keyword signals only: no similarity, the keyword level.
+    assert res.signals == keyword.signals and res.signals["similarity"] is None
+    assert res.evidence == keyword.evidence
+    assert all(set(h.explain or {}) <= {"fused_score", "keyword"} for h in res)
+
+
+def test_a_vector_search_past_the_deadline_falls_back(
+        store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = hybrid_module.vector_candidates
+
+    def slow_search(*args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hybrid_module, "vector_candidates", slow_search)
+    store.vector_timeout_ms = 50
+    res = store.search(STAFF, fresh("parcels austria"))
+    assert res.fallback is not None and res.fallback["reason"] == "vector_timeout"
+    assert "the vector search did not finish" in res.fallback["detail"]
+    assert res[0].document_id == "shipping"
+    store.vector_timeout_ms = 30_000
+    assert store.search(STAFF, fresh("parcels austria")).fallback is None
+
+
+def test_the_vector_mode_is_not_bounded_and_raises_nothing(
+        store: KnowledgeBase, slow_embedder: list[float]) -> None:
+    slow_embedder[0] = 0.3
+    store.vector_timeout_ms = 10
+    res = store.search(STAFF, fresh("jacket zips"), mode="vector")
+    assert res.fallback is None and len(res) > 0
+
+
+def test_a_keyword_only_store_answers_hybrid_searches_by_keywords(tmp_path: Path) -> None:
+    with KnowledgeBase.open(tmp_path / "kw.db", embedder="none") as kb:
+        kb.ingest(docs(), split="heading")
+        res = kb.search(STAFF, "points checkout")
+        assert res.fallback is not None and res.fallback["reason"] == "no_vectors"
+        assert ranking(res) == ranking(kb.search(STAFF, "points checkout", mode="keyword"))
+        assert res[0].document_id == "club"
+
+
+def test_evidex_search_on_a_keyword_only_store_works_in_its_default_mode(tmp_path: Path) -> None:
+    db = str(tmp_path / "kw.db")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in TEXTS.items():
+        (folder / f"{name}.md").write_text(text, encoding="utf-8")
+    run = [str(EVIDEX), "--db", db]
+    subprocess.run([*run, "--embedder", "none", "ingest", str(folder), "--tenant", "acme",
+                    "--groups", "staff"], check=True, capture_output=True)
+    out = subprocess.run([*run, "search", "free repairs jackets", "--tenant", "acme", "--groups",
+                          "staff"], check=True, capture_output=True, text=True).stdout
+    assert out.startswith("fallback: keyword (no_vectors: this store is keyword-only")
+    assert "repairs" in out.splitlines()[2]
+    data = json.loads(subprocess.run([*run, "search", "free repairs", "--tenant", "acme", "--groups",
+                                      "staff", "--json"], check=True, capture_output=True,
+                                     text=True).stdout)
+    assert data["fallback"]["reason"] == "no_vectors" and data["hits"][0]["document_id"] == "repairs.md"
+
+
+def test_a_timeout_is_not_a_silent_change_of_results_when_fast(store: KnowledgeBase) -> None:
+    """Same query, generous deadline: the fused ranking, identical to no deadline at all."""
+    query = fresh("boots refund days")
+    store.vector_timeout_ms = None
+    unbounded = store.search(STAFF, query)
+    store.vector_timeout_ms = 60_000
+    bounded = store.search(STAFF, query)
+    assert ranking(bounded) == ranking(unbounded) and bounded.fallback is None
+    assert np.isclose(bounded.signals["similarity"], unbounded.signals["similarity"])
