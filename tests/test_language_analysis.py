@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import pytest
 
+from actors import PUBLIC_INTERNAL
 from backends import Locator
 from evidex import Actor, Document, KnowledgeBase
 from evidex.model import StoreError
 from evidex.query import analyzer_for, get_analyzer
 
-STAFF = Actor("t", frozenset({"staff"}))
-HR = Actor("t", frozenset({"staff", "hr"}))
+STAFF = Actor("t", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
+HR = Actor("t", frozenset({"staff", "hr"}), visibilities=PUBLIC_INTERNAL)
 
 
 def _doc(doc_id: str, text: str, language: str | None, groups: tuple[str, ...] = ("staff",)) -> Document:

@@ -60,6 +60,11 @@ def allowed_signatures(view: ReadView, actor: Actor, filters: Filters,
     allowed = _allowed(sigs, actor, filters, language)
     if len(_memo) >= _MEMO_LIMIT:
         _memo.clear()
+        _latest.clear()
+    # A caller's entry for an older signature list (before a write, or of a closed store) is
+    # never hit again: it goes now, so stale lists are not kept alive until the memo is full.
+    _memo.pop(_latest.get((actor, filters, language), key), None)
+    _latest[(actor, filters, language)] = key
     _memo[key] = (sigs, allowed)
     return allowed
 
@@ -67,6 +72,8 @@ def allowed_signatures(view: ReadView, actor: Actor, filters: Filters,
 #: (id of a signature list, actor, filters, language) -> (that list, its Allowed); cleared when
 #: full.
 _memo: dict[tuple[int, Actor, Filters, str | None], tuple[Sequence[Signature], Allowed]] = {}
+#: (actor, filters, language) -> its latest key in ``_memo``.
+_latest: dict[tuple[Actor, Filters, str | None], tuple[int, Actor, Filters, str | None]] = {}
 _MEMO_LIMIT = 1024
 
 
