@@ -5,12 +5,13 @@ readers need the ``formats`` extra and are imported on first use (see ``_files``
 """
 
 from ._files import FORMATS, FRONT_MATTER_KEYS, LoadResult, Rejected, iter_files, load_document, load_paths
-from ._scan import FLAGS, scan
+from ._scan import DOCUMENT_FLAG, FLAGS, scan, scan_document
 from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
 
 __all__ = [
     "DEFAULT_MAX_SECTION_CHARS",
+    "DOCUMENT_FLAG",
     "FLAGS",
     "FORMATS",
     "FRONT_MATTER_KEYS",
@@ -23,6 +24,7 @@ __all__ = [
     "load_document",
     "load_paths",
     "scan",
+    "scan_document",
     "slugify",
     "split_key",
     "split_text",
