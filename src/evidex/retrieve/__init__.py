@@ -8,6 +8,7 @@ from ._access import Allowed, allowed_signatures
 from ._bm25 import BM25, BM25Params
 from ._deadline import Deadline, Fallback, embed_within
 from ._evidence import (
+    DECIDE_DEPTH,
     EVIDENCE_THRESHOLDS,
     EvidenceThresholds,
     evidence_level,
@@ -25,15 +26,18 @@ from ._support import (
     PassageSupport,
     SentenceMatch,
     coverage,
+    has_number,
     is_title_line,
     passage_support,
     stem,
     term_weights,
+    wants_number,
 )
 from ._vector import vector_candidates
 
 __all__ = [
     "BM25",
+    "DECIDE_DEPTH",
     "DEFAULT_FUSION",
     "EVIDENCE_THRESHOLDS",
     "FUNCTION_WORDS",
@@ -58,6 +62,7 @@ __all__ = [
     "evidence_level",
     "fuse",
     "guess_language",
+    "has_number",
     "hits_from",
     "is_title_line",
     "keyword_candidates",
@@ -72,4 +77,5 @@ __all__ = [
     "term_weights",
     "terms_in_hits",
     "vector_candidates",
+    "wants_number",
 ]
