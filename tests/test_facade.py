@@ -124,7 +124,7 @@ def test_search_is_retrieve_search_over_one_view(any_kb: KnowledgeBase, mode: st
     """KnowledgeBase.search adds validation and parsing only: the same call into retrieve gives
     the same hits, scores and evidence."""
     from evidex.query import parse_query
-    from evidex.retrieve import Fusion, search
+    from evidex.retrieve import Fusion, guess_language, search
 
     any_kb.ingest([doc(f"d{i}", f"alpha {'beta ' * i}\n\ngamma {i}\n\nalpha delta") for i in range(8)])
     got = any_kb.search(STAFF, "alpha beta", limit=4, mode=mode, explain=True)
@@ -133,6 +133,7 @@ def test_search_is_retrieve_search_over_one_view(any_kb: KnowledgeBase, mode: st
     with any_kb.store.read() as view:
         want = search(view, any_kb._bm25, STAFF, terms, mode=mode, limit=4,
                       thresholds=any_kb._thresholds(), query_vector=qvec, fusion=Fusion(),
-                      explain=True)
+                      explain=True, analyze=any_kb._analyzer.terms,
+                      question_language=guess_language("alpha beta"), query="alpha beta")
     assert [h.as_dict() for h in got] == [h.as_dict() for h in want] and len(got) == 4
     assert (got.evidence, got.signals, got.terms) == (want.evidence, want.signals, want.terms)

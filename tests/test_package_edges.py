@@ -33,6 +33,7 @@ LAYERS: list[set[str]] = [
     {"kb", "config"},
     {"__init__", "evaluation", "sources"},
     {"server", "console"},
+    {"_cli_tools"},
     {"cli"},
 ]
 #: Modules of each extra, which ``import evidex`` must not load.

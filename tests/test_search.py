@@ -16,6 +16,7 @@ def test_two_people_finds_the_current_policy_only(example_kb: KnowledgeBase, sta
     assert "Einzelzimmer" in h.quote
     c = h.citation()
     assert set(c) == {
+        "kind",
         "document_id",
         "version",
         "content_sha256",

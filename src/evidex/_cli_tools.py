@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .console import emit, errors, safe
+from .console import emit, errors, need_config, safe
 from .model import Actor, EvidexError
 from .tools import Toolbox
 
@@ -51,9 +51,7 @@ tools_app = typer.Typer(no_args_is_help=True, help="The live tools of --config (
 
 
 def _toolbox() -> Toolbox:
-    from .cli import _need_config  # the command line's state, set by its callback before any command
-
-    tools = _need_config().tools
+    tools = need_config().tools
     if not tools:
         raise EvidexError("the configuration defines no tools: (see the README's live tools section)")
     return Toolbox(tools)

@@ -20,11 +20,12 @@ import typer
 
 from . import __version__
 from ._cli_tools import ClaimOpt, citation_line, pairs, tools_app
-from .config import Config, load_config
+from .config import load_config
 from .console import emit as _emit
 from .console import errors as _errors
 from .console import fail as _fail
-from .console import print_hits
+from .console import need_config as _need_config
+from .console import print_hits, state
 from .console import safe as _safe
 from .ingest import FRONT_MATTER_KEYS, load_paths
 from .kb import KnowledgeBase, migrate_store
@@ -43,20 +44,6 @@ app.add_typer(tools_app, name="tools")
 
 
 
-class _State:
-    db: str = "evidex.db"
-    analyzer: str | None = None
-    embedder: str | None = None
-    config: Config | None = None
-    config_path: str | None = None
-
-    @property
-    def cfg(self) -> Config:
-        """The --config file's settings, or the built-in defaults when none was given."""
-        return self.config or Config()
-
-
-state = _State()
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant of the caller.")]
@@ -473,13 +460,6 @@ def mcp_server(config: ServerConfigOpt = None) -> None:
 
     run_mcp(state.db, _server_config(config))
 # -- end of service commands -------------------------------------------------------------------------
-
-
-def _need_config() -> Config:
-    if state.config is None:
-        raise EvidexError("this command reads the sources of a configuration: give --config FILE "
-                          "(or set EVIDEX_CONFIG)")
-    return state.config
 
 
 def _run_sources(kind: str, source: list[str] | None, show: bool) -> SyncReport:

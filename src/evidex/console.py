@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import typer
 
+from .config import Config
 from .model import EvidexError
 
 __all__ = ["emit", "errors", "fail", "safe"]
@@ -77,3 +78,30 @@ def print_hits(hits: Any, explain: bool) -> None:
             legs = ", ".join(f"{k} #{v['rank']} ({v['score']:.4f})" for k, v in h.explain.items()
                              if isinstance(v, dict) and "rank" in v)
             typer.echo(f"   legs: {legs or 'none'}")
+
+
+class State:
+    """The command line's settings from its callback (--db, --analyzer, --embedder, --config),
+    read by every command; one object so the tools commands see what the main ones see."""
+
+    db: str = "evidex.db"
+    analyzer: str | None = None
+    embedder: str | None = None
+    config: Config | None = None
+    config_path: str | None = None
+
+    @property
+    def cfg(self) -> Config:
+        """The --config file's settings, or the built-in defaults when none was given."""
+        return self.config or Config()
+
+
+state = State()
+
+
+def need_config() -> Config:
+    """The --config file's settings, for commands that cannot run on defaults."""
+    if state.config is None:
+        raise EvidexError("this command reads the sources of a configuration: give --config FILE "
+                          "(or set EVIDEX_CONFIG)")
+    return state.config
