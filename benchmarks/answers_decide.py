@@ -5,7 +5,8 @@ development data of several kinds, and report it per set and kind of question.
     .venv/bin/python benchmarks/answers_decide.py fit [--embedder multilingual-e5-small-int8]
 
 ``collect`` runs the answer's search (second-stage ranker, top 6) for every dev question of the
-sets below and keeps each passage's ``PassageSupport`` (pickled under benchmarks/.work/answers/).
+sets below and keeps each passage's ``PassageSupport`` (``answers_calibrate.collect``; pickled
+under benchmarks/.work/answers/).
 Sets (development data only; benchmarks/answers_sets.py): encyclopedia dev (wh, keyword,
 German->English, English->German, near-miss out-of-collection), SciFact *train* claims + the
 calibration half of benchmarks/data/off-topic-questions.txt.
@@ -33,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from answers_sets import ACTOR, WORK, build, load
-from evidex.kb import QUESTION_LIMITS
+from answers_calibrate import collect as calibrate_collect
+from answers_sets import WORK
 from evidex.retrieve import DECIDE_DEPTH, EVIDENCE_THRESHOLDS, EvidenceThresholds, supports
 
 SETS = ("encyclopedia", "scifact")
@@ -46,16 +47,8 @@ def _path(embedder: str, name: str) -> Path:
 
 def collect(embedder: str, sets: tuple[str, ...]) -> None:
     for name in sets:
-        rows = []
-        qset = load(name, "dev")
-        kb = build(qset, embedder)
-        for q in qset.questions:
-            if q.split != "dev" or q.kind == "ooc_adversarial":
-                continue
-            res = kb.search(ACTOR, q.text, limit=6, limits=QUESTION_LIMITS, rerank=True)
-            rows.append({"set": name, "kind": q.kind, "question": q.text, "expected": q.expected,
-                         "hits": [(h.document_id, p) for h, p in zip(res, res.support, strict=False)]})
-        kb.close()
+        rows = [{"set": s, "kind": kind, "expected": expected, "hits": hits}
+                for s, kind, expected, hits in calibrate_collect(embedder, (name,))]
         _path(embedder, name).write_bytes(pickle.dumps(rows))
         print(f"{len(rows)} questions -> {_path(embedder, name)}")
 

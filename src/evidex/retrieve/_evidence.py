@@ -21,9 +21,9 @@ The search's ``evidence`` is ``strong`` when some returned passage supports answ
 when passages were found but none does, ``none`` without hits. It is a retrieval signal for the
 decline decision, never a probability of truth. Cosines are on each model's own scale, so the
 values are per embedding model, calibrated on development data of several kinds (claims,
-wh-questions, keyword queries, German, cross-language, out-of-collection questions); each
-model's values are recorded with the command that produced them in
-benchmarks/results/answers.md.
+wh-questions, keyword queries, German, cross-language, out-of-collection questions) by
+benchmarks/answers_decide.py, which runs this very rule; each model's values are recorded with
+the command that produced them in benchmarks/results/answers.md.
 """
 
 from __future__ import annotations
