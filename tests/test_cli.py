@@ -169,6 +169,7 @@ def test_ingest_summary_human_then_json(examples: SimpleNamespace) -> None:
         "superseded": len(overlap),
         "unchanged": 0,
         "passages_written": heading_passages(examples.docs),
+        "conflicts": report["conflicts"],
         "rejected": 0,
         "rejections": [],
     }
@@ -203,6 +204,7 @@ def test_reingest_reports_unchanged_and_writes_nothing(examples: SimpleNamespace
         "superseded": 0,
         "unchanged": len(examples.docs),
         "passages_written": 0,
+        "conflicts": [],
         "rejected": 0,
         "rejections": [],
     }

@@ -362,7 +362,7 @@ def test_reingesting_the_same_version_and_text_writes_nothing(locate: Locator) -
         report = kb.ingest([Document(d.id, d.tenant, d.groups, d.version, d.text, language=d.language,
                                      visibility=d.visibility, tags=d.tags) for d in docs])
         assert report.as_dict() == {"added": 0, "superseded": 0, "unchanged": len(docs),
-                                    "passages_written": 0}
+                                    "passages_written": 0, "conflicts": []}
     # Another handle (as another process would) re-ingesting the same is a no-op too.
     other = KnowledgeBase.open(path)
     assert other.ingest(docs[-1]).unchanged == 1

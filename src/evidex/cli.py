@@ -159,7 +159,8 @@ def ingest(
     else:
         for r in loaded.rejected:
             typer.echo(f"rejected {_safe(r.source)}: {_safe(r.reason)}", err=True)
-        typer.echo(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary.items()))
+        typer.echo(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary.items() if k != "conflicts"))
+        typer.echo("".join(_safe(c.summary()) + "\n" for c in report.conflicts), nl=False)
     if loaded.rejected:
         raise typer.Exit(1)
 
@@ -462,6 +463,22 @@ def mcp_server(config: ServerConfigOpt = None) -> None:
 # -- end of service commands -------------------------------------------------------------------------
 
 
+@app.command("conflicts")
+@_errors
+def conflicts_cmd(status: Annotated[str, typer.Option(help="open, closed, dismissed or all.")] = "open",
+                  tenant: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+                  dismiss: Annotated[int | None, typer.Option(help="Dismiss it (and --tenant).")] = None,
+                  as_json: JsonOpt = False) -> None:
+    """Passages of two documents stating different values for one subject (found at ingestion)."""
+    with _open() as kb:
+        by = os.environ.get("USER", "cli")
+        if dismiss is not None and not kb.dismiss_conflict(tenant or "", dismiss, by):
+            raise EvidexError(f"no open conflict {dismiss} in tenant {tenant!r} (give --tenant)")
+        found = kb.conflicts(tenant, None if status == "all" else status)
+    _emit({"conflicts": [c.as_dict() for c in found]}) if as_json else typer.echo(
+        "".join(f"{_safe(c.summary())}\n" for c in found) + f"{len(found)} conflict(s)")
+
+
 def _run_sources(kind: str, source: list[str] | None, show: bool) -> SyncReport:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -513,7 +530,7 @@ def sync_cmd(source: SourceOpt = None, as_json: JsonOpt = False) -> None:
             d = rep.as_dict("sync")
             typer.echo(f"{_safe(rep.source)}{owner}: added {len(d['added'])}, superseded "
                        f"{len(d['superseded'])}, unchanged {d['unchanged']}, removed "
-                       f"{len(d['removed'])}, skipped {len(d['skipped'])}")
+                       f"{len(d['removed'])}, skipped {len(d['skipped'])}, conflicts {len(d['conflicts'])}")
             _print_problems(rep)
         totals = ", ".join(f"{k} {v}" for k, v in report.totals().items())
         typer.echo(f"total: {totals} ({report.seconds:.1f} s)")
@@ -553,13 +570,21 @@ def drift_cmd(
         t = report.totals()
         typer.echo(("drifted: " if report.drifted else "in sync: ")
                    + f"{t['new']} new, {t['changed']} changed, {t['removed']} removed")
-    hook = state.cfg.freshness.notify
-    if notify and report.drifted and hook.webhook:
+    hook = state.cfg.freshness.notify  # "content_owner" (a name) has no webhook of its own
+    if notify and report.drifted and getattr(hook, "webhook", None):
         try:
             notify_webhook(hook.webhook, report, timeout=hook.timeout_seconds)
         except EvidexError as exc:
             typer.echo(f"error: {_safe(str(exc))}", err=True)
             raise typer.Exit(2) from None
+    if notify:  # each source owner hears about their drift and open conflicts
+        from .notify import notify_owners
+
+        with _open() as kb:
+            sent = notify_owners(kb, _need_config(), report)
+        typer.echo("".join(_safe(x) + "\n" for x in sent.lines(failures_only=as_json)), nl=False, err=True)
+        if not sent.ok:
+            raise typer.Exit(2)
     if not report.ok:
         raise typer.Exit(2)
     if report.drifted:
@@ -572,9 +597,11 @@ def schedule() -> None:
     """Run each source's sync at its schedule: and the drift check at freshness.drift_check,
     one at a time, until interrupted; every run is recorded (evidex runs). evidex serve does the
     same alongside the service."""
+    from .notify import owners_hook
     from .sources import Scheduler
 
-    scheduler = Scheduler(_open, _need_config(), on_run=lambda run: typer.echo(_safe(run.line())))
+    scheduler = Scheduler(_open, _need_config(), after_drift=[owners_hook(_open)],
+                          on_run=lambda run: typer.echo(_safe(run.line())))
     if not scheduler.jobs:
         raise EvidexError("nothing is scheduled: no source has a schedule: and there is no drift check")
     for job in scheduler.jobs:

@@ -28,7 +28,6 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -39,6 +38,7 @@ from .cadence import check_cadence
 from .ingest import DEFAULT_MAX_SECTION_CHARS
 from .model import VISIBILITIES, ConfigError, is_language_tag
 from .retrieve import DEFAULT_FUSION, Fusion
+from .routes import HandoffRoute, Owner, SmtpSettings, check_url, handoff_text, resolve_path
 from .tools import ToolConfig
 
 __all__ = [
@@ -65,7 +65,6 @@ __all__ = [
 ]
 
 _SOURCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 Visibility = Literal["public", "internal", "confidential", "restricted"]
 assert set(Visibility.__args__) == VISIBILITIES  # type: ignore[attr-defined]
@@ -79,18 +78,6 @@ def _language(value: str | None) -> str | None:
     if value is not None and not is_language_tag(value):
         raise ValueError(f"must be a language tag like 'en' or 'de-CH', got {value!r}")
     return value
-
-
-def _url(value: str) -> str:
-    if not _URL.match(value):
-        raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
-    return value
-
-
-def _path(value: str, info: ValidationInfo) -> str:
-    base = (info.context or {}).get("base")
-    p = Path(value).expanduser()
-    return str(p if p.is_absolute() or base is None else (Path(base) / p))
 
 
 # -- knowledge operations (issue 24: reference file, vector timeout, schedules) ---------------
@@ -145,7 +132,7 @@ class SourceDefaults(_Strict):
     groups: tuple[str, ...] | None = None
     visibility: Visibility | None = None
     language: str | None = None
-    owner: str | None = None
+    owner: str | Owner | None = None
     tags: tuple[str, ...] | None = None
 
     _lang = field_validator("language")(_language)
@@ -157,7 +144,8 @@ class _Source(_Strict):
     groups: tuple[str, ...] | None = None
     visibility: Visibility | None = None
     language: str | None = None
-    owner: str | None = Field(default=None, description="who is told when the source drifts")
+    owner: str | Owner | None = Field(default=None, description="who is told when the source drifts "
+                                      "or conflicts (see Owner)")
     tags: tuple[str, ...] | None = None
     max_section_chars: int = Field(default=DEFAULT_MAX_SECTION_CHARS, ge=100, le=100_000)
     #: A changed document supersedes its previous version, which stays in the history so that
@@ -192,12 +180,12 @@ class FilesSource(_Source):
     #: is this URL plus its relative path; without it, the file's own file:// URL.
     base_url: str | None = None
 
-    _p = field_validator("path")(_path)
+    _p = field_validator("path")(resolve_path)
 
     @field_validator("base_url")
     @classmethod
     def _base(cls, value: str | None) -> str | None:
-        return None if value is None else _url(value)
+        return None if value is None else check_url(value)
 
 
 class WebSource(_Source):
@@ -219,12 +207,12 @@ class WebSource(_Source):
     @field_validator("urls")
     @classmethod
     def _urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(_url(u) for u in value)
+        return tuple(check_url(u) for u in value)
 
     @field_validator("sitemap", "url")
     @classmethod
     def _sitemap(cls, value: str | None) -> str | None:
-        return None if value is None else _url(value)
+        return None if value is None else check_url(value)
 
     @model_validator(mode="after")
     def _something(self) -> WebSource:
@@ -261,7 +249,7 @@ class RecordsSource(_Source):
     fields: RecordFields = RecordFields()
     split: Split = "document"
 
-    _p = field_validator("path")(_path)
+    _p = field_validator("path")(resolve_path)
 
 
 # -- knowledge operations: the reference file's pdf and wiki source types ---------------------
@@ -311,7 +299,7 @@ class AnswerConfig(_Strict):
     cite: Literal["required"] = "required"
     #: What a decline offers: the handoff to a person, or nothing.
     when_no_evidence: WhenNoEvidence = "decline_and_offer_person"
-    handoff: str | None = Field(default=None, min_length=1)
+    handoff: Annotated[str, Field(min_length=1)] | HandoffRoute | None = None
     include_flagged: bool = False
     link_allowlist: tuple[str, ...] = ()
 
@@ -323,7 +311,7 @@ class Notify(_Strict):
     @field_validator("webhook")
     @classmethod
     def _hook(cls, value: str | None) -> str | None:
-        return None if value is None else _url(value)
+        return None if value is None else check_url(value)
 
 
 class Freshness(_Strict):
@@ -437,6 +425,7 @@ class ServerSettings(_Strict):
     store_handles: int = Field(
         default=2, ge=1, le=64,
         description="open store handles per worker process; requests beyond this wait for one")
+    smtp: SmtpSettings | None = None
     tool_hosts: tuple[str, ...] = Field(
         default=(), description="origins (scheme://host[:port]) live tools may call; nothing else")
     _tool_hosts = field_validator("tool_hosts")(_tools.check_origins)
@@ -474,7 +463,7 @@ class Config(_Strict):
         """The library's answer settings from the ``answer:`` and ``retrieval:`` sections (one
         place, so the CLI and the service decline and cite alike)."""
         a, r = self.answer, self.retrieval
-        offered = handoff or a.handoff or AnswerSettings().handoff
+        offered = handoff or handoff_text(a.handoff) or AnswerSettings().handoff
         return AnswerSettings(handoff=offered if a.when_no_evidence == "decline_and_offer_person" else "",
                               link_allowlist=a.link_allowlist, include_flagged=a.include_flagged,
                               top_k=self.retrieval.top_k, mode=self.retrieval.mode,

@@ -31,6 +31,7 @@ from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan_document, split_key,
 from .model import (
     Actor,
     CitationError,
+    Conflict,
     Document,
     DocumentError,
     DocumentView,
@@ -124,6 +125,7 @@ class KnowledgeBase:
         evidence: EvidenceThresholds | None = None,
         answer_settings: AnswerSettings | None = None,
         vector_timeout_ms: int | None = 4000,
+        detect_conflicts: bool = True,
         tools: Toolbox | Sequence[ToolConfig] = (),
     ) -> None:
         self.store = store
@@ -142,6 +144,9 @@ class KnowledgeBase:
         #: ``SearchResults.fallback``. None waits however long the leg takes.
         self.vector_timeout_ms = (None if vector_timeout_ms is None else
                                   _positive_int(vector_timeout_ms, "vector_timeout_ms", err=EvidexError))
+        #: Check every added or changed passage for values that contradict another document's
+        #: (see ``retrieve.find_conflicts``); ``conflicts`` lists what was found.
+        self.detect_conflicts = detect_conflicts
         #: Live tools: a Toolbox shared with others (a service's handles), or tools of this
         #: handle alone (closed with it).
         self._own_toolbox = not isinstance(tools, Toolbox)
@@ -247,16 +252,51 @@ class KnowledgeBase:
                           self._passages(d, split, max_section_chars))
             for d in docs
         ]
-        if self.store.embedder == "none":
-            return self.store.apply(writes, keep_history=keep, sources=sources)
-        try:
-            skip = self.store.unchanged(writes)
-            return self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
-                                    sources=sources)
-        except MissingVectors:
-            # Another writer changed a document we took for unchanged: embed everything.
-            return self.store.apply(self._with_vectors(writes, set()), keep_history=keep,
-                                    sources=sources)
+        embed = self.store.embedder != "none"
+        skip = self.store.unchanged(writes) if self.detect_conflicts or embed else set()
+        if not embed:
+            report = self.store.apply(writes, keep_history=keep, sources=sources)
+        else:
+            try:
+                report = self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
+                                          sources=sources)
+            except MissingVectors:
+                # Another writer changed a document we took for unchanged: embed everything.
+                skip = set()
+                report = self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
+                                          sources=sources)
+        written = [(d.tenant, d.id) for d in docs if (d.tenant, d.id) not in skip]
+        if not self.detect_conflicts or not written or not (report.added or report.superseded):
+            return report
+        return dataclasses.replace(report, conflicts=tuple(self._detect(written)))
+
+    def _detect(self, written: list[tuple[str, str]]) -> list[Conflict]:
+        """Conflicts of the documents just written with the rest of their tenant, recorded
+        (see ``retrieve.find_conflicts``); returns those not recorded before."""
+        found: list[Conflict] = []
+        with self.store.read() as view:
+            for tenant in sorted({t for t, _ in written}):
+                docs = [view.document(t, i) for t, i in written if t == tenant]
+                titles = [d.title for d in self.store.iter_documents(tenant)]
+                found += retrieve.find_conflicts(view, tenant, [d for d in docs if d is not None],
+                                                 self._analyzer.terms, titles)
+        return self.store.record_conflicts(found)
+
+    def conflicts(self, tenant: str | None = None, status: str | None = None) -> list[Conflict]:
+        """Recorded conflicts (of ``tenant``), newest first, with their status now: "open"
+        while both passages are current, "closed" once either changed or was removed,
+        "dismissed" when an admin dismissed it; ``status`` keeps only those."""
+        if status not in (None, "open", "closed", "dismissed"):
+            raise QueryError(f"status must be open, closed or dismissed, got {status!r}")
+        with self.store.read() as view:
+            now = [retrieve.conflict_status(view, c) for c in self.store.conflicts(tenant)]
+        return [c for c in now if status is None or c.status == status]
+
+    def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
+        """An admin's call that a conflict is not one (or is accepted): it stays recorded,
+        listed as dismissed, and is not raised again for the same two passages and values."""
+        _positive_int(conflict_id, "conflict id", 2**63 - 1)
+        return self.store.dismiss_conflict(tenant, conflict_id, by)
 
     def unchanged(self, documents: Iterable[Document], split: str = "paragraph", *,
                   max_section_chars: int = DEFAULT_MAX_SECTION_CHARS) -> set[tuple[str, str]]:

@@ -24,6 +24,8 @@ __all__ = [
     "Actor",
     "CitationError",
     "ConfigError",
+    "Conflict",
+    "ConflictSide",
     "Document",
     "DocumentError",
     "DocumentView",
@@ -351,24 +353,74 @@ class DocumentView:
 
 
 @dataclass(frozen=True, slots=True)
+class ConflictSide:
+    """One passage of a conflict: where it is (a citation) and the value it states there."""
+
+    document_id: str
+    version: str
+    passage: int
+    passage_sha256: str
+    value: str
+    sentence: str
+
+    def citation(self) -> dict[str, Any]:
+        return {"document_id": self.document_id, "version": self.version, "passage": self.passage,
+                "passage_sha256": self.passage_sha256}
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Two current passages of different documents about one subject stating different values
+    of one kind (``kind``: duration, period, time, date, percent or ``price:<currency>``).
+    ``status`` is "open" while both passages are current, "closed" once either changed or its
+    document was removed (``reason`` says which), "dismissed" when an admin dismissed it."""
+
+    id: int
+    tenant: str
+    kind: str
+    subject: tuple[str, ...]
+    a: ConflictSide
+    b: ConflictSide
+    detected_at: str
+    status: Literal["open", "closed", "dismissed"] = "open"
+    reason: str | None = None
+
+    def summary(self) -> str:
+        """One line: which passages say what."""
+        return (f"conflict {self.id} ({self.kind}, {self.status}): {self.a.document_id}#{self.a.passage} "
+                f"says {self.a.value!r}, {self.b.document_id}#{self.b.passage} says {self.b.value!r}"
+                + (f" [{self.reason}]" if self.reason else ""))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "tenant": self.tenant, "kind": self.kind, "status": self.status,
+                "reason": self.reason, "subject": list(self.subject), "detected_at": self.detected_at,
+                "sides": [{**s.citation(), "value": s.value, "sentence": s.sentence}
+                          for s in (self.a, self.b)]}
+
+
+@dataclass(frozen=True, slots=True)
 class IngestReport:
     added: int = 0
     superseded: int = 0
     unchanged: int = 0
     passages_written: int = 0
+    #: Conflicts this write found (see ``Conflict``); earlier ones are ``kb.conflicts()``.
+    conflicts: tuple[Conflict, ...] = ()
 
     def __add__(self, other: IngestReport) -> IngestReport:
         """The report of two batches written one after the other."""
         return IngestReport(self.added + other.added, self.superseded + other.superseded,
                             self.unchanged + other.unchanged,
-                            self.passages_written + other.passages_written)
+                            self.passages_written + other.passages_written,
+                            self.conflicts + other.conflicts)
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "added": self.added,
             "superseded": self.superseded,
             "unchanged": self.unchanged,
             "passages_written": self.passages_written,
+            "conflicts": [c.as_dict() for c in self.conflicts],
         }
 
 

@@ -1,5 +1,6 @@
 """Answers that cite or decline."""
 
+from ..ingest import Value, disagree, values
 from ._answer import GENERATORS, answer_question, number_sources
 from ._budget import fit_sources, token_counter
 from ._contract import check_output, markers, sentences
@@ -7,7 +8,6 @@ from ._extractive import DISAGREE_TEXT, Quote, choose_sentences, extractive_answ
 from ._grounding import SUPPORT_SHARE, supporting_span
 from ._openai import SYSTEM_TEXT, GeneratorError, OpenAIConfig, OpenAIGenerator
 from ._types import DECLINE_TEXT, Answer, AnswerSettings, Source
-from ._values import Value, disagree, values
 
 __all__ = [
     "DECLINE_TEXT",

@@ -37,9 +37,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..ingest import disagree
 from ..retrieve import PassageSupport, SentenceMatch, coverage, has_number
 from ._types import Source
-from ._values import disagree
 
 __all__ = ["DISAGREE_TEXT", "Quote", "choose_sentences", "extractive_answer"]
 

@@ -6,8 +6,10 @@ readers need the ``formats`` extra and are imported on first use (see ``_files``
 
 from ._files import FORMATS, FRONT_MATTER_KEYS, LoadResult, Rejected, iter_files, load_document, load_paths
 from ._scan import DOCUMENT_FLAG, FLAGS, scan, scan_document
+from ._sentences import sentence_spans
 from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
+from ._values import Value, close, disagree, disagreement, values
 
 __all__ = [
     "DEFAULT_MAX_SECTION_CHARS",
@@ -20,12 +22,18 @@ __all__ = [
     "Extracted",
     "LoadResult",
     "Rejected",
+    "Value",
+    "close",
+    "disagree",
+    "disagreement",
     "iter_files",
     "load_document",
     "load_paths",
     "scan",
     "scan_document",
+    "sentence_spans",
     "slugify",
     "split_key",
     "split_text",
+    "values",
 ]

@@ -4,8 +4,10 @@
 names are its parts, for callers (benchmarks, tests) that measure or check one of them alone.
 """
 
+from ..ingest import sentence_spans
 from ._access import Allowed, allowed_signatures
 from ._bm25 import BM25, BM25Params
+from ._conflicts import conflict_status, find_conflicts
 from ._deadline import Deadline, Fallback, embed_within
 from ._evidence import (
     DECIDE_DEPTH,
@@ -21,7 +23,6 @@ from ._language import FUNCTION_WORDS, guess_language
 from ._rerank import RANKER, RERANK_DEPTH, RankerWeights, rank_score, rerank_order
 from ._search import Candidates, hits_from, keyword_candidates
 from ._select import select_top
-from ._sentences import sentence_spans
 from ._support import (
     PassageSupport,
     SentenceMatch,
@@ -57,9 +58,11 @@ __all__ = [
     "RankerWeights",
     "SentenceMatch",
     "allowed_signatures",
+    "conflict_status",
     "coverage",
     "embed_within",
     "evidence_level",
+    "find_conflicts",
     "fuse",
     "guess_language",
     "has_number",

@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ..ingest import sentence_spans
 from ._bm25 import idf as bm25_idf
 from ._language import FUNCTION_WORDS
-from ._sentences import sentence_spans
 
 __all__ = ["PassageSupport", "SentenceMatch", "coverage", "has_number", "is_title_line",
            "passage_support", "stem", "term_weights", "wants_number"]

@@ -27,7 +27,7 @@ from ..config import ServerSettings
 from ..kb import KnowledgeBase
 from ..model import EvidexError
 from ..tools import Toolbox
-from . import _admin, _answer, _documents, _health, _page, _resolve, _search, _tools
+from . import _admin, _answer, _conflicts, _documents, _handoff, _health, _page, _resolve, _search, _tools
 from ._deps import DriftFn, Services, SyncFn
 from ._guard import Guard
 from ._identity import Authenticator, RateLimiter
@@ -37,7 +37,7 @@ from ._pool import StorePool, as_factory
 __all__ = ["create_app"]
 
 #: In the order of the OpenAPI document.
-_ROUTERS = (_search, _answer, _resolve, _documents, _admin, _tools, _health, _page)
+_ROUTERS = (_search, _answer, _resolve, _documents, _admin, _conflicts, _handoff, _tools, _health, _page)
 
 
 def create_app(
@@ -48,6 +48,7 @@ def create_app(
     drift: DriftFn | None = None,
     answer_settings: AnswerSettings | None = None,
     generator: str = "extractive",
+    handoff: Any = None,
     tools: Toolbox | None = None,
 ) -> FastAPI:
     """The service over a store: ``kb`` is a location, a factory of handles, or one handle
@@ -78,7 +79,7 @@ def create_app(
     app.state.services = Services(
         pool=pool, answer_settings=answer_settings, generator=generator,
         fusion=(answer_settings or AnswerSettings()).fusion, sync=sync, drift=drift,
-        page=_page.render_page(settings))
+        page=_page.render_page(settings), handoff=handoff)
     app.add_exception_handler(EvidexError, _library_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
     for module in _ROUTERS:

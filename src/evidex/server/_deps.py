@@ -48,6 +48,8 @@ class Services:
     drift: DriftFn | None
     #: The web page with its configuration filled in.
     page: bytes
+    #: Sends handoffs to the configured person (``answer.handoff``); None: no route (501).
+    handoff: Any = None
 
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from the server configuration, or a JWT "

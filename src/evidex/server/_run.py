@@ -20,6 +20,8 @@ from ..config import Config, ServerSettings, load_config
 from ..embed import THREADS_ENV
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
+from ..notify import owners_hook
+from ..routes import HandoffRoute
 from ..sources import Scheduler, drift, sync
 from ..tools import Toolbox
 
@@ -59,7 +61,7 @@ def start_scheduler(db: str, cfg: Config) -> threading.Event | None:
     """Run the configuration's scheduled syncs and drift checks on a background thread of this
     process (see ``sources.Scheduler``); returns the event that stops it, None when nothing is
     scheduled."""
-    scheduler = Scheduler(opener(db, cfg), cfg)
+    scheduler = Scheduler(opener(db, cfg), cfg, after_drift=[owners_hook(opener(db, cfg))])
     if not scheduler.jobs:
         return None
     stop = threading.Event()
@@ -100,6 +102,7 @@ def build_app(db: str, config: str | Path | Config) -> Any:
     """The app over ``db`` with everything the configuration sets: identity, answer settings,
     generator, and sync/drift when it names sources."""
     from ._app import create_app
+    from ._handoff import HandoffSender
 
     cfg = load_config(config) if isinstance(config, str | Path) else config
     run_sync, run_drift = source_operations(db, cfg) if cfg.sources else (None, None)
@@ -108,9 +111,12 @@ def build_app(db: str, config: str | Path | Config) -> Any:
     tools = Toolbox(cfg.tools)
     handles = functools.partial(KnowledgeBase.open, db, vector_timeout_ms=cfg.retrieval.vector.timeout_ms,
                                 tools=tools)
-    return create_app(handles, require_settings(cfg), sync=run_sync, drift=run_drift,
+    settings = require_settings(cfg)
+    route = cfg.answer.handoff
+    handoff = HandoffSender(route, settings.smtp) if isinstance(route, HandoffRoute) else None
+    return create_app(handles, settings, sync=run_sync, drift=run_drift,
                       answer_settings=cfg.answer_settings(), generator=cfg.answer.generator,
-                      tools=tools)
+                      handoff=handoff, tools=tools)
 
 
 def app_from_env() -> Any:

@@ -237,6 +237,9 @@ class AnswerResponse(BaseModel):
     handoff: str | None
     trace: dict[str, Any] | None
     detail: str
+    trace_id: str | None = Field(default=None, description="names this answer in a handoff and the log")
+    handoff_available: bool = Field(
+        default=False, description="a declined answer may be sent to a person: POST /v1/handoff")
 
 
 class DocumentPassage(BaseModel):

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from ..config import Config, FilesSource, RecordsSource, SourceDefaults, WebSource
 from ..kb import KnowledgeBase
 from ..model import Document, EvidexError
+from ..routes import owner_name
 from ..store import SourceEntry
 from ._items import (
     Content,
@@ -78,6 +79,8 @@ class SourceReport:
     failed: str | None = None
     #: Items read and parsed (the others were skipped by their stamp or a 304).
     read: int = 0
+    #: Ids of the conflicts this sync's writes found (see ``KnowledgeBase.conflicts``).
+    conflicts: list[int] = field(default_factory=list)
 
     @property
     def drifted(self) -> bool:
@@ -96,6 +99,7 @@ class SourceReport:
             "errors": [s.as_dict() for s in self.errors],
             "failed": self.failed,
             "items_read": self.read,
+            "conflicts": self.conflicts,
         }
 
 
@@ -194,7 +198,7 @@ class _Run:
             self.progress(what, done, total)
 
     def source(self, source: Source) -> SourceReport:
-        rep = SourceReport(source.id, source.owner)
+        rep = SourceReport(source.id, owner_name(source.owner))
         try:
             items, close = _items(source, lambda item, why: rep.skipped.append(Skipped(item, why)))
         except SourceError as exc:
@@ -284,8 +288,9 @@ class _Run:
             else:
                 rep.new.append(d.id)
         if self.write:
-            self.kb.ingest(docs, source.split, max_section_chars=source.max_section_chars,
-                           keep_history=source.supersede, sources=[e for _, e in batch])
+            written = self.kb.ingest(docs, source.split, max_section_chars=source.max_section_chars,
+                                     keep_history=source.supersede, sources=[e for _, e in batch])
+            rep.conflicts += [c.id for c in written.conflicts]
             for d, e in batch:
                 self.stored[(d.tenant, d.id)] = d.content_sha256
                 self.owners[(e.tenant, e.doc_id)] = source.id

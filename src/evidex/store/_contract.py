@@ -25,7 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..model import Document, IngestReport, Passage, StoreError
+from ..model import Conflict, Document, IngestReport, Passage, StoreError
 from ._runs import RunRecord
 
 __all__ = [
@@ -255,6 +255,18 @@ class Store(Protocol):
 
     def source_entries(self, source: str | None = None) -> list[SourceEntry]:
         """The entries of one source (every source when None), ordered by tenant and doc_id."""
+        ...
+
+    def record_conflicts(self, conflicts: Sequence[Conflict]) -> list[Conflict]:
+        """Record conflicts not recorded before (see ``_conflicts``); returns those new, with ids."""
+        ...
+
+    def conflicts(self, tenant: str | None = None) -> list[Conflict]:
+        """Every recorded conflict (of ``tenant``), newest first."""
+        ...
+
+    def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
+        """Mark a conflict of ``tenant`` dismissed; False when there is no such open one."""
         ...
 
     def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..model import IngestReport, StoreError
-from . import _merging
+from ..model import Conflict, IngestReport, StoreError
+from . import _conflicts, _merging
 from ._contract import DocumentWrite, HistoryEntry, MissingVectors, SourceEntry, StoredDocument
 from ._dialect import Dialect, Retry, Tx, VectorStorage, now, sig_key
 from ._migrations import SCHEMA_VERSION, upgrade
@@ -392,6 +392,26 @@ class SQLStore:
     def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None) -> list[RunRecord]:
         with self._connection() as c:
             return select_runs(c, limit, source, tenant)
+
+    def record_conflicts(self, conflicts: Sequence[Conflict]) -> list[Conflict]:
+        """Record the conflicts not recorded before, in a transaction that leaves the
+        generation alone (search reads none of it); those new, with their ids."""
+        if not conflicts:
+            return []
+        with self._transaction(False, None) as c:
+            out = _conflicts.insert_conflicts(c, conflicts)
+            c.execute("COMMIT")
+        return out
+
+    def conflicts(self, tenant: str | None = None) -> list[Conflict]:
+        with self._connection() as c:
+            return _conflicts.select_conflicts(c, tenant)
+
+    def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
+        with self._transaction(False, None) as c:
+            done = _conflicts.dismiss_conflict(c, tenant, conflict_id, by)
+            c.execute("COMMIT")
+        return done
 
     def unchanged(self, writes: Sequence[DocumentWrite]) -> set[tuple[str, str]]:
         """(tenant, id) of the writes that would be no-ops now: lets the caller skip embedding

@@ -240,5 +240,12 @@ def _run_log(c: SchemaCursor, dialect: str) -> None:
         c.execute(stmt.replace("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ", 1))
 
 
+@migration("conflicts")
+def _conflicts(c: SchemaCursor, dialect: str) -> None:
+    """Disagreements between passages found at ingestion (``_conflicts``)."""
+    for stmt in create_statements("conflicts", dialect):
+        c.execute(stmt)
+
+
 #: The number of migrations a current store has applied (``meta.schema_version``).
 SCHEMA_VERSION = len(MIGRATIONS.names)

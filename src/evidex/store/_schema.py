@@ -117,6 +117,12 @@ TABLES: tuple[Table, ...] = (
         _c("id", "bigid"), _c("kind", "text"), _c("source", "text"), _c("tenant", "text", null=True),
         _c("scheduled_for", "text", null=True), _c("started_at", "text"), _c("ended_at", "text"),
         _c("ok", "bool"), _c("counts", "text"), _c("problems", "text"))),
+    # One row per disagreement found between passages of two documents (``_conflicts``); the
+    # unique ``key`` makes detecting it again a no-op. Never read by search.
+    Table("conflicts", (
+        _c("id", "bigid"), _c("tenant", "text"), _c("key", "text", unique=True), _c("data", "text"),
+        _c("detected_at", "text"), _c("dismissed_at", "text", null=True),
+        _c("dismissed_by", "text", null=True))),
 )
 
 _TYPES = {

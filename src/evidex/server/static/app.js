@@ -171,7 +171,40 @@
     return b;
   }
 
-  function renderAnswer(ans) {
+  // -- handoff to a person ------------------------------------------------------------------------
+  // This tab's conversation: the asker's questions and evidex's replies by status and trace id
+  // only (never answer text, which quotes passages the person handed to may not be allowed to see).
+  const conversation = [];
+
+  function handoffButton(question) {
+    const wrap = el("div", { cls: "handoff-send" });
+    const b = el("button", { cls: "handoff-button", text: "Send my question to a person",
+      attrs: { type: "button", id: "handoff-button" } });
+    const status = el("p", { cls: "notice", attrs: { id: "handoff-status", role: "status" } });
+    b.addEventListener("click", async () => {
+      b.disabled = true;
+      status.textContent = "Sending…";
+      const traces = conversation.filter((t) => t.trace_id).map((t) => t.trace_id);
+      try {
+        const res = await api("POST", "/v1/handoff", { question, conversation, trace_ids: traces });
+        status.textContent = `Sent. Your reference: ${res.reference}`;
+        status.setAttribute("data-reference", res.reference);
+      } catch (err) {
+        b.disabled = false;
+        status.textContent = `Not sent: ${err.message}`;
+      }
+    });
+    wrap.append(b, status);
+    return wrap;
+  }
+
+  function remember(question, ans) {
+    conversation.push({ role: "user", text: question });
+    conversation.push({ role: "evidex", status: ans.status, trace_id: ans.trace_id || null });
+    if (conversation.length > 50) conversation.splice(0, conversation.length - 50);
+  }
+
+  function renderAnswer(ans, question) {
     const box = $("answer");
     clear(box);
     if (ans.status === "declined") {
@@ -180,6 +213,7 @@
       d.append(el("p", { cls: "reason", text: REASONS[ans.reason] || "The question was not answered.",
         attrs: { "data-reason": ans.reason || "" } }));
       if (ans.handoff) d.append(el("p", { cls: "handoff", text: ans.handoff }));
+      if (ans.handoff_available) d.append(handoffButton(question));
       appendUntrustedNotice(d, ans.trace);
       box.append(d);
       return;
@@ -226,7 +260,11 @@
     const box = $("answer");
     clear(box);
     box.append(el("p", { cls: "notice", text: "Answering…" }));
-    try { renderAnswer(await api("POST", "/v1/answer", { question: q })); } catch (err) { showError(box, err); }
+    try {
+      const ans = await api("POST", "/v1/answer", { question: q });
+      renderAnswer(ans, q);
+      remember(q, ans);
+    } catch (err) { showError(box, err); }
   });
 
   // -- search -----------------------------------------------------------------------------------

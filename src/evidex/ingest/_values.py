@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Value", "disagree", "values"]
+__all__ = ["Value", "close", "disagree", "disagreement", "values"]
 
 _NUMBER_WORDS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -54,9 +54,11 @@ _TIME_RANGE = re.compile(
     rf"|\b([01]?\d|2[0-3]):([0-5]\d)\b|\b([01]?\d|2[0-3])\s*uhr\b", re.IGNORECASE)
 _CURRENCY = {"€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR", "$": "USD", "usd": "USD",
              "£": "GBP", "gbp": "GBP", "chf": "CHF", "fr.": "CHF"}
+# An amount: digits with thousands separators ("1,000", "5.000") or without, and cents.
+_AMOUNT = r"(?<![\d.,])(\d{1,3}(?:[.,]\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?)"
 _PRICE = re.compile(
-    r"(€|\$|£|\b(?:eur|usd|gbp|chf)\b)\s?(\d+(?:[.,]\d{1,2})?)"
-    r"|(\d+(?:[.,]\d{1,2})?)\s?(€|\$|£|\b(?:eur|euros?|usd|gbp|chf)\b)", re.IGNORECASE)
+    rf"(€|\$|£|\b(?:eur|usd|gbp|chf)\b)\s?{_AMOUNT}"
+    rf"|{_AMOUNT}\s?(€|\$|£|\b(?:eur|euros?|usd|gbp|chf)\b)", re.IGNORECASE)
 _PERCENT = re.compile(rf"\b{_NUM}\s?(?:%|percent\b|per cent\b|prozent\b)", re.IGNORECASE)
 _MONTHS = {m: i for i, names in enumerate([
     ("january", "januar", "jan"), ("february", "februar", "feb"), ("march", "märz", "mar"),
@@ -73,6 +75,14 @@ class Value:
     amount: float | tuple[float, ...]
     start: int
     end: int
+
+
+def _money(text: str) -> float:
+    """An amount as written: the last separator followed by one or two digits marks cents, the
+    other separators group thousands ("1,000.50", "1.000,50", "6,95")."""
+    cents = re.search(r"[.,](\d{1,2})$", text)
+    whole = text[: cents.start()] if cents else text
+    return float(re.sub(r"[.,]", "", whole) + ("." + cents.group(1) if cents else ""))
 
 
 def _number(text: str) -> float:
@@ -113,7 +123,7 @@ def values(text: str) -> list[Value]:
         add("period", _ADVERB[m.group(1).lower()], m)
     for m in _PRICE.finditer(text):
         cur = _CURRENCY[(m.group(1) or m.group(4)).lower()]
-        add(f"price:{cur}", _number(m.group(2) or m.group(3)), m)
+        add(f"price:{cur}", _money(m.group(2) or m.group(3)), m)
     for m in _PERCENT.finditer(text):
         add("percent", _number(m.group(1)), m)
     for m in _DURATION.finditer(text):
@@ -134,7 +144,8 @@ def values(text: str) -> list[Value]:
     return out
 
 
-def _close(a: float | tuple[float, ...], b: float | tuple[float, ...]) -> bool:
+def close(a: float | tuple[float, ...], b: float | tuple[float, ...]) -> bool:
+    """Two amounts are one value: equal tuples, or numbers within 2 %."""
     if isinstance(a, tuple) or isinstance(b, tuple):
         return a == b
     return abs(a - b) <= 0.02 * max(abs(a), abs(b), 1e-9)
@@ -143,11 +154,15 @@ def _close(a: float | tuple[float, ...], b: float | tuple[float, ...]) -> bool:
 def disagree(a: str, b: str) -> list[tuple[Value, Value]]:
     """Pairs of values of one kind that ``a`` and ``b`` state differently, when for that kind
     no value of ``a`` equals one of ``b`` (empty when they agree or share no kind)."""
-    va, vb = values(a), values(b)
+    return disagreement(values(a), values(b))
+
+
+def disagreement(va: list[Value], vb: list[Value]) -> list[tuple[Value, Value]]:
+    """``disagree`` over values already read (a caller comparing one sentence with many)."""
     out = []
     for kind in sorted({v.kind for v in va} & {v.kind for v in vb}):
         xs = [v for v in va if v.kind == kind]
         ys = [v for v in vb if v.kind == kind]
-        if not any(_close(x.amount, y.amount) for x in xs for y in ys):
+        if not any(close(x.amount, y.amount) for x in xs for y in ys):
             out.append((xs[0], ys[0]))
     return out

@@ -1,0 +1,102 @@
+"""Conflict detection at ingestion on the shop collection: its cost and what it finds.
+
+Ingests examples/shop as its README does (versions, site, staff, other tenant; heading split;
+the default embedder) into a fresh SQLite store, with detection on and off, alternating, and
+prints wall times per run. ``--cold`` gives every run an empty embedding cache (the first
+ingest of a collection: the model embeds every passage); without it the cache is warm (a
+re-build from the same texts). Then re-ingests everything unchanged (nothing is recomputed).
+Finally lists the conflicts found, marking the planted ones (examples/shop/README.md).
+
+    .venv/bin/python benchmarks/notify_conflicts.py --runs 5
+    .venv/bin/python benchmarks/notify_conflicts.py --runs 3 --cold
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from evidex import KnowledgeBase
+from evidex.ingest import load_paths
+
+SHOP = Path(__file__).resolve().parents[1] / "examples" / "shop"
+RUNS = [
+    ("versions", {"tenant": "acme"}),
+    ("site", {"tenant": "acme", "groups": ["customers", "staff"], "visibility": "public", "language": "en"}),
+    ("staff", {"tenant": "acme", "groups": ["staff"], "visibility": "internal", "language": "en"}),
+    ("other-tenant", {"tenant": "globex"}),
+]
+PLANTED = [
+    ({"shop/care-guide", "shop/de/pflege"}, {"shop/products/stormline-jacket"}),
+    ({"stores/hamburg.html"}, {"pdf/store-flyer-hamburg.pdf"}),
+]
+
+
+def load() -> list[list]:
+    base = {"tenant": None, "groups": None, "visibility": None, "language": None, "version": None}
+    return [load_paths([SHOP / folder], {**base, **extra}).documents for folder, extra in RUNS]
+
+
+def ingest(batches: list[list], folder: Path, detect: bool, cache: Path) -> tuple[float, float, list]:
+    db = folder / f"shop-{detect}-{time.monotonic_ns()}.db"
+    found = []
+    with KnowledgeBase.open(db, detect_conflicts=detect, embed_cache=cache) as kb:
+        t0 = time.perf_counter()
+        for docs in batches:
+            found += kb.ingest(docs, split="heading", batch_size=500).conflicts
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for docs in batches[1:]:  # the current collection again (versions/ would supersede)
+            again = kb.ingest(docs, split="heading", batch_size=500)
+            assert again.added == again.superseded == 0 and not again.conflicts
+        return first, time.perf_counter() - t0, found
+
+
+def planted(c) -> bool:
+    ids = {c.a.document_id, c.b.document_id}
+    return any(ids & a and ids & b for a, b in PLANTED)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--cold", action="store_true", help="an empty embedding cache for every run")
+    args = ap.parse_args()
+    batches = load()
+    times: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    found: list = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        warm = folder / "cache"
+        if not args.cold:
+            ingest(batches, folder, False, warm)  # fill the cache once
+        for i in range(args.runs):
+            for detect in (False, True) if i % 2 == 0 else (True, False):
+                cache = folder / f"cache-{i}-{detect}" if args.cold else warm
+                first, again, got = ingest(batches, folder, detect, cache)
+                times[detect].append((first, again))
+                if detect:
+                    found = got
+                print(f"run {i} detect={detect}: ingest {first:.2f} s, unchanged re-ingest {again:.2f} s")
+    for detect in (False, True):
+        firsts = [t[0] for t in times[detect]]
+        agains = [t[1] for t in times[detect]]
+        print(
+            f"detect={detect}: ingest median {statistics.median(firsts):.2f} s "
+            f"(range {min(firsts):.2f}-{max(firsts):.2f}); re-ingest median {statistics.median(agains):.2f} s"
+        )
+    off, on = (statistics.median(t[0] for t in times[d]) for d in (False, True))
+    print(f"detection adds {100 * (on - off) / off:.0f} % to the ingest (medians)")
+    tp = [c for c in found if planted(c)]
+    print(
+        f"conflicts found: {len(found)}, planted pairs among them: {len(tp)}, others: {len(found) - len(tp)}"
+    )
+    for c in found:
+        print(("  PLANTED " if planted(c) else "  other   ") + c.summary())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,282 @@
+"""Conflicts at ingestion: passages of two documents about one subject stating different values.
+
+For each passage a write added that states a value (``ingest.values``: a duration, period, time
+of day, date, price or percentage), the documents most likely to talk about the same thing are
+found the way a search would (the passage's nearest passages by embedding, else the documents
+sharing its rarest terms); then each sentence that states a value is compared with the
+sentences of those documents that state one of the same kind. A pair is a conflict when
+
+* the values differ (``ingest.disagree``), each sentence states one value of that kind (a
+  sentence with several is a list: per day, per item), and neither passage also states the
+  other's value (a page listing "10:00-20:00" and "13:00-18:00" does not contradict one that
+  says "10:00-20:00" for another day);
+* the documents are about one entity: the rare words of one's title (a store's city, a
+  product's name) occur in the other's text, so two stores' or two products' pages, built from
+  one template, never conflict over their own hours or prices;
+* the two sentences (with their headings) share enough rare words, weighted by inverse
+  document frequency over the tenant's passages (``SUBJECT_MIN``), so "store manager: 1,500 €"
+  and "escalate above 5,000 €" on similar pages are not one subject.
+
+Only passages written by this write are checked, so a re-ingest that changes nothing checks
+nothing. Candidates come from the whole tenant, across visibilities: the result is for the
+owners and admins of both documents, never for an answer's reader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ingest import Value, close, disagreement, sentence_spans, values
+from ..model import Conflict, ConflictSide, sha256_text
+from ..store import ReadView, StoredDocument, StoredPassage
+
+__all__ = ["SUBJECT_MIN", "conflict_status", "find_conflicts"]
+
+#: Share of the smaller sentence's rare-word weight the two sentences must have in common, and
+#: how many words at least (the values' sentences, with their headings).
+SUBJECT_MIN = 0.7
+MIN_SHARED = 3
+#: Cosine of two passages' embeddings at which they are about one subject even when their
+#: sentences are worded differently (then PASSAGE_SHARED words in common suffice). Chosen on the
+#: shop collection (benchmarks/results/notify.md): a development set, not a held-out estimate.
+PASSAGE_MIN = 0.9
+PASSAGE_SHARED = 2
+#: Nearest passages looked at per new passage, and the documents taken from them.
+NEIGHBOURS = 24
+CANDIDATE_DOCUMENTS = 5
+_STOP = frozenset(" ".join([
+    "the and for with from that this are you your our can not will may any each per more less",
+    "than after before about into out also only when which what how who use using has have its",
+    "there their them been were was all but der die das und oder ein eine einen einem einer mit",
+    "von für ist sind bei nach wir sie ihr ihre den dem des auf aus als auch wie wenn nur noch",
+    "minute minutes minut hour hours day days week weeks month months year years stund stunde",
+    "stunden tag tage tagen woche wochen woch monat monate monaten jahr jahre jahren uhr eur euro",
+    "euros",
+]).split())
+
+Terms = Callable[[str], Iterable[str]]
+
+
+def _words(terms_of: Terms, text: str) -> set[str]:
+    return {t for t in terms_of(text) if len(t) > 2 and not t[0].isdigit() and t not in _STOP}
+
+
+def _stem(term: str) -> str:
+    return term[:-1] if len(term) > 4 and term.endswith("s") and not term.endswith("ss") else term
+
+
+@dataclass
+class _Unit:
+    """One passage's value sentences, with the words of each (sentence plus headings)."""
+
+    doc: StoredDocument
+    passage: StoredPassage
+    sentences: list[tuple[str, set[str], list[Value]]]
+    kinds: dict[str, list[float | tuple[float, ...]]]
+
+
+class _Detector:
+    def __init__(self, view: ReadView, tenant: str, terms_of: Terms, titles: Sequence[str | None]) -> None:
+        self.view, self.tenant, self.terms_of = view, tenant, terms_of
+        self.n = max(1, sum(s.passages for s in view.signatures(tenant)))
+        self.sigs = [s.id for s in view.signatures(tenant)]
+        self.df: dict[str, int] = {}
+        title_df: Counter[str] = Counter()
+        for t in titles:
+            title_df.update(self.title_words(t))
+        self.title_df, self.rare_title = title_df, max(3, len(titles) // 50)
+        self.units: dict[int, _Unit | None] = {}
+        #: The passage of another document nearest to the one ``candidates`` was last asked for.
+        self.nearest = -1
+        self._matrix: tuple[np.ndarray, np.ndarray] | None = None
+        self.doc_words: dict[int, set[str]] = {}
+        self.names: dict[int, set[str]] = {}
+        self.weights: dict[frozenset[str], float] = {}
+
+    def idf(self, word: str) -> float:
+        if word not in self.df:
+            self.df[word] = sum(len(p) for p, _ in self.view.postings(word))
+        return math.log(1 + self.n / (1 + self.df[word]))
+
+    def unit(self, doc: StoredDocument, p: StoredPassage) -> _Unit | None:
+        if p.pid not in self.units:
+            self.units[p.pid] = self._unit(doc, p)
+        return self.units[p.pid]
+
+    def _unit(self, doc: StoredDocument, p: StoredPassage) -> _Unit | None:
+        found = values(p.text)
+        if not found:
+            return None
+        kinds: dict[str, list[float | tuple[float, ...]]] = {}
+        for v in found:
+            kinds.setdefault(v.kind, []).append(v.amount)
+        heads = _words(self.terms_of, " ".join(p.heading_path))
+        # Wrapped lines (PDF text) go on in lower case: joined, so a sentence is not cut in two
+        # (one character for one, so offsets stay those of the passage).
+        text = re.sub(r"\n(?=[a-zäöüß0-9(])", " ", p.text)
+        sents = []
+        for a, b in sentence_spans(text):
+            mine = [Value(v.kind, v.amount, v.start - a, v.end - a) for v in found if a <= v.start < b]
+            if mine:
+                sents.append((text[a:b], _words(self.terms_of, text[a:b]) | heads, mine))
+        return _Unit(doc, p, sents, kinds)
+
+    def title_words(self, title: str | None) -> set[str]:
+        # Numbers count here: a product number or a year names one thing.
+        return {_stem(t) for t in self.terms_of(title or "") if len(t) > 1 and t not in _STOP}
+
+    def same_entity(self, a: StoredDocument, b: StoredDocument) -> bool:
+        return self._names_in(a, b) or self._names_in(b, a)
+
+    def _names_in(self, a: StoredDocument, b: StoredDocument) -> bool:
+        if a.dkey not in self.names:
+            self.names[a.dkey] = {w for w in self.title_words(a.title) if self.title_df[w] <= self.rare_title}
+        names = self.names[a.dkey]
+        if not names:
+            return True
+        if b.dkey not in self.doc_words:
+            self.doc_words[b.dkey] = {_stem(t) for t in self.terms_of(self.view.document_text(b.dkey))}
+        return 2 * len(names & self.doc_words[b.dkey]) >= len(names)
+
+    def weight(self, words: set[str]) -> float:
+        key = frozenset(words)
+        if key not in self.weights:
+            self.weights[key] = sum(self.idf(w) for w in words)
+        return self.weights[key]
+
+    def subject(self, x: set[str], y: set[str]) -> tuple[float, list[str]]:
+        shared = x & y
+        if not shared:
+            return 0.0, []
+        small = min(self.weight(x), self.weight(y))
+        return (sum(self.idf(w) for w in shared) / small if small else 0.0), sorted(shared)
+
+    def matrix(self) -> tuple[np.ndarray, np.ndarray]:
+        """(pids, vectors) of the tenant's live passages, read once per detection: one product
+        per new passage instead of one search per signature block."""
+        if self._matrix is None:
+            live = np.flatnonzero(np.isin(self.view.sig, np.asarray(self.sigs, dtype=np.int64)))
+            got = self.view.passage_vectors(live.tolist())
+            pids = np.array(sorted(got), dtype=np.int64)
+            dim = next(iter(got.values())).shape[0] if got else 1
+            self._matrix = (pids, np.stack([got[int(p)] for p in pids]).astype(np.float32)
+                            if len(pids) else np.zeros((0, dim), np.float32))
+        return self._matrix
+
+    def candidates(self, doc: StoredDocument, p: StoredPassage, vector: np.ndarray | None,
+                   words: set[str]) -> list[int]:
+        """dkeys of the documents (other than ``doc``) nearest to the passage."""
+        if vector is not None:
+            pids, matrix = self.matrix()
+            scores = matrix @ vector
+            top = np.argpartition(-scores, min(NEIGHBOURS, len(scores) - 1))[:NEIGHBOURS]
+            best = pids[top[np.argsort(-scores[top], kind="stable")]]
+            ranked = [int(self.view.dkey[pid]) for pid in best.tolist()]
+            self.nearest = next((int(q) for q in best.tolist() if int(self.view.dkey[q]) != doc.dkey), -1)
+        else:  # keyword-only store: the documents sharing most of the passage's rarest words
+            votes: Counter[int] = Counter()
+            # Rare words only: a key term names a subject, and a common one's postings would
+            # make every passage cost a pass over the collection.
+            rare = [w for w in words if self.idf(w) and self.df[w] <= max(50, self.n // 100)]
+            for w in sorted(rare, key=self.idf, reverse=True)[:8]:
+                for pids, _ in self.view.postings(w):
+                    live = pids[self.view.sig[pids] >= 0]
+                    votes.update(set(self.view.dkey[live].tolist()))
+            ranked = [k for k, _ in votes.most_common()]
+        out: list[int] = []
+        for k in ranked:
+            if k != doc.dkey and k not in out:
+                out.append(k)
+            if len(out) == CANDIDATE_DOCUMENTS:
+                break
+        return out
+
+    def compare(self, u: _Unit, v: _Unit, similarity: float) -> list[Conflict]:
+        found = []
+        for s, ws, vs in u.sentences:
+            for t, wt, vt in v.sentences:
+                for x, y in disagreement(vs, vt):
+                    # One claim against one claim: a sentence with several values of the kind is
+                    # a list (per day, per item), and neither passage may also state the other's.
+                    if (sum(w.kind == x.kind for w in vs) > 1 or sum(w.kind == x.kind for w in vt) > 1
+                            or _states(u.kinds, x.kind, y.amount) or _states(v.kinds, x.kind, x.amount)):
+                        continue
+                    score, shared = self.subject(ws, wt)
+                    if (score >= SUBJECT_MIN and len(shared) >= MIN_SHARED) or (
+                            similarity >= PASSAGE_MIN and len(shared) >= PASSAGE_SHARED):
+                        found.append(Conflict(0, self.tenant, x.kind, tuple(shared),
+                                              _side(u, s, s[x.start:x.end]),
+                                              _side(v, t, t[y.start:y.end]), ""))
+        return found
+
+
+def _states(kinds: dict[str, list[float | tuple[float, ...]]], kind: str,
+            amount: float | tuple[float, ...]) -> bool:
+    return any(close(a, amount) for a in kinds.get(kind, ()))
+
+
+def _side(u: _Unit, sentence: str, value: str) -> ConflictSide:
+    return ConflictSide(u.doc.id, u.doc.version, u.passage.number, sha256_text(u.passage.text),
+                        value, sentence)
+
+
+def find_conflicts(view: ReadView, tenant: str, written: Sequence[StoredDocument], terms_of: Terms,
+                   titles: Sequence[str | None]) -> list[Conflict]:
+    """Conflicts between the passages of ``written`` (documents of ``tenant`` this write added
+    or changed, as now stored) and the tenant's other current documents. ``titles``: the
+    titles of all the tenant's documents (which title words are rare)."""
+    det = _Detector(view, tenant, terms_of, titles)
+    passages = {d.dkey: view.document_passages(d.dkey) for d in written}
+    vectors = view.passage_vectors(p.pid for ps in passages.values() for p in ps)
+    found: dict[tuple[object, ...], Conflict] = {}
+    for d in written:
+        for p in passages[d.dkey]:
+            u = det.unit(d, p)
+            if u is None:
+                continue
+            words = set().union(*(w for _, w, _ in u.sentences))
+            others = view.documents(det.candidates(d, p, vectors.get(p.pid), words))
+            for k, other in others.items():
+                if other.tenant != tenant or not det.same_entity(d, other):
+                    continue
+                for q in view.document_passages(k):
+                    v = det.unit(other, q)
+                    if v is None:
+                        continue
+                    # Similar wording is one sign of one subject; being the nearest passage of all
+                    # the other documents with a very similar embedding is the other.
+                    cos = (float(vectors[p.pid] @ view.passage_vectors([q.pid])[q.pid])
+                           if q.pid == det.nearest and p.pid in vectors else 0.0)
+                    for c in det.compare(u, v, cos):
+                        # Both documents written now: found from either side, kept once.
+                        key = (c.kind, *sorted([(c.a.document_id, c.a.passage, c.a.value),
+                                                (c.b.document_id, c.b.passage, c.b.value)]))
+                        found.setdefault(key, c)
+    return list(found.values())
+
+
+def conflict_status(view: ReadView, c: Conflict) -> Conflict:
+    """``c`` with its status now: an open conflict is closed once either passage changed or
+    its document was removed (the stored row keeps saying open; see ``store._conflicts``)."""
+    if c.status != "open":
+        return c
+    gone = _gone(view, c.tenant, c.a) or _gone(view, c.tenant, c.b)
+    return dataclasses.replace(c, status="closed", reason=gone) if gone else c
+
+
+def _gone(view: ReadView, tenant: str, side: ConflictSide) -> str | None:
+    """Why one side of a conflict is no longer current, or None when it is."""
+    doc = view.document(tenant, side.document_id)
+    if doc is None:
+        return f"{side.document_id} was removed"
+    p = view.passage(doc.dkey, side.passage)
+    if p is None or sha256_text(p.text) != side.passage_sha256:
+        return f"passage {side.passage} of {side.document_id} changed"
+    return None

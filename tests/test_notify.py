@@ -1,0 +1,205 @@
+"""Owners hear about drift and conflicts; routes are real: an SMTP server (aiosmtpd, with
+STARTTLS and a login from the environment) and an HTTP webhook receiver checking the signature."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from pathlib import Path
+
+import pytest
+
+from evidex import KnowledgeBase
+from evidex.config import load_config
+from evidex.model import ConfigError
+from evidex.notify import SIGNATURE_HEADER, Delivery, Message, deliver, notify_owners, send_handoff
+from evidex.routes import HandoffRoute, Owner, Route, SmtpSettings, owner_route
+from evidex.sources import drift, sync
+from notify_helpers import smtp_server, webhook_receiver
+from service_helpers import free_port
+
+MESSAGE = Message("subject", "body text\n", {"type": "test", "n": 1})
+
+
+def test_webhook_is_signed_over_the_exact_body() -> None:
+    with webhook_receiver() as (hooks, url):
+        route = Route(webhook=url + "/hook", secret_env="HOOK_SECRET")
+        [d] = deliver("docs", route, MESSAGE, smtp=None, env={"HOOK_SECRET": "s3cret"})
+    assert d.ok and d.attempts == 1
+    path, headers, body = hooks.received[0]
+    expected = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+    assert path == "/hook" and headers[SIGNATURE_HEADER] == expected
+    assert hooks.json() == {"type": "test", "n": 1}
+
+
+def test_webhook_without_its_secret_in_the_environment_is_not_sent_unsigned() -> None:
+    with webhook_receiver() as (hooks, url):
+        [d] = deliver(
+            "docs", Route(webhook=url, secret_env="MISSING"), MESSAGE, smtp=None, env={}, attempts=2, pause=0
+        )
+    assert not d.ok and d.attempts == 2 and "MISSING" in (d.error or "")
+    assert hooks.received == []
+
+
+def test_mail_over_starttls_with_login_from_the_environment(tmp_path: Path) -> None:
+    with smtp_server(tmp_path, login=("mailer", "pw")) as (inbox, port, ca):
+        smtp = SmtpSettings(
+            host="127.0.0.1",
+            port=port,
+            starttls=True,
+            sender="evidex@example.com",
+            username_env="SMTP_USER",
+            password_env="SMTP_PASS",
+            ca_file=str(ca),
+        )
+        def send(password: str, attempts: int = 3) -> list[Delivery]:
+            return deliver("docs", Route(email="docs@example.com"), MESSAGE, smtp=smtp,
+                           env={"SMTP_USER": "mailer", "SMTP_PASS": password}, attempts=attempts)
+
+        [d] = send("pw")
+        assert d.ok, d.error
+        [bad] = send("wrong", attempts=1)
+    assert not bad.ok and "Authentication" in (bad.error or "")
+    [mail] = inbox.mails
+    assert mail["To"] == "docs@example.com" and mail["From"] == "evidex@example.com"
+    assert mail["Subject"] == "subject" and mail.get_payload().strip() == "body text"
+
+
+def test_a_failing_route_is_retried_and_reported_and_never_blocks_the_other() -> None:
+    dead = free_port()  # nothing listens here
+    smtp = SmtpSettings(
+        host="127.0.0.1", port=dead, starttls=False, sender="evidex@example.com", timeout_seconds=2
+    )
+    with webhook_receiver() as (hooks, url):
+        hooks.fail_first = 2  # 503 twice, then accepted
+        pauses: list[float] = []
+        out = deliver(
+            "docs",
+            Route(email="docs@example.com", webhook=url),
+            MESSAGE,
+            smtp=smtp,
+            attempts=3,
+            pause=0.25,
+            sleep=pauses.append,
+        )
+    mail, hook = out
+    assert (mail.route, mail.ok, mail.attempts) == ("email", False, 3) and mail.error
+    assert (hook.route, hook.ok, hook.attempts) == ("webhook", True, 3)
+    assert pauses == [0.25, 0.5, 0.25, 0.5]
+    assert len(hooks.received) == 1
+
+
+def _write(folder: Path, name: str, text: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+
+
+def test_drift_and_conflicts_reach_each_owner_once_on_their_routes(tmp_path: Path) -> None:
+    care, product = tmp_path / "care", tmp_path / "products"
+    _write(
+        care,
+        "reproof.md",
+        "# Re-proofing\n\nRe-proof your waterproof shell jacket every 12 months with the spray-on product.\n",
+    )
+    _write(
+        product,
+        "shell.md",
+        "# Shell jacket\n\nRe-proof your waterproof shell jacket every 6 months with the spray-on product.\n",
+    )
+    with smtp_server() as (inbox, port, _), webhook_receiver() as (hooks, url):
+        config = tmp_path / "knowledge.config.yaml"
+        config.write_text(
+            f"""
+sources:
+  - {{id: care, type: files, path: care, tenant: acme, groups: [staff],
+     owner: {{name: Care team, email: care@example.com}}}}
+  - {{id: products, type: files, path: products, tenant: acme, groups: [staff],
+     owner: {{name: Product team, webhook: "{url}/products", secret_env: HOOK_SECRET}}}}
+server:
+  smtp: {{host: 127.0.0.1, port: {port}, starttls: false, sender: evidex@example.com}}
+""",
+            encoding="utf-8",
+        )
+        cfg = load_config(config)
+        with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+            report = sync(kb, cfg)
+            [conflict] = kb.conflicts(status="open")
+            assert {conflict.a.value, conflict.b.value} == {"every 12 months", "every 6 months"}
+            assert sorted(c for s in report.sources for c in s.conflicts) == [conflict.id]
+            _write(product, "gloves.md", "# Gloves\n\nTouch gloves.\n")
+            sent = notify_owners(kb, cfg, drift(kb, cfg), env={"HOOK_SECRET": "k"})
+    assert sent.ok and sent.unrouted == []
+    assert sorted((d.to, d.route) for d in sent.deliveries) == [
+        ("Care team", "email"),
+        ("Product team", "webhook"),
+    ]
+    [mail] = inbox.mails
+    assert "Conflict" in mail.get_payload() and "drifted" not in mail.get_payload()
+    payload = hooks.json()
+    assert payload["owner"] == "Product team" and payload["drift"][0]["new"] == ["products/gloves.md"]
+    assert [c["id"] for c in payload["conflicts"]] == [conflict.id]
+    # Owners get citations and values, not the other document's sentences.
+    assert "sentence" not in str(payload["conflicts"])
+
+
+def test_owner_and_handoff_routes_are_validated(tmp_path: Path) -> None:
+    assert owner_route("docs@example.com") == Owner(name="docs@example.com")  # a name, no route
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "answer:\n  handoff: {message: ask us}\nserver:\n  smtp: {host: x, sender: nope}\n", encoding="utf-8"
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(bad)
+    assert "handoff route needs an email, a webhook, or both" in str(err.value)
+    assert "server.smtp.sender: must be an e-mail address" in str(err.value)
+
+
+def test_handoff_goes_to_the_route_and_fails_loudly_when_nothing_took_it() -> None:
+    with webhook_receiver() as (hooks, url):
+        sent = send_handoff(
+            HandoffRoute(webhook=url),
+            None,
+            tenant="acme",
+            caller="web",
+            question="Who repairs tents?",
+            trace_ids=["a" * 32],
+            conversation=[
+                {"role": "user", "text": "Who repairs tents?"},
+                {"role": "evidex", "status": "declined", "trace_id": "a" * 32},
+            ],
+        )
+    assert sent.reference.startswith("HO-") and hooks.json()["reference"] == sent.reference
+    assert hooks.json()["conversation"][1] == {"role": "evidex", "status": "declined", "trace_id": "a" * 32}
+    from evidex.model import NotifyError
+
+    with pytest.raises(NotifyError, match="could not be delivered"):
+        send_handoff(
+            HandoffRoute(webhook=f"http://127.0.0.1:{free_port()}/"),
+            None,
+            tenant="acme",
+            caller="web",
+            question="q",
+            conversation=[],
+            trace_ids=[],
+            attempts=1,
+        )
+
+
+def test_the_scheduler_hook_tells_owners_and_raises_when_a_route_failed(tmp_path: Path) -> None:
+    from evidex.notify import owners_hook
+
+    _write(tmp_path / "care", "a.md", "# A\n\nalpha\n")
+    with webhook_receiver() as (hooks, url):
+        config = tmp_path / "k.yaml"
+        config.write_text(
+            "sources:\n  - {id: care, type: files, path: care, tenant: acme, groups: [staff],\n"
+            f"     owner: {{name: Care, webhook: '{url}/ok'}}}}\n", encoding="utf-8")
+        cfg = load_config(config)
+        hook = owners_hook(lambda: KnowledgeBase.open(tmp_path / "kb.db"))
+        with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+            report = drift(kb, cfg)
+        hook(report, cfg)
+        assert hooks.json()["drift"][0]["new"] == ["care/a.md"]
+        hooks.fail_first = 99
+        with pytest.raises(Exception, match="FAILED after 3 attempts: HTTP 503"):
+            hook(report, cfg)
