@@ -3,6 +3,7 @@ HNSW recall, and torn reads under 4 writer + 8 reader processes.
 
     .venv/bin/python benchmarks/million_postgres.py [--passages 1000000] [--queries 200] [--pg-url URL]
         [--progress FILE] [--hnsw] [--schema NAME --sqlite PATH [--reuse]] [--queries-only] [--dump FILE]
+        [--fusion METHOD]
 
 Same synthetic data as million_keyword.py / million_vector.py (10-passage documents over a
 Zipf vocabulary, groups a/b, half of the passages readable by the actor; clustered 384-d unit
@@ -47,12 +48,16 @@ ACTOR = Actor("bench", frozenset({"a"}))
 SPAWN = multiprocessing.get_context("spawn")
 
 
-def run(kb: KnowledgeBase, texts: list[str], qvecs: list[np.ndarray], mode: str) -> tuple[list, list[float]]:
+def run(kb: KnowledgeBase, texts: list[str], qvecs: list[np.ndarray], mode: str,
+        fusion: str | None = None) -> tuple[list, list[float]]:
+    """Search each text with its injected query vector; ``fusion`` None is the library's default
+    (a version whose default differs is compared on the method both have, e.g. convex)."""
     out, times = [], []
+    how = {} if fusion is None else {"fusion": fusion}
     for text, q in zip(texts, qvecs, strict=True):
         kb._query_vectors.get(kb.store.embedder, text, lambda _texts, q=q: q[None])
         t = time.perf_counter()
-        hits = kb.search(ACTOR, text, mode=mode, limit=10)
+        hits = kb.search(ACTOR, text, mode=mode, limit=10, **how)
         times.append((time.perf_counter() - t) * 1000)
         out.append([(h.document_id, h.passage, h.score) for h in hits])
     return out, times
@@ -187,6 +192,9 @@ def main() -> None:
     ap.add_argument("--queries-only", action="store_true",
                     help="stop after the keyword and hybrid passes (the stores stay unchanged)")
     ap.add_argument("--dump", type=Path, default=None, help="write the ranked results (JSON) to this file")
+    ap.add_argument("--fusion", default=None,
+                    help="hybrid fusion method (default: the library's); name one to compare versions "
+                         "whose defaults differ")
     args = ap.parse_args()
     os.environ.setdefault("EVIDEX_CACHE_DIR", tempfile.mkdtemp(prefix="evidex-bench-cache-"))
     server = None
@@ -226,15 +234,15 @@ def main() -> None:
         q = src / np.linalg.norm(src) + 0.05 * rng.standard_normal(DIM).astype(np.float32)
         qvecs.append((q / np.linalg.norm(q)).astype(np.float32))
     for kb in (lite, pg):
-        run(kb, texts[:5], qvecs[:5], "hybrid")  # load caches
+        run(kb, texts[:5], qvecs[:5], "hybrid", args.fusion)  # load caches
     kw_lite, _ = run(lite, texts, qvecs, "keyword")
     kw_pg, t_cold = run(pg, texts, qvecs, "keyword")
     _, t_kw = run(pg, texts, qvecs, "keyword")
     report["keyword_identical_to_sqlite"] = same(kw_lite, kw_pg)
     report["keyword_p50_ms"], report["keyword_p95_ms"] = pct(t_kw, 50), pct(t_kw, 95)
     report["keyword_first_touch_p50_ms"] = pct(t_cold, 50)
-    hy_lite, t_hl = run(lite, texts, qvecs, "hybrid")
-    hy_pg, t_hy = run(pg, texts, qvecs, "hybrid")
+    hy_lite, t_hl = run(lite, texts, qvecs, "hybrid", args.fusion)
+    hy_pg, t_hy = run(pg, texts, qvecs, "hybrid", args.fusion)
     report["hybrid_exact_identical_to_sqlite"] = same(hy_lite, hy_pg)
     report["hybrid_exact_p50_ms"], report["hybrid_exact_p95_ms"] = pct(t_hy, 50), pct(t_hy, 95)
     report["sqlite_hybrid_p50_ms"] = pct(t_hl, 50)

