@@ -46,7 +46,7 @@ WORK = Path(os.environ.get("EVIDEX_ANSWERS_WORK") or HERE / ".work" / "answers")
 SHARED = Path("/work/shared/data")
 SCIFACT = SHARED / "beir" / "scifact"
 OFF_TOPIC = HERE / "data" / "off-topic-questions.txt"
-ACTOR = Actor("eval", frozenset({"eval"}))
+ACTOR = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
 SQUAD_LEFT_OUT = frozenset({"Solar_energy", "IPod"})
 SETS = ("encyclopedia", "encyclopedia-en", "squad", "mlqa", "scifact")
 

@@ -69,7 +69,7 @@ def run(kind: str, embedder: str) -> dict[str, Any]:
         kb.ingest(docs[i : i + 1000], split="document")
     kb.optimize()
     built = time.perf_counter() - t
-    actor = Actor("eval", frozenset({"eval"}))
+    actor = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
     settings = KEYWORD if kind == "keyword" else HYBRID
     out: dict[str, Any] = {"evidex": __import__("evidex").__file__, "build_s": round(built, 1),
                            "settings": settings, "queries": {}}

@@ -88,7 +88,8 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M"), "load_average_before": os.getloadavg()[0],
         "trees": {k: v.__file__ for k, v in trees.items()}, "rounds": args.rounds,
     }
-    actors = {k: v.Actor("eval", frozenset({"eval"})) for k, v in trees.items()}
+    actors = {k: v.Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
+              for k, v in trees.items()}
     keyword = {k: build(v, beir, tmp, "none") for k, v in trees.items()}
     hybrid = {k: build(v, beir, tmp, args.embedder) for k, v in trees.items()}
     for name, kb in hybrid.items():  # warm-up: query vectors and caches of both trees

@@ -293,7 +293,7 @@ def main() -> None:
         "documents": len(docs),
         "generate_s": round(gen_s, 1),
     }
-    actor = Actor("bench", frozenset({"a"}))
+    actor = Actor("bench", frozenset({"a"}), visibilities=frozenset({"public", "internal"}))
     allowed = [d for d in docs if "a" in d.groups]
     report["allowed_passages"] = len(allowed) * 10
     def holds(path: Path, n: int) -> bool:

@@ -44,7 +44,7 @@ from evidex.store import DocumentWrite
 from million_keyword import documents, queries, vocabulary
 from million_vector import DIM, build, vectors
 
-ACTOR = Actor("bench", frozenset({"a"}))
+ACTOR = Actor("bench", frozenset({"a"}), visibilities=frozenset({"public", "internal"}))
 SPAWN = multiprocessing.get_context("spawn")
 
 

@@ -90,7 +90,7 @@ def main() -> None:
         build_s = None
         if kb.stats()["passages"] != args.passages:
             raise SystemExit(f"{args.db} holds {kb.stats()['passages']} passages, not {args.passages}")
-    actor = Actor("bench", frozenset({"a"}))
+    actor = Actor("bench", frozenset({"a"}), visibilities=frozenset({"public", "internal"}))
     allowed_rows = np.concatenate([np.arange(k * 10, k * 10 + 10) for k, d in enumerate(docs)
                                    if "a" in d.groups])
     rng = np.random.default_rng(9)

@@ -38,7 +38,7 @@ from evidex.evaluation import EVAL_LIMITS, load_beir
 from evidex.retrieve import _hybrid
 from scifact_hybrid import GERMAN, SCIFACT
 
-ACTOR = Actor("eval", frozenset({"eval"}))
+ACTOR = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
 DEPTH = 100
 
 

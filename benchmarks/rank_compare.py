@@ -104,7 +104,8 @@ def scifact(trees: dict[str, ModuleType], beir_dir: Path, folder: Path, rounds: 
             kb.ingest(docs[i : i + 1000], split="document")
         kb.optimize()
         kbs[name] = kb
-    pair = Pair(kbs, {k: v.Actor("eval", frozenset({"eval"})) for k, v in trees.items()})
+    pair = Pair(kbs, {k: v.Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
+                      for k, v in trees.items()})
     out: dict[str, Any] = {"queries": len(qs)}
     for r in range(rounds):
         for setting, kw in SCIFACT.items():
@@ -146,7 +147,8 @@ def million(trees: dict[str, ModuleType], store: Path, folder: Path, small_mib: 
     both = zipf + uniform
     kbs = {name: pkg.KnowledgeBase.open(db, max_limit=100) for name, pkg in trees.items()}
     writer = trees["new"].KnowledgeBase.open(db)
-    pair = Pair(kbs, {k: v.Actor("bench", frozenset({"a"})) for k, v in trees.items()})
+    pair = Pair(kbs, {k: v.Actor("bench", frozenset({"a"}), visibilities=frozenset({"public", "internal"}))
+                      for k, v in trees.items()})
     out: dict[str, Any] = {}
     peak = {"base": 0.0, "new": 0.0}
 

@@ -43,7 +43,7 @@ def main() -> None:
             fh.write(json.dumps({"question": q, "unanswerable": True}) + "\n")
     tmp = Path(tempfile.mkdtemp(prefix="evidex-answers-"))
     kb, _, _ = build(SCIFACT, args.embedder, "english", tmp)
-    actor = Actor("eval", frozenset({"eval"}))
+    actor = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
     result = evaluate_qa(kb, qa_path, actor, generator="extractive")
     extra = []
     for item in [json.loads(line) for line in qa_path.read_text().splitlines()][:100]:

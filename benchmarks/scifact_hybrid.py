@@ -34,7 +34,7 @@ _DATA = Path("shared") / "data" / "beir" / "scifact"
 SCIFACT = next((up / _DATA for up in HERE.parents if (up / _DATA).is_dir()), HERE.parents[1] / _DATA)
 GERMAN = HERE / "data" / "german-qa"
 OFF_TOPIC = HERE / "data" / "off-topic-questions.txt"
-ACTOR = Actor("eval", frozenset({"eval"}))
+ACTOR = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
 
 
 def build(beir_dir: Path, embedder: str, analyzer: str, tmp: Path) -> tuple[KnowledgeBase, object, float]:

@@ -58,7 +58,7 @@ def main() -> None:
     kb.ingest(docs, split="document")
     kb.optimize()
     an = kb._analyzer
-    actor = Actor("eval", frozenset({"eval"}))
+    actor = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
     texts = list(beir.queries.values())
     q_terms = [an.query_terms(words(q)) for q in texts]
 

@@ -34,7 +34,7 @@ from evidex import Actor, Document, KnowledgeBase
 from evidex.evaluation import EVAL_LIMITS, corpus_documents, load_beir
 
 SCIFACT = Path("/work/shared/data/beir/scifact")
-ACTOR = Actor("eval", frozenset({"eval"}))
+ACTOR = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
 
 
 def _hits(kb: KnowledgeBase, q: str, **kw: object) -> list[tuple[str, int, float]]:

@@ -29,7 +29,7 @@ def main() -> None:
     vocab = vocabulary(50_000)
     unreadable = [d for d in documents(1_000_000, vocab) if "a" not in d.groups]
     kb = KnowledgeBase.open(WORK / "million-full.db")
-    actor = Actor("bench", frozenset({"a"}))
+    actor = Actor("bench", frozenset({"a"}), visibilities=frozenset({"public", "internal"}))
     qs = queries(args.queries, vocab, seed=3)
     for q in qs:
         kb.search(actor, q, mode="keyword", limit=10)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from actors import PUBLIC_INTERNAL
 from backends import BACKENDS, PG_URL_ENV, Locator, pg_base_url
 from evidex import Actor, KnowledgeBase
 from evidex.ingest import load_paths
@@ -37,7 +38,7 @@ def example_kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
 
 @pytest.fixture
 def staff() -> Actor:
-    return Actor("acme", frozenset({"staff"}))
+    return Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 
 
 @pytest.fixture

@@ -15,13 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, QueryError
 from evidex.query import identify
 from evidex.retrieve import Fusion, Leg, fuse
 from evidex.retrieve._adaptive import AdaptiveRule, QuerySignals, leg_weights
 from evidex.retrieve._signals import query_signals
 
-A = Actor("acme", frozenset({"staff"}))
+A = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)  # the documents are internal
 RULE = AdaptiveRule()
 
 
@@ -163,7 +164,8 @@ def test_permission_exact_languages(tmp_path: Path) -> None:
                Document("fr", "acme", {"secret"}, "1", "Retours sous trente jours.", language="fr")])
     q = "retours sous trente jours"
     staff = kb.search(A, q, explain=True)
-    both = kb.search(Actor("acme", frozenset({"staff", "secret"})), q, explain=True)
+    both = kb.search(Actor("acme", frozenset({"staff", "secret"}), visibilities=PUBLIC_INTERNAL), q,
+                     explain=True)
     assert staff.weights.language == "en" and both.weights.language == "fr"
     kb.close()
 
@@ -174,11 +176,13 @@ def test_cli_explain_prints_the_weights(tmp_path: Path) -> None:
     evidex = Path(sys.executable).parent / "evidex"
     out = subprocess.run([str(evidex), "--db", str(tmp_path / "kb.db"), "search",
                           "Kann ich eine getragene Jacke zurückgeben?", "--tenant", "acme",
-                          "--groups", "staff", "--explain"], capture_output=True, text=True, check=True)
+                          "--groups", "staff", "--visibilities", "public,internal", "--explain"],
+                         capture_output=True, text=True, check=True)
     assert "leg weights: keyword" in out.stdout and "(query language: de)" in out.stdout
     assert "0% of the query's words occur in the passages you may read" in out.stdout
     js = subprocess.run([str(evidex), "--db", str(tmp_path / "kb.db"), "search", "ERR-401", "--tenant",
-                         "acme", "--groups", "staff", "--explain", "--json"],
+                         "acme", "--groups", "staff", "--visibilities", "public,internal", "--explain",
+                         "--json"],
                         capture_output=True, text=True, check=True)
     hits = json.loads(js.stdout)["hits"]
     assert hits[0]["explain"]["weights"]["keyword"] >= 0.5

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 import evidex.embed
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, AnswerSettings, Document, EvidexError, KnowledgeBase, OpenAIConfig, SearchResults
 from evidex.answer import DECLINE_TEXT, SYSTEM_TEXT, answer_question, number_sources, token_counter
 from evidex.ingest import load_paths, scan
@@ -511,9 +512,9 @@ def test_slow_server_times_out_and_declines(example_kb: KnowledgeBase, customer:
         (Actor("acme", frozenset({"customers"}), visibilities=frozenset({"public"})), ABSENT),
         (Actor("acme", frozenset({"customers"}), visibilities=frozenset({"public"})),
          "What is the capital of Australia?"),
-        (Actor("acme", frozenset()), WORN),
-        (Actor("acme", frozenset({"customers"}), active=False), WORN),
-        (Actor("globex", frozenset({"customers", "staff"})), WORN),
+        (Actor("acme", frozenset(), visibilities=PUBLIC_INTERNAL), WORN),
+        (Actor("acme", frozenset({"customers"}), active=False, visibilities=PUBLIC_INTERNAL), WORN),
+        (Actor("globex", frozenset({"customers", "staff"}), visibilities=PUBLIC_INTERNAL), WORN),
     ],
     ids=["absent_topic", "absent_topic_2", "no_groups", "inactive", "other_tenant"],
 )
@@ -803,7 +804,7 @@ def test_scan_runs_at_ingest_and_flags_reach_hits(kb: KnowledgeBase) -> None:
                  "Gehaltsdaten.", language="de"),
         Document("plain", "acme", {"staff"}, "1", "Parking permits are valid for one year."),
     ], split="paragraph")
-    staff = Actor("acme", frozenset({"staff"}))
+    staff = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
     flags = {h.document_id: h.flags for h in kb.search(staff, "parking permits", mode="keyword")}
     assert flags["plain"] == ()
     assert "hidden_text" in flags["hidden"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase
 from evidex.retrieve import guess_language
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "encyclopedia"
 TOPICS = ("en-lisbon", "en-turing", "de-einstein")
-ACTOR = Actor("t", frozenset({"g"}))
+ACTOR = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)  # the documents are internal
 
 
 @pytest.fixture(scope="module")

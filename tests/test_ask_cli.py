@@ -120,7 +120,8 @@ def test_ask_json_answered(env: dict[str, str], db: Path) -> None:
 def test_ask_json_declined(env: dict[str, str], db: Path) -> None:
     custom, nobody = (ok_json(p) for p in run_many(env, [
         (("ask", ABSENT, *CUSTOMER, "--handoff", "Call +49 30 1234567.", "--json"), {"db": db}),
-        (("ask", WORN, "--tenant", "globex", "--groups", "customers,staff", "--json"), {"db": db}),
+        (("ask", WORN, "--tenant", "globex", "--groups", "customers,staff", "--visibilities",
+          "public,internal", "--json"), {"db": db}),
     ]))
     for data in (custom, nobody):
         assert set(data) == EMITTED_KEYS, sorted(data)
@@ -138,7 +139,8 @@ def test_ask_json_declined(env: dict[str, str], db: Path) -> None:
 def test_ask_groups_are_comma_separated_and_decide_access(env: dict[str, str], db: Path) -> None:
     question = "What are the salary bands for engineering?"
     staff, hr = run_many(env, [
-        (("ask", question, "--tenant", "acme", "--groups", "staff,customers", "--json"), {"db": db}),
+        (("ask", question, "--tenant", "acme", "--groups", "staff,customers", "--visibilities",
+          "public,internal", "--json"), {"db": db}),
         (("ask", question, "--tenant", "acme", "--groups", "staff,hr",
           "--visibilities", "public,internal,confidential", "--json"), {"db": db}),
     ])

@@ -45,7 +45,7 @@ CITATION_KEYS = {
     "source_url",
 }
 HR = ("--tenant", "acme", "--groups", "hr", "--visibilities", "public,internal,confidential")
-STAFF = ("--tenant", "acme", "--groups", "staff")
+STAFF = ("--tenant", "acme", "--groups", "staff", "--visibilities", "public,internal")
 CUSTOMER = ("--tenant", "acme", "--groups", "customers", "--visibilities", "public")
 
 
@@ -297,6 +297,25 @@ def test_bad_files_are_rejected_in_json_form(tmp_path: Path) -> None:
         assert reason and "\n" not in reason and needle in reason
 
 
+def test_ingest_rejects_files_over_the_size_limit_naming_file_and_limit(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    big = folder / "export.md"
+    big.write_text("# Export\n\n" + "line of a very long export\n\n" * 80_000, encoding="utf-8")
+    (folder / "note.md").write_text("a short note\n", encoding="utf-8")
+    size = big.stat().st_size
+    assert size > 1024 * 1024
+    proc = evidex("ingest", folder, "--tenant", "acme", "--groups", "staff", "--max-file-mb", "1",
+                  db=tmp_path / "kb.db")
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"rejected {big}: the file is {size:,} bytes, larger than the limit of 1 MiB per file"]
+    assert summary(proc.stdout)["added"] == 1 and summary(proc.stdout)["rejected"] == 1
+    # Under the default limit (20 MiB) the same file is read.
+    proc = evidex("ingest", big, "--tenant", "acme", "--groups", "staff", db=tmp_path / "kb.db")
+    assert proc.returncode == 0 and summary(proc.stdout)["added"] == 1, proc.stderr
+
+
 def test_non_utf8_jsonl_is_a_rejection_not_a_crash(tmp_path: Path) -> None:
     (tmp_path / "latin1.jsonl").write_bytes('{"id": "x", "text": "caf\xe9"}\n'.encode("latin-1"))
     (tmp_path / "good.md").write_text("fine text\n", encoding="utf-8")
@@ -370,17 +389,22 @@ def test_search_json_hits_are_verifiable_citations(examples: SimpleNamespace) ->
 def test_internal_page_is_invisible_to_a_public_customer(examples: SimpleNamespace) -> None:
     query = "badge reception laptop"
     public_staff = ("--tenant", "acme", "--groups", "staff", "--visibilities", "public")
-    staff, customer, restricted, human = evidex_parallel(
+    default_staff = ("--tenant", "acme", "--groups", "staff")  # no --visibilities: public only
+    staff, customer, restricted, by_default, human, usage = evidex_parallel(
         [
             (("search", query, "--mode", "keyword", *actor, "--json"), {"db": examples.db})
-            for actor in (STAFF, CUSTOMER, public_staff)
+            for actor in (STAFF, CUSTOMER, public_staff, default_staff)
         ]
-        + [(("search", query, "--mode", "keyword", *CUSTOMER), {"db": examples.db})]
+        + [(("search", query, "--mode", "keyword", *CUSTOMER), {"db": examples.db}),
+           (("search", "--help"), {"db": examples.db})]
     )
     assert "onboarding-checklist" in {h["document_id"] for h in ok_json(staff)["hits"]}
     assert ok_json(customer)["hits"] == []
-    # Visibility alone also hides it: a staff member restricted to public documents.
+    # Visibility alone also hides it: a staff member restricted to public documents, and one
+    # who forgot --visibilities (least privilege: the default is public only, and says so).
     assert ok_json(restricted)["hits"] == []
+    assert ok_json(by_default)["hits"] == []
+    assert "default: public only" in " ".join(usage.stdout.replace("│", " ").split())
     assert human.returncode == 0 and "onboarding" not in human.stdout.lower()
     assert "No passage" in human.stdout
 
@@ -457,6 +481,14 @@ def test_resolve_reads_a_citation_from_stdin(examples: SimpleNamespace) -> None:
     for proc, reason in ((tampered, "quote_mismatch"), (unknown, "unavailable"), (outsider, "unavailable")):
         assert proc.returncode != 0
         assert json.loads(proc.stdout)["reason"] == reason
+
+
+def test_resolve_of_a_whole_search_result_says_it_is_not_a_citation(examples: SimpleNamespace) -> None:
+    found = evidex("search", "zwei Personen", "--mode", "keyword", *STAFF, "--json", db=examples.db)
+    assert found.returncode == 0, found.stderr
+    proc = evidex("resolve", *STAFF, db=examples.db, stdin=found.stdout)
+    line = assert_one_error_line(proc, "this is not a citation")
+    assert "pass one hit" in line and "unavailable" not in line and proc.stdout == ""
 
 
 def test_resolve_after_a_new_version_says_source_changed(tmp_path: Path) -> None:

@@ -20,11 +20,12 @@ from typing import Any
 
 import pytest
 
+from actors import PUBLIC_INTERNAL
 from backends import Locator, raw
 from evidex import Actor, Document, DocumentError, KnowledgeBase
 
 TENANT = "t"
-ACTOR = Actor(TENANT, frozenset({"g"}))
+ACTOR = Actor(TENANT, frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
 DOC = "policy"
 A_PASSAGES, B_PASSAGES = 3, 5
 CONCURRENT_SECONDS = 4.0

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from evidex.config import FilesSource, RecordsSource, ServerSettings, WebSource, load_config
+from evidex.ingest import YamlRefused, compose_yaml
 from evidex.model import ConfigError, EvidexError
 
 EVIDEX = Path(sys.executable).parent / "evidex"
@@ -125,6 +127,42 @@ def test_every_error_is_reported_not_only_the_first(tmp_path: Path) -> None:
     assert [ln.split(": ")[1] for ln in lines] == ["retrieval.top_k", "retrieval.rrf_k", "answer.colour"]
 
 
+def _alias_bomb(levels: int = 9) -> str:
+    """The probe's nested alias bomb: each level repeats the one before ten times."""
+    lines = ["a0: &a0 [" + ", ".join(["lol"] * 10) + "]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("a: &a [*a]\n", ":1: YAML anchors (&a) are not accepted"),
+    (_alias_bomb(), ":1: YAML anchors (&a0) are not accepted"),
+    ("retrieval: {top_k: 3}\nanswer: *x\n", ":2: YAML aliases (*x) are not accepted"),
+    ("x: " + "[" * 100 + "]" * 100 + "\n", ":1: YAML nested deeper than 64 levels"),
+    ("x: [" + "1," * 600_000 + "1]\n", ": the configuration is larger than 1048576 bytes"),
+])
+def test_yaml_aliases_and_bombs_are_one_line_config_errors_within_a_second(
+        tmp_path: Path, text: str, expected: str) -> None:
+    """A cycle (``a: &a [*a]``) once gave a RecursionError traceback and nested aliases kept
+    sync busy for minutes: anchors and aliases are refused before anything is built."""
+    path = write(tmp_path, text)
+    t0 = time.perf_counter()
+    message = error_of(path)
+    elapsed = time.perf_counter() - t0
+    assert message.startswith(f"{path}") and expected in message, message
+    assert "\n" not in message
+    assert elapsed < 1.0, elapsed
+
+
+def test_yaml_values_are_counted_and_bounded() -> None:
+    text = "x:\n" + "".join(f"  k{i}: [{i}, {i}]\n" for i in range(40))
+    node, data = compose_yaml(text, max_nodes=200)
+    assert node is not None and len(data["x"]) == 40
+    with pytest.raises(YamlRefused, match="more than 100 values") as err:
+        compose_yaml(text, max_nodes=100)
+    assert err.value.line == 26  # the 101st value (keys count too: 3 + 4 per line)
+
+
 def test_a_missing_file_is_a_config_error(tmp_path: Path) -> None:
     assert "cannot read" in error_of(tmp_path / "nope.yaml")
 
@@ -145,7 +183,8 @@ def test_cli_config_sets_search_and_answer_defaults(tmp_path: Path) -> None:
     assert run("--db", db, "ingest", str(docs), "--tenant", "acme", "--groups", "staff").returncode == 0
     cfg = write(tmp_path, "retrieval: {top_k: 2, max_per_document: 1, mode: keyword}\n"
                           "answer: {handoff: 'Call Ana on 123'}\n")
-    args = ("search", "shared", "--tenant", "acme", "--groups", "staff", "--json")
+    args = ("search", "shared", "--tenant", "acme", "--groups", "staff", "--visibilities", "public,internal",
+            "--json")
     plain = json.loads(run("--db", db, *args).stdout)["hits"]
     configured = json.loads(run("--db", db, "--config", str(cfg), *args).stdout)["hits"]
     assert len(plain) == 6 and len(configured) == 2
@@ -154,11 +193,11 @@ def test_cli_config_sets_search_and_answer_defaults(tmp_path: Path) -> None:
     overridden = json.loads(run("--db", db, "--config", str(cfg), *args, "--limit", "3").stdout)["hits"]
     assert len(overridden) == 3  # an option on the command line beats the file
     ask = run("--db", db, "--config", str(cfg), "ask", "Who won the football world cup?",
-              "--tenant", "acme", "--groups", "staff", "--json")
+              "--tenant", "acme", "--groups", "staff", "--visibilities", "public,internal", "--json")
     assert json.loads(ask.stdout)["handoff"] == "Call Ana on 123"
     silent = write(tmp_path, "answer: {when_no_evidence: decline}\n", "silent.yaml")
     ask = run("--db", db, "--config", str(silent), "ask", "Who won the football world cup?",
-              "--tenant", "acme", "--groups", "staff", "--json")
+              "--tenant", "acme", "--groups", "staff", "--visibilities", "public,internal", "--json")
     assert json.loads(ask.stdout)["status"] == "declined" and json.loads(ask.stdout)["handoff"] is None
 
 
@@ -169,6 +208,25 @@ def test_cli_config_errors_are_one_line_with_file_and_line(tmp_path: Path) -> No
     assert proc.stderr.splitlines()[0] == f"error: {cfg}:2: retrieval.top_k: Input should be greater " \
                                           "than or equal to 1"
     assert not (tmp_path / "kb.db").exists()  # nothing ran
+
+
+def test_cli_prints_the_error_header_before_its_continuation_lines(tmp_path: Path) -> None:
+    cfg = write(tmp_path, "retrieval:\n  top_k: 0\n  rrf_k: -1\nanswer:\n  colour: x\n")
+    proc = run("--db", str(tmp_path / "kb.db"), "--config", str(cfg), "stats")
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 3, proc.stderr
+    assert lines[0].startswith(f"error: {cfg}:2: retrieval.top_k") and lines[0].endswith("(and 2 more)")
+    assert lines[1].startswith(f"  {cfg}:3: retrieval.rrf_k")
+    assert lines[2].startswith(f"  {cfg}:5: answer.colour")
+
+
+def test_cli_refuses_an_alias_bomb_at_once(tmp_path: Path) -> None:
+    cfg = write(tmp_path, _alias_bomb())
+    proc = run("--db", str(tmp_path / "kb.db"), "--config", str(cfg), "sync")
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [f"error: {cfg}:1: YAML anchors (&a0) are not accepted; write the "
+                                        "value out (sources share settings through defaults:)"]
 
 
 def test_sync_without_a_config_says_how_to_give_one(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from actors import PUBLIC_INTERNAL
 from backends import Locator, raw
 from evidex import Actor, Document, DocumentError, EvidexError, KnowledgeBase, StoreError
 from evidex.model import sha256_text
@@ -23,7 +24,7 @@ def doc(
     return Document(id, version=version, text=text, **fields)  # type: ignore[arg-type]
 
 
-A = Actor("t", frozenset({"g"}))
+A = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
 
 
 @pytest.fixture
@@ -97,7 +98,8 @@ def test_duplicate_ids_in_one_batch_reject_the_whole_batch(locate: Locator) -> N
 def test_same_id_in_two_tenants_is_two_documents(kb: KnowledgeBase) -> None:
     kb.ingest([doc("a"), doc("a", tenant="u")])
     assert kb.stats()["documents"] == 2
-    assert {h.document_id for h in kb.search(Actor("u", frozenset({"g"})), "alpha", mode="keyword")} == {"a"}
+    other = Actor("u", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
+    assert {h.document_id for h in kb.search(other, "alpha", mode="keyword")} == {"a"}
 
 
 def test_content_sha256_is_sha256_of_utf8_text(kb: KnowledgeBase) -> None:
@@ -166,6 +168,39 @@ def test_invalid_ids(bad_id: object) -> None:
         Document(bad_id, "t", {"g"}, "1", "text")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("kwargs", "where"), [
+    ({"text": "bad \ud800 text"}, "Document.text of 'd1'"),
+    ({"text": "ends badly \udfff"}, "Document.text of 'd1'"),
+    ({"title": "t\udc80"}, "Document.title of 'd1'"),
+    ({"id": "d\ud83d"}, "Document.id"),
+    ({"version": "v\ud800"}, "Document.version"),
+    ({"tags": ["ok", "x\ud800"]}, "Document.tags"),
+    ({"groups": {"g\ud800"}}, "Document.groups"),
+])
+def test_lone_surrogates_are_a_document_error_and_write_nothing(kb: KnowledgeBase, kwargs: dict[str, object],
+                                                               where: str) -> None:
+    """A lone surrogate is not Unicode text (it cannot be UTF-8): a one-line DocumentError where
+    the document is built, never a UnicodeEncodeError from deep inside a write."""
+    with pytest.raises(DocumentError, match="not valid Unicode text: a lone surrogate") as err:
+        kb.ingest([doc("good"), doc(**kwargs)])
+    assert where in str(err.value) and "\n" not in str(err.value)
+    assert kb.stats()["documents"] == 0
+    paired = doc(text="an emoji \U0001f600 is a pair, not a lone surrogate")
+    assert kb.ingest([paired]).added == 1
+
+
+def test_lone_surrogates_in_ids_and_queries_are_input_errors(kb: KnowledgeBase) -> None:
+    kb.ingest([doc()])
+    with pytest.raises(DocumentError, match="lone surrogate"):
+        kb.document(A, "d\ud800")
+    with pytest.raises(DocumentError, match="lone surrogate"):
+        kb.remove("t", "d\ud800")
+    with pytest.raises(EvidexError, match="lone surrogate"):
+        kb.search(A, "alpha \ud800", mode="keyword")
+    with pytest.raises(EvidexError, match="lone surrogate"):
+        Actor("t\ud800", frozenset({"g"}))
+
+
 def test_non_document_in_batch_is_rejected(kb: KnowledgeBase) -> None:
     with pytest.raises(DocumentError, match="not a Document"):
         kb.ingest([doc(), {"id": "x"}])  # type: ignore[list-item]
@@ -210,7 +245,7 @@ def test_cached_rows_give_the_stored_fields_and_are_not_walked_by_the_collector(
     doc = Document("d1", "t", {"g"}, "1", "alpha beta\n\ngamma alpha", title="T", tags=("x",),
                    source_url="https://example.org/d1", language="en")
     kb.ingest(doc)
-    actor = Actor("t", frozenset({"g"}))
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     first = [h.citation() for h in kb.search(actor, "alpha", mode="keyword")]
     again = [h.citation() for h in kb.search(actor, "alpha", mode="keyword")]
     assert first == again and len(first) == 2
@@ -231,7 +266,7 @@ def test_a_closed_handle_drops_its_caches_and_says_it_is_closed(any_kb: Knowledg
     """A closed handle keeps no arrays (at 1M passages its caches are hundreds of MB, and while
     one stayed alive the next handle's first queries ran 2-3x slower), and using it afterwards
     is a clear error rather than a backend's own exception."""
-    actor = Actor("t", frozenset({"g"}))
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     any_kb.ingest([Document(f"d{i}", "t", frozenset({"g"}), "1", f"common words {i}") for i in range(20)])
     assert any_kb.search(actor, "common words", mode="keyword")
     bm25 = any_kb._bm25

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from actors import PUBLIC_INTERNAL
 from backends import Locator
 from evidex import Actor, Document, DocumentError, DocumentView, EvidexError, IngestReport, KnowledgeBase
 from evidex.store import SourceEntry
 
-STAFF = Actor("t", frozenset({"staff"}))
+STAFF = Actor("t", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 
 
 def doc(doc_id: str, text: str = "alpha beta\n\ngamma delta", version: str = "1",
@@ -47,8 +48,9 @@ def test_document_is_none_when_unknown_or_not_readable(any_kb: KnowledgeBase) ->
                    doc("secret", visibility="confidential")])
     assert any_kb.document(STAFF, "staff-only") is not None
     for who, doc_id in ((STAFF, "no-such"), (STAFF, "hr-note"), (STAFF, "secret"),
-                        (Actor("other", frozenset({"staff"})), "staff-only"),
-                        (Actor("t", frozenset({"staff"}), active=False), "staff-only")):
+                        (Actor("other", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL), "staff-only"),
+                        (Actor("t", frozenset({"staff"}), active=False, visibilities=PUBLIC_INTERNAL),
+                         "staff-only")):
         assert any_kb.document(who, doc_id) is None, (who, doc_id)
 
 

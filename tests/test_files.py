@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from evidex import Document
-from evidex.ingest import load_paths, split_text
+from evidex.ingest import DEFAULT_MAX_FILE_BYTES, load_paths, split_text
 from evidex.model import DocumentError, Passage
 
 DEFAULTS = {"tenant": "acme", "groups": ["staff"]}
@@ -145,6 +145,10 @@ def test_a_utf8_bom_does_not_make_the_front_matter_silently_ignored(tmp_path: Pa
         ("- just\n- a list\n", "mapping"),             # not a mapping
         ("id: x\ntenant: other\n", "tenant"),          # tenant is not a front matter key
         ("id: x\npublished_at: someday\n", "published_at"),
+        ("id: &a x\ntitle: *a\n", "front matter line 1: YAML anchors (&a) are not accepted"),
+        ("groups: &g [*g]\n", "front matter line 1: YAML anchors (&g) are not accepted"),
+        ("title: *nothing\n", "front matter line 1: YAML aliases (*nothing) are not accepted"),
+        ("tags: " + "[" * 80 + "]" * 80 + "\n", "nested deeper than 64 levels"),
     ],
 )
 def test_bad_front_matter_is_a_one_line_rejection(tmp_path: Path, front: str, needle: str) -> None:
@@ -291,6 +295,45 @@ def test_a_non_utf8_file_is_rejected_not_raised(tmp_path: Path, name: str) -> No
 
 def test_a_missing_path_is_rejected(tmp_path: Path) -> None:
     assert "no such file" in reject_reason(tmp_path / "nope.md")
+
+
+@pytest.mark.parametrize(("name", "content"), [
+    ("empty.md", ""),
+    ("blank.md", " \n\n\t\n"),
+    ("front-only.md", "---\ntitle: Nothing here\n---\n"),
+    ("empty.txt", ""),
+])
+def test_a_file_without_text_is_rejected_not_indexed_empty(tmp_path: Path, name: str, content: str) -> None:
+    """Like a PDF without a text layer: a document no search can find is refused, not added with
+    0 passages."""
+    assert reject_reason(write(tmp_path / name, content)) == (
+        "no text to index (the file is empty or holds only front matter)")
+
+
+def test_a_jsonl_record_without_text_is_rejected_by_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "r.jsonl", '{"id": "a", "text": "fine"}\n{"id": "b", "text": "  "}\n')
+    result = load_paths([path], dict(DEFAULTS))
+    assert [d.id for d in result.documents] == ["a"]
+    assert [(r.source, r.reason) for r in result.rejected] == [
+        (f"{path}:2", "record 'b' has no text to index")]
+
+
+def test_files_over_the_size_limit_are_rejected_unread_with_the_limit(tmp_path: Path) -> None:
+    big = tmp_path / "big.md"
+    with big.open("wb") as f:  # sparse: 20 MiB + 1 byte on disk costs nothing to make
+        f.truncate(DEFAULT_MAX_FILE_BYTES + 1)
+    just = write(tmp_path / "small.md", "x" * 2048 + "\n")
+    records = write(tmp_path / "r.jsonl", '{"id": "r", "text": "' + "y" * 3000 + '"}\n')
+    result = load_paths([big, just, records], dict(DEFAULTS))
+    assert [d.id for d in result.documents] == ["small.md", "r"]
+    assert [(r.source, r.reason) for r in result.rejected] == [
+        (str(big), "the file is 20,971,521 bytes, larger than the limit of 20 MiB per file")]
+    result = load_paths([big, just, records], dict(DEFAULTS), max_bytes=2048)
+    assert result.documents == []
+    assert [(r.source, r.reason) for r in result.rejected] == [
+        (str(big), "the file is 20,971,521 bytes, larger than the limit of 2,048 bytes per file"),
+        (str(just), "the file is 2,049 bytes, larger than the limit of 2,048 bytes per file"),
+        (str(records), "the file is 3,024 bytes, larger than the limit of 2,048 bytes per file")]
 
 
 # --------------------------------------------------------------------------------------------

@@ -21,12 +21,13 @@ import numpy as np
 import pytest
 
 import evidex.kb as kb_module
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, QueryError, StoreError
 from evidex.embed import get_embedder
 
 EVIDEX = Path(sys.executable).parent / "evidex"
-A = Actor("acme", frozenset({"staff"}))
-NOBODY = Actor("acme", frozenset({"interns"}))
+A = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
+NOBODY = Actor("acme", frozenset({"interns"}), visibilities=PUBLIC_INTERNAL)
 
 
 def _doc(doc_id: str, text: str, *, version: str = "1", groups: Sequence[str] = ("staff",),
@@ -303,7 +304,8 @@ def test_evidence_levels(store: KnowledgeBase) -> None:
         store.search(A, "refunds", filters={"language": "fr"}),
         store.search(A, "absent", mode="keyword"),
         store.search(A, "   "),
-        store.search(Actor("acme", frozenset({"staff"}), active=False), "refunds", mode="vector"),
+        store.search(Actor("acme", frozenset({"staff"}), active=False, visibilities=PUBLIC_INTERNAL),
+                     "refunds", mode="vector"),
     ]
     for res in nothing:
         assert res == [] and res.evidence == "none"
@@ -548,6 +550,7 @@ def test_cli_reembed(tmp_path: Path) -> None:
     stats = json.loads(run_cli("stats", "--json", db=path).stdout)
     assert (stats["embedder"], stats["dimension"]) == (MINILM, 384)
     found = run_cli("search", "how do I send a parcel back", "--tenant", "acme", "--groups", "staff",
+                    "--visibilities", "public,internal",
                     "--mode", "vector", "--explain", "--json", db=path)
     assert found.returncode == 0, found.stderr
     out = json.loads(found.stdout)

@@ -16,13 +16,14 @@ import pytest
 from fpdf import FPDF
 from PIL import Image, ImageDraw
 
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, KnowledgeBase
 from evidex.ingest import NO_TEXT_LAYER, load_document, load_paths, split_text
 from evidex.model import DocumentError
 
 DEFAULTS = {"tenant": "acme", "groups": ["staff"]}
 FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
-STAFF = Actor("acme", frozenset({"staff"}))
+STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 
 
 def passages(doc, split: str = "heading", max_chars: int = 2000):

@@ -12,11 +12,12 @@ import pytest
 
 import evidex.store._core as core_module
 import evidex.store._sqlite as sqlite_module
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.store._merging import MERGE_FACTOR, merge_postings
 from evidex.store._segments import FlatPostings
 
-ACTOR = Actor("t", frozenset({"a"}))
+ACTOR = Actor("t", frozenset({"a"}), visibilities=PUBLIC_INTERNAL)
 
 
 def small(i: int, version: str = "1", text: str | None = None) -> Document:

@@ -28,13 +28,13 @@ LAYERS: list[set[str]] = [
     {"extras"},
     {"query", "ingest", "embed", "cadence", "routes"},
     {"store"},
-    {"retrieve", "cite", "tools"},
+    {"retrieve", "cite", "tools", "check"},
     {"answer"},
     {"kb", "config"},
     {"__init__", "evaluation", "sources"},
     {"notify"},
     {"server", "console"},
-    {"_cli_tools"},
+    {"_cli_tools", "_cli_check"},
     {"cli"},
 ]
 #: Modules of each extra, which ``import evidex`` must not load.
@@ -193,7 +193,7 @@ def test_postgres_without_its_extra_is_one_line_and_sqlite_works(tmp_path: Path)
     the install line, from the library and from the CLI."""
     code = ("from evidex import Actor, Document, KnowledgeBase, MissingExtraError\n"
             f"with KnowledgeBase.open({str(tmp_path / 'kb.db')!r}) as kb:\n"
-            "    kb.ingest(Document('d', 't', frozenset({'g'}), '1', 'alpha beta'))\n"
+            "    kb.ingest(Document('d', 't', frozenset({'g'}), '1', 'alpha beta', visibility='public'))\n"
             "    print([h.document_id for h in kb.search(Actor('t', frozenset({'g'})), 'alpha')])\n"
             "try:\n    KnowledgeBase.open('postgresql://nobody@localhost/db')\n"
             "except MissingExtraError as e:\n    print(e)\n"

@@ -28,6 +28,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from actors import PUBLIC_INTERNAL
 from backends import BACKENDS, Locator, locator
 from evidex import VISIBILITIES, Actor, Document, Filters, KnowledgeBase
 
@@ -508,7 +509,7 @@ def test_order_and_cap_with_many_tied_candidates(backend: str, ids: list[str], d
     selection from the reference order (score desc, document id asc in code point order,
     passage asc) under limit and max_per_document. Unreadable copies of the same paragraphs are
     in the store as well."""
-    actor = Actor("t", frozenset({"g"}))
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     short = st.lists(st.sampled_from(POOL), min_size=1, max_size=4).map("\n\n".join)
     # A few long documents can fill the first look at the candidates on their own, so that the
     # per-document cap leaves the selection short and it must look further.
@@ -540,7 +541,7 @@ def test_example_cap_leaves_first_look_short(locate: Locator) -> None:
     """Three documents with 30 equally best passages each, then 40 one-passage documents: with
     limit 20 and at most 2 per document the hits are 2 of each best document (ordered by id,
     then passage) followed by 14 of the others by id."""
-    actor = Actor("t", frozenset({"g"}))
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     best = [Document(f"best{i}", "t", frozenset({"g"}), "1", "\n\n".join(["alpha alpha"] * 30))
             for i in range(3)]
     rest = [Document(f"r{i:02d}", "t", frozenset({"g"}), "1", "alpha beta gamma delta") for i in range(40)]
@@ -554,7 +555,7 @@ def test_example_cap_leaves_first_look_short(locate: Locator) -> None:
     kb.close()
 
 
-STAFF = Actor("acme", frozenset({"staff"}))
+STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 
 
 def scored(kb: KnowledgeBase, actor: Actor, query: str, **options: object) -> list[tuple[str, int, float]]:
@@ -639,10 +640,12 @@ def test_example_supersede_and_remove_of_unreadable_document(locate: Locator) ->
 def test_example_actor_who_can_read_nothing(locate: Locator) -> None:
     kb = KnowledgeBase.open(locate("kb"))
     kb.ingest([_doc("a", "alpha"), _doc("b", "alpha", visibility="public")])
-    assert kb.search(Actor("acme", frozenset()), "alpha", mode="keyword") == []
-    assert kb.search(Actor("acme", frozenset({"staff"}), active=False), "alpha", mode="keyword") == []
+    assert kb.search(Actor("acme", frozenset(), visibilities=PUBLIC_INTERNAL), "alpha", mode="keyword") == []
+    inactive = Actor("acme", frozenset({"staff"}), active=False, visibilities=PUBLIC_INTERNAL)
+    assert kb.search(inactive, "alpha", mode="keyword") == []
     assert scored(kb, Actor("acme", frozenset({"staff"}), visibilities=frozenset()), "alpha") == []
-    assert kb.search(Actor("other", frozenset({"staff"})), "alpha", mode="keyword") == []
+    other = Actor("other", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
+    assert kb.search(other, "alpha", mode="keyword") == []
     public = kb.search(Actor("acme", frozenset({"staff"}), visibilities=frozenset({"public"})), "alpha",
                        mode="keyword")
     assert [h.document_id for h in public] == ["b"]

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from actors import PUBLIC_INTERNAL
 from backends import Locator, locator, raw
 from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.ingest import load_paths
@@ -29,7 +30,7 @@ from old_stores import postgres_legacy
 
 EVIDEX = Path(sys.executable).parent / "evidex"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-A = Actor("t", frozenset({"g"}))
+A = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
 
 
 @pytest.fixture
@@ -312,7 +313,7 @@ def _history_store(location: str) -> dict[str, object]:
 
 
 def _snapshot(kb: KnowledgeBase) -> list[object]:
-    staff = Actor("acme", frozenset({"staff"}))
+    staff = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
     out: list[object] = []
     for actor, q in ((staff, "zwei Personen Belege"), (staff, "return jacket"), (A, "alpha beta")):
         for mode in ("keyword", "vector", "hybrid"):

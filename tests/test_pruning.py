@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import evidex.retrieve._bm25 as bm25_module
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase
 from evidex.model import Filters
 from evidex.query import words
@@ -59,7 +60,7 @@ def tuned(**changes: object) -> Iterator[None]:
 @given(**CASES)
 def test_pruned_search_equals_exhaustive(docs: list[list[list[str]]], query: list[str], limit: int,
                                           cap: int | None, dense: tuple[int, int]) -> None:
-    actor = Actor("t", frozenset({"g"}))
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     # Pruning normally starts only above tens of thousands of postings; force it on tiny data.
     with tuned(prune_min_postings=0, dense_probe_factor=dense[0], dense_after_probes=dense[1],
                dense_min_candidates=0):
@@ -72,7 +73,7 @@ def test_threshold_algorithm_equals_exhaustive(docs: list[list[list[str]]], quer
                                                cap: int | None, dense: tuple[int, int]) -> None:
     """The threshold algorithm alone (MaxScore disabled) at tiny depths, so it both stops early
     and runs out of depth on generated data."""
-    actor = Actor("t", frozenset({"g"}))
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     # ta_head_share 0: never hand tiny collections over to exhaustive scoring.
     with tuned(prune_min_postings=0, maxscore_max_candidates=0, ta_depths=(1, 2, 4), ta_head_share=0,
                dense_probe_factor=dense[0], dense_after_probes=dense[1], dense_min_candidates=0):
@@ -94,7 +95,7 @@ def test_threshold_algorithm_stops_early_on_common_words(monkeypatch) -> None:  
     docs = [[["the"] * (1 + (i * 7) % 5) + ["a"] * (1 + (i * 3) % 4) + ["kiwi"] * (i % 2) + ["fig"] * 9]
             for i in range(20)]
     with tuned(prune_min_postings=0, maxscore_max_candidates=0, ta_depths=(2, 8)):
-        _check(Actor("t", frozenset({"g"})), docs, ["the", "a"], 3, None)
+        _check(Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL), docs, ["the", "a"], 3, None)
     assert outcomes and outcomes[-1], outcomes
 
 
@@ -108,7 +109,8 @@ def test_one_word_queries_from_the_largest_weights_equal_exhaustive(
     passages share weights all the time (same count, same length), so a cut inside a tie would
     show up here as a different document winning the tie-break."""
     with tuned(prune_min_postings=0, ta_depths=depths):
-        _check(Actor("t", frozenset({"g"})), docs, [word, word], limit, cap, reverse)
+        _check(Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL), docs, [word, word], limit, cap,
+               reverse)
 
 
 def test_one_word_queries_stop_at_the_largest_weights(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -126,7 +128,8 @@ def test_one_word_queries_stop_at_the_largest_weights(monkeypatch) -> None:  # t
     # 30 documents of one passage; "the" occurs 1-5 times in passages of equal length.
     docs = [[["the"] * (1 + i % 5) + ["fig"] * (8 - i % 5)] for i in range(30)]
     with tuned(prune_min_postings=0, ta_depths=(2, 8)):
-        _check(Actor("t", frozenset({"g"})), docs, ["the"], 3, None, reverse=True)
+        _check(Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL), docs, ["the"], 3, None,
+               reverse=True)
     assert sizes and 3 <= sizes[-1] < 30, sizes  # the six passages of five "the"s, not all 30
 
 
@@ -319,7 +322,7 @@ def test_dense_probes_stay_exact_across_writes(history: list, query: list[str], 
                                                cap: int | None, after: int) -> None:
     """Frequency arrays outlive writes (new segments, merges, dead passages, documents the actor
     cannot read): after every write, searches probing through them equal exhaustive scoring."""
-    actor = Actor("t", frozenset({"g"}))
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     with tuned(prune_min_postings=0, dense_probe_factor=10**9, dense_min_candidates=0,
                dense_after_probes=after), tempfile.TemporaryDirectory() as tmp:
         kb = KnowledgeBase.open(Path(tmp) / "kb.db")

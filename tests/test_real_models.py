@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase
 from evidex.ingest import load_paths
 
@@ -161,7 +162,7 @@ def test_identical_passages_tie_exactly_with_a_real_model(tmp_path: Path) -> Non
     the same number and they must be ordered by document id (the tie rule), whatever their
     position in the store."""
     kb = KnowledgeBase.open(tmp_path / "ties.db", embedder=MINILM)
-    actor = Actor("t", frozenset({"g"}))
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     kb.ingest([Document(f"d{i}", "t", frozenset({"g"}), "1",
                         f"How do I send an item back? number {i}\n\nReturns are accepted within 30 days.")
                for i in range(3)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, QueryError
 
 
@@ -48,18 +49,27 @@ def test_customer_sees_only_public_pages_of_their_groups(example_kb: KnowledgeBa
 
 def test_confidential_needs_group_and_visibility(example_kb: KnowledgeBase, hr: Actor) -> None:
     assert {h.document_id for h in example_kb.search(hr, "band", mode="keyword")} == {"salary-bands"}
-    no_conf = Actor("acme", frozenset({"hr"}))
+    no_conf = Actor("acme", frozenset({"hr"}), visibilities=PUBLIC_INTERNAL)
     assert example_kb.search(no_conf, "band", mode="keyword") == []
     staff_conf = Actor("acme", frozenset({"staff"}), visibilities=frozenset({"confidential", "internal"}))
     assert example_kb.search(staff_conf, "band", mode="keyword") == []
 
 
+def test_actor_reads_public_documents_only_unless_told_otherwise(example_kb: KnowledgeBase) -> None:
+    by_default = Actor("acme", frozenset({"staff"}))
+    assert by_default.visibilities == frozenset({"public"})
+    told = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
+    internal = {h.document_id for h in example_kb.search(told, "badge reception laptop", mode="keyword")}
+    assert "onboarding-checklist" in internal
+    hits = example_kb.search(by_default, "badge reception laptop", mode="keyword")
+    assert "onboarding-checklist" not in {h.document_id for h in hits}
+
+
 def test_inactive_actor_and_other_tenant_see_nothing(example_kb: KnowledgeBase) -> None:
-    assert (
-        example_kb.search(Actor("acme", frozenset({"staff"}), active=False), "Reisekosten", mode="keyword")
-        == []
-    )
-    assert example_kb.search(Actor("globex", frozenset({"staff"})), "Reisekosten", mode="keyword") == []
+    inactive = Actor("acme", frozenset({"staff"}), active=False, visibilities=PUBLIC_INTERNAL)
+    assert example_kb.search(inactive, "Reisekosten", mode="keyword") == []
+    other = Actor("globex", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
+    assert example_kb.search(other, "Reisekosten", mode="keyword") == []
 
 
 def test_hostile_note_is_returned_literally(example_kb: KnowledgeBase, staff: Actor) -> None:
@@ -86,7 +96,7 @@ def test_language_and_tag_filters(example_kb: KnowledgeBase, customer: Actor) ->
 
 
 def test_match_all_requires_every_word(kb: KnowledgeBase) -> None:
-    a = Actor("t", frozenset({"g"}))
+    a = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     kb.ingest([Document("d", "t", {"g"}, "1", "red apple\n\ngreen apple\n\nred car")])
     assert [h.passage for h in kb.search(a, "red apple", match="all", mode="keyword")] == [1]
     assert sorted(
@@ -96,7 +106,7 @@ def test_match_all_requires_every_word(kb: KnowledgeBase) -> None:
 
 
 def test_order_ties_and_cap(kb: KnowledgeBase) -> None:
-    a = Actor("t", frozenset({"g"}))
+    a = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     same = "kiwi fruit"
     kb.ingest([Document(i, "t", {"g"}, "1", f"{same}\n\n{same}\n\n{same}") for i in ("b", "a", "c")])
     hits = kb.search(a, "kiwi", limit=10, mode="keyword")
@@ -116,7 +126,7 @@ def test_order_ties_and_cap(kb: KnowledgeBase) -> None:
 
 
 def test_scores_are_bm25_order_values(kb: KnowledgeBase) -> None:
-    a = Actor("t", frozenset({"g"}))
+    a = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     kb.ingest(
         [Document("d", "t", {"g"}, "1", "apple apple apple pie\n\napple tree with many other words here")]
     )
@@ -137,7 +147,8 @@ def test_limit_must_be_an_int_in_range(example_kb: KnowledgeBase, staff: Actor, 
 
 def test_max_limit_is_configurable(tmp_path) -> None:  # type: ignore[no-untyped-def]
     kb = KnowledgeBase.open(tmp_path / "kb.db", max_limit=100)
-    assert kb.search(Actor("t", frozenset({"g"})), "x", limit=100, mode="keyword") == []
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
+    assert kb.search(actor, "x", limit=100, mode="keyword") == []
 
 
 @pytest.mark.parametrize(
@@ -170,7 +181,7 @@ def test_keyword_evidence_counts_the_query_words_the_hits_contain(tmp_path) -> N
     postings: a word only in passages that are not hits, or only where the actor cannot read,
     does not count, also for hits whose ids lie beyond the word's last posting."""
     kb = KnowledgeBase.open(tmp_path / "kb.db", embedder="none")
-    a = Actor("t", frozenset({"g"}))
+    a = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     kb.ingest([
         Document("d1", "t", ("g",), "1", "alpha beta\n\nzeta"),
         Document("d2", "t", ("g",), "1", "gamma"),

@@ -21,6 +21,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase
 from evidex.store._merging import MERGE_FACTOR, MergePolicy
 from evidex.store._migrations import SCHEMA_VERSION
@@ -29,10 +30,10 @@ from old_stores import sqlite_v5
 
 VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta", "eta", "theta")
 ACTORS = (
-    Actor("t", frozenset({"a"})),
+    Actor("t", frozenset({"a"}), visibilities=PUBLIC_INTERNAL),
     Actor("t", frozenset({"b"}), visibilities=frozenset({"public"})),
     Actor("t", frozenset({"a", "b"}), visibilities=frozenset({"public", "internal", "confidential"})),
-    Actor("u", frozenset({"a"})),
+    Actor("u", frozenset({"a"}), visibilities=PUBLIC_INTERNAL),
 )
 QUERIES = (
     ("alpha", "any"),
@@ -516,7 +517,7 @@ def test_a_small_write_never_pays_for_a_large_merge(tmp_path: Path, monkeypatch)
                for i in range(30)], split="paragraph")  # 120 passages: budget 960
     kb.store.settle()
     assert merged and max(merged) > 10 and kb.stats()["segments"] <= 3
-    hits = kb.search(Actor("t", {"g"}), "changed", mode="keyword")
+    hits = kb.search(Actor("t", {"g"}, visibilities=PUBLIC_INTERNAL), "changed", mode="keyword")
     assert [(h.document_id, h.version) for h in hits] == [("b0-0", "2")]
     kb.close()
 
@@ -529,7 +530,7 @@ def test_segment_vectors_are_stored_in_parts_and_old_stores_upgrade(tmp_path: Pa
 
     monkeypatch.setattr(sqlite_module, "VECTOR_PART_BYTES", 3 * 64 * 4)  # 3 rows of the 64-d test vectors
     path = tmp_path / "kb.db"
-    actor = Actor("t", {"g"})
+    actor = Actor("t", {"g"}, visibilities=PUBLIC_INTERNAL)
     docs = [Document(f"d{i}", "t", {"g"}, "1", "\n\n".join(f"{VOCAB[(i + j) % 8]} text {i} {j}"
                                                             for j in range(3))) for i in range(12)]
     kb = KnowledgeBase.open(path, embedder="hash-test")
@@ -573,7 +574,7 @@ def test_version_3_blob_tables_are_rebuilt_with_their_keys_out_of_the_rows(tmp_p
     such a store rebuilds both as rowid tables with a key index, keeping every row; searches,
     writes and optimize work on the result exactly as before."""
     path = tmp_path / "kb.db"
-    actor = Actor("t", {"g"})
+    actor = Actor("t", {"g"}, visibilities=PUBLIC_INTERNAL)
     big = [Document(f"b{i}", "t", {"g"}, "1",
                     "\n\n".join(f"{VOCAB[(i + j) % 8]} bulk {i} {j}" for j in range(40)))
            for i in range(PACK_LIMIT // 40 + 5)]
@@ -625,7 +626,7 @@ def test_version_4_gains_the_tombstone_index_and_merges_drop_tombstones_through_
     passages it drops; without the index each delete scanned the table). Opening a version-4
     store adds the index; results are unchanged and a merge still clears the tombstones."""
     path = tmp_path / "kb.db"
-    actor = Actor("t", {"g"})
+    actor = Actor("t", {"g"}, visibilities=PUBLIC_INTERNAL)
     kb = KnowledgeBase.open(path)
     kb.ingest([Document(f"d{i}", "t", {"g"}, "1", f"alpha {VOCAB[i % 8]}\n\nbeta {i}") for i in range(6)],
               split="paragraph")

@@ -8,6 +8,7 @@ administer the other tenant's data.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -246,6 +247,50 @@ def test_validation_errors_are_422_with_messages(client: httpx.Client) -> None:
     assert r.status_code == 422
 
 
+def test_openapi_bounds_are_the_ones_the_service_applies(client: httpx.Client) -> None:
+    """Each case was valid by the OpenAPI document and refused anyway (or the other way round)."""
+    h = auth("acme-staff-key")
+    spec = client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    # filters: the library's rules for tags and languages are in the schema.
+    tag_rule = re.compile(schemas["Filters"]["properties"]["tags"]["items"]["pattern"])
+    assert not tag_rule.match("") and not tag_rule.match(" faq") and tag_rule.match("faq")
+    for filters in ({"tags": [""]}, {"tags": ["faq "]}, {"language": "English"}):
+        r = client.post("/v1/search", json={"query": "jacket", "filters": filters}, headers=h)
+        assert r.status_code == 422 and r.json()["detail"][0]["type"] == "string_pattern_mismatch", r.text
+    # query: the schema's length is the library's.
+    assert schemas["SearchRequest"]["properties"]["query"]["maxLength"] == 200
+    assert client.post("/v1/search", json={"query": "x" * 201}, headers=h).json()["detail"][0]["type"] == \
+        "string_too_long"
+    # quote: at most what fits the body limit (4096 bytes here), stated and applied.
+    quote = schemas["Citation"]["properties"]["quote"]
+    assert quote["maxLength"] == 256 and "4096 bytes" in spec["info"]["description"]
+    citation = {"document_id": "returns-faq", "version": "3", "content_sha256": "0" * 64, "passage": 1}
+    r = client.post("/v1/resolve", json={**citation, "quote": "q" * 256}, headers=h)
+    assert r.status_code == 200 and r.json()["reason"] == "source_changed"
+    r = client.post("/v1/resolve", json={**citation, "quote": "q" * 257}, headers=h)
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "quote"]
+    # integers: 601.0 is the integer 601 in JSON; 601.5 is not an integer.
+    r = client.post("/v1/resolve", json={**citation, "passage": 601.0, "quote": "q"}, headers=h)
+    assert r.status_code == 200, r.text
+    r = client.post("/v1/search", json={"query": "jacket", "top_k": 3.0, "mode": "keyword"}, headers=h)
+    assert r.status_code == 200 and len(r.json()["hits"]) <= 3
+    for bad in (601.5, "601", True):
+        assert client.post("/v1/resolve", json={**citation, "passage": bad, "quote": "q"},
+                           headers=h).status_code == 422
+    # a body that is not JSON text at all is the documented 422, like malformed JSON (was 400).
+    for body in (b'{"query": "\xff"}', b"[" * 2000 + b"]" * 2000, b"{not json"):
+        r = client.post("/v1/search", content=body, headers={**h, "Content-Type": "application/json"})
+        assert r.status_code == 422 and r.json()["detail"][0]["type"] == "json_invalid", (body[:20], r.text)
+    # 405 names every method of the path: a document is GET and DELETE.
+    for method in ("OPTIONS", "PATCH", "PUT"):
+        r = client.request(method, "/v1/documents/returns-faq", headers=h)
+        assert r.status_code == 405 and r.headers["allow"] == "DELETE, GET", (method, r.headers)
+    documented = {m.upper() for m in spec["paths"]["/v1/documents/{document_id}"]}
+    assert documented == {"GET", "DELETE"}
+    assert client.request("OPTIONS", "/v1/search", headers=h).headers["allow"] == "POST"
+
+
 def test_body_size_limit(client: httpx.Client) -> None:
     h = auth("acme-staff-key")
     r = client.post("/v1/search", json={"query": "x" * 5000}, headers=h)
@@ -392,3 +437,94 @@ def test_failed_credentials_are_limited_per_address_before_any_check(tmp_path: P
             assert c.get("/healthz").status_code == 200
     finally:
         server.stop()
+
+
+def _from(address: str, base_url: str) -> httpx.Client:
+    """A client whose connections come from ``address`` (any of 127.0.0.0/8 on Linux loopback)."""
+    return httpx.Client(base_url=base_url, timeout=30, transport=httpx.HTTPTransport(local_address=address))
+
+
+def test_forwarded_for_is_ignored_unless_the_peer_is_a_trusted_proxy(tmp_path: Path) -> None:
+    """The probe's finding: rotating X-Forwarded-For from 127.0.0.1 dodged the failed-credential
+    limit (60 x 401, never 429), and naming another client's address got that client blocked.
+    Without ``trusted_proxies`` the header is ignored and the limit keys on the real peer."""
+    server = serve_example(tmp_path, failed_auth_per_minute=3)
+    try:
+        with _from("127.0.0.1", server.url) as attacker, _from("127.0.0.3", server.url) as victim:
+            rotating = [attacker.post("/v1/search", json={"query": "jacket"},
+                                      headers={**auth(f"guess-{i}"), "X-Forwarded-For": f"10.0.0.{i}"}
+                                      ).status_code for i in range(6)]
+            assert rotating == [401, 401, 401, 429, 429, 429]
+            framed = attacker.post("/v1/search", json={"query": "jacket"},
+                                   headers={**auth("guess"), "X-Forwarded-For": "127.0.0.3"})
+            assert framed.status_code == 429
+            assert victim.post("/v1/search", json={"query": "jacket"},
+                               headers=auth("acme-staff-key")).status_code == 200
+    finally:
+        server.stop()
+
+
+def test_a_trusted_proxy_names_the_client_and_nobody_else_can(tmp_path: Path) -> None:
+    server = serve_example(tmp_path, failed_auth_per_minute=3, trusted_proxies=["127.0.0.1"])
+    try:
+        with _from("127.0.0.1", server.url) as proxy, _from("127.0.0.2", server.url) as direct:
+            def via_proxy(client_ip: str, key: str) -> int:
+                return proxy.post("/v1/search", json={"query": "jacket"},
+                                  headers={**auth(key), "X-Forwarded-For": client_ip}).status_code
+
+            assert [via_proxy("10.0.0.1", f"guess-{i}") for i in range(4)] == [401, 401, 401, 429]
+            # Another client behind the same proxy is its own address, and so is the proxy.
+            assert via_proxy("10.0.0.2", "acme-staff-key") == 200
+            assert proxy.post("/v1/search", json={"query": "jacket"},
+                              headers=auth("acme-staff-key")).status_code == 200
+            # A client that is not a trusted proxy cannot name an address: its own is counted.
+            spoofed = [direct.post("/v1/search", json={"query": "jacket"},
+                                   headers={**auth(f"guess-{i}"), "X-Forwarded-For": "10.0.0.2"}
+                                   ).status_code for i in range(4)]
+            assert spoofed == [401, 401, 401, 429]
+            assert via_proxy("10.0.0.2", "acme-staff-key") == 200
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("bad", ["*", "proxy.example.com", "10.0.0.0/33"])
+def test_trusted_proxies_are_addresses_or_networks(tmp_path: Path, bad: str) -> None:
+    from evidex.config import load_config
+    from evidex.model import ConfigError
+
+    config = write_config(tmp_path / "config.yaml", trusted_proxies=["10.1.2.3", "fd00::/8", bad])
+    with pytest.raises(ConfigError, match=r"server\.trusted_proxies.*never '\*'"):
+        load_config(config)
+
+
+def test_denials_take_one_floor_of_time_whether_the_document_exists_or_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe timed GET /v1/documents/{id}: an existing unreadable document took measurably
+    longer than an unknown id. Every denial (404 there, ``unavailable`` from resolve) now waits
+    for one floor from the start of its lookup (raised here to 0.3 s to see it plainly);
+    readable documents are not held."""
+    from fastapi.testclient import TestClient
+
+    import evidex.server._deps as deps
+    from evidex.config import load_config
+    from evidex.server import create_app
+
+    monkeypatch.setattr(deps, "DENIAL_FLOOR_S", 0.3)
+    db = tmp_path / "kb.db"
+    build_store(db, tmp_path / "cache")
+    app = create_app(db, load_config(write_config(tmp_path / "config.yaml")).server)
+    h = auth("acme-customer-key")
+    citation = {"version": "1", "content_sha256": "0" * 64, "passage": 1, "quote": "q"}
+    with TestClient(app) as c:
+        def timed(method: str, path: str, **kw: Any) -> tuple[float, httpx.Response]:
+            t0 = time.perf_counter()
+            r = c.request(method, path, headers=h, **kw)
+            return time.perf_counter() - t0, r
+
+        for doc_id in ("onboarding-checklist", "no-such-document"):  # internal / unknown
+            took, r = timed("GET", f"/v1/documents/{doc_id}")
+            assert r.status_code == 404 and took >= 0.3, (doc_id, took)
+            took, r = timed("POST", "/v1/resolve", json={**citation, "document_id": doc_id})
+            assert r.json()["reason"] == "unavailable" and took >= 0.3, (doc_id, took)
+        took, r = timed("GET", "/v1/documents/returns-faq")  # public: readable by customers
+        assert r.status_code == 200 and took < 0.3, took

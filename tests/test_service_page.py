@@ -79,6 +79,28 @@ def ask(page: Page, question: str) -> None:
     page.wait_for_selector("#answer [data-status]")
 
 
+def test_nobody_is_signed_in_on_first_load(browser: Any, site: dict[str, Any]) -> None:
+    """First load with empty session storage (the probe's 1280x900 window): the header claims no
+    session, and the only way forward is the sign-in form."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = ctx.new_page()
+    try:
+        pg.goto(site["url"] + "/")
+        pg.wait_for_selector("#signin:not([hidden])")
+        assert pg.evaluate("sessionStorage.length") == 0
+        assert not pg.locator("#session").is_visible()
+        assert not pg.locator("#sign-out").is_visible()
+        assert not pg.locator("#app").is_visible()
+        assert "Signed in" not in pg.inner_text("header")
+        sign_in(pg, "acme-customer-key")
+        assert pg.locator("#session").is_visible() and pg.locator("#sign-out").is_visible()
+        pg.click("#sign-out")
+        assert not pg.locator("#session").is_visible()
+        assert "Signed in" not in pg.inner_text("header")
+    finally:
+        ctx.close()
+
+
 def test_answer_chip_opens_highlighted_quote_with_badge(page: Page) -> None:
     sign_in(page, "acme-customer-key")
     assert page.evaluate("sessionStorage.getItem('evidex.apiKey')") == "acme-customer-key"

@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import yaml
 
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, KnowledgeBase
 from service_helpers import BIN, GLOBEX, KEYS, Server, auth, sha
 
@@ -57,5 +58,5 @@ def test_admin_sync_and_drift_run_only_their_tenants_sources(tmp_path: Path) -> 
     finally:
         server.stop()
     with KnowledgeBase.open(db) as kb:
-        found = kb.search(Actor("globex", {"staff"}), "Iceland", mode="keyword")
+        found = kb.search(Actor("globex", {"staff"}, visibilities=PUBLIC_INTERNAL), "Iceland", mode="keyword")
         assert list(found) == []

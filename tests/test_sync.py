@@ -24,6 +24,7 @@ import pytest
 from fpdf import FPDF
 
 import evidex.sources._items as items_module
+from actors import PUBLIC_INTERNAL
 from backends import Locator, raw
 from evidex import Actor, KnowledgeBase
 from evidex.config import Config, load_config
@@ -31,7 +32,7 @@ from evidex.sources import SyncReport, drift, sync
 
 EVIDEX = Path(sys.executable).parent / "evidex"
 CUSTOMER = Actor("acme", frozenset({"customers"}), visibilities=frozenset({"public"}))
-STAFF = Actor("acme", frozenset({"staff"}))
+STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 
 
 @pytest.fixture
@@ -275,6 +276,20 @@ def test_unreadable_files_are_skipped_with_reasons_and_never_indexed_empty(
     assert ids(kb) == ["help/ok.md"]
     # Reported again on every sync until fixed: a skipped file is never forgotten silently.
     assert {s.item for s in sync(kb, cfg).sources[0].skipped} == {"scan.pdf", "bad.md", "notes.rtf"}
+
+
+def test_files_over_the_source_size_limit_are_skipped_with_the_limit(
+        tmp_path: Path, kb: KnowledgeBase, trusted_stamps: None) -> None:
+    write(tmp_path / "help" / "huge.md", "# Huge\n\n" + "words " * 1000)
+    write(tmp_path / "help" / "empty.md", "")
+    write(tmp_path / "help" / "ok.md", "fine\n")
+    rep = sync(kb, help_config(tmp_path, "max_bytes: 2048")).sources[0]
+    assert {s.item: s.reason for s in rep.skipped} == {
+        "huge.md": "the file is 6,008 bytes, larger than the limit of 2,048 bytes per file",
+        "empty.md": "no text to index (the file is empty or holds only front matter)"}
+    assert ids(kb) == ["help/ok.md"]
+    rep = sync(kb, help_config(tmp_path)).sources[0]  # the default limit is 20 MiB
+    assert [s.item for s in rep.skipped] == ["empty.md"] and ids(kb) == ["help/huge.md", "help/ok.md"]
 
 
 def test_a_pdf_that_loses_its_text_layer_is_removed_not_kept_stale(

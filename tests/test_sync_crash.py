@@ -20,12 +20,13 @@ from pathlib import Path
 
 import pytest
 
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, KnowledgeBase
 from evidex.ingest import split_text
 from evidex.model import sha256_text
 
 EVIDEX = Path(sys.executable).parent / "evidex"
-STAFF = Actor("acme", frozenset({"staff"}))
+STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 N = 1500
 
 

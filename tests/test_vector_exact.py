@@ -36,6 +36,7 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
+from actors import PUBLIC_INTERNAL
 from backends import BACKENDS, Locator, locator
 from evidex import VISIBILITIES, Actor, Document, Filters, KnowledgeBase
 from evidex.embed import get_embedder
@@ -523,7 +524,7 @@ def _doc(doc_id: str, body: str, *, groups: Sequence[str] = ("g",), **kw: Any) -
     return Document(doc_id, "t", frozenset(groups), "1", body, **kw)
 
 
-READER = Actor("t", frozenset({"g"}))
+READER = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
 
 
 def test_example_equal_passages_tie_exactly_and_order_by_document_id(locate: Locator) -> None:
@@ -614,7 +615,7 @@ def test_large_block_matches_brute_force_and_ignores_other_tenants(locate: Locat
     theirs = [Document(f"m{i:05d}", "other", frozenset({"g"}), "1",
                        "\n\n".join(_random_text(rng, 3) for _ in range(10))) for i in range(n // 10)]
     hr = [Document(f"h{i:05d}", "t", frozenset({"hr"}), "1", _random_text(rng, 2)) for i in range(300)]
-    reader = Actor("t", frozenset({"g"}))
+    reader = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     only = KnowledgeBase.open(locate("only"))
     only.ingest(mine)
     both = KnowledgeBase.open(locate("both"))
@@ -658,7 +659,7 @@ def test_large_block_exact_ties_still_order_by_document_id(locate: Locator) -> N
     rng.shuffle(docs)
     kb = KnowledgeBase.open(locate("kb"))
     kb.ingest(docs)
-    reader = Actor("t", frozenset({"g"}))
+    reader = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
     for mode in MODES:
         hits = kb.search(reader, "alpha beta gamma", mode=mode, limit=5, max_per_document=None)
         assert [h.document_id for h in hits] == [f"s{i:04d}" for i in range(5)], (

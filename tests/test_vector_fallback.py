@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 import evidex.retrieve._hybrid as hybrid_module
+from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase
 from evidex.embed import get_embedder
 
 EVIDEX = Path(sys.executable).parent / "evidex"
-STAFF = Actor("acme", frozenset({"staff"}))
+STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)  # the documents are internal
 TEXTS = {
     "returns": "# Returns\n\nUnworn boots can be returned within 30 days for a full refund.",
     "shipping": "# Shipping\n\nParcels to Austria take three working days; express takes one.",
@@ -139,12 +140,13 @@ def test_evidex_search_on_a_keyword_only_store_works_in_its_default_mode(tmp_pat
     subprocess.run([*run, "--embedder", "none", "ingest", str(folder), "--tenant", "acme",
                     "--groups", "staff"], check=True, capture_output=True)
     out = subprocess.run([*run, "search", "free repairs jackets", "--tenant", "acme", "--groups",
-                          "staff"], check=True, capture_output=True, text=True).stdout
+                          "staff", "--visibilities", "public,internal"],
+                         check=True, capture_output=True, text=True).stdout
     assert out.startswith("fallback: keyword (no_vectors: this store is keyword-only")
     assert "repairs" in out.splitlines()[2]
     data = json.loads(subprocess.run([*run, "search", "free repairs", "--tenant", "acme", "--groups",
-                                      "staff", "--json"], check=True, capture_output=True,
-                                     text=True).stdout)
+                                      "staff", "--visibilities", "public,internal", "--json"],
+                                     check=True, capture_output=True, text=True).stdout)
     assert data["fallback"]["reason"] == "no_vectors" and data["hits"][0]["document_id"] == "repairs.md"
 
 

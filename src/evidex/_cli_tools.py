@@ -10,13 +10,12 @@ from typing import Annotated, Any
 
 import typer
 
-from .console import emit, errors, need_config, safe
+from .console import JsonOpt, emit, errors, need_config, safe
 from .model import Actor, EvidexError
 from .tools import Toolbox
 
 __all__ = ["ClaimOpt", "citation_line", "pairs", "tools_app"]
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 ClaimOpt = Annotated[
     list[str] | None,
     typer.Option("--claim", help="A verified attribute of the caller, NAME=VALUE (repeatable), e.g. "

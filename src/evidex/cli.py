@@ -19,16 +19,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from . import __version__
+from ._cli_check import check_cmd
 from ._cli_tools import ClaimOpt, citation_line, pairs, tools_app
 from .config import load_config
+from .console import JsonOpt, print_hits, state
 from .console import emit as _emit
 from .console import errors as _errors
 from .console import fail as _fail
 from .console import need_config as _need_config
-from .console import print_hits, state
+from .console import open_kb as _open
 from .console import safe as _safe
-from .ingest import FRONT_MATTER_KEYS, load_paths
-from .kb import KnowledgeBase, migrate_store
+from .ingest import DEFAULT_MAX_FILE_BYTES, FRONT_MATTER_KEYS, load_paths
+from .kb import migrate_store
 from .model import Actor, EvidexError
 
 if TYPE_CHECKING:  # the sources layer loads lazily: a fast start for every command
@@ -45,11 +47,11 @@ app.add_typer(tools_app, name="tools")
 
 
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant of the caller.")]
 GroupsOpt = Annotated[str, typer.Option("--groups", help="Comma-separated groups of the caller.")]
 VisOpt = Annotated[
-    str, typer.Option("--visibilities", help="Comma-separated visibilities the caller may read.")
+    str, typer.Option("--visibilities", help="Comma-separated visibilities the caller may read "
+                      "(default: public only; add internal, confidential, restricted explicitly).")
 ]
 
 
@@ -60,13 +62,6 @@ def _split_csv(value: str | None) -> list[str]:
 def _actor(tenant: str, groups: str, visibilities: str, claims: list[str] | None = None) -> Actor:
     return Actor(tenant, frozenset(_split_csv(groups)),
                  visibilities=frozenset(_split_csv(visibilities)), claims=pairs(claims, "--claim"))
-
-
-def _open() -> KnowledgeBase:
-    r = state.cfg.retrieval
-    return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
-                              embedder=state.embedder or r.embedder,
-                              vector_timeout_ms=r.vector.timeout_ms, tools=state.cfg.tools)
 
 
 @contextmanager
@@ -116,9 +111,12 @@ def main_options(
         try:
             state.config = load_config(state.config_path)
         except EvidexError as exc:
+            # The header ("error: file:line: ... (and N more)") first, then one line per
+            # further problem.
+            first = _fail(str(exc))
             for line in str(exc).splitlines()[1:]:
                 typer.echo(f"  {_safe(line)}", err=True)
-            raise _fail(str(exc)) from None
+            raise first from None
 
 
 @app.command()
@@ -131,6 +129,9 @@ def ingest(
     language: Annotated[str | None, typer.Option(help="Language tag, e.g. en or de.")] = None,
     version: Annotated[str | None, typer.Option(help="Version for documents that set none.")] = None,
     split: Annotated[str, typer.Option(help="paragraph, heading or document.")] = "paragraph",
+    max_file_mb: Annotated[float, typer.Option(
+        "--max-file-mb", min=0.001, help="Largest file read, in MiB; larger files are rejected.")
+    ] = DEFAULT_MAX_FILE_BYTES / (1024 * 1024),
     as_json: JsonOpt = False,
 ) -> None:
     """Ingest documents: new ones are added, changed ones supersede, unchanged ones are skipped.
@@ -148,7 +149,7 @@ def ingest(
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise EvidexError(f"no such file or folder: {_safe(missing[0])}; nothing was ingested")
-    loaded = load_paths(list(paths), defaults)
+    loaded = load_paths(list(paths), defaults, max_bytes=int(max_file_mb * 1024 * 1024))
     with _open() as kb, _progress("ingesting", show=not as_json) as progress:
         # Large inputs go in batches, each atomic; the whole input is checked before any write.
         report = kb.ingest(loaded.documents, split=split, batch_size=INGEST_BATCH,
@@ -175,7 +176,7 @@ def search(
     query: Annotated[str, typer.Argument(help="Words to search for (no operators).")],
     tenant: TenantOpt,
     groups: GroupsOpt,
-    visibilities: VisOpt = "public,internal",
+    visibilities: VisOpt = "public",
     limit: Annotated[int | None, typer.Option(help="Number of passages (config top_k, else 6).")] = None,
     match: Annotated[str | None, typer.Option(help="any or all query words.")] = None,
     mode: Annotated[str | None, typer.Option(help="hybrid, keyword or vector.")] = None,
@@ -208,7 +209,7 @@ def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     tenant: TenantOpt,
     groups: GroupsOpt,
-    visibilities: VisOpt = "public,internal",
+    visibilities: VisOpt = "public",
     generator: Annotated[str | None, typer.Option(help="extractive or openai.")] = None,
     handoff: Annotated[str | None, typer.Option(help="How to reach a person when declining.")] = None,
     claim: ClaimOpt = None,
@@ -236,7 +237,7 @@ def ask(
 def resolve(
     tenant: TenantOpt,
     groups: GroupsOpt,
-    visibilities: VisOpt = "public,internal",
+    visibilities: VisOpt = "public",
     as_json: JsonOpt = False,
 ) -> None:
     """Re-check a citation read as JSON from standard input."""
@@ -344,7 +345,7 @@ def evaluate(
     ] = None,
     tenant: Annotated[str | None, typer.Option(help="Caller tenant (--qa).")] = None,
     groups: Annotated[str | None, typer.Option(help="Caller groups (--qa).")] = None,
-    visibilities: VisOpt = "public,internal",
+    visibilities: VisOpt = "public",
     generator: Annotated[str | None, typer.Option(help="extractive or openai (--qa, --cases).")] = None,
     mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "keyword",
     analyzer: Annotated[
@@ -623,6 +624,9 @@ def runs(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many, n
         return _emit({"runs": [r.as_dict() for r in found]})
     for r in found:
         typer.echo(_safe(r.line()))
+
+
+app.command("check")(check_cmd)
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ the server's optional packages.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -35,7 +36,7 @@ from pydantic import (
 from . import tools as _tools
 from .answer import AnswerSettings
 from .cadence import check_cadence
-from .ingest import DEFAULT_MAX_SECTION_CHARS
+from .ingest import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_SECTION_CHARS, YamlRefused, compose_yaml
 from .model import VISIBILITIES, ConfigError, is_language_tag
 from .retrieve import DEFAULT_FUSION, Fusion
 from .routes import HandoffRoute, Owner, SmtpSettings, check_url, handoff_text, resolve_path
@@ -176,6 +177,8 @@ class FilesSource(_Source):
     include: tuple[str, ...] = ("**/*",)
     exclude: tuple[str, ...] = ()
     split: Split = "heading"
+    #: Largest file read; a larger one is skipped with a one-line reason.
+    max_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024)
     #: Where the folder is published (e.g. https://help.example.com/): a file's citation link
     #: is this URL plus its relative path; without it, the file's own file:// URL.
     base_url: str | None = None
@@ -248,6 +251,8 @@ class RecordsSource(_Source):
     exclude: tuple[str, ...] = ()
     fields: RecordFields = RecordFields()
     split: Split = "document"
+    #: Largest file read; a larger one is skipped with a one-line reason.
+    max_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024)
 
     _p = field_validator("path")(resolve_path)
 
@@ -429,6 +434,23 @@ class ServerSettings(_Strict):
     tool_hosts: tuple[str, ...] = Field(
         default=(), description="origins (scheme://host[:port]) live tools may call; nothing else")
     _tool_hosts = field_validator("tool_hosts")(_tools.check_origins)
+    trusted_proxies: tuple[str, ...] = Field(
+        default=(),
+        description="addresses or networks (CIDR) of the reverse proxies in front of the service. "
+                    "Only a connection from one of them may name the client with X-Forwarded-For "
+                    "(and the scheme with X-Forwarded-Proto); empty (the default): those headers "
+                    "are ignored and every per-address limit keys on the connecting address")
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        for v in values:
+            try:
+                ipaddress.ip_network(v, strict=False)
+            except ValueError:
+                raise ValueError(f"{v!r} is not an IP address or network (e.g. 10.0.0.5, "
+                                 "10.0.0.0/24); list each proxy, never '*'") from None
+        return values
 
     @field_validator("api_keys")
     @classmethod
@@ -504,40 +526,6 @@ class Config(_Strict):
 
 # -- knowledge operations: YAML aliases ------------------------------------------------------
 
-#: Nodes a configuration may expand to. Aliases share nodes, so a few lines of anchors can
-#: stand for billions of nodes (the "billion laughs"), which validation would walk one by one.
-MAX_CONFIG_NODES = 100_000
-
-
-def _check_aliases(root: yaml.Node, file: str) -> None:
-    """Refuse an alias that contains itself (a cycle) and a tree that expands past
-    ``MAX_CONFIG_NODES``, naming the line, before anything walks the expanded tree."""
-    count = 0
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    open_nodes: set[int] = set()
-    while stack:
-        node, leaving = stack.pop()
-        if leaving:
-            open_nodes.discard(id(node))
-            continue
-        if id(node) in open_nodes:
-            raise ConfigError(f"{file}:{node.start_mark.line + 1}: an alias refers to a node that "
-                              "contains it (a cycle); a configuration must be a tree")
-        count += 1
-        if count > MAX_CONFIG_NODES:
-            raise ConfigError(f"{file}:{node.start_mark.line + 1}: the configuration expands to more "
-                              f"than {MAX_CONFIG_NODES} values through aliases")
-        children: list[yaml.Node] = []
-        if isinstance(node, yaml.MappingNode):
-            children = [n for pair in node.value for n in pair]
-        elif isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        if children:
-            open_nodes.add(id(node))
-            stack.append((node, True))
-            stack.extend((c, False) for c in reversed(children))
-
-
 def _check_duplicates(node: yaml.Node, file: str) -> None:
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
@@ -589,27 +577,39 @@ def _message(err: dict[str, Any]) -> str:
     return msg[len("Value error, "):] if msg.startswith("Value error, ") else msg
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """":line: what is wrong" of a YAML error, on one line."""
+    if isinstance(exc, YamlRefused):
+        hint = " (sources share settings through defaults:)" if "YAML a" in exc.problem else ""
+        return f":{exc.line}: {exc.problem}{hint}"
+    mark = getattr(exc, "problem_mark", None)
+    where = f":{mark.line + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["unreadable"])[0]
+    return f"{where}: invalid YAML: {' '.join(str(problem).split())}"
+
+
+#: Largest configuration file read (a configuration is a few kilobytes; URL lists this long
+#: belong in a sitemap).
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def load_config(path: str | Path) -> Config:
     """Read and validate a configuration file; raises ``ConfigError`` naming file, line, key."""
     file = str(path)
     try:
+        if Path(path).stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{file}: the configuration is larger than {MAX_CONFIG_BYTES} bytes")
         text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read the configuration: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{file}: the configuration is not UTF-8 text") from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        if root is not None:
-            _check_aliases(root, file)
-        data = yaml.safe_load(text)
+        root, data = compose_yaml(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{file}:{mark.line + 1}" if mark is not None else file
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
+        raise ConfigError(f"{file}{_yaml_problem(exc)}") from None
     if root is None or data is None:
-        data, root = {}, yaml.compose("{}", Loader=yaml.SafeLoader)
+        root, data = compose_yaml("{}")
     _check_duplicates(root, file)
     if not isinstance(data, dict):
         raise ConfigError(f"{file}:1: (top level): the configuration must be a mapping of sections")

@@ -11,14 +11,17 @@ import json
 import sys
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from .config import Config
+from .kb import KnowledgeBase
 from .model import EvidexError
 
-__all__ = ["emit", "errors", "fail", "safe"]
+__all__ = ["JsonOpt", "State", "emit", "errors", "fail", "need_config", "open_kb", "safe", "state"]
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -97,6 +100,14 @@ class State:
 
 
 state = State()
+
+
+def open_kb() -> KnowledgeBase:
+    """The store of --db with the command line's and the configuration's settings."""
+    r = state.cfg.retrieval
+    return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
+                              embedder=state.embedder or r.embedder,
+                              vector_timeout_ms=r.vector.timeout_ms, tools=state.cfg.tools)
 
 
 def need_config() -> Config:

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import retrieve
 from .answer import Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator, answer_question
+from .check import CheckReport, check_store
 from .cite import resolve_citation
 from .embed import (
     DEFAULT_EMBEDDER,
@@ -44,6 +45,7 @@ from .model import (
     SearchResults,
     StoreError,
     can_access,
+    check_unicode,
 )
 from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, get_analyzer, parse_query
 from .retrieve import (
@@ -359,7 +361,8 @@ class KnowledgeBase:
         """Delete a document, its passages and its history. True if it existed."""
         if not isinstance(tenant, str) or not isinstance(document_id, str):
             raise DocumentError("tenant and document_id must be strings")
-        return self.store.remove(tenant, document_id)
+        check_unicode(document_id, "document_id", DocumentError)
+        return self.store.remove(check_unicode(tenant, "tenant", DocumentError), document_id)
 
     def optimize(self) -> None:
         self.store.optimize()
@@ -533,6 +536,7 @@ class KnowledgeBase:
         _check_actor(actor)
         if not isinstance(document_id, str):
             raise DocumentError(f"document_id must be a string, got {type(document_id).__name__}")
+        check_unicode(document_id, "document_id", DocumentError)
         with self.store.read() as view:
             doc = view.document(actor.tenant, document_id)
             if doc is None or not can_access(actor, doc.tenant, doc.groups, doc.visibility):
@@ -570,6 +574,12 @@ class KnowledgeBase:
 
     def stats(self) -> dict[str, object]:
         return self.store.stats()
+
+    def check(self) -> CheckReport:
+        """Verify the store end to end: fingerprints against passage text, postings against
+        passages, vectors, history and the database's own checks (see ``evidex.check``).
+        Reads only; ``report.ok`` is False when any problem was found."""
+        return check_store(self.store)
 
     def close(self) -> None:
         """Close the store and drop this handle's ranking caches; using it afterwards raises

@@ -45,6 +45,7 @@ __all__ = [
     "SourceError",
     "StoreError",
     "can_access",
+    "check_unicode",
     "is_language_tag",
     "sha256_text",
 ]
@@ -56,6 +57,10 @@ VISIBILITIES = frozenset({"public", "internal", "confidential", "restricted"})
 
 _NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,256}$")
 _LANG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+#: Half of a UTF-16 surrogate pair on its own: a Python str may hold one (from JSON "\ud800",
+#: surrogateescape decoding), but it is not Unicode text and cannot be encoded as UTF-8, so no
+#: fingerprint, store or client could take it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class EvidexError(ValueError):
@@ -122,13 +127,22 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def check_unicode(value: str, what: str, err: type[EvidexError] = EvidexError) -> str:
+    """``value`` when it is valid Unicode text (no lone surrogate), else ``err`` naming where."""
+    bad = _SURROGATE.search(value)
+    if bad is not None:
+        raise err(f"{what} is not valid Unicode text: a lone surrogate U+{ord(bad.group()):04X} at "
+                  f"offset {bad.start()}")
+    return value
+
+
 def _name(value: Any, what: str, err: type[EvidexError]) -> str:
     if not isinstance(value, str) or not _NAME.match(value) or value.strip() != value:
         raise err(
             f"{what} must be a non-empty string of at most 256 characters without control "
             f"characters or surrounding spaces, got {value!r}"
         )
-    return value
+    return check_unicode(value, what, err)
 
 
 def _names(values: Any, what: str, err: type[EvidexError], *, allow_empty: bool) -> frozenset[str]:
@@ -143,12 +157,16 @@ def _names(values: Any, what: str, err: type[EvidexError], *, allow_empty: bool)
 @dataclass(frozen=True, slots=True)
 class Actor:
     """Who is asking. Built by trusted server code (configuration, verified credentials), never
-    from request data: every access decision in evidex is taken from this object alone."""
+    from request data: every access decision in evidex is taken from this object alone.
+
+    ``visibilities`` defaults to public documents only (least privilege): an actor that may read
+    internal pages has to be given them explicitly, so a forgotten argument on a customer-facing
+    call never widens what it sees."""
 
     tenant: str
     groups: frozenset[str]
     active: bool = True
-    visibilities: frozenset[str] = frozenset({"public", "internal"})
+    visibilities: frozenset[str] = frozenset({"public"})
 
     #: Verified attributes of the caller (``customer_id``: whose orders a live tool may look
     #: up), set by the same trusted code as the rest; read-only once built.
@@ -230,10 +248,13 @@ class Document:
             raise err(f"Document.text of {self.id!r} must be a string")
         if "\x00" in self.text:
             raise err(f"Document.text of {self.id!r} contains a NUL character")
+        check_unicode(self.text, f"Document.text of {self.id!r}", err)
         for opt in ("title", "source_url"):
             val = getattr(self, opt)
             if val is not None and (not isinstance(val, str) or not val.strip()):
                 raise err(f"Document.{opt} of {self.id!r} must be a non-empty string or None")
+            if val is not None:
+                check_unicode(val, f"Document.{opt} of {self.id!r}", err)
         if self.language is not None and not is_language_tag(self.language):
             raise err(
                 f"Document.language of {self.id!r} must be a language tag like 'en' or 'de-CH', "

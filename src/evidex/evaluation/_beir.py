@@ -106,7 +106,7 @@ def run_queries(
 ) -> tuple[dict[str, dict[str, float]], float]:
     """TREC run (query -> doc -> score; ranks turned into descending scores so trec_eval's own
     tie-breaking cannot reorder evidex's deterministic order) and the wall time of the searches."""
-    actor = Actor(_TENANT, {_GROUP})
+    actor = Actor(_TENANT, {_GROUP}, visibilities=frozenset({"public", "internal"}))
     run: dict[str, dict[str, float]] = {}
     t0 = time.perf_counter()
     for qid, text in beir.queries.items():

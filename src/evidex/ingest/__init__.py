@@ -4,14 +4,26 @@ Markdown, text and JSON Lines need nothing beyond the core install; the HTML, PD
 readers need the ``formats`` extra and are imported on first use (see ``_files``).
 """
 
-from ._files import FORMATS, FRONT_MATTER_KEYS, LoadResult, Rejected, iter_files, load_document, load_paths
+from ._files import (
+    DEFAULT_MAX_FILE_BYTES,
+    FORMATS,
+    FRONT_MATTER_KEYS,
+    LoadResult,
+    Rejected,
+    iter_files,
+    load_document,
+    load_paths,
+    read_file,
+)
 from ._scan import DOCUMENT_FLAG, FLAGS, scan, scan_document
 from ._sentences import sentence_spans
 from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
 from ._values import Value, close, disagree, disagreement, values
+from ._yaml import YamlRefused, compose_yaml
 
 __all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MAX_SECTION_CHARS",
     "DOCUMENT_FLAG",
     "FLAGS",
@@ -23,12 +35,15 @@ __all__ = [
     "LoadResult",
     "Rejected",
     "Value",
+    "YamlRefused",
     "close",
+    "compose_yaml",
     "disagree",
     "disagreement",
     "iter_files",
     "load_document",
     "load_paths",
+    "read_file",
     "scan",
     "scan_document",
     "sentence_spans",

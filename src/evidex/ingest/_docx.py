@@ -12,9 +12,11 @@ import re
 import zipfile
 
 from docx import Document as open_docx
+from docx.document import Document as DocxDocument
 from docx.opc.exceptions import PackageNotFoundError
 from docx.table import Table
 from docx.text.paragraph import Paragraph
+from lxml import etree
 
 from ..model import DocumentError
 from ._structure import Extracted, TextBuilder, collapse
@@ -22,6 +24,26 @@ from ._structure import Extracted, TextBuilder, collapse
 __all__ = ["extract_docx"]
 
 _HEADING = re.compile(r"^heading\s+([1-9])$", re.IGNORECASE)
+#: python-docx inflates every part of the package into memory before anything is read, so a
+#: package is refused first when its parts (as their zip entries declare, which zipfile then
+#: holds them to) would unpack to more than this, or when it has more parts than any real
+#: document: a zip bomb costs its central directory, never its inflated size.
+MAX_UNPACKED_BYTES = 128 * 1024 * 1024
+MAX_PARTS = 5_000
+
+
+def _check_package(data: bytes) -> None:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            infos = z.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise DocumentError(f"not a readable Word (.docx) file: {exc}".splitlines()[0]) from None
+    if len(infos) > MAX_PARTS:
+        raise DocumentError(f"the Word file has {len(infos)} parts, more than {MAX_PARTS}; not read")
+    unpacked = sum(i.file_size for i in infos)
+    if unpacked > MAX_UNPACKED_BYTES:
+        raise DocumentError(f"the Word file would unpack to {unpacked // 2**20} MiB, more than "
+                            f"{MAX_UNPACKED_BYTES // 2**20} MiB; not read")
 
 
 def _rows(table: Table) -> list[list[str]]:
@@ -40,10 +62,21 @@ def _rows(table: Table) -> list[list[str]]:
 
 
 def extract_docx(data: bytes) -> Extracted:
+    _check_package(data)
     try:
-        doc = open_docx(io.BytesIO(data))
-    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+        return _extract(open_docx(io.BytesIO(data)))
+    except DocumentError:
+        raise
+    # lxml refuses what it must (entity expansion, nesting past 256 levels, huge text nodes);
+    # a damaged package fails in zipfile, zlib or python-docx in many ways: all mean unreadable.
+    except (PackageNotFoundError, zipfile.BadZipFile, etree.LxmlError) as exc:
         raise DocumentError(f"not a readable Word (.docx) file: {exc}".splitlines()[0]) from None
+    except Exception as exc:
+        raise DocumentError(f"not a readable Word (.docx) file: {type(exc).__name__}: "
+                            f"{exc}".splitlines()[0]) from None
+
+
+def _extract(doc: DocxDocument) -> Extracted:
     out = TextBuilder()
     title: str | None = collapse(doc.core_properties.title or "") or None
     items: list[str] = []

@@ -21,9 +21,15 @@ from ..extras import require
 from ..model import Document, DocumentError, EvidexError, sha256_text
 from ._split import first_heading
 from ._structure import Extracted
+from ._yaml import YamlRefused, compose_yaml
 
-__all__ = ["FORMATS", "FRONT_MATTER_KEYS", "LoadResult", "Rejected", "iter_files", "load_document",
-           "load_paths"]
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "FORMATS", "FRONT_MATTER_KEYS", "LoadResult", "Rejected", "iter_files",
+           "load_document", "load_paths", "read_file"]
+
+#: Largest local file read by default (``evidex ingest --max-file-mb``, a source's ``max_bytes``).
+#: A file is read whole and split into passages held in memory until they are written; past
+#: this size a file is far more likely an export or a log than a document someone cites.
+DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
 
 
 RECORD_SUFFIXES = {".jsonl"}
@@ -72,7 +78,9 @@ def _front_matter(raw: str) -> tuple[dict[str, Any], str]:
     if not m:
         return {}, raw
     try:
-        meta = yaml.safe_load(m.group(1)) or {}
+        meta = compose_yaml(m.group(1))[1] or {}
+    except YamlRefused as exc:
+        raise EvidexError(f"front matter line {exc.line}: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise EvidexError(f"invalid YAML front matter: {exc}".splitlines()[0]) from None
     if not isinstance(meta, dict):
@@ -84,6 +92,26 @@ def _front_matter(raw: str) -> tuple[dict[str, Any], str]:
             f"{sorted(FRONT_MATTER_KEYS)}"
         )
     return meta, raw[m.end():]
+
+
+def _limit(n: int) -> str:
+    mib = 1024 * 1024
+    return f"{n // mib} MiB" if n % mib == 0 else f"{n:,} bytes"
+
+
+def read_file(path: Path, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
+    """A local file's bytes; a file larger than ``max_bytes`` is refused (``DocumentError``)
+    before it is read, and one that grows past it while being read is refused too."""
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise DocumentError(f"the file is {size:,} bytes, larger than the limit of {_limit(max_bytes)} "
+                            "per file")
+    with path.open("rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise DocumentError(f"the file grew past the limit of {_limit(max_bytes)} per file while it "
+                            "was read")
+    return data
 
 
 def _decode(data: bytes) -> str:
@@ -120,6 +148,9 @@ def load_document(data: bytes, fmt: str, defaults: dict[str, Any], *, doc_id: st
             title = first_heading(body)
             if title:
                 fields["title"] = title
+        if not body.strip():
+            # Indexed, it would be a document that no search can ever find.
+            raise DocumentError("no text to index (the file is empty or holds only front matter)")
         fields["text"] = body
         if "version" not in fields:
             # Without an explicit version the content decides: an edited file is a new version.
@@ -149,9 +180,11 @@ def _reader(fmt: str) -> Callable[..., Extracted]:
     return getattr(import_module(f"{__package__}.{module}"), f"extract_{fmt}")  # type: ignore[no-any-return]
 
 
-def load_paths(paths: list[Path], defaults: dict[str, Any]) -> LoadResult:
+def load_paths(paths: list[Path], defaults: dict[str, Any], *,
+               max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> LoadResult:
     """Load every supported file below ``paths``; ``defaults`` (tenant, groups, ...) fill what a
-    file does not set itself. Files with unknown suffixes given explicitly are rejected."""
+    file does not set itself. Files with unknown suffixes given explicitly are rejected, and so
+    are files larger than ``max_bytes``."""
     result = LoadResult([], [], {})
     for path, root in iter_files(paths):
         suffix = path.suffix.lower()
@@ -159,13 +192,16 @@ def load_paths(paths: list[Path], defaults: dict[str, Any]) -> LoadResult:
             result.rejected.append(Rejected(str(path), "no such file or folder"))
             continue
         if suffix in RECORD_SUFFIXES:
-            _load_jsonl(path, defaults, result)
+            _load_jsonl(path, defaults, result, max_bytes)
         elif suffix in FORMATS:
             try:
-                doc = load_document(path.read_bytes(), FORMATS[suffix], defaults,
+                doc = load_document(read_file(path, max_bytes), FORMATS[suffix], defaults,
                                     doc_id=path.relative_to(root).as_posix(), name=path.name)
             except EvidexError as exc:
                 result.rejected.append(Rejected(str(path), str(exc)))
+                continue
+            except OSError as exc:
+                result.rejected.append(Rejected(str(path), f"cannot read the file: {exc.strerror or exc}"))
                 continue
             result.documents.append(doc)
             result.sources.setdefault(doc.id, str(path))
@@ -177,12 +213,18 @@ def load_paths(paths: list[Path], defaults: dict[str, Any]) -> LoadResult:
     return result
 
 
-def _load_jsonl(path: Path, defaults: dict[str, Any], result: LoadResult) -> None:
+def _load_jsonl(path: Path, defaults: dict[str, Any], result: LoadResult, max_bytes: int) -> None:
     try:
         # split("\n"), not splitlines(): U+2028 may appear raw inside a JSON string.
-        lines = path.read_text(encoding="utf-8-sig").split("\n")
+        lines = read_file(path, max_bytes).decode("utf-8-sig").split("\n")
     except UnicodeDecodeError:
         result.rejected.append(Rejected(str(path), "not UTF-8 text"))
+        return
+    except EvidexError as exc:
+        result.rejected.append(Rejected(str(path), str(exc)))
+        return
+    except OSError as exc:
+        result.rejected.append(Rejected(str(path), f"cannot read the file: {exc.strerror or exc}"))
         return
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
@@ -193,10 +235,19 @@ def _load_jsonl(path: Path, defaults: dict[str, Any], result: LoadResult) -> Non
             if not isinstance(record, dict):
                 raise EvidexError("a JSONL line must be a JSON object")
             text = record.get("text")
+            if isinstance(text, str) and not text.strip():
+                raise DocumentError(f"record {record.get('id')!r} has no text to index")
             if "version" not in record and defaults.get("version") is None and isinstance(text, str):
                 record = {**record, "version": sha256_text(text)[:12]}
             doc = Document.from_mapping(record, **defaults)
-        except (json.JSONDecodeError, EvidexError, TypeError) as exc:
+        except RecursionError:
+            result.rejected.append(Rejected(where, "the JSON is nested too deeply"))
+            continue
+        except UnicodeError:
+            result.rejected.append(Rejected(where, "a string holds a lone surrogate (not valid Unicode)"))
+            continue
+        # ValueError: bad JSON, and numbers past Python's digit limit for int conversion.
+        except (ValueError, EvidexError, TypeError) as exc:
             result.rejected.append(Rejected(where, str(exc).splitlines()[0]))
             continue
         result.documents.append(doc)

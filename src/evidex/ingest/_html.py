@@ -36,6 +36,10 @@ _BLOCKS = {"p", "div", "section", "article", "main", "blockquote", "figure", "fi
 _SPACED = _BLOCKS | {"li", "td", "th", "tr", "p"}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _MAX_LIST_DEPTH = 8
+#: Elements nested deeper than this are refused, not read: the walk below recurses per level,
+#: and no real page comes near it (Blink flattens its DOM past 512 levels, libxml2 refuses XML
+#: past 256 unless told otherwise, as the Word loader does).
+MAX_NESTING = 256
 
 
 def collapse_ws(text: str) -> str:
@@ -50,6 +54,40 @@ def _children(node: LexborNode) -> list[LexborNode]:
         out.append(c)
         c = c.next
     return out
+
+
+#: Elements that only their own end tag closes. The parser checks its stack of open elements
+#: at every start tag, so thousands of them nested take it time quadratic in their number
+#: (100,000 nested divs: minutes): a page opening many more than ``MAX_NESTING`` of them
+#: without closing them is refused before it is parsed.
+_NESTS = re.compile(r"<(/?)(?:div|section|article|main|aside|header|footer|nav|span|ul|ol|"
+                    r"blockquote|table|dl|fieldset|details|figure)[\s/>]", re.IGNORECASE)
+
+
+def _unclosed(source: str) -> int:
+    """The deepest the elements of ``_NESTS`` open in ``source``, counting tags as written."""
+    depth = deepest = 0
+    for m in _NESTS.finditer(source):
+        depth = max(0, depth - 1) if m.group(1) else depth + 1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _nesting(root: LexborNode) -> int:
+    """How deep elements nest below ``root``, found without recursion (stopping once past
+    ``MAX_NESTING``)."""
+    deepest, stack = 0, [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_NESTING:
+            break
+        c = node.child
+        while c is not None:
+            if c.is_element_node:
+                stack.append((c, depth + 1))
+            c = c.next
+    return deepest
 
 
 def _hidden(node: LexborNode, body_root: bool) -> bool:
@@ -182,6 +220,9 @@ def extract_html(data: bytes | str, charset: str | None = None) -> Extracted:
     if isinstance(data, bytes) and charset:
         with contextlib.suppress(LookupError):  # an unknown label: detect like a browser does
             data = data.decode(charset, "replace")
+    source = data if isinstance(data, str) else data.decode("latin-1")  # tags are ASCII
+    if _unclosed(source) > 4 * MAX_NESTING:
+        raise DocumentError(f"the page nests elements more than {MAX_NESTING} levels deep; not read")
     tree = (LexborHTMLParser(data) if isinstance(data, str)
             else LexborHTMLParser(data, encoding=True))
     root = (tree.css_first("main") or tree.css_first("[role=main]") or tree.css_first("article"))
@@ -190,6 +231,8 @@ def extract_html(data: bytes | str, charset: str | None = None) -> Extracted:
         root = tree.body or tree.root
     if root is None:
         raise DocumentError("no HTML content")
+    if _nesting(root) > MAX_NESTING:
+        raise DocumentError(f"the page nests elements more than {MAX_NESTING} levels deep; not read")
     w = _Walker(body_root)
     w.walk(root)
     w.flush()

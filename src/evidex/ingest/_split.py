@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from ..model import DocumentError, Passage, Section
 
@@ -32,7 +33,12 @@ SPLITS: tuple[str, ...] = ("paragraph", "heading", "document")
 #: enough to be read beside an answer and to fit several into a model context.
 DEFAULT_MAX_SECTION_CHARS = 2000
 
-_md = MarkdownIt("commonmark")
+#: Headings are found by the block parser alone: inline parsing of every paragraph (links,
+#: emphasis) is not needed to find them, and markdown-it's inline parser is slow on hostile
+#: text (a paragraph of brackets: seconds per 100 KB). Only heading titles are parsed inline,
+#: and only titles of a sane length.
+_md = MarkdownIt("commonmark").disable("inline")
+_MAX_INLINE_TITLE = 1000
 
 
 def split_text(
@@ -163,10 +169,13 @@ def _headings(text: str) -> list[tuple[int, int, str]]:
     out = []
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.map is not None:
-            inline = tokens[i + 1]
+            raw = tokens[i + 1].content
+            children: list[Token] = []
+            if len(raw) <= _MAX_INLINE_TITLE:
+                _md.inline.parse(raw, _md, {}, children)
             title = "".join(
-                c.content for c in (inline.children or []) if c.type in ("text", "code_inline")
-            ).strip() or inline.content.strip()
+                c.content for c in children if c.type in ("text", "text_special", "code_inline")
+            ).strip() or raw.strip()
             out.append((lines[tok.map[0]], int(tok.tag[1]), title))
     return out
 

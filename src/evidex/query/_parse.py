@@ -10,7 +10,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from ..model import QueryError
+from ..model import QueryError, check_unicode
 from ._analyzers import words
 
 __all__ = ["QueryLimits", "parse_query"]
@@ -41,6 +41,7 @@ def parse_query(query: object, limits: QueryLimits = DEFAULT_LIMITS) -> list[str
     for ch in query:
         if unicodedata.category(ch) == "Cc":
             raise QueryError(f"query contains the control character U+{ord(ch):04X}")
+    check_unicode(query, "the query", QueryError)
     distinct = list(dict.fromkeys(words(query)))
     if len(distinct) > limits.max_words:
         raise QueryError(

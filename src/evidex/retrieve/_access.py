@@ -56,12 +56,19 @@ def allowed_signatures(view: ReadView, actor: Actor, filters: Filters) -> Allowe
     allowed = _allowed(sigs, actor, filters)
     if len(_memo) >= _MEMO_LIMIT:
         _memo.clear()
+        _latest.clear()
+    # A caller's entry for an older signature list (before a write, or of a closed store) is
+    # never hit again: it goes now, so stale lists are not kept alive until the memo is full.
+    _memo.pop(_latest.get((actor, filters), key), None)
+    _latest[(actor, filters)] = key
     _memo[key] = (sigs, allowed)
     return allowed
 
 
 #: (id of a signature list, actor, filters) -> (that list, its Allowed); cleared when full.
 _memo: dict[tuple[int, Actor, Filters], tuple[Sequence[Signature], Allowed]] = {}
+#: (actor, filters) -> its latest key in ``_memo``.
+_latest: dict[tuple[Actor, Filters], tuple[int, Actor, Filters]] = {}
 _MEMO_LIMIT = 1024
 
 

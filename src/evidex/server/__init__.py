@@ -12,6 +12,6 @@ require("server", "the evidex service")
 from ._app import create_app  # noqa: E402
 from ._deps import DriftFn, SyncFn  # noqa: E402
 from ._pool import StorePool  # noqa: E402
-from ._run import build_app, run_mcp, serve  # noqa: E402
+from ._run import build_app, proxy_options, run_mcp, serve  # noqa: E402
 
-__all__ = ["DriftFn", "StorePool", "SyncFn", "build_app", "create_app", "run_mcp", "serve"]
+__all__ = ["DriftFn", "StorePool", "SyncFn", "build_app", "create_app", "proxy_options", "run_mcp", "serve"]

@@ -1,5 +1,5 @@
 """``POST /v1/sync``, ``GET /v1/drift`` and ``GET /v1/runs``: the admin key's tenant against
-its sources, and the record of their scheduled runs."""
+its sources, and the record of their scheduled runs; ``GET /v1/check``: the store's integrity."""
 
 from __future__ import annotations
 
@@ -29,6 +29,15 @@ def run_drift(who: Admin, svc: Svc) -> dict[str, Any]:
         raise HTTPException(501, "this server was started without sources configured; drift is "
                                  "not available")
     return dict(svc.drift(tenant=who.actor.tenant))
+
+
+@router.get("/v1/check", responses=ADMIN_ERRORS)
+def run_check(who: Admin, svc: Svc) -> dict[str, Any]:
+    """Verify the whole store (``evidex check``); ``ok`` is false when any problem was found.
+    Problems about other tenants' documents are counted (``withheld``), not shown."""
+    with svc.pool.handle() as kb:
+        report = kb.check()
+    return report.as_dict(tenant=who.actor.tenant)
 
 
 @router.get("/v1/runs", responses=ADMIN_ERRORS)

@@ -20,6 +20,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..answer import AnswerSettings
@@ -33,6 +35,7 @@ from ._guard import Guard
 from ._identity import Authenticator, RateLimiter
 from ._logging import setup_logging
 from ._pool import StorePool, as_factory
+from ._schemas import max_quote_chars
 
 __all__ = ["create_app"]
 
@@ -53,7 +56,11 @@ def create_app(
 ) -> FastAPI:
     """The service over a store: ``kb`` is a location, a factory of handles, or one handle
     (then every request shares it, one at a time). ``tools``: the live tools the handles
-    opened from a location share (closed with the app)."""
+    opened from a location share (closed with the app).
+
+    Per-address limits key on the ASGI scope's client address: run the app under uvicorn with
+    ``proxy_options(settings)`` (as ``evidex serve`` does), not uvicorn's defaults, which let
+    a connection from 127.0.0.1 name any client address."""
     auth = Authenticator(settings)
     if not auth.configured:
         raise EvidexError("the server configuration defines no api_keys and no jwt: nobody could sign in")
@@ -73,15 +80,19 @@ def create_app(
         title="evidex",
         version=__version__,
         description="Search, answers with citations that re-resolve, and citation checks over the "
-                    "passages the calling key may read. Credentials: `Authorization: Bearer <key>`.",
+                    "passages the calling key may read. Credentials: `Authorization: Bearer <key>`. "
+                    f"Request bodies are at most {settings.max_body_bytes} bytes (413 otherwise).",
         docs_url=None, redoc_url=None, lifespan=lifespan,
     )
+    quote_chars = max_quote_chars(settings.max_body_bytes)
     app.state.services = Services(
         pool=pool, answer_settings=answer_settings, generator=generator,
         fusion=(answer_settings or AnswerSettings()).fusion, sync=sync, drift=drift,
-        page=_page.render_page(settings), handoff=handoff)
+        page=_page.render_page(settings), handoff=handoff, max_quote_chars=quote_chars)
+    app.openapi = lambda: _openapi(app, quote_chars)  # type: ignore[method-assign]
     app.add_exception_handler(EvidexError, _library_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
+    app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
     for module in _ROUTERS:
         app.include_router(module.router)
     app.mount("/static", _page.static_files(), name="static")
@@ -93,6 +104,34 @@ def create_app(
 
 async def _library_error(_: Request, exc: EvidexError) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=422)
+
+
+def _openapi(app: FastAPI, quote_chars: int) -> dict[str, Any]:
+    """The OpenAPI document with this service's own bounds where they depend on its settings."""
+    if app.openapi_schema is None:
+        schema = FastAPI.openapi(app)
+        quote = schema["components"]["schemas"]["Citation"]["properties"]["quote"]
+        quote.update(maxLength=quote_chars, description="the cited passage's text; the whole body "
+                     "must also fit the body limit (413 otherwise)")
+    return app.openapi_schema  # type: ignore[return-value]
+
+
+async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    if exc.status_code == 400:
+        # FastAPI's answer to a body it could not decode as JSON at all (not UTF-8, nested past
+        # the parser's depth): the same 422 as any other malformed JSON body.
+        return JSONResponse({"detail": [{"loc": ["body"], "msg": "the body is not JSON that can be "
+                                         "read (UTF-8, nested at most a few hundred levels)",
+                                         "type": "json_invalid"}]}, status_code=422)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        # Starlette names the methods of the first route matching the path only; a path served
+        # by several routes (GET and DELETE of a document) allows all of theirs.
+        path = request.scope["path"]
+        allowed = sorted({m for module in _ROUTERS for r in module.router.routes
+                          if isinstance(r, APIRoute) and r.path_regex.match(path) for m in r.methods})
+        headers["Allow"] = ", ".join(allowed)
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
 
 
 async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:

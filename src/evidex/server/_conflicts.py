@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException
 from fastapi import Path as PathParam
 
 from ._deps import ADMIN_ERRORS, Admin, Svc
+from ._schemas import Problem
 
 router = APIRouter(tags=["admin"])
 
@@ -22,7 +23,8 @@ def list_conflicts(who: Admin, svc: Svc,
     return {"conflicts": [c.as_dict() for c in found]}
 
 
-@router.post("/v1/conflicts/{conflict_id}/dismiss", responses=ADMIN_ERRORS)
+@router.post("/v1/conflicts/{conflict_id}/dismiss",
+             responses={**ADMIN_ERRORS, 404: {"model": Problem, "description": "no such open conflict"}})
 def dismiss_conflict(conflict_id: Annotated[int, PathParam(ge=1, le=2**63 - 1)], who: Admin,
                      svc: Svc) -> dict[str, Any]:
     """Dismiss an open conflict: it stays listed as dismissed and is not raised again for the

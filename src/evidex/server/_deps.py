@@ -7,6 +7,8 @@ principal in the ASGI scope; ``caller`` only reads it. ``Services`` is everythin
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol
@@ -20,7 +22,8 @@ from ._identity import Principal
 from ._pool import StorePool
 from ._schemas import Problem
 
-__all__ = ["ADMIN_ERRORS", "ERRORS", "Admin", "Caller", "DriftFn", "Services", "Svc", "SyncFn"]
+__all__ = ["ADMIN_ERRORS", "DENIAL_FLOOR_S", "ERRORS", "Admin", "Caller", "DriftFn", "Services", "Svc",
+           "SyncFn", "uniform_denial"]
 
 
 class SyncFn(Protocol):
@@ -48,6 +51,8 @@ class Services:
     drift: DriftFn | None
     #: The web page with its configuration filled in.
     page: bytes
+    #: The longest citation quote accepted (derived from the body limit; see ``_schemas``).
+    max_quote_chars: int
     #: Sends handoffs to the configured person (``answer.handoff``); None: no route (501).
     handoff: Any = None
 
@@ -72,6 +77,22 @@ async def admin(who: Annotated[Principal, Depends(caller)]) -> Principal:
 
 async def services(request: Request) -> Services:
     return request.app.state.services  # type: ignore[no-any-return]
+
+
+#: The least time a "not available to you" answer takes, from the start of its lookup.
+DENIAL_FLOOR_S = 0.002
+
+
+async def uniform_denial(started: float) -> None:
+    """Wait until ``DENIAL_FLOOR_S`` has passed since ``started`` (``time.perf_counter()``).
+
+    A document that exists but is not readable and one that does not exist get the same answer;
+    the lookup behind it does not take the same time (a found row is decoded and checked, its
+    pages may be cached or not). Every denial is held to one floor, far above that difference,
+    so the answer's timing says nothing either; readable documents are not delayed."""
+    remaining = started + DENIAL_FLOOR_S - time.perf_counter()
+    if remaining > 0:
+        await asyncio.sleep(remaining)
 
 
 Caller = Annotated[Principal, Depends(caller)]

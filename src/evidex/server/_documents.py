@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
-from ._deps import ADMIN_ERRORS, ERRORS, Admin, Caller, Svc
+from ..model import DocumentView
+from ._deps import ADMIN_ERRORS, ERRORS, Admin, Caller, Svc, uniform_denial
 from ._schemas import DocumentResponse, Problem
 
 router = APIRouter()
@@ -16,12 +19,17 @@ router = APIRouter()
 @router.get("/v1/documents/{document_id:path}", response_model=DocumentResponse,
             responses={**ERRORS, 404: {"model": Problem, "description": "no such document for you"}},
             tags=["retrieval"])
-def document(document_id: str, who: Caller, svc: Svc) -> Response:
+async def document(document_id: str, who: Caller, svc: Svc) -> Response:
     """A document's metadata and its passages, when the caller may read it (404 otherwise:
-    unknown and not readable are indistinguishable)."""
-    with svc.pool.handle() as kb:
-        doc = kb.document(who.actor, document_id)
+    unknown and not readable are indistinguishable, in content and in timing)."""
+    def read() -> DocumentView | None:
+        with svc.pool.handle() as kb:
+            return kb.document(who.actor, document_id)
+
+    started = time.perf_counter()
+    doc = await run_in_threadpool(read)
     if doc is None:
+        await uniform_denial(started)
         raise HTTPException(404, "no such document is available to you")
     return JSONResponse(doc.as_dict())
 

@@ -21,6 +21,7 @@ from ..notify import send_handoff
 from ..routes import HandoffRoute, SmtpSettings
 from ._deps import ERRORS, Caller, Svc
 from ._identity import Principal
+from ._schemas import Problem
 
 router = APIRouter(tags=["retrieval"])
 _TRACE = r"^[0-9a-f]{32}$"
@@ -79,7 +80,9 @@ class HandoffSender:
                             trace_ids=[t for t in body.trace_ids if len(t) == 32]).as_dict()
 
 
-@router.post("/v1/handoff", response_model=HandoffResponse, responses=ERRORS)
+@router.post("/v1/handoff", response_model=HandoffResponse, responses={
+    **ERRORS, 404: {"model": Problem, "description": "this server has no handoff route"},
+    502: {"model": Problem, "description": "the handoff route did not take the message"}})
 def handoff(body: HandoffRequest, who: Caller, svc: Svc) -> Any:
     """Send the question and the conversation so far to a person; returns the reference."""
     if svc.handoff is None:  # this server has no handoff: the resource does not exist here

@@ -25,8 +25,8 @@ from ..routes import HandoffRoute
 from ..sources import Scheduler, drift, sync
 from ..tools import Toolbox
 
-__all__ = ["app_from_env", "build_app", "opener", "require_settings", "run_mcp", "serve",
-           "source_operations", "start_scheduler"]
+__all__ = ["app_from_env", "build_app", "opener", "proxy_options", "require_settings", "run_mcp",
+           "serve", "source_operations", "start_scheduler"]
 
 DB_ENV = "EVIDEX_DB"
 CONFIG_ENV = "EVIDEX_SERVER_CONFIG"
@@ -124,6 +124,16 @@ def app_from_env() -> Any:
     return build_app(os.environ[DB_ENV], os.environ[CONFIG_ENV])
 
 
+def proxy_options(settings: ServerSettings) -> dict[str, Any]:
+    """uvicorn's proxy-header settings for ``settings``: X-Forwarded-For and -Proto are read only
+    from the configured ``trusted_proxies``. uvicorn's own default believes them from
+    127.0.0.1, so any local process (or a proxy passing the header through) could choose the
+    address the failed-credential limit counts against, and get another client blocked."""
+    if not settings.trusted_proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": list(settings.trusted_proxies)}
+
+
 def serve(db: str, config: str | Path, host: str | None = None, port: int | None = None,
           workers: int = 1, schedule: bool = True) -> None:
     """Serve until interrupted; with ``schedule``, this (main) process also runs the
@@ -147,7 +157,8 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
     try:
         uvicorn.run("evidex.server._run:app_from_env", factory=True, host=host, port=port,
                     workers=workers, access_log=False, log_level="warning", server_header=False,
-                    limit_concurrency=512, timeout_keep_alive=15)
+                    limit_concurrency=512, timeout_keep_alive=15,
+                    **proxy_options(settings))
     finally:
         if stop is not None:
             stop.set()

@@ -10,8 +10,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, RootModel, Tag
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    RootModel,
+    StringConstraints,
+    Tag,
+)
 
+from ..kb import QUESTION_LIMITS
+from ..query import DEFAULT_LIMITS
 from ..retrieve import Fusion
 
 __all__ = [
@@ -20,6 +31,7 @@ __all__ = [
     "Citation",
     "DocumentResponse",
     "Filters",
+    "Int",
     "LiveCitation",
     "ResolveBody",
     "ResolveResponse",
@@ -27,10 +39,27 @@ __all__ = [
     "SearchResponse",
     "SyncRequest",
     "ToolCallRequest",
+    "max_quote_chars",
 ]
 
 _NAME = r"^[^\x00-\x1f\x7f]{1,256}$"
+#: What the library accepts as a tag (``model._name``): 1-256 characters, no control
+#: characters, no surrounding white space.
+_TAG = r"^[^\x00-\x1f\x7f\s]([^\x00-\x1f\x7f]{0,254}[^\x00-\x1f\x7f\s])?$"
+_LANGUAGE = r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$"
 _MAX_INT = 2**31 - 1
+
+
+def _integral(value: Any) -> Any:
+    """JSON has one number type: 601.0 is the integer 601 (as JSON Schema's "integer" says);
+    601.5 stays a float and is refused."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: An integer field that accepts integral JSON numbers (601.0) and nothing else (no strings,
+#: no booleans: the models are strict).
+Int = Annotated[int, BeforeValidator(_integral)]
+TagText = Annotated[str, StringConstraints(pattern=_TAG)]
 
 
 class _Request(BaseModel):
@@ -38,8 +67,8 @@ class _Request(BaseModel):
 
 
 class Filters(_Request):
-    language: str | None = Field(default=None, max_length=35, examples=["de"])
-    tags: list[str] = Field(default_factory=list, max_length=32)
+    language: str | None = Field(default=None, max_length=35, pattern=_LANGUAGE, examples=["de"])
+    tags: list[TagText] = Field(default_factory=list, max_length=32)
 
 
 class SearchRequest(_Request):
@@ -48,8 +77,10 @@ class SearchRequest(_Request):
          "filters": {"language": "en", "tags": ["faq"]}, "explain": False},
     ]})
 
-    query: str = Field(max_length=1000, description="words to search for; no operators")
-    top_k: int = Field(default=6, ge=1, le=50)
+    query: str = Field(max_length=DEFAULT_LIMITS.max_chars,
+                       description=f"words to search for (at most {DEFAULT_LIMITS.max_words} distinct "
+                                   "words); no operators")
+    top_k: Int = Field(default=6, ge=1, le=50)
     mode: Literal["hybrid", "keyword", "vector"] = "hybrid"
     match: Literal["any", "all"] = "any"
     filters: Filters | None = None
@@ -60,11 +91,11 @@ class SearchRequest(_Request):
         default=None,
         description="how keyword and vector ranks are fused (adaptive: weights per query); "
                     "default: retrieval.fuse")
-    rrf_k: int | None = Field(default=None, ge=1, le=1000, description="default: retrieval.rrf_k (60)")
-    window: int | None = Field(default=None, ge=1, le=500, description="default: retrieval.window (50)")
+    rrf_k: Int | None = Field(default=None, ge=1, le=1000, description="default: retrieval.rrf_k (60)")
+    window: Int | None = Field(default=None, ge=1, le=500, description="default: retrieval.window (50)")
     alpha: float | None = Field(default=None, ge=0.0, le=1.0,
                                 description="vector weight of convex fusion; default: retrieval.alpha (0.5)")
-    max_per_document: int | None = Field(default=2, ge=1, le=50)
+    max_per_document: Int | None = Field(default=2, ge=1, le=50)
 
     def fusion_over(self, configured: Fusion) -> Fusion:
         """This request's fusion fields over the service's configured fusion."""
@@ -90,10 +121,12 @@ class Citation(_Request):
     document_id: str = Field(pattern=_NAME)
     version: str = Field(pattern=_NAME)
     content_sha256: str = Field(max_length=64)
-    passage: int = Field(ge=0, le=_MAX_INT)
+    passage: Int = Field(ge=0, le=_MAX_INT)
+    #: The HTTP service states (and enforces) a tighter bound derived from its body limit; see
+    #: ``max_quote_chars``.
     quote: str = Field(max_length=200_000)
-    start: int | None = Field(default=None, ge=0, le=_MAX_INT)
-    end: int | None = Field(default=None, ge=0, le=_MAX_INT)
+    start: Int | None = Field(default=None, ge=0, le=_MAX_INT)
+    end: Int | None = Field(default=None, ge=0, le=_MAX_INT)
     heading_path: list[str] = Field(default_factory=list, max_length=64)
     anchor: str | None = Field(default=None, max_length=512)
     title: str | None = Field(default=None, max_length=2048)
@@ -143,8 +176,19 @@ class AnswerRequest(_Request):
         {"question": "Can I return a worn jacket?"},
     ]})
 
-    question: str = Field(max_length=2000)
+    question: str = Field(max_length=QUESTION_LIMITS.max_chars)
     filters: Filters | None = None
+
+
+#: Room a citation's other fields take in a body, besides the quote.
+_CITATION_RESERVE = 16 * 1024
+
+
+def max_quote_chars(max_body_bytes: int) -> int:
+    """The longest quote the service accepts: one that, in characters, can fit the body limit
+    with room for the other fields. A body over the limit is still 413 (a character can take up
+    to 12 bytes of JSON), which the OpenAPI document says."""
+    return max(256, max_body_bytes - _CITATION_RESERVE)
 
 
 class ToolCallRequest(_Request):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import FilesSource, PdfSource, RecordsSource, SourceDefaults, WebSource, WikiSource
-from ..ingest import FORMATS, load_document, split_text
+from ..ingest import FORMATS, load_document, read_file, split_text
 from ..model import (
     Document,
     DocumentError,
@@ -167,8 +167,8 @@ def _stamp(st: os.stat_result, now: float) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
-def _file_reader(path: Path,
-                 parse: Callable[[bytes], Content]) -> Callable[[str | None], Content | NotModified]:
+def _file_reader(path: Path, parse: Callable[[bytes], Content],
+                 max_bytes: int) -> Callable[[str | None], Content | NotModified]:
     def read(previous: str | None) -> Content | NotModified:
         now = time.time()
         try:
@@ -176,7 +176,7 @@ def _file_reader(path: Path,
             stamp = _stamp(st, now)
             if previous and stamp == previous:
                 return NotModified()
-            data = path.read_bytes()
+            data = read_file(path, max_bytes)
         except OSError as exc:
             raise FetchError(f"cannot read {path}: {exc.strerror or exc}") from None
         content = parse(data)
@@ -229,7 +229,7 @@ def files_items(source: FilesSource, on_skip: Callable[[str, str], None]) -> lis
             doc = load_document(data, fmt, defaults, doc_id=doc_id, source_url=url, name=path.name)
             return Content([wiki_page(doc, rel) if isinstance(source, WikiSource) else doc], "")
 
-        items.append(Item(rel, _file_reader(path, parse), path.name if single else None))
+        items.append(Item(rel, _file_reader(path, parse, source.max_bytes), path.name if single else None))
     return items
 
 
@@ -306,7 +306,7 @@ def records_items(source: RecordsSource, on_skip: Callable[[str, str], None]) ->
 
         def parse(data: bytes, label: str = label) -> Content:
             return record_documents(data, source, label)
-        items.append(Item(rel, _file_reader(path, parse), label))
+        items.append(Item(rel, _file_reader(path, parse, source.max_bytes), label))
     return items
 
 

@@ -284,6 +284,12 @@ class Store(Protocol):
 
     def stats(self) -> dict[str, object]: ...
 
+    def integrity(self) -> list[str]:
+        """The database engine's own consistency checks of the store's tables and indexes, one
+        problem a line (empty when there is none); evidex's checks of its content are
+        ``evidex.check``'s."""
+        ...
+
     def record_run(self, run: RunRecord) -> int:
         """Append a sync/drift run record (see ``_runs``); returns its id."""
         ...

@@ -618,6 +618,10 @@ class SQLStore:
                 **self._stats_extra(c, meta),
             }
 
+    def integrity(self) -> list[str]:
+        with self._connection() as c:
+            return self.dialect.integrity(c)
+
     def iter_documents(self, tenant: str | None = None) -> Iterator[StoredDocument]:
         with self._connection() as c:
             rows = (c.execute(f"{DOC_SELECT} ORDER BY tenant, doc_id") if tenant is None else

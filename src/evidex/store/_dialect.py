@@ -87,6 +87,11 @@ class Dialect(Protocol):
         location holds no such store."""
         ...
 
+    def integrity(self, c: Any) -> list[str]:
+        """The engine's own consistency checks of the store's tables and indexes (on a cursor
+        from ``SQLStore._connection``), one problem a line."""
+        ...
+
 
 class VectorStorage(Protocol):
     """Where a backend keeps passage vectors, and how it searches them."""

@@ -33,6 +33,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..model import StoreError
 from ._core import SQLStore
+from ._integrity import postgres_integrity
 from ._location import redacted, split_url
 from ._merger import InlineMerges
 from ._pgvector import HNSW_EF_SEARCH, RowVectors, hnsw_ddl, register_vector
@@ -121,6 +122,9 @@ class PostgresDialect:
             return None
         row = c.execute("SELECT max(version) FROM schema_version").fetchone()
         return int(row[0] or 0) if row else 0
+
+    def integrity(self, c: Any) -> list[str]:
+        return postgres_integrity(c.raw.connection)
 
 
 class PostgresStore(SQLStore):

@@ -21,6 +21,7 @@ import numpy as np
 from ..model import StoreError
 from ._contract import MissingVectors
 from ._core import PendingMerge, SQLStore
+from ._integrity import sqlite_integrity
 from ._merger import InlineMerges, Merger
 from ._segments import PID, decode
 from ._view import SQLView
@@ -92,6 +93,9 @@ class SQLiteDialect:
             return None
         row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         return int(row[0]) if row else None
+
+    def integrity(self, c: Any) -> list[str]:
+        return sqlite_integrity(c)
 
 
 class _SegmentVectors:

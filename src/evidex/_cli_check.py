@@ -1,0 +1,41 @@
+"""``evidex check``: the command-line face of ``KnowledgeBase.check`` (see ``evidex.check``).
+
+``cli`` adds ``check_cmd`` to its commands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .console import JsonOpt, emit, errors, open_kb, safe, state
+from .model import EvidexError
+from .store import is_postgres_url
+
+__all__ = ["check_cmd"]
+
+
+@errors
+def check_cmd(as_json: JsonOpt = False) -> None:
+    """Verify the store end to end (fingerprints, postings, vectors, history, the database's
+    own checks); print each problem with its ids and exit 1 when there is any."""
+    if not is_postgres_url(state.db) and not Path(state.db.removeprefix("sqlite:///")).is_file():
+        raise EvidexError(f"no store at {state.db}")  # opening would create an empty one
+    with open_kb() as kb:
+        report = kb.check()
+    if as_json:
+        emit(report.as_dict())
+    else:
+        for p in report.problems:
+            typer.echo(safe(str(p)))
+        if report.problem_count > len(report.problems):
+            typer.echo(f"... and {report.problem_count - len(report.problems)} more")
+        typer.echo(f"checked {report.documents} documents, {report.passages} passages, "
+                   f"{report.terms} terms, {report.vectors} vectors, {report.history_versions} "
+                   f"superseded versions in {report.seconds:.1f} s: "
+                   + ("no problems" if report.ok else f"{report.problem_count} problem"
+                      + ("s" if report.problem_count > 1 else "")),
+                   err=not report.ok)
+    if not report.ok:
+        raise typer.Exit(1)

@@ -1,0 +1,447 @@
+"""Hostile inputs for the loaders and the configuration loader, and the one check they share.
+
+Used by ``tests/test_fuzz_loaders.py`` (a short run in the suite) and by
+``benchmarks/fuzz_loaders.py`` (a long run, with hypothesis and atheris). A "target" takes bytes
+and either returns or raises; ``run_one`` turns that into an outcome: ``ok``, ``rejected`` (an
+``EvidexError`` whose message is one non-empty line) or a failure (any other exception, a
+message of several lines, or an input that took longer than its time budget).
+
+Seeds are real files made by the tools users have (fpdf2, python-docx, hand-written Markdown,
+HTML and YAML); the strategies mutate them (truncate, flip, splice, repeat) and build inputs no
+tool would write: deep nesting, enormous lines, zip bombs, PDF streams that inflate to
+gigabytes, YAML alias bombs.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from evidex.config import load_config
+from evidex.ingest import load_document, load_paths, split_text
+from evidex.model import EvidexError
+
+DEFAULTS = {"tenant": "acme", "groups": ["staff"]}
+FORMATS = ("markdown", "html", "pdf", "docx", "jsonl", "config")
+
+
+# -- seeds ------------------------------------------------------------------------------------
+
+MARKDOWN = b"""---
+id: policy
+version: "3"
+groups: [staff]
+title: Returns
+---
+# Returns
+
+Items can be returned within **30 days**.
+
+## Exceptions
+
+- worn shoes
+  - unless faulty
+- gift cards
+
+| item | days |
+|------|------|
+| shoes | 14 |
+
+> quoted [link](https://example.com) `code`
+
+```python
+print("x")
+```
+"""
+
+HTML = b"""<!doctype html><html lang="de"><head><meta charset="utf-8"><title>Hilfe</title>
+<style>p{}</style><script>var x = 1;</script></head><body><nav>menu</nav><main>
+<h1 id="a">R\xc3\xbcckgabe</h1><p>Binnen <b>30</b> Tagen.</p><ul><li>eins<ul><li>zwei</li></ul></li></ul>
+<table><tr><th>A</th><th>B</th></tr><tr><td>1</td><td>2</td></tr></table>
+<pre>code
+block</pre><section id="s"><h2>Teil</h2><p>Text &amp; mehr</p></section></main></body></html>
+"""
+
+JSONL = (b'{"id": "r1", "text": "first record", "title": "One", "tags": ["a"]}\n'
+         b'{"id": "r2", "text": "second", "version": "2", "language": "en"}\n')
+
+CONFIG = b"""sources:
+  - id: help
+    type: files
+    path: ./help
+    include: ["**/*.md"]
+    tenant: acme
+    groups: [customers]
+    visibility: public
+  - id: site
+    type: web
+    urls: ["https://help.example.com/a"]
+    tenant: acme
+    groups: [customers]
+retrieval: { analyzer: exact, fuse: rrf, top_k: 6 }
+answer: { generator: extractive, handoff: "support@example.com" }
+server:
+  api_keys:
+    - { key_sha256: "%s", tenant: acme, groups: [staff] }
+""" % (b"ab" * 32)
+
+
+@cache
+def pdf_seed() -> bytes:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=12)
+    for page in ("Warranty lasts two years.", "Returns within 30 days.\n\nSecond paragraph."):
+        pdf.add_page()
+        pdf.multi_cell(0, 8, page)
+    pdf.set_title("Policy")
+    return bytes(pdf.output())
+
+
+@cache
+def docx_seed() -> bytes:
+    import docx
+
+    d = docx.Document()
+    d.core_properties.title = "Care"
+    d.add_heading("Garantie", level=1)
+    d.add_paragraph("Wash cold.")
+    d.add_paragraph("first", style="List Bullet")
+    table = d.add_table(rows=2, cols=2)
+    table.cell(0, 0).text, table.cell(1, 1).text = "head", "cell"
+    buf = io.BytesIO()
+    d.save(buf)
+    return buf.getvalue()
+
+
+def seed(fmt: str) -> bytes:
+    return {"markdown": lambda: MARKDOWN, "html": lambda: HTML, "pdf": pdf_seed, "docx": docx_seed,
+            "jsonl": lambda: JSONL, "config": lambda: CONFIG}[fmt]()
+
+
+# -- hostile constructions --------------------------------------------------------------------
+
+def zip_with(entries: dict[str, bytes], *, level: int = 9) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=level) as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+def _docx_parts() -> dict[str, bytes]:
+    with zipfile.ZipFile(io.BytesIO(docx_seed())) as z:
+        return {n: z.read(n) for n in z.namelist()}
+
+
+def docx_bomb(unpacked_mib: int = 1024) -> bytes:
+    """A valid Word package whose document part inflates from about a megabyte to
+    ``unpacked_mib`` MiB of XML white space."""
+    parts = _docx_parts()
+    body = parts["word/document.xml"]
+    filler = b" " * (1024 * 1024)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        for name, data in parts.items():
+            if name != "word/document.xml":
+                z.writestr(name, data)
+        info = zipfile.ZipInfo("word/document.xml")
+        info.compress_type = zipfile.ZIP_DEFLATED  # a ZipInfo alone means stored, not a bomb
+        with z.open(info, "w", force_zip64=True) as w:
+            cut = body.index(b"<w:body>")
+            w.write(body[:cut])
+            for _ in range(unpacked_mib):
+                w.write(filler)
+            w.write(body[cut:])
+    return buf.getvalue()
+
+
+def docx_deep(depth: int = 100_000) -> bytes:
+    parts = _docx_parts()
+    body = parts["word/document.xml"]
+    cut = body.index(b"<w:body>") + len(b"<w:body>")
+    nested = b"<w:p>" * depth + b"</w:p>" * depth
+    return zip_with({**parts, "word/document.xml": body[:cut] + nested + body[cut:]})
+
+
+def docx_entities() -> bytes:
+    """Billion laughs inside the document part (entities must never be expanded)."""
+    parts = _docx_parts()
+    body = parts["word/document.xml"]
+    decl = body.index(b"?>") + 2
+    dtd = b'<!DOCTYPE w:document [<!ENTITY a0 "lol">' + b"".join(
+        b'<!ENTITY a%d "%s">' % (i, b"&a%d;" % (i - 1) * 10) for i in range(1, 10)) + b"]>"
+    text = body[:decl] + dtd + body[decl:]
+    text = text.replace(b"Wash cold.", b"&a9;")
+    return zip_with({**parts, "word/document.xml": text})
+
+
+def docx_many_entries(n: int = 20_000) -> bytes:
+    return zip_with({**_docx_parts(), **{f"word/media/x{i}.bin": b"" for i in range(n)}})
+
+
+def pdf_stream_bomb(unpacked_mib: int = 1024) -> bytes:
+    """A PDF whose one page's content stream inflates to ``unpacked_mib`` MiB."""
+    comp = zlib.compressobj(9)
+    chunk = b"0 0 m\n" * (1024 * 1024 // 6)
+    raw = b"".join(comp.compress(chunk) for _ in range(unpacked_mib)) + comp.flush()
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(raw) + raw + b"\nendstream"]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for i, o in enumerate(objs, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + o + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+    return bytes(out)
+
+
+def pdf_deep(depth: int = 50_000) -> bytes:
+    base = pdf_seed()
+    return base.replace(b"/MediaBox", b"/Junk " + b"[" * depth + b"]" * depth + b" /MediaBox", 1)
+
+
+def yaml_alias_bomb(levels: int = 9) -> bytes:
+    lines = ["a0: &a0 [" + ", ".join(["lol"] * 10) + "]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, levels + 1)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+#: (format, name) -> a builder of one hostile input: the named cases every run includes.
+SPECIAL: dict[tuple[str, str], Callable[[], bytes]] = {
+    ("markdown", "deep-quotes"): lambda: b"> " * 100_000 + b"x\n",
+    ("markdown", "deep-lists"): lambda: b"".join(b"  " * i + b"- x\n" for i in range(2_000)),
+    ("markdown", "brackets"): lambda: b"[" * 200_000 + b"x" + b"]" * 200_000,
+    ("markdown", "long-line"): lambda: b"word " * 2_000_000,
+    ("markdown", "headings"): lambda: b"".join(b"#" * (i % 7 + 1) + b" h%d\n\n" % i for i in range(50_000)),
+    ("markdown", "front-matter-bomb"): lambda: b"---\n" + yaml_alias_bomb() + b"---\nbody\n",
+    ("markdown", "front-matter-deep"): lambda: b"---\ntags: " + b"[" * 5_000 + b"]" * 5_000 + b"\n---\nx\n",
+    ("markdown", "nul-and-surrogate-escapes"): lambda: b"text \x00 more \xed\xa0\x80 end",
+    ("html", "deep-divs"): lambda: b"<main>" + b"<div>" * 100_000 + b"x" + b"</div>" * 100_000,
+    ("html", "deep-inline"): lambda: b"<p>" + b"<b>" * 100_000 + b"x",
+    ("html", "deep-lists"): lambda: b"<ul>" + b"<li><ul>" * 50_000 + b"x",
+    ("html", "deep-table"): lambda: b"<table><tr><td>" * 20_000 + b"x",
+    ("html", "wide-table"): lambda: b"<table>" + b"<tr>" + b"<td>c</td>" * 200_000 + b"</tr></table>",
+    ("html", "many-headings"): lambda: b"".join(b"<h%d>t%d</h%d>" % (i % 6 + 1, i, i % 6 + 1)
+                                                for i in range(100_000)),
+    ("html", "bogus-charset"): lambda: b'<meta charset="x-nope"><p>caf\xe9 \xff\xfe</p>',
+    ("html", "utf16-bom"): lambda: "\ufeff<p>hallo</p>".encode("utf-16-le"),
+    ("pdf", "stream-bomb"): pdf_stream_bomb,
+    ("pdf", "deep-arrays"): pdf_deep,
+    ("pdf", "header-only"): lambda: b"%PDF-1.7\n",
+    ("docx", "zip-bomb"): docx_bomb,
+    ("docx", "zip-bomb-under-limit"): lambda: docx_bomb(120),
+    ("docx", "deep-xml"): docx_deep,
+    ("docx", "billion-laughs"): docx_entities,
+    ("docx", "many-entries"): docx_many_entries,
+    ("docx", "not-a-zip"): lambda: b"PK\x03\x04" + b"\x00" * 100,
+    ("docx", "empty-zip"): lambda: zip_with({}),
+    ("jsonl", "deep-json"): lambda: b"[" * 100_000 + b"]" * 100_000 + b"\n",
+    ("jsonl", "deep-object"): lambda: (b'{"id": "x", "text": ' + b'{"a":' * 50_000 + b"1"
+                                       + b"}" * 50_001 + b"\n"),
+    ("jsonl", "huge-int"): lambda: b'{"id": "x", "text": "t", "version": ' + b"9" * 100_000 + b"}\n",
+    ("jsonl", "lone-surrogate"): lambda: b'{"id": "x", "text": "bad \\ud800 text"}\n',
+    ("jsonl", "nan"): lambda: b'{"id": NaN, "text": Infinity}\n',
+    ("jsonl", "many-lines"): lambda: b"".join(b'{"id": "r%d", "text": "t %d"}\n' % (i, i)
+                                              for i in range(50_000)),
+    ("config", "alias-bomb"): yaml_alias_bomb,
+    ("config", "alias-cycle"): lambda: b"a: &a [*a]\n",
+    ("config", "deep"): lambda: b"x: " + b"[" * 100_000 + b"]" * 100_000 + b"\n",
+    ("config", "deep-block"): lambda: b"".join(b"  " * i + b"k%d:\n" % i for i in range(5_000)),
+    ("config", "big"): lambda: b"sources: [" + b"{id: a, type: files, path: x}, " * 100_000 + b"]\n",
+    ("config", "tags"): lambda: b"x: !!python/object/apply:os.system ['true']\n",
+    ("config", "binary"): lambda: bytes(range(256)) * 10,
+}
+
+
+# -- targets ----------------------------------------------------------------------------------
+
+def _document(fmt: str) -> Callable[[bytes], object]:
+    def load(data: bytes) -> object:
+        doc = load_document(data, fmt, DEFAULTS, doc_id="fuzz", name="fuzz." + fmt)
+        for mode in ("heading", "paragraph", "document"):
+            for p in split_text(doc.text, mode, sections=doc.sections):
+                assert doc.text[p.start:p.end] == p.text
+        return doc
+    return load
+
+
+def _jsonl(data: bytes) -> object:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fuzz.jsonl"
+        path.write_bytes(data)
+        result = load_paths([path], DEFAULTS)
+    for r in result.rejected:
+        if not r.reason or "\n" in r.reason:
+            raise AssertionError(f"a rejection that is not one line: {r.reason!r}")
+    return result
+
+
+def _config(data: bytes) -> object:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fuzz.yaml"
+        path.write_bytes(data)
+        return load_config(path)
+
+
+TARGETS: dict[str, Callable[[bytes], object]] = {
+    "markdown": _document("markdown"), "html": _document("html"), "pdf": _document("pdf"),
+    "docx": _document("docx"), "jsonl": _jsonl, "config": _config,
+}
+
+
+@dataclass
+class Outcome:
+    kind: str  # "ok", "rejected" or "failure"
+    detail: str
+    seconds: float
+
+
+def run_one(fmt: str, data: bytes, budget_s: float = 20.0) -> Outcome:
+    """Run one input through one target. Configuration errors may be several lines (one per
+    problem, the first naming how many); every other rejection must be one line."""
+    t0 = time.perf_counter()
+    try:
+        TARGETS[fmt](data)
+        kind, detail = "ok", ""
+    except EvidexError as exc:
+        message = str(exc)
+        lines = message.splitlines()
+        header_only = fmt != "config" or len(lines) == 1 or "more)" in lines[0]
+        if not message.strip() or not header_only or (fmt != "config" and len(lines) != 1):
+            kind, detail = "failure", f"not a one-line error: {message[:300]!r}"
+        else:
+            kind, detail = "rejected", lines[0][:200]
+    except Exception as exc:
+        kind, detail = "failure", f"{type(exc).__name__}: {str(exc)[:300]}"
+    seconds = time.perf_counter() - t0
+    if kind != "failure" and seconds > budget_s:
+        kind, detail = "failure", f"took {seconds:.1f} s (budget {budget_s} s): {detail}"
+    return Outcome(kind, detail, seconds)
+
+
+_CHILD = """
+import json, sys
+sys.path.insert(0, {tests!r})
+import fuzz_inputs as fz
+# VmHWM, not ru_maxrss: Linux carries the parent's peak into a child's ru_maxrss across exec.
+hwm = lambda: int(next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:")))
+fz.run_one({fmt!r}, fz.seed({fmt!r}))  # the loader's imports and caches, before measuring
+base = hwm()
+data = open({path!r}, "rb").read()
+o = fz.run_one({fmt!r}, data, budget_s={budget!r})
+peak = hwm()
+print(json.dumps({{"kind": o.kind, "detail": o.detail, "seconds": round(o.seconds, 2),
+                  "base_rss_mb": round(base / 1024, 1), "peak_rss_mb": round(peak / 1024, 1)}}))
+"""
+
+
+def run_isolated(fmt: str, data: bytes, budget_s: float = 20.0,
+                 timeout_s: float = 600.0) -> dict[str, object]:
+    """``run_one`` in a fresh process, with that process's peak resident memory before and
+    after the input (the loader's share, apart from building the input). A process killed at
+    ``timeout_s`` is a failure."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "input"
+        path.write_bytes(data)
+        code = _CHILD.format(tests=str(Path(__file__).parent), path=str(path), fmt=fmt, budget=budget_s)
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return {"kind": "failure", "detail": f"killed after {timeout_s} s", "input_bytes": len(data)}
+    row: dict[str, object] = {"input_bytes": len(data)}
+    try:
+        row.update(json.loads(out.decode().strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        row.update({"kind": "failure", "detail": f"exited {proc.returncode}: {err.decode()[-300:]}"})
+    return row
+
+
+# -- hypothesis strategies --------------------------------------------------------------------
+
+def mutations(base: bytes) -> st.SearchStrategy[bytes]:
+    """Truncations, byte flips, splices and repeats of ``base``."""
+    n = len(base)
+    cut = st.integers(0, n).map(lambda i: base[:i])
+    flip = st.lists(st.tuples(st.integers(0, max(0, n - 1)), st.integers(0, 255)), min_size=1,
+                    max_size=20).map(lambda fl: _flip(base, fl))
+    splice = st.tuples(st.integers(0, n), st.binary(max_size=64)).map(
+        lambda t: base[:t[0]] + t[1] + base[t[0]:])
+    repeat = st.tuples(st.integers(0, n), st.integers(0, n), st.integers(2, 200)).map(
+        lambda t: base[:min(t)] + base[min(t):max(t)] * t[2] + base[max(t):])
+    return st.one_of(cut, flip, splice, repeat)
+
+
+def _flip(base: bytes, flips: list[tuple[int, int]]) -> bytes:
+    b = bytearray(base)
+    for i, v in flips:
+        if b:
+            b[i % len(b)] = v
+    return bytes(b)
+
+
+_MD_ATOMS = ["#", "##", "> ", "- ", "1. ", "* ", "`", "```", "|", "---", "[", "](", ")", "\n", "\n\n",
+             "**", "_", "<div>", "</div>", "&amp;", "\t", "    ", "word", "Wort", "\u2028", "\r", "\ufeff"]
+_HTML_TAGS = ["p", "div", "main", "article", "h1", "h2", "h6", "ul", "ol", "li", "table", "tr", "td", "th",
+              "thead", "pre", "br", "b", "a", "nav", "script", "style", "section", "span", "template",
+              "svg", "math", "select", "iframe", "noscript"]
+
+
+def _html_piece() -> st.SearchStrategy[str]:
+    tag = st.sampled_from(_HTML_TAGS)
+    attrs = st.sampled_from(["", ' id="a"', " hidden", ' style="display:none"', ' class="sr-only"',
+                             ' role="main"', ' id=""', ' lang="xx-"', ' name="n"'])
+    oddities = st.sampled_from(["&", "&#0;", "&#xD800;", "<!--", "-->", "<!doctype", "<?xml", "]]>",
+                                "\x00", "<", ">"])
+    return st.one_of(st.builds(lambda t, a: f"<{t}{a}>", tag, attrs), tag.map(lambda t: f"</{t}>"),
+                     st.text(max_size=20), oddities)
+
+
+def generated(fmt: str) -> st.SearchStrategy[bytes]:
+    """Inputs built from a format's own pieces (not only mutations of a seed)."""
+    if fmt == "markdown":
+        return st.lists(st.sampled_from(_MD_ATOMS) | st.text(max_size=15), max_size=80).map(
+            lambda xs: "".join(xs).encode("utf-8", "surrogatepass"))
+    if fmt == "html":
+        return st.lists(_html_piece(), max_size=120).map(
+            lambda xs: "".join(xs).encode("utf-8", "surrogatepass"))
+    if fmt == "jsonl":
+        values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+                              lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+                                  st.sampled_from(["id", "text", "title", "tags", "groups", "version",
+                                                   "visibility", "language", "published_at", "x"]),
+                                  inner, max_size=6), max_leaves=12)
+        return st.lists(values, max_size=8).map(
+            lambda rows: "\n".join(json.dumps(r) for r in rows).encode())
+    if fmt == "config":
+        keys = st.sampled_from(["sources", "defaults", "retrieval", "answer", "server", "freshness", "id",
+                                "type", "path", "tenant", "groups", "top_k", "api_keys", "urls", "x"])
+        values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+                              lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner,
+                                                                                          max_size=5),
+                              max_leaves=15)
+        return st.dictionaries(keys, values, max_size=6).map(lambda d: json.dumps(d).encode())
+    return st.binary(max_size=2048)
+
+
+def inputs(fmt: str) -> st.SearchStrategy[bytes]:
+    return st.one_of(mutations(seed(fmt)), generated(fmt))

@@ -1,0 +1,59 @@
+"""Loader fuzzing, the short run of ``make test`` (the long one is ``benchmarks/fuzz_loaders.py``).
+
+Every input to the Markdown, HTML, PDF, Word and JSONL loaders and to the configuration loader
+either loads or is refused with a one-line ``EvidexError`` (``fuzz_inputs.run_one``): never
+another exception, never a multi-line message, never minutes of work. Hypothesis runs
+derandomized (the same inputs every run); the named hostile inputs are the benchmark's, the
+memory-hungry ones in a process of their own whose peak memory is bounded.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import fuzz_inputs as fz
+
+SHORT = settings(max_examples=30, derandomize=True, deadline=None, database=None,
+                 suppress_health_check=list(HealthCheck))
+
+#: Named inputs whose loader could take memory in proportion to what they unpack or declare:
+#: run in a child process, whose peak resident memory after the input must stay under this
+#: much above what it had before the input.
+MEMORY: dict[tuple[str, str], float] = {
+    ("docx", "zip-bomb"): 200.0,
+    ("docx", "zip-bomb-under-limit"): 400.0,
+    ("pdf", "stream-bomb"): 400.0,
+    ("markdown", "long-line"): 600.0,
+    ("config", "alias-bomb"): 200.0,
+}
+#: Named inputs that take long to build or parse at full size; the benchmark runs those.
+SLOW = {("html", "many-headings"), ("markdown", "headings"), ("jsonl", "many-lines")}
+
+
+@pytest.mark.parametrize("fmt", fz.FORMATS)
+def test_mutated_and_generated_inputs_load_or_get_one_line_errors(fmt: str) -> None:
+    @SHORT
+    @given(fz.inputs(fmt))
+    def run(data: bytes) -> None:
+        outcome = fz.run_one(fmt, data, budget_s=30)
+        assert outcome.kind != "failure", outcome.detail
+
+    run()
+
+
+NAMED = [k for k in fz.SPECIAL if k not in MEMORY and k not in SLOW]
+
+
+@pytest.mark.parametrize(("fmt", "name"), NAMED, ids=[f"{f}-{n}" for f, n in NAMED])
+def test_named_hostile_input(fmt: str, name: str) -> None:
+    outcome = fz.run_one(fmt, fz.SPECIAL[(fmt, name)](), budget_s=30)
+    assert outcome.kind != "failure", outcome.detail
+
+
+@pytest.mark.parametrize(("fmt", "name"), list(MEMORY), ids=[f"{f}-{n}" for f, n in MEMORY])
+def test_bombs_are_refused_in_bounded_memory(fmt: str, name: str) -> None:
+    row = fz.run_isolated(fmt, fz.SPECIAL[(fmt, name)](), budget_s=60, timeout_s=300)
+    assert row["kind"] != "failure", row["detail"]
+    grew = float(row["peak_rss_mb"]) - float(row["base_rss_mb"])  # type: ignore[arg-type]
+    assert grew < MEMORY[(fmt, name)], row
