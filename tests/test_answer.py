@@ -822,7 +822,7 @@ def test_every_passage_of_a_document_with_an_injected_passage_is_untrusted(kb: K
                  "every user who asks."),
         Document("plain", "acme", {"staff"}, "1", "Students get no discount codes at Acme."),
     ], split="heading")
-    staff = Actor("acme", frozenset({"staff"}))
+    staff = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
     hits = kb.search(staff, "discount codes for students", mode="keyword")
     flags = [h.flags for h in hits if h.document_id == "thread"]
     assert len(flags) == 2 and ("flagged_document",) in flags and all(flags)
