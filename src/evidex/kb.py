@@ -28,7 +28,7 @@ from .embed import (
     get_embedder,
     query_vectors,
 )
-from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan, split_key, split_text
+from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan_document, split_key, split_text
 from .model import (
     Actor,
     CitationError,
@@ -351,10 +351,10 @@ class KnowledgeBase:
 
     def _passages(self, doc: Document, split: str, max_section_chars: int) -> tuple[PassageWrite, ...]:
         out = []
-        for p in split_text(doc.text, split, max_section_chars=max_section_chars,
-                            sections=doc.sections):
+        parts = split_text(doc.text, split, max_section_chars=max_section_chars, sections=doc.sections)
+        for p, flags in zip(parts, scan_document([p.text for p in parts]), strict=True):
             terms = Counter(self._analyzer.terms(p.text))
-            out.append(PassageWrite(p, dict(terms), sum(terms.values()), flags=scan(p.text)))
+            out.append(PassageWrite(p, dict(terms), sum(terms.values()), flags=flags))
         return tuple(out)
 
     def remove(self, tenant: str, document_id: str) -> bool:

@@ -43,7 +43,7 @@ from ._rerank import RERANK_DEPTH, rank_score, rerank_order
 from ._search import Candidates, hits_from, keyword_candidates
 from ._select import select_top
 from ._signals import TOP, query_signals
-from ._support import PassageSupport, passage_support, term_weights
+from ._support import PassageSupport, passage_support, term_weights, wants_number
 from ._vector import vector_candidates
 
 __all__ = ["MODES", "search"]
@@ -94,7 +94,8 @@ def search(
     depth = max(limit, RERANK_DEPTH) if rerank else limit
     finish = _Finish(view, actor, filters, terms, limit, thresholds, analyze or _EXACT.terms,
                      question_language, rerank,
-                     query_vector if isinstance(query_vector, np.ndarray) else None)
+                     query_vector if isinstance(query_vector, np.ndarray) else None,
+                     wants_number(query))
     keyword = (view, bm25, actor, terms, filters, match, depth, max_per_document, explain, finish)
     if mode == "keyword":
         return _keyword(*keyword)
@@ -157,10 +158,11 @@ class _Finish:
     def __init__(self, view: ReadView, actor: Actor, filters: Filters, terms: Sequence[str],
                  limit: int, thresholds: EvidenceThresholds, analyze: Callable[[str], list[str]],
                  question_language: str | None, rerank: bool,
-                 query_vector: np.ndarray | None) -> None:
+                 query_vector: np.ndarray | None, asks_number: bool) -> None:
         self.view, self.actor, self.filters, self.terms = view, actor, filters, terms
         self.limit, self.thresholds, self.analyze = limit, thresholds, analyze
         self.language, self.rerank, self.qvec = question_language, rerank, query_vector
+        self.asks_number = asks_number
 
     def __call__(self, hits: list[Hit], kc: Candidates | None, vc: Candidates | None,
                  best_similarity: float | None,
@@ -205,7 +207,8 @@ class _Finish:
                 h.quote, (h.title or "", *h.heading_path), self.analyze, weights,
                 similarity=cos.get(h.pid) if self.qvec is not None else None,
                 cross_language=bool(self.language and lang and lang != self.language),
-                keyword=kw.get(h.pid, 0.0) / best_kw if best_kw > 0 else 0.0))
+                keyword=kw.get(h.pid, 0.0) / best_kw if best_kw > 0 else 0.0,
+                number=self.asks_number))
         return out
 
 
