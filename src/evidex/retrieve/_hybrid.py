@@ -37,7 +37,7 @@ from ._access import allowed_signatures
 from ._adaptive import LegWeights, leg_weights
 from ._bm25 import BM25
 from ._deadline import Deadline, Fallback
-from ._evidence import EvidenceThresholds, with_evidence
+from ._evidence import DECIDE_DEPTH, EvidenceThresholds, with_evidence
 from ._fusion import Fusion, Leg, fuse
 from ._rerank import RERANK_DEPTH, rank_score, rerank_order
 from ._search import Candidates, hits_from, keyword_candidates
@@ -53,9 +53,6 @@ MODES = ("hybrid", "keyword", "vector")
 _GROWTH = 4
 _NO_FILTERS = Filters()
 _FUSION = Fusion()
-#: How many of the best hits the evidence is measured on when the ranker does not run (a
-#: search for 100 hits need not read 100 passages again to say whether the best ones answer).
-EVIDENCE_DEPTH = 10
 
 
 def search(
@@ -167,7 +164,9 @@ class _Finish:
     def __call__(self, hits: list[Hit], kc: Candidates | None, vc: Candidates | None,
                  best_similarity: float | None,
                  term_pids: Mapping[str, np.ndarray] | None) -> SearchResults:
-        measured = hits if self.rerank else hits[:min(self.limit, EVIDENCE_DEPTH)]
+        # Without the ranker only the passages the decision reads are measured (DECIDE_DEPTH): a
+        # search for 10 or 100 hits need not read every passage again sentence by sentence.
+        measured = hits if self.rerank else hits[:min(self.limit, DECIDE_DEPTH)]
         support = self._support(measured, kc, vc, term_pids)
         if self.rerank and hits:
             t = self.thresholds

@@ -69,6 +69,7 @@ def has_number(text: str) -> bool:
     return bool(_NUMBER.search(text))
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(term: str) -> str:
     """The analyzer's term without one plural or inflection ending (when three letters remain),
     cut to five letters; numbers stay whole ("2014" is not "2015")."""
@@ -156,13 +157,21 @@ def is_title_line(text: str, start: int, end: int, first: bool, titles: Iterable
     return first and end < len(text.rstrip()) and len(_WORDS.findall(s)) <= _TITLE_WORDS
 
 
-def passage_support(text: str, titles: Iterable[str], analyze: Analyze,
-                    weights: Mapping[str, float], *, similarity: float | None,
-                    cross_language: bool, keyword: float, number: bool = False) -> PassageSupport:
-    """The lexical evidence of one passage for a question with the given ``weights``;
-    ``number``: the question asks for one (``wants_number``)."""
-    titles = tuple(titles)
-    title_stems = {stem(t) for title in titles for t in analyze(title)}
+@dataclass(frozen=True, slots=True)
+class _Analysed:
+    """What a passage says independently of any question: the stems of its title and heading
+    path, of its whole text, and of each sentence that may be quoted (start, end, stems)."""
+
+    title_stems: frozenset[str]
+    everything: frozenset[str]
+    sentences: tuple[tuple[int, int, frozenset[str]], ...]
+
+
+@lru_cache(maxsize=4096)
+def _analysed(text: str, titles: tuple[str, ...], analyze: Analyze) -> _Analysed:
+    """Cached: the best passages of one query are often the best of the next, and reading a
+    passage's sentences is most of what measuring its support costs."""
+    title_stems = frozenset(stem(t) for title in titles for t in analyze(title))
     sentences = []
     everything: set[str] = set()
     for i, (s, e) in enumerate(sentence_spans(text)):
@@ -170,13 +179,24 @@ def passage_support(text: str, titles: Iterable[str], analyze: Analyze,
         everything |= stems
         if len(_WORDS.findall(text[s:e])) < 3 or is_title_line(text, s, e, i == 0, titles):
             continue
-        sentences.append(SentenceMatch(s, e, coverage(stems | title_stems, weights), stems))
+        sentences.append((s, e, stems))
+    return _Analysed(title_stems, frozenset(everything), tuple(sentences))
+
+
+def passage_support(text: str, titles: Iterable[str], analyze: Analyze,
+                    weights: Mapping[str, float], *, similarity: float | None,
+                    cross_language: bool, keyword: float, number: bool = False) -> PassageSupport:
+    """The lexical evidence of one passage for a question with the given ``weights``;
+    ``number``: the question asks for one (``wants_number``)."""
+    a = _analysed(text, tuple(titles), analyze)
+    sentences = [SentenceMatch(s, e, coverage(stems | a.title_stems, weights), stems)
+                 for s, e, stems in a.sentences]
     best = max((m.coverage for m in sentences), default=0.0)
     typed = not number or any(has_number(text[m.start:m.end]) for m in sentences
                               if m.coverage > 0 and m.coverage >= 0.5 * best)
     return PassageSupport(
         similarity=similarity, cross_language=cross_language,
-        coverage=coverage(everything, weights), sentence_coverage=best,
-        title_coverage=coverage(title_stems, weights), keyword=keyword,
-        sentences=tuple(sentences), weights=weights, context=frozenset(title_stems), typed=typed,
+        coverage=coverage(a.everything, weights), sentence_coverage=best,
+        title_coverage=coverage(a.title_stems, weights), keyword=keyword,
+        sentences=tuple(sentences), weights=weights, context=a.title_stems, typed=typed,
     )
