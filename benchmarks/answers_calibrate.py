@@ -63,6 +63,7 @@ class Table:
         self.cross = np.zeros((n, k), dtype=bool)
         self.expected = np.zeros((n, k), dtype=bool)
         self.present = np.zeros((n, k), dtype=bool)
+        self.typed = np.zeros((n, k), dtype=bool)
         for i, (_, _, expected, ranked) in enumerate(rows):
             for j, (doc, p) in enumerate(ranked[:k]):
                 self.present[i, j] = True
@@ -70,15 +71,16 @@ class Table:
                 self.cov[i, j] = p.sentence_coverage
                 self.cross[i, j] = p.cross_language
                 self.expected[i, j] = doc in expected
+                self.typed[i, j] = p.typed
 
     def passing(self, t: EvidenceThresholds) -> np.ndarray:
         """``supports`` for every passage at once (kept equal to it by test_answers_decision)."""
         if np.isnan(self.sim).all():
-            return self.present & (self.cov >= t.keyword_coverage)
+            return self.present & self.typed & (self.cov >= t.keyword_coverage)
         same = self.sim + t.coverage_weight * self.cov >= t.answer_similarity
         cross = (self.sim + t.cross_offset + t.cross_coverage_weight * self.cov
                  >= t.cross_similarity)
-        return self.present & np.where(self.cross, cross, same)
+        return self.present & self.typed & np.where(self.cross, cross, same)
 
 
 def rates(table: Table, t: EvidenceThresholds) -> dict[tuple[str, str], float]:

@@ -28,11 +28,14 @@ from evidex.answer import (
 )
 from evidex.query import get_analyzer
 from evidex.retrieve import (
+    DECIDE_DEPTH,
     EVIDENCE_THRESHOLDS,
     EvidenceThresholds,
     PassageSupport,
     coverage,
+    evidence_level,
     guess_language,
+    has_number,
     passage_support,
     rank_score,
     rerank_order,
@@ -40,6 +43,7 @@ from evidex.retrieve import (
     stem,
     supports,
     term_weights,
+    wants_number,
 )
 
 EN = get_analyzer("english")
@@ -98,13 +102,62 @@ def test_the_calibration_table_agrees_with_supports() -> None:
     rng = __import__("random").Random(7)
     rows = []
     for i in range(300):
-        ranked = [(f"d{j}", support(rng.uniform(0.75, 0.95), rng.random(), rng.random() < 0.3))
+        ranked = [(f"d{j}", dataclasses.replace(
+            support(rng.uniform(0.75, 0.95), rng.random(), rng.random() < 0.3), typed=rng.random() < 0.8))
                   for j in range(3)]
         rows.append(("s", "ooc" if i % 3 == 0 else "wh", frozenset({"d0"}), ranked))
     table = Table(rows)
     got = table.passing(T)
     want = [[supports(p, T) for _, p in ranked] for *_, ranked in rows]
     assert got.tolist() == want
+
+
+@pytest.mark.parametrize(("question", "asks"), [
+    ("How many days do I have to return an item?", True),
+    ("how much does shipping to Austria cost", True),
+    ("When does the Hamburg store open on Sundays?", True),
+    ("In which year was the company founded?", True),
+    ("Wie viele Tage habe ich für die Rücksendung?", True),
+    ("Wann öffnet die Filiale in Wien?", True),
+    ("Was kostet der Versand nach Österreich?", True),
+    ("How do I return an item?", False),
+    ("Can I return a worn jacket?", False),
+    ("Which instrument did Einstein play?", False),
+    ("Wie kann ich mein Passwort ändern?", False),
+    ("Hot Five recordings years", False),
+])
+def test_questions_that_ask_for_a_number(question: str, asks: bool) -> None:
+    assert wants_number(question) is asks
+
+
+@pytest.mark.parametrize(("text", "number"), [
+    ("You have 30 days.", True), ("Returns are free within two weeks.", True),
+    ("Sie haben zwei Wochen Zeit.", True), ("Open from 9:00.", True),
+    ("Worn jackets cannot be returned.", False), ("Die Filiale liegt am Hafen.", False),
+])
+def test_numbers_in_sentences(text: str, number: bool) -> None:
+    assert has_number(text) is number
+
+
+def test_a_number_question_is_not_supported_by_a_passage_without_one() -> None:
+    """On topic, every word covered, as similar as can be: a passage that states no number
+    does not answer "how many"; the same passage answers a question that asks for no number."""
+    w = term_weights(EN.query_terms(["how", "many", "bridges", "hamburg"]), {}, 10, EN.terms)
+    text = "Hamburg has many bridges over its canals and rivers."
+    no = passage_support(text, (), EN.terms, w, similarity=0.99, cross_language=False, keyword=1.0,
+                         number=True)
+    assert not no.typed and not supports(no, T)
+    plain = passage_support(text, (), EN.terms, w, similarity=0.99, cross_language=False, keyword=1.0)
+    assert plain.typed and supports(plain, T)
+    yes = passage_support("Hamburg has about 2,500 bridges.", (), EN.terms, w, similarity=0.99,
+                          cross_language=False, keyword=1.0, number=True)
+    assert yes.typed and supports(yes, T)
+
+
+def test_only_the_best_ranked_passages_can_support_answering() -> None:
+    weak, strong = support(0.5, 0.0), support(0.99, 1.0)
+    assert evidence_level([weak] * (DECIDE_DEPTH - 1) + [strong], T) == "strong"
+    assert evidence_level([weak] * DECIDE_DEPTH + [strong], T) == "weak"
 
 
 # -- the evidence: weights, coverage, sentences ---------------------------------------------------
@@ -207,6 +260,13 @@ def test_quotes_the_sentence_that_answers_and_its_condition() -> None:
     out = extractive_answer(srcs, sup)
     assert out == {"answer": "Worn jackets cannot be returned. [1] Unless they arrived damaged, "
                              "that is final. [1]", "citations": [1]}
+
+
+def test_a_number_question_quotes_the_sentence_with_the_number() -> None:
+    srcs, sup = sources_for(["how", "long", "returns", "window"], [
+        "The returns window is generous. You can return items within 30 days of delivery."])
+    assert extractive_answer(srcs, sup)["answer"] == "The returns window is generous. [1]"
+    assert "within 30 days of delivery. [1]" in extractive_answer(srcs, sup, number=True)["answer"]
 
 
 def test_only_supporting_passages_are_quoted() -> None:

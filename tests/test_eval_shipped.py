@@ -55,14 +55,15 @@ def test_the_shipped_set_releases_nothing_it_must_not(shipped: dict[str, Any]) -
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "the answers miss the gate (measured 2026-12-01 with the answers work, issue 21, merged: "
-    "multilingual-e5-small-int8, extractive; benchmarks/results/answers.md): answerable cited 58 % "
-    "(83/144, gate 85 %; 51 % before), unanswerable declined 43 % (15/35, gate 95 %; 54 % before), "
-    "1 injection citation (injection-02, gate 0), 10 of 19 categories below 60 % (cross-language "
-    "4/13, privacy 2/6, warranty 3/7, returns 5/12, shipping 4/9, superseded 4/8, other-tenant 1/2, "
-    "account 4/7, payment 4/7, german 10/17); 0 access violations, 0 invalid citations. 11 of the "
-    "20 out-of-scope answers cite a passage in the other language (the cross-language decision is "
-    "too lenient here)."
+    "the answers miss the gate (measured 2026-12-01 on branch answers2, issue 21: "
+    "multilingual-e5-small-int8, extractive, adaptive fusion; benchmarks/results/answers.md): "
+    "answerable cited 51 % (73/144, gate 85 %; 58 % before this branch), unanswerable declined "
+    "63 % (22/35, gate 95 %; 37 % before), 0 injection citations (1 before: injection-02), 13 of "
+    "19 categories below 60 % (cross-language 3/13, german 7/17, privacy 2/6, shipping 3/9, "
+    "returns 5/12, ...); 0 access violations, 0 invalid citations. The decision (similarity + "
+    "weighted coverage of one sentence, typed for number questions, top 3 passages) cannot "
+    "separate on-topic near misses from answerable questions on this collection; see the "
+    "results file for what was measured."
 ))
 def test_the_shipped_set_holds_its_gate(shipped: dict[str, Any]) -> None:
     assert shipped["gate"]["passed"], _failed(shipped)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..model import Actor, EvidexError, Resolution, SearchResults
+from ..retrieve import wants_number
 from ..tools import LiveSource
 from ._budget import fit_sources, token_counter
 from ._contract import check_output, markers, sentences
@@ -119,7 +120,8 @@ def answer_question(
     if not any(p and p.supported for p in kept_support):
         return decline("context_budget", "no supporting passage fits the context budget")
     if generator == "extractive":
-        output: Any = extractive_answer(kept, kept_support, similar, settings.max_sentences)
+        output: Any = extractive_answer(kept, kept_support, similar, settings.max_sentences,
+                                        number=wants_number(question))
     else:
         try:
             output = openai.generate(question, [s.as_context() for s in kept])  # type: ignore[union-attr]

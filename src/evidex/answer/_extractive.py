@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..ingest import disagree
-from ..retrieve import PassageSupport, SentenceMatch, coverage
+from ..retrieve import PassageSupport, SentenceMatch, coverage, has_number
 from ._types import Source
 
 __all__ = ["DISAGREE_TEXT", "Quote", "choose_sentences", "extractive_answer"]
@@ -76,12 +76,16 @@ def _quotable(src: Source, m: SentenceMatch) -> bool:
     return not _SKIP.search(src.citation["quote"][m.start:m.end])
 
 
-def _best(src: Source, p: PassageSupport,
-          similar: Callable[[list[str]], Sequence[float]] | None) -> tuple[float, SentenceMatch] | None:
-    """(coverage of the chosen sentence, the sentence) of one supporting passage."""
+def _best(src: Source, p: PassageSupport, similar: Callable[[list[str]], Sequence[float]] | None,
+          number: bool = False) -> tuple[float, SentenceMatch] | None:
+    """(coverage of the chosen sentence, the sentence) of one supporting passage; a question
+    asking for a quantity or a time (``number``) is answered by a sentence holding a number
+    when the passage has one."""
     cands = [m for m in p.sentences if _quotable(src, m)]
     if not cands:
         return None
+    if number:
+        cands = [m for m in cands if has_number(src.citation["quote"][m.start:m.end])] or cands
     best = max(cands, key=lambda m: (m.coverage, -m.start))
     if (p.cross_language or best.coverage < _NO_OVERLAP) and similar is not None:
         text = src.citation["quote"]
@@ -104,13 +108,13 @@ def _best(src: Source, p: PassageSupport,
 
 def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport],
                      similar: Callable[[list[str]], Sequence[float]] | None = None,
-                     max_sentences: int = 3) -> tuple[list[Quote], bool]:
+                     max_sentences: int = 3, number: bool = False) -> tuple[list[Quote], bool]:
     """(quotes in answer order, whether the sources disagree) from the sources whose passage
     supports answering; ``support`` is aligned with ``sources``."""
     found = []
     for i, (src, p) in enumerate(zip(sources, support, strict=False)):
         if p.supported:
-            got = _best(src, p, similar)
+            got = _best(src, p, similar, number)
             if got is not None:
                 found.append((got[0], i, got[1]))
     if not found:
@@ -184,9 +188,9 @@ def _adjacent(text: str, span: tuple[int, int], m: SentenceMatch) -> bool:
 
 def extractive_answer(sources: Sequence[Source], support: Sequence[PassageSupport],
                       similar: Callable[[list[str]], Sequence[float]] | None = None,
-                      max_sentences: int = 3) -> dict[str, object]:
+                      max_sentences: int = 3, number: bool = False) -> dict[str, object]:
     """Output in the same shape a model must produce: {"answer": ..., "citations": [...]}."""
-    quotes, conflict = choose_sentences(sources, support, similar, max_sentences)
+    quotes, conflict = choose_sentences(sources, support, similar, max_sentences, number)
     if not quotes:
         return {"answer": "", "citations": []}
     parts = [DISAGREE_TEXT] if conflict else []

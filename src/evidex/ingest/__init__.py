@@ -15,7 +15,7 @@ from ._files import (
     load_paths,
     read_file,
 )
-from ._scan import FLAGS, scan
+from ._scan import DOCUMENT_FLAG, FLAGS, scan, scan_document
 from ._sentences import sentence_spans
 from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
@@ -25,6 +25,7 @@ from ._yaml import YamlRefused, compose_yaml
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MAX_SECTION_CHARS",
+    "DOCUMENT_FLAG",
     "FLAGS",
     "FORMATS",
     "FRONT_MATTER_KEYS",
@@ -44,6 +45,7 @@ __all__ = [
     "load_paths",
     "read_file",
     "scan",
+    "scan_document",
     "sentence_spans",
     "slugify",
     "split_key",

@@ -29,7 +29,7 @@ from ._scan_leak import EXFILTRATION, HIDDEN_TEXT, TOOL_CALL
 from ._scan_steer import ANSWER_STEERING, OVERRIDE, ROLE_CLAIM
 from ._scan_views import Rule, normalise
 
-__all__ = ["FLAGS", "scan"]
+__all__ = ["DOCUMENT_FLAG", "FLAGS", "scan", "scan_document"]
 
 FAMILIES: dict[str, list[Rule]] = {
     "override": OVERRIDE,
@@ -40,6 +40,10 @@ FAMILIES: dict[str, list[Rule]] = {
     "answer_steering": ANSWER_STEERING,
 }
 FLAGS: tuple[str, ...] = tuple(FAMILIES)
+#: The flag of a passage whose own text matched nothing but whose document holds a flagged
+#: passage: the same author wrote both (a forum thread with an injected post, a page with a
+#: hidden block), so its other passages are no more trustworthy and are never quoted either.
+DOCUMENT_FLAG = "flagged_document"
 
 
 def scan(text: str) -> tuple[str, ...]:
@@ -52,3 +56,12 @@ def _scan(text: str, gated: bool) -> tuple[str, ...]:
     """`scan`; ``gated=False`` runs every pattern (tests check that gates never change a result)."""
     v = normalise(text)
     return tuple(name for name, rules in FAMILIES.items() if any(r.hit(v, gated) for r in rules))
+
+
+def scan_document(texts: list[str]) -> list[tuple[str, ...]]:
+    """`scan` of each passage of one document; when any passage is flagged, every passage that
+    is not gets `DOCUMENT_FLAG`."""
+    flags = [scan(t) for t in texts]
+    if any(flags):
+        flags = [f or (DOCUMENT_FLAG,) for f in flags]
+    return flags

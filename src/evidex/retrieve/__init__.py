@@ -10,6 +10,7 @@ from ._bm25 import BM25, BM25Params
 from ._conflicts import conflict_status, find_conflicts
 from ._deadline import Deadline, Fallback, embed_within
 from ._evidence import (
+    DECIDE_DEPTH,
     EVIDENCE_THRESHOLDS,
     EvidenceThresholds,
     evidence_level,
@@ -27,15 +28,18 @@ from ._support import (
     PassageSupport,
     SentenceMatch,
     coverage,
+    has_number,
     is_title_line,
     passage_support,
     stem,
     term_weights,
+    wants_number,
 )
 from ._vector import vector_candidates
 
 __all__ = [
     "BM25",
+    "DECIDE_DEPTH",
     "DEFAULT_FUSION",
     "EVIDENCE_THRESHOLDS",
     "FUNCTION_WORDS",
@@ -63,6 +67,7 @@ __all__ = [
     "find_conflicts",
     "fuse",
     "guess_language",
+    "has_number",
     "hits_from",
     "is_title_line",
     "keyword_candidates",
@@ -78,4 +83,5 @@ __all__ = [
     "term_weights",
     "terms_in_hits",
     "vector_candidates",
+    "wants_number",
 ]

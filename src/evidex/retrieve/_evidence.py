@@ -1,7 +1,9 @@
 """Whether the passages found answer the question: decided per passage, not per result list.
 
-A passage supports answering when it, or a sentence inside it, covers the question well enough
-for how similar the passage is to it (``PassageSupport``, computed in ``_support``):
+A passage supports answering when it is among the ``DECIDE_DEPTH`` best-ranked, states what
+kind of thing the question asks for (a number for "how many", "when", "wie viele": ``typed``),
+and it, or a sentence inside it, covers the question well enough for how similar the passage is
+to it (``PassageSupport``, computed in ``_support``):
 
 * same language (or unknown): ``similarity + coverage_weight * sentence_coverage >=
   answer_similarity``. Coverage is the idf-weighted share of the question's words that the
@@ -19,9 +21,9 @@ The search's ``evidence`` is ``strong`` when some returned passage supports answ
 when passages were found but none does, ``none`` without hits. It is a retrieval signal for the
 decline decision, never a probability of truth. Cosines are on each model's own scale, so the
 values are per embedding model, calibrated on development data of several kinds (claims,
-wh-questions, keyword queries, German, cross-language, out-of-collection questions); each
-model's values are recorded with the command that produced them in
-benchmarks/results/answers.md.
+wh-questions, keyword queries, German, cross-language, out-of-collection questions) by
+benchmarks/answers_decide.py, which runs this very rule; each model's values are recorded with
+the command that produced them in benchmarks/results/answers.md.
 """
 
 from __future__ import annotations
@@ -36,8 +38,13 @@ from ..query import content_terms
 from ..store import ReadView
 from ._support import PassageSupport
 
-__all__ = ["EVIDENCE_THRESHOLDS", "EvidenceThresholds", "evidence_level", "supports",
+__all__ = ["DECIDE_DEPTH", "EVIDENCE_THRESHOLDS", "EvidenceThresholds", "evidence_level", "supports",
            "terms_in_hits", "with_evidence"]
+
+
+#: Passages (by rank) that can support answering: one ranked lower is not the answer a reader
+#: expects, and on a collection about the question's topic it is often merely on-topic.
+DECIDE_DEPTH = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +66,8 @@ class EvidenceThresholds:
 #: Per embedding model; "none" is the keyword-only store. Calibrated values are recorded with
 #: the command that produced them in benchmarks/results/answers.md.
 EVIDENCE_THRESHOLDS: dict[str, EvidenceThresholds] = {
-    "multilingual-e5-small": EvidenceThresholds(0.915, 0.15, 0.85, 0.05, 0.04, 0.05),
-    "multilingual-e5-small-int8": EvidenceThresholds(0.915, 0.15, 0.85, 0.05, 0.04, 0.05),
+    "multilingual-e5-small": EvidenceThresholds(0.915, 0.1, 0.87, 0.05, 0.04, 0.05),
+    "multilingual-e5-small-int8": EvidenceThresholds(0.915, 0.1, 0.87, 0.05, 0.04, 0.05),
     "all-minilm-l6-v2": EvidenceThresholds(0.62, 0.4, 2.0, 0.0, 0.0, 0.15),
     "hash-test": EvidenceThresholds(0.5, 1.0, 2.0, 0.0, 0.0, 0.3),
     "none": EvidenceThresholds(2.0, 0.0, 2.0, 0.0, 0.0, 1.0),
@@ -68,7 +75,10 @@ EVIDENCE_THRESHOLDS: dict[str, EvidenceThresholds] = {
 
 
 def supports(p: PassageSupport, t: EvidenceThresholds) -> bool:
-    """The answer decision for one passage (see the module docstring)."""
+    """The answer decision for one passage (see the module docstring; the rank is checked by
+    the caller)."""
+    if not p.typed:
+        return False
     if p.similarity is None:
         return p.sentence_coverage >= t.keyword_coverage
     if p.cross_language:
@@ -80,7 +90,7 @@ def supports(p: PassageSupport, t: EvidenceThresholds) -> bool:
 def evidence_level(support: Sequence[PassageSupport], thresholds: EvidenceThresholds) -> str:
     if not support:
         return "none"
-    return "strong" if any(supports(p, thresholds) for p in support) else "weak"
+    return "strong" if any(supports(p, thresholds) for p in support[:DECIDE_DEPTH]) else "weak"
 
 
 def terms_in_hits(view: ReadView, hits: Sequence[Hit], terms: Sequence[str],
@@ -121,5 +131,6 @@ def with_evidence(view: ReadView, hits: list[Hit], terms: Sequence[str],
         "similarity": best_similarity,
         "sentence_coverage": round(max((p.sentence_coverage for p in support), default=0.0), 4),
     }
-    res.support = [replace(p, supported=supports(p, thresholds)) for p in support]
+    res.support = [replace(p, supported=i < DECIDE_DEPTH and supports(p, thresholds))
+                   for i, p in enumerate(support)]
     return res

@@ -37,14 +37,14 @@ from ._access import allowed_signatures
 from ._adaptive import LegWeights, leg_weights
 from ._bm25 import BM25
 from ._deadline import Deadline, Fallback
-from ._evidence import EvidenceThresholds, with_evidence
+from ._evidence import DECIDE_DEPTH, EvidenceThresholds, with_evidence
 from ._fusion import Fusion, Leg, fuse
 from ._keywords import KeywordQuery
 from ._rerank import RERANK_DEPTH, rank_score, rerank_order
 from ._search import Candidates, hits_from, keyword_candidates
 from ._select import select_top
 from ._signals import TOP, query_signals
-from ._support import PassageSupport, passage_support, term_weights
+from ._support import PassageSupport, passage_support, term_weights, wants_number
 from ._vector import vector_candidates
 
 __all__ = ["MODES", "search"]
@@ -54,9 +54,6 @@ MODES = ("hybrid", "keyword", "vector")
 _GROWTH = 4
 _NO_FILTERS = Filters()
 _FUSION = Fusion()
-#: How many of the best hits the evidence is measured on when the ranker does not run (a
-#: search for 100 hits need not read 100 passages again to say whether the best ones answer).
-EVIDENCE_DEPTH = 10
 
 
 def search(
@@ -98,7 +95,8 @@ def search(
     kq = terms if isinstance(terms, KeywordQuery) else KeywordQuery.of(terms)
     finish = _Finish(view, actor, filters, kq.terms, limit, thresholds, analyze or _EXACT.terms,
                      question_language, rerank,
-                     query_vector if isinstance(query_vector, np.ndarray) else None)
+                     query_vector if isinstance(query_vector, np.ndarray) else None,
+                     wants_number(query))
     keyword = (view, bm25, actor, kq, filters, match, depth, max_per_document, explain, finish)
     if mode == "keyword":
         return _keyword(*keyword)
@@ -172,15 +170,18 @@ class _Finish:
     def __init__(self, view: ReadView, actor: Actor, filters: Filters, terms: Sequence[str],
                  limit: int, thresholds: EvidenceThresholds, analyze: Callable[[str], list[str]],
                  question_language: str | None, rerank: bool,
-                 query_vector: np.ndarray | None) -> None:
+                 query_vector: np.ndarray | None, asks_number: bool) -> None:
         self.view, self.actor, self.filters, self.terms = view, actor, filters, terms
         self.limit, self.thresholds, self.analyze = limit, thresholds, analyze
         self.language, self.rerank, self.qvec = question_language, rerank, query_vector
+        self.asks_number = asks_number
 
     def __call__(self, hits: list[Hit], kc: Candidates | None, vc: Candidates | None,
                  best_similarity: float | None,
                  term_pids: Mapping[str, np.ndarray] | None) -> SearchResults:
-        measured = hits if self.rerank else hits[:min(self.limit, EVIDENCE_DEPTH)]
+        # Without the ranker only the passages the decision reads are measured (DECIDE_DEPTH): a
+        # search for 10 or 100 hits need not read every passage again sentence by sentence.
+        measured = hits if self.rerank else hits[:min(self.limit, DECIDE_DEPTH)]
         support = self._support(measured, kc, vc, term_pids)
         if self.rerank and hits:
             t = self.thresholds
@@ -220,7 +221,8 @@ class _Finish:
                 h.quote, (h.title or "", *h.heading_path), self.analyze, weights,
                 similarity=cos.get(h.pid) if self.qvec is not None else None,
                 cross_language=bool(self.language and lang and lang != self.language),
-                keyword=kw.get(h.pid, 0.0) / best_kw if best_kw > 0 else 0.0))
+                keyword=kw.get(h.pid, 0.0) / best_kw if best_kw > 0 else 0.0,
+                number=self.asks_number))
         return out
 
 

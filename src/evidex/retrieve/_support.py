@@ -13,6 +13,11 @@ behind ranking candidates, deciding to answer and choosing the sentences that an
   with its passage's title and heading path: "Band E1 ranges from 52,000 to 61,000 euros"
   under "Salary bands 2026 > Engineering" answers a question about engineering salary bands.
 
+A question that asks for a quantity or a time ("how many", "how much", "how long", "when",
+"wie viele", "wann", ...: ``wants_number``) is answered only by a sentence holding a number
+(digits or a number word: ``has_number``); a passage whose best-covering sentences hold none is
+on the topic but does not state what was asked (``PassageSupport.typed`` is False).
+
 Heading lines ("# Returns", "## ERR-401: Please sign in again") and title lines (a short first
 line without final punctuation, such as "Error ERR-401" above the text that explains it) are
 not sentences that can answer: they are scored as part of the title, never quoted.
@@ -29,8 +34,8 @@ from ..ingest import sentence_spans
 from ._bm25 import idf as bm25_idf
 from ._language import FUNCTION_WORDS
 
-__all__ = ["PassageSupport", "SentenceMatch", "coverage", "is_title_line", "passage_support",
-           "stem", "term_weights"]
+__all__ = ["PassageSupport", "SentenceMatch", "coverage", "has_number", "is_title_line",
+           "passage_support", "stem", "term_weights", "wants_number"]
 
 Analyze = Callable[[str], list[str]]
 _WORDS = re.compile(r"[^\W_]+")
@@ -39,8 +44,32 @@ _TITLE_WORDS = 8
 
 
 _ENDING = re.compile(r"(?:ing|ed|es|en|er|e|n|s)$")
+_NUMBER_QUESTION = re.compile(
+    r"^\W*(?:(?:and|so|but|also|und|aber|also)\s+)?(?:"
+    r"how (?:many|much|long|old|far|tall|high|big|large|heavy|often|fast|soon)\b|when\b|"
+    r"what (?:year|time|date)\b|in (?:what|which) year\b|until when\b|since when\b|"
+    r"wie (?:viele?|lange|alt|weit|hoch|groß|gross|schwer|oft|schnell|bald|teuer)\b|wann\b|"
+    r"in welchem jahr\b|bis wann\b|seit wann\b|ab wann\b|um wie viel\b|was kostet\b)",
+    re.IGNORECASE)
+_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"forty|fifty|hundred|thousand|million|billion|dozen|half|once|twice|free|"
+    r"ein|eine|einen|einem|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|elf|zwölf|zwanzig|"
+    r"dreißig|hundert|tausend|millionen?|milliarden?|dutzend|halbe?|einmal|zweimal|kostenlos|"
+    r"gratis)\b", re.IGNORECASE)
 
 
+def wants_number(question: str) -> bool:
+    """The question asks for a quantity, an amount, a duration or a time (English or German)."""
+    return bool(_NUMBER_QUESTION.search(question))
+
+
+def has_number(text: str) -> bool:
+    """Digits or a number word (English or German) in ``text``."""
+    return bool(_NUMBER.search(text))
+
+
+@lru_cache(maxsize=1 << 16)
 def stem(term: str) -> str:
     """The analyzer's term without one plural or inflection ending (when three letters remain),
     cut to five letters; numbers stay whole ("2014" is not "2015")."""
@@ -104,6 +133,9 @@ class PassageSupport:
     weights: Mapping[str, float] = field(default_factory=dict)
     #: Stems of the title and heading path: the context every sentence is read with.
     context: frozenset[str] = frozenset()
+    #: False when the question asks for a number and none of the sentences covering at least
+    #: half as much as the best one holds a number (see the module docstring).
+    typed: bool = True
     score: float = 0.0  # the second-stage ranker's score (see _rerank)
     supported: bool = False  # the answer decision for this passage (see _evidence)
 
@@ -125,12 +157,21 @@ def is_title_line(text: str, start: int, end: int, first: bool, titles: Iterable
     return first and end < len(text.rstrip()) and len(_WORDS.findall(s)) <= _TITLE_WORDS
 
 
-def passage_support(text: str, titles: Iterable[str], analyze: Analyze,
-                    weights: Mapping[str, float], *, similarity: float | None,
-                    cross_language: bool, keyword: float) -> PassageSupport:
-    """The lexical evidence of one passage for a question with the given ``weights``."""
-    titles = tuple(titles)
-    title_stems = {stem(t) for title in titles for t in analyze(title)}
+@dataclass(frozen=True, slots=True)
+class _Analysed:
+    """What a passage says independently of any question: the stems of its title and heading
+    path, of its whole text, and of each sentence that may be quoted (start, end, stems)."""
+
+    title_stems: frozenset[str]
+    everything: frozenset[str]
+    sentences: tuple[tuple[int, int, frozenset[str]], ...]
+
+
+@lru_cache(maxsize=4096)
+def _analysed(text: str, titles: tuple[str, ...], analyze: Analyze) -> _Analysed:
+    """Cached: the best passages of one query are often the best of the next, and reading a
+    passage's sentences is most of what measuring its support costs."""
+    title_stems = frozenset(stem(t) for title in titles for t in analyze(title))
     sentences = []
     everything: set[str] = set()
     for i, (s, e) in enumerate(sentence_spans(text)):
@@ -138,11 +179,24 @@ def passage_support(text: str, titles: Iterable[str], analyze: Analyze,
         everything |= stems
         if len(_WORDS.findall(text[s:e])) < 3 or is_title_line(text, s, e, i == 0, titles):
             continue
-        sentences.append(SentenceMatch(s, e, coverage(stems | title_stems, weights), stems))
+        sentences.append((s, e, stems))
+    return _Analysed(title_stems, frozenset(everything), tuple(sentences))
+
+
+def passage_support(text: str, titles: Iterable[str], analyze: Analyze,
+                    weights: Mapping[str, float], *, similarity: float | None,
+                    cross_language: bool, keyword: float, number: bool = False) -> PassageSupport:
+    """The lexical evidence of one passage for a question with the given ``weights``;
+    ``number``: the question asks for one (``wants_number``)."""
+    a = _analysed(text, tuple(titles), analyze)
+    sentences = [SentenceMatch(s, e, coverage(stems | a.title_stems, weights), stems)
+                 for s, e, stems in a.sentences]
+    best = max((m.coverage for m in sentences), default=0.0)
+    typed = not number or any(has_number(text[m.start:m.end]) for m in sentences
+                              if m.coverage > 0 and m.coverage >= 0.5 * best)
     return PassageSupport(
         similarity=similarity, cross_language=cross_language,
-        coverage=coverage(everything, weights),
-        sentence_coverage=max((m.coverage for m in sentences), default=0.0),
-        title_coverage=coverage(title_stems, weights), keyword=keyword,
-        sentences=tuple(sentences), weights=weights, context=frozenset(title_stems),
+        coverage=coverage(a.everything, weights), sentence_coverage=best,
+        title_coverage=coverage(a.title_stems, weights), keyword=keyword,
+        sentences=tuple(sentences), weights=weights, context=a.title_stems, typed=typed,
     )
