@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from . import __version__
-from ._cli_check import check_cmd
+from ._cli_check import check_cmd, reindex_cmd
 from ._cli_tools import ClaimOpt, citation_line, pairs, tools_app
 from .config import load_config
 from .console import JsonOpt, print_hits, state
@@ -294,16 +294,6 @@ def reembed(
         _emit({"model": model, "passages": count})
     else:
         typer.echo(f"re-embedded {count} passages with {model}")
-
-
-@app.command()
-@_errors
-def reindex(analyzer: Annotated[str, typer.Option("--analyzer", help="auto, exact, english, german.")],
-            as_json: JsonOpt = False) -> None:
-    """Rebuild the keyword index with another analyzer and switch to it atomically."""
-    with _open() as kb:
-        count = kb.reindex(analyzer)
-    _emit({"analyzer": analyzer, "passages": count}) if as_json else typer.echo(f"reindexed {count} passages")
 
 
 @app.command()
@@ -633,6 +623,7 @@ def runs(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many, n
 
 
 app.command("check")(check_cmd)
+app.command("reindex")(reindex_cmd)
 
 
 def main() -> None:

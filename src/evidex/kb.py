@@ -47,7 +47,7 @@ from .model import (
     can_access,
     check_unicode,
 )
-from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, analyzer_for, get_analyzer, parse_query
+from .query import DEFAULT_LIMITS, QueryLimits, analyzer_for, get_analyzer, parse_query
 from .retrieve import (
     BM25,
     DEFAULT_FUSION,
@@ -59,7 +59,6 @@ from .retrieve import (
     Fallback,
     Fusion,
     guess_language,
-    keyword_query,
 )
 from .store import (
     CopyReport,
@@ -203,10 +202,8 @@ class KnowledgeBase:
     def analyzer(self) -> str:
         return self.store.analyzer
 
-    @property
-    def _analyzer(self) -> Analyzer:
-        """The store's analyzer (read each time: ``reindex`` may change it)."""
-        return get_analyzer(self.store.analyzer)
+    #: The store's analyzer, read each time (``reindex`` may change it).
+    _analyzer = property(lambda self: get_analyzer(self.store.analyzer))
 
     # -- writing ------------------------------------------------------------------------------
     def ingest(
@@ -355,12 +352,8 @@ class KnowledgeBase:
         raise StoreError("the store kept changing during reembed; try again when writes pause")
 
     def reindex(self, analyzer: str) -> int:
-        """Rebuild the keyword index with ``analyzer``, switching atomically (documents and
-        vectors unchanged; see ``store._reindex``); the number of passages analysed."""
-        get_analyzer(analyzer)  # a clear error for an unknown name before any work
-        count = self.store.reindex(analyzer)
-        self._bm25.clear()
-        return count
+        """Rebuild the keyword index with ``analyzer`` atomically (``store._reindex``); passages analysed."""
+        return self.store.reindex(get_analyzer(analyzer).name)  # caches stay exact: new sig versions
 
     def _passages(self, doc: Document, split: str, max_section_chars: int) -> tuple[PassageWrite, ...]:
         out = []
@@ -435,15 +428,12 @@ class KnowledgeBase:
         with self.store.read() as view:
             if isinstance(qvec, np.ndarray) and self.store.embedder != model:  # re-embedded meanwhile
                 qvec = self._query_vector(query)
-            kq = keyword_query(view, actor, flt, self.store.analyzer, words, query)
-            # Coverage: the query's own analysis when only its language was matched, else exact.
-            own = kq.language if [k for k, _ in kq.parts if k] == [kq.language] else None
-            analyze = analyzer_for(self.store.analyzer, own).terms
+            kq = retrieve.keyword_query(view, actor, flt, self.store.analyzer, words, query)
             return retrieve.search(view, self._bm25, actor, kq, mode=mode, limit=limit,
                                    thresholds=self._thresholds(), query_vector=qvec,
                                    deadline=deadline, match=match, filters=flt,
                                    max_per_document=max_per_document, fusion=fz, explain=explain,
-                                   analyze=analyze,
+                                   analyze=analyzer_for(self.store.analyzer, kq.own_language).terms,
                                    question_language=guess_language(query), rerank=rerank,
                                    query=query)
 

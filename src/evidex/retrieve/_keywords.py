@@ -50,6 +50,12 @@ class KeywordQuery:
         return cls(((None, tuple(terms)),))
 
     @property
+    def own_language(self) -> str | None:
+        """The query's language when it is the only language matched (besides passages without
+        one): coverage is then measured with its analysis; else None (``exact``)."""
+        return self.language if [k for k, _ in self.parts if k] == [self.language] else None
+
+    @property
     def terms(self) -> list[str]:
         """Every part's terms, distinct and sorted (what evidence and explain report)."""
         return sorted({t for _, ts in self.parts for t in ts})
