@@ -450,3 +450,21 @@ def test_the_page_shows_a_live_lookup(service: dict[str, Any]) -> None:
         assert page.locator("#answer .chip").count() == 0
         browser.close()
         assert errors == []
+
+
+def test_evidex_eval_runs_the_live_cases_against_the_example_tools(
+        demo: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`evidex eval --cases` with a configuration's tools: the six live cases are run, not
+    skipped, and each answer cites its lookup; the report names the tools it had."""
+    from evidex.evaluation import evaluate_cases
+    from service_helpers import EXAMPLES
+
+    config, env = demo
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    report = evaluate_cases(EXAMPLES / "eval" / "cases.yaml", types=("live",), embedder="hash-test",
+                            tools=load_config(config).tools)
+    live = report["types"]["live"]
+    assert (live["cases"], live["skipped"], live["passed"]) == (6, 0, 6), report["cases"]
+    assert report["live_tools"] == ["order-status", "stock"]
+    assert report["totals"]["invalid_citations"] == 0 and report["totals"]["access_violations"] == 0

@@ -367,7 +367,8 @@ def evaluate(
         _eval_cases(cases, db=explicit_db, html=html, categories=tuple(category or ()),
                     types=tuple(case_type or ()), ids=tuple(case_id or ()),
                     embedder=embedder or state.embedder, analyzer=analyzer or state.analyzer,
-                    generator=generator or state.cfg.answer.generator, as_json=as_json)
+                    generator=generator or state.cfg.answer.generator, as_json=as_json,
+                    tools=state.cfg.tools)
         return
     if qa is not None:
         if not tenant or not groups:

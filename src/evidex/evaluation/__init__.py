@@ -9,7 +9,7 @@ import collections
 import importlib.metadata
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,15 +87,20 @@ def evaluate_cases(
     generator: str = "extractive",
     settings: AnswerSettings | None = None,
     progress: Callable[[int, int], None] | None = None,
+    tools: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """Build a new store from the case file's collection (at ``db``, else in a temporary folder;
     ``embedder`` and ``analyzer`` as for ``KnowledgeBase.open``, so the default model unless
     named; vectors come from the embedding cache when they were computed before), check the
     cases against its documents, run the selected cases, and return the report (see
     ``SCHEMA``). Raises ``ConfigError`` (file:line) when the case file or the collection is
-    invalid; a failing gate is ``report["gate"]["passed"] is False``, not an error."""
+    invalid; a failing gate is ``report["gate"]["passed"] is False``, not an error. ``tools``:
+    the live tools (``ToolConfig``) the store's handles may call, so ``live`` cases run;
+    without them those cases are skipped with the tool they lack."""
     cf = load_cases(path).select(categories=categories, types=types, ids=ids)
     open_args = _open_args(embedder, analyzer, embed_cache)
+    if tools:
+        open_args["tools"] = tuple(tools)
     with tempfile.TemporaryDirectory(prefix="evidex-cases-") as tmp:
         location = str(db) if db is not None else str(Path(tmp) / "cases.db")
         t0 = time.perf_counter()

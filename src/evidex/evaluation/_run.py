@@ -127,16 +127,19 @@ class Runner:
         r.answer_ms = (time.perf_counter() - t0) * 1000
         r.status, r.reason, r.answer = ans.status, ans.reason, ans.text
         for c in ans.citations:
-            doc = col.readable(actor, c["document_id"])
-            r.cited.append({"n": c["n"], "document_id": c["document_id"], "version": c["version"],
-                            "passage": c["passage"], "anchor": c.get("anchor"),
-                            "language": doc.language if doc else None, "quote": c["quote"],
-                            "kind": c.get("kind", "passage"), "tool": c.get("tool")})
-            if doc is None:
+            live = c.get("kind") == "live"  # a lookup: no document, resolved by looking up again
+            doc = None if live else col.readable(actor, c["document_id"])
+            r.cited.append({"n": c["n"], "document_id": c.get("document_id"),
+                            "version": c.get("version"), "passage": c.get("passage"),
+                            "anchor": c.get("anchor"), "language": doc.language if doc else None,
+                            "quote": c["quote"], "kind": c.get("kind", "passage"),
+                            "tool": c.get("tool")})
+            if doc is None and not live:
                 r.access_violations.append(f"citation of {c['document_id']}")
             res = kb.resolve(actor, {k: v for k, v in c.items() if k != "n"})
             if not res.ok:
-                r.invalid_citations.append(f"[{c['n']}] {c['document_id']}: {res.reason}")
+                name = c["tool"] if live else c["document_id"]
+                r.invalid_citations.append(f"[{c['n']}] {name}: {res.reason}")
         if r.access_violations:
             r.fail("the actor received documents it may not read: " + ", ".join(r.access_violations))
         if r.invalid_citations:
@@ -278,4 +281,5 @@ def _must_include(case: Case, r: CaseResult) -> None:
 
 
 def _docs(cited: list[dict[str, Any]]) -> str:
-    return ", ".join(dict.fromkeys(c["document_id"] for c in cited))
+    """The cited sources by name: documents by id, live lookups as "live:TOOL"."""
+    return ", ".join(dict.fromkeys(c["document_id"] or f"live:{c['tool']}" for c in cited))
