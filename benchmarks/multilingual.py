@@ -42,11 +42,12 @@ ACTOR = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "in
 DEPTH = 100
 
 
-def _store(path: Path, passages: Iterable[tuple[str, str, str | None]], analyzer: str) -> KnowledgeBase:
+def _store(path: Path, passages: Iterable[tuple[str, str, str | None]], analyzer: str,
+           embedder: str | None = None) -> KnowledgeBase:
     """A store of (id, text, language) documents, one passage each; built once per path."""
     fresh = not path.exists()
     kb = KnowledgeBase.open(path, analyzer=analyzer if fresh else None, max_limit=DEPTH,
-                            query_limits=EVAL_LIMITS)
+                            query_limits=EVAL_LIMITS, embedder=embedder if fresh else None)
     if fresh:
         docs = [Document(i, "eval", {"eval"}, "1", text, language=lang) for i, text, lang in passages]
         for k in range(0, len(docs), 1000):
@@ -80,9 +81,11 @@ def collections(work: Path, analyzer: str = "exact") -> list[tuple[str, Knowledg
     for name, folder, splits, lang in (("scifact", SCIFACT, ("train", "test"), "en"),
                                        ("german-qa", GERMAN, ("test",), "de")):
         beir = load_beir(folder, splits[0])
-        kb = _store(work / f"{name}-{'english' if name == 'scifact' else analyzer}.db",
-                    ((i, _text(t, x), lang) for i, t, x in beir.corpus if (t + x).strip()),
-                    "english" if name == "scifact" else analyzer)
+        # SciFact (English only) was measured with the english analyzer beside the exact
+        # stores; under auto its passages, all English, get the english analysis themselves.
+        chosen = "english" if name == "scifact" and analyzer == "exact" else analyzer
+        kb = _store(work / f"{name}-{chosen}.db",
+                    ((i, _text(t, x), lang) for i, t, x in beir.corpus if (t + x).strip()), chosen)
         groups = {}
         for split in splits:
             b = load_beir(folder, split)

@@ -531,7 +531,7 @@ def test_stats_json(examples: SimpleNamespace) -> None:
     assert stats["passages"] == heading_passages(examples.docs)
     assert stats["tenants"] == 1
     assert stats["history_versions"] == 1  # the superseded 2025-01 policy
-    assert stats["analyzer"] == "exact"
+    assert stats["analyzer"] == "auto"
     human = evidex("stats", db=examples.db)
     assert human.returncode == 0 and f"documents: {len(examples.docs)}" in human.stdout.splitlines()
 
@@ -714,3 +714,18 @@ def test_each_hit_is_two_lines_even_with_a_newline_in_the_title(tmp_path: Path) 
     assert evidence.startswith("evidence: ")
     assert len(lines) == 2, lines
     assert not any(line.startswith("2. [") for line in lines), lines
+
+
+def test_reindex_switches_the_analyzer_of_an_existing_store(tmp_path: Path) -> None:
+    """An exact store stays exact until `evidex reindex --analyzer auto`, after which the
+    English passages are stemmed ("refunded" finds "refund"); a bad name changes nothing."""
+    db = tmp_path / "kb.db"
+    assert evidex("--analyzer", "exact", "stats", db=db).returncode == 0
+    ingest_examples(db, "collection")
+    assert hits_of(db, "refunded", STAFF) == []
+    assert_one_error_line(evidex("reindex", "--analyzer", "klingon", db=db), "unknown analyzer 'klingon'")
+    assert ok_json(evidex("stats", "--json", db=db))["analyzer"] == "exact"
+    report = ok_json(evidex("reindex", "--analyzer", "auto", "--json", db=db))
+    assert report == {"analyzer": "auto", "passages": ok_json(evidex("stats", "--json", db=db))["passages"]}
+    assert ok_json(evidex("stats", "--json", db=db))["analyzer"] == "auto"
+    assert {h["document_id"] for h in hits_of(db, "refunded", STAFF)} == {"returns-faq"}

@@ -125,15 +125,17 @@ def test_batched_source_entries_go_with_their_documents(locate: Locator) -> None
 def test_search_is_retrieve_search_over_one_view(any_kb: KnowledgeBase, mode: str) -> None:
     """KnowledgeBase.search adds validation and parsing only: the same call into retrieve gives
     the same hits, scores and evidence."""
+    from evidex import Filters
     from evidex.query import parse_query
-    from evidex.retrieve import Fusion, guess_language, search
+    from evidex.retrieve import Fusion, guess_language, keyword_query, search
 
     any_kb.ingest([doc(f"d{i}", f"alpha {'beta ' * i}\n\ngamma {i}\n\nalpha delta") for i in range(8)])
     got = any_kb.search(STAFF, "alpha beta", limit=4, mode=mode, explain=True)
-    terms = any_kb._analyzer.query_terms(parse_query("alpha beta"))
     qvec = any_kb._query_vector("alpha beta") if mode != "keyword" else None
     with any_kb.store.read() as view:
-        want = search(view, any_kb._bm25, STAFF, terms, mode=mode, limit=4,
+        kq = keyword_query(view, STAFF, Filters(), any_kb.analyzer, parse_query("alpha beta"),
+                           "alpha beta")
+        want = search(view, any_kb._bm25, STAFF, kq, mode=mode, limit=4,
                       thresholds=any_kb._thresholds(), query_vector=qvec, fusion=Fusion(),
                       explain=True, analyze=any_kb._analyzer.terms,
                       question_language=guess_language("alpha beta"), query="alpha beta")

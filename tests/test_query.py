@@ -87,5 +87,5 @@ def test_query_terms_are_sorted_and_distinct() -> None:
 
 
 def test_unknown_analyzer_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="known analyzers: exact, english, german"):
+    with pytest.raises(ValueError, match="known analyzers: auto, exact, english, german"):
         get_analyzer("klingon")

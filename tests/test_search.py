@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, QueryError
+from evidex.ingest import load_paths
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def test_two_people_finds_the_current_policy_only(example_kb: KnowledgeBase, staff: Actor) -> None:
@@ -48,11 +53,14 @@ def test_customer_sees_only_public_pages_of_their_groups(example_kb: KnowledgeBa
 
 
 def test_confidential_needs_group_and_visibility(example_kb: KnowledgeBase, hr: Actor) -> None:
-    assert {h.document_id for h in example_kb.search(hr, "band", mode="keyword")} == {"salary-bands"}
+    def found(actor: Actor) -> set[str]:  # "band" also stems "bands" of the team note (English)
+        return {h.document_id for h in example_kb.search(actor, "band", mode="keyword")}
+
+    assert "salary-bands" in found(hr)
     no_conf = Actor("acme", frozenset({"hr"}), visibilities=PUBLIC_INTERNAL)
-    assert example_kb.search(no_conf, "band", mode="keyword") == []
+    assert "salary-bands" not in found(no_conf)
     staff_conf = Actor("acme", frozenset({"staff"}), visibilities=frozenset({"confidential", "internal"}))
-    assert example_kb.search(staff_conf, "band", mode="keyword") == []
+    assert "salary-bands" not in found(staff_conf)
 
 
 def test_actor_reads_public_documents_only_unless_told_otherwise(example_kb: KnowledgeBase) -> None:
@@ -80,9 +88,15 @@ def test_hostile_note_is_returned_literally(example_kb: KnowledgeBase, staff: Ac
     assert all(h.document_id != "salary-bands" for h in hits)
 
 
-def test_exact_analyzer_does_not_fold_diacritics(example_kb: KnowledgeBase, staff: Actor) -> None:
-    assert example_kb.search(staff, "Ubernachtung", mode="keyword") == []
-    assert example_kb.search(staff, "Übernachtung", mode="keyword")
+def test_exact_analyzer_does_not_fold_diacritics(tmp_path, example_kb: KnowledgeBase,  # type: ignore[no-untyped-def]
+                                                staff: Actor) -> None:
+    loaded = load_paths([EXAMPLES / "collection" / "reisekosten-richtlinie.md"], {"tenant": "acme"})
+    with KnowledgeBase.open(tmp_path / "exact.db", analyzer="exact") as exact:
+        exact.ingest(loaded.documents, split="heading")
+        assert exact.search(staff, "Ubernachtung", mode="keyword") == []
+        assert exact.search(staff, "Übernachtung", mode="keyword")
+    # The example store is auto: its German passages are stemmed, which folds umlauts.
+    assert example_kb.search(staff, "Ubernachtung", mode="keyword")
 
 
 def test_language_and_tag_filters(example_kb: KnowledgeBase, customer: Actor) -> None:

@@ -1,11 +1,13 @@
-"""``evidex check``: the command-line face of ``KnowledgeBase.check`` (see ``evidex.check``).
+"""``evidex check`` and ``evidex reindex``: the command-line faces of ``KnowledgeBase.check``
+(see ``evidex.check``) and ``KnowledgeBase.reindex``, the store's own maintenance.
 
-``cli`` adds ``check_cmd`` to its commands.
+``cli`` adds ``check_cmd`` and ``reindex_cmd`` to its commands.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -13,7 +15,7 @@ from .console import JsonOpt, emit, errors, open_kb, safe, state
 from .model import EvidexError
 from .store import is_postgres_url
 
-__all__ = ["check_cmd"]
+__all__ = ["check_cmd", "reindex_cmd"]
 
 
 @errors
@@ -39,3 +41,12 @@ def check_cmd(as_json: JsonOpt = False) -> None:
                    err=not report.ok)
     if not report.ok:
         raise typer.Exit(1)
+
+
+@errors
+def reindex_cmd(analyzer: Annotated[str, typer.Option("--analyzer", help="auto, exact, english, german.")],
+                as_json: JsonOpt = False) -> None:
+    """Rebuild the keyword index with another analyzer and switch to it atomically."""
+    with open_kb() as kb:
+        count = kb.reindex(analyzer)
+    emit({"analyzer": analyzer, "passages": count}) if as_json else typer.echo(f"reindexed {count} passages")

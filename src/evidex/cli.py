@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from . import __version__
-from ._cli_check import check_cmd
+from ._cli_check import check_cmd, reindex_cmd
 from ._cli_tools import ClaimOpt, citation_line, pairs, tools_app
 from .config import load_config
 from .console import JsonOpt, print_hits, state
@@ -84,10 +84,8 @@ def main_options(
         str | None,
         typer.Option("--db", help="Store location (default: $EVIDEX_DB, then ./evidex.db)."),
     ] = None,
-    analyzer: Annotated[
-        str | None,
-        typer.Option("--analyzer", help="Analyzer for a new store: exact, english, german."),
-    ] = None,
+    analyzer: Annotated[str | None, typer.Option(
+        "--analyzer", help="Analyzer for a new store: auto (default), exact, english, german.")] = None,
     embedder: Annotated[
         str | None,
         typer.Option("--embedder", help="Embedding model for a new store (none = keyword only)."),
@@ -348,9 +346,7 @@ def evaluate(
     visibilities: VisOpt = "public",
     generator: Annotated[str | None, typer.Option(help="extractive or openai (--qa, --cases).")] = None,
     mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "keyword",
-    analyzer: Annotated[
-        str | None, typer.Option("--analyzer", help="Analyzer (default: english).")
-    ] = None,
+    analyzer: Annotated[str | None, typer.Option("--analyzer", help="Analyzer (default: english).")] = None,
     embedder: Annotated[str | None, typer.Option(help="Embedding model (vector, hybrid).")] = None,
     fusion: Annotated[
         str | None, typer.Option(help="adaptive, convex or rrf (hybrid; default: retrieval.fuse, adaptive).")
@@ -628,6 +624,7 @@ def runs(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many, n
 
 
 app.command("check")(check_cmd)
+app.command("reindex")(reindex_cmd)
 
 
 def main() -> None:

@@ -284,7 +284,7 @@ SourceConfig = Annotated[FilesSource | WebSource | RecordsSource | PdfSource | W
 class RetrievalConfig(_Strict):
     """Defaults of every search (CLI and library callers that pass the config)."""
 
-    analyzer: Literal["exact", "english", "german"] | None = None
+    analyzer: Literal["auto", "exact", "english", "german"] | None = None
     embedder: str | None = None
     mode: Literal["hybrid", "keyword", "vector"] = "hybrid"
     fuse: FuseMethod = DEFAULT_FUSION  # type: ignore[assignment]

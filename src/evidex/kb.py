@@ -47,7 +47,7 @@ from .model import (
     can_access,
     check_unicode,
 )
-from .query import DEFAULT_LIMITS, Analyzer, QueryLimits, get_analyzer, parse_query
+from .query import DEFAULT_LIMITS, QueryLimits, analyzer_for, get_analyzer, parse_query
 from .retrieve import (
     BM25,
     DEFAULT_FUSION,
@@ -134,7 +134,6 @@ class KnowledgeBase:
         self.keep_history = keep_history
         self.max_limit = max_limit
         self.query_limits = query_limits
-        self._analyzer: Analyzer = get_analyzer(store.analyzer)
         self._bm25 = BM25(bm25 or BM25Params())
         self._cache_arg = embed_cache
         self._cache: EmbeddingCache | None = embed_cache if isinstance(embed_cache, EmbeddingCache) else None
@@ -165,8 +164,8 @@ class KnowledgeBase:
     ) -> KnowledgeBase:
         """Open (creating if missing) the store at ``location``.
 
-        ``analyzer`` and ``embedder`` are fixed when a store is created; passing other ones for
-        an existing store is an error rather than a silently inconsistent index. A new store
+        ``analyzer`` (default ``auto``) and ``embedder`` are fixed when a store is created (``reindex``,
+        ``reembed`` change them); other ones for an existing store are an error. A new store
         gets ``embedder``, else ``$EVIDEX_EMBEDDER``, else multilingual-e5-small ("none": no
         vectors, keyword search only).
         """
@@ -201,7 +200,10 @@ class KnowledgeBase:
 
     @property
     def analyzer(self) -> str:
-        return self._analyzer.name
+        return self.store.analyzer
+
+    #: The store's analyzer, read each time (``reindex`` may change it).
+    _analyzer = property(lambda self: get_analyzer(self.store.analyzer))
 
     # -- writing ------------------------------------------------------------------------------
     def ingest(
@@ -349,11 +351,16 @@ class KnowledgeBase:
                 return len(done)
         raise StoreError("the store kept changing during reembed; try again when writes pause")
 
+    def reindex(self, analyzer: str) -> int:
+        """Rebuild the keyword index with ``analyzer`` atomically (``store._reindex``); passages analysed."""
+        return self.store.reindex(get_analyzer(analyzer).name)  # caches stay exact: new sig versions
+
     def _passages(self, doc: Document, split: str, max_section_chars: int) -> tuple[PassageWrite, ...]:
         out = []
+        analyzer = analyzer_for(self.store.analyzer, doc.language)
         parts = split_text(doc.text, split, max_section_chars=max_section_chars, sections=doc.sections)
         for p, flags in zip(parts, scan_document([p.text for p in parts]), strict=True):
-            terms = Counter(self._analyzer.terms(p.text))
+            terms = Counter(analyzer.terms(p.text))
             out.append(PassageWrite(p, dict(terms), sum(terms.values()), flags=flags))
         return tuple(out)
 
@@ -413,20 +420,20 @@ class KnowledgeBase:
         fz = fusion if isinstance(fusion, Fusion) else Fusion(fusion, rrf_k, window, alpha)
         flt = Filters.of(filters)
         words = parse_query(query, limits or self.query_limits)
-        terms = self._analyzer.query_terms(words)
         if not words or not actor.active:
-            return SearchResults(terms=terms)
+            return SearchResults(terms=self._analyzer.query_terms(words))
         # Embedded before the snapshot is taken, so no read is held open while the model runs.
         model = self.store.embedder
         qvec, deadline = self._query_vector_for(mode, query)
         with self.store.read() as view:
             if isinstance(qvec, np.ndarray) and self.store.embedder != model:  # re-embedded meanwhile
                 qvec = self._query_vector(query)
-            return retrieve.search(view, self._bm25, actor, terms, mode=mode, limit=limit,
+            kq = retrieve.keyword_query(view, actor, flt, self.store.analyzer, words, query)
+            return retrieve.search(view, self._bm25, actor, kq, mode=mode, limit=limit,
                                    thresholds=self._thresholds(), query_vector=qvec,
                                    deadline=deadline, match=match, filters=flt,
                                    max_per_document=max_per_document, fusion=fz, explain=explain,
-                                   analyze=self._analyzer.terms,
+                                   analyze=analyzer_for(self.store.analyzer, kq.own_language).terms,
                                    question_language=guess_language(query), rerank=rerank,
                                    query=query)
 

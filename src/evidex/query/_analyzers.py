@@ -12,6 +12,12 @@ splitter so the query contract (what a "word" is) never depends on the analyzer:
 * ``german``: ``exact`` words minus the Snowball German stop words, then the Snowball German
   stemmer, which also removes umlauts after stemming ("Übernachtungen" -> "ubernachtung"), so
   in this analyzer "Ubernachtung" does match "Übernachtung".
+* ``auto`` (default of new stores): each passage with its document's language
+  (``analyzer_for``): English and German as above, every other language PyStemmer ships a
+  Snowball stemmer for with that stemmer (no stop words: evidex ships lists for English and
+  German only, and BM25's idf already weighs common words down), and ``exact`` for a passage
+  without a language or in one no stemmer knows. Text whose language is not known (the
+  analyzer's own ``terms``) is analysed ``exact``.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ import Stemmer
 
 from ..model import StoreError, nfc_lower
 
-__all__ = ["ANALYZERS", "Analyzer", "content_terms", "get_analyzer", "words"]
+__all__ = ["ANALYZERS", "AUTO", "Analyzer", "analyzer_for", "content_terms", "get_analyzer",
+           "language_key", "words"]
 
 # \w in Python's re is Unicode-aware letters, digits and underscore; excluding "_" leaves runs of
 # letters and digits, which is the contract's definition of a word.
@@ -75,7 +82,11 @@ def _snowball(name: str, lang: str, min_len: int) -> Analyzer:
     return Analyzer(name, terms_of)
 
 
+#: The per-language analyzer's name.
+AUTO = "auto"
+
 _FACTORIES: dict[str, Callable[[], Analyzer]] = {
+    AUTO: lambda: Analyzer(AUTO, lambda ws: ws),
     "exact": _exact,
     "english": lambda: _snowball("english", "en", 2),
     "german": lambda: _snowball("german", "de", 1),
@@ -111,3 +122,37 @@ def get_analyzer(name: str) -> Analyzer:
     except (KeyError, TypeError):
         raise StoreError(f"unknown analyzer {name!r}; known analyzers: {', '.join(ANALYZERS)}") from None
     return factory()
+
+
+def language_key(tag: str | None) -> str:
+    """The primary subtag of a language tag in lower case ("de-CH" -> "de"; "" for none): the
+    partition of passages the ``auto`` analyzer analyses, and keeps statistics for, alike."""
+    return tag.split("-", 1)[0].lower() if tag else ""
+
+
+def _stemmer_name(key: str) -> str | None:
+    """``key`` when PyStemmer has a Snowball stemmer for that ISO 639 code, else None. Only
+    codes of two or three letters are asked: Snowball also knows names such as "porter"."""
+    if not (2 <= len(key) <= 3 and key.isalpha()):
+        return None
+    try:
+        Stemmer.Stemmer(key)
+    except KeyError:
+        return None
+    return key
+
+
+@cache
+def analyzer_for(name: str, language: str | None) -> Analyzer:
+    """The analyzer of a passage (or a query) in ``language`` under the store analyzer ``name``:
+    the store's own analyzer unless it is ``auto`` (see the module docstring)."""
+    if name != AUTO:
+        return get_analyzer(name)
+    key = language_key(language)
+    if key in ("en", "de"):
+        return get_analyzer("english" if key == "en" else "german")
+    stemmer = _stemmer_name(key)
+    if stemmer is None:
+        return get_analyzer("exact")
+    stem_words = Stemmer.Stemmer(stemmer).stemWords
+    return Analyzer(f"snowball-{key}", stem_words)

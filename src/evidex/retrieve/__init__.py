@@ -19,6 +19,7 @@ from ._evidence import (
 )
 from ._fusion import DEFAULT_FUSION, FUSIONS, Fusion, Leg, fuse
 from ._hybrid import MODES, search
+from ._keywords import KeywordQuery, keyword_query
 from ._language import FUNCTION_WORDS, guess_language
 from ._rerank import RANKER, RERANK_DEPTH, RankerWeights, rank_score, rerank_order
 from ._search import Candidates, hits_from, keyword_candidates
@@ -53,6 +54,7 @@ __all__ = [
     "EvidenceThresholds",
     "Fallback",
     "Fusion",
+    "KeywordQuery",
     "Leg",
     "PassageSupport",
     "RankerWeights",
@@ -69,6 +71,7 @@ __all__ = [
     "hits_from",
     "is_title_line",
     "keyword_candidates",
+    "keyword_query",
     "passage_support",
     "rank_score",
     "rerank_order",

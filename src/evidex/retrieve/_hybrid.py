@@ -39,6 +39,7 @@ from ._bm25 import BM25
 from ._deadline import Deadline, Fallback
 from ._evidence import DECIDE_DEPTH, EvidenceThresholds, with_evidence
 from ._fusion import Fusion, Leg, fuse
+from ._keywords import KeywordQuery
 from ._rerank import RERANK_DEPTH, rank_score, rerank_order
 from ._search import Candidates, hits_from, keyword_candidates
 from ._select import select_top
@@ -59,7 +60,7 @@ def search(
     view: ReadView,
     bm25: BM25,
     actor: Actor,
-    terms: Sequence[str],
+    terms: Sequence[str] | KeywordQuery,
     *,
     mode: str,
     limit: int,
@@ -78,6 +79,8 @@ def search(
 ) -> SearchResults:
     """The best ``limit`` passages ``actor`` may read for the analysed query ``terms`` (and
     ``query_vector`` in vector and hybrid modes), best first, with the evidence level.
+    ``terms`` is one analysis matched against every passage, or a ``KeywordQuery`` (one per
+    language, see ``_keywords``), whose identified language adaptive fusion then reuses.
 
     ``analyze`` is the store's analyzer (text -> terms; default ``exact``), used to measure how
     well passages and sentences cover the question; ``question_language`` ("en", "de" or None)
@@ -89,11 +92,12 @@ def search(
 
     Arguments are taken as valid (``KnowledgeBase.search`` checks what callers pass)."""
     depth = max(limit, RERANK_DEPTH) if rerank else limit
-    finish = _Finish(view, actor, filters, terms, limit, thresholds, analyze or _EXACT.terms,
+    kq = terms if isinstance(terms, KeywordQuery) else KeywordQuery.of(terms)
+    finish = _Finish(view, actor, filters, kq.terms, limit, thresholds, analyze or _EXACT.terms,
                      question_language, rerank,
                      query_vector if isinstance(query_vector, np.ndarray) else None,
                      wants_number(query))
-    keyword = (view, bm25, actor, terms, filters, match, depth, max_per_document, explain, finish)
+    keyword = (view, bm25, actor, kq, filters, match, depth, max_per_document, explain, finish)
     if mode == "keyword":
         return _keyword(*keyword)
     if mode == "hybrid" and isinstance(query_vector, Fallback):
@@ -106,8 +110,8 @@ def search(
         window = max(fusion.window, depth) * scale
         legs = []
         kc = None
-        if mode == "hybrid" and terms:
-            kc = keyword_candidates(view, bm25, actor, terms, filters, match, window, None)
+        if mode == "hybrid" and kq.terms:
+            kc = keyword_candidates(view, bm25, actor, kq, filters, match, window, None)
             legs.append(_ranked(view, kc, "keyword", window))
             term_pids = kc.term_pids
         vc = vector_candidates(view, actor, filters, query_vector, window)
@@ -117,7 +121,7 @@ def search(
         legs.append(_ranked(view, vc, "vector", window))
         weights = None
         if mode == "hybrid" and fusion.method == "adaptive":
-            weights = _weigh(view, actor, filters, legs, terms, term_pids, query)
+            weights = _weigh(view, actor, filters, legs, kq, term_pids, query)
         hits = _capped_hits(view, legs, mode, fusion, depth, max_per_document, explain, weights)
         filled = any(len(leg.pids) >= window for leg in legs)
         if len(hits) >= depth or not filled or max_per_document is None:
@@ -127,9 +131,11 @@ def search(
         scale *= _GROWTH
 
 
-def _weigh(view: ReadView, actor: Actor, filters: Filters, legs: list[Leg], terms: Sequence[str],
+def _weigh(view: ReadView, actor: Actor, filters: Filters, legs: list[Leg], kq: KeywordQuery,
            term_pids: Mapping[str, np.ndarray] | None, query: str) -> LegWeights:
-    """This query's leg weights (adaptive fusion)."""
+    """This query's leg weights (adaptive fusion). The query's language is the one the keyword
+    query was analysed for when it was identified there (same candidates: the readable
+    languages), so it is identified once."""
     allowed = allowed_signatures(view, actor, filters)
     # Only the languages of what the actor may read are candidates: nothing about other
     # passages reaches the ranking, not even which languages they are in.
@@ -139,10 +145,19 @@ def _weigh(view: ReadView, actor: Actor, filters: Filters, legs: list[Leg], term
     top = vector.pids[:TOP]
     language_of_pid = {int(p): language_of_sig.get(int(g))
                        for p, g in zip(top, view.sig.take(top), strict=True)}
-    query_language = identify(query, language_of_sig.values()) if query else None
+    if kq.identified:
+        query_language = kq.language
+    else:
+        query_language = identify(query, language_of_sig.values()) if query else None
     keyword = legs[0] if len(legs) > 1 else None
-    return leg_weights(query_signals(keyword, vector, terms, term_pids, allowed.passages,
-                                     language_of_pid, query_language))
+    # Each analysis of the query (one per language under auto) is read on its own, and the one
+    # that explains the keyword leg best counts: the union of a German and an English analysis
+    # is twice the query, and no passage could cover more than its own language's half.
+    analyses = [list(ts) for _, ts in kq.parts if ts] or [kq.terms]
+    return leg_weights(max(
+        (query_signals(keyword, vector, ts, term_pids, allowed.passages, language_of_pid,
+                       query_language) for ts in analyses),
+        key=lambda sig: (sig.coverage, sig.known)))
 
 
 _EXACT = get_analyzer("exact")
@@ -211,17 +226,17 @@ class _Finish:
         return out
 
 
-def _keyword(view: ReadView, bm25: BM25, actor: Actor, terms: Sequence[str], filters: Filters,
+def _keyword(view: ReadView, bm25: BM25, actor: Actor, kq: KeywordQuery, filters: Filters,
              match: str, depth: int, max_per_document: int | None, explain: bool,
              finish: _Finish, fallback: Fallback | None = None) -> SearchResults:
     """The keyword ranking: BM25 ranked for exactly ``depth`` hits under the cap. A fallback's
     evidence is measured without similarity (keyword signals only)."""
     if fallback is not None:
         finish.qvec = None
-    if not terms:
-        res = with_evidence(view, [], terms, None, None, finish.thresholds)
+    if not kq.terms:
+        res = with_evidence(view, [], [], None, None, finish.thresholds)
     else:
-        cand = keyword_candidates(view, bm25, actor, terms, filters, match, depth, max_per_document)
+        cand = keyword_candidates(view, bm25, actor, kq, filters, match, depth, max_per_document)
         why = _explanation(_ranked(view, cand, "keyword", len(cand.pids))) if explain else None
         hits = hits_from(view, cand, depth, max_per_document, why)
         res = finish(hits, cand, None, None, cand.term_pids)

@@ -12,6 +12,7 @@ from ..model import Actor, Filters, Hit
 from ..store import ReadView
 from ._access import allowed_signatures
 from ._bm25 import BM25
+from ._keywords import KeywordQuery
 from ._select import select_top
 
 __all__ = ["Candidates", "hits_from", "keyword_candidates"]
@@ -34,15 +35,37 @@ def keyword_candidates(
     view: ReadView,
     bm25: BM25,
     actor: Actor,
-    terms: Sequence[str],
+    terms: Sequence[str] | KeywordQuery,
     filters: Filters,
     match: str,
     window: int | None = None,
     max_per_document: int | None = None,
 ) -> Candidates:
-    """Keyword candidates; with ``window`` they are only guaranteed to contain the best
-    ``window`` passages under ``max_per_document`` (which lets BM25 prune)."""
-    allowed = allowed_signatures(view, actor, filters)
+    """Keyword candidates of the analysed query (``terms``: one analysis matched against every
+    passage, or a ``KeywordQuery`` of one analysis per language); with ``window`` they are only
+    guaranteed to contain the best ``window`` passages under ``max_per_document`` (which lets
+    BM25 prune). Each language part is pruned against its own best ``window``: a passage among
+    the best ``window`` of all parts is among the best of its own part, which holds fewer."""
+    query = terms if isinstance(terms, KeywordQuery) else KeywordQuery.of(terms)
+    got = [_part(view, bm25, actor, part, language, filters, match, window, max_per_document)
+           for language, part in query.parts]
+    if len(got) == 1:
+        return got[0]
+    if not got:
+        return Candidates(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), {})
+    term_pids: dict[str, np.ndarray] = {}
+    for c in got:  # the parts' passages are disjoint (one language each): union by concatenation
+        for t, p in (c.term_pids or {}).items():
+            term_pids[t] = np.sort(np.concatenate([term_pids[t], p])) if t in term_pids else p
+    return Candidates(np.concatenate([c.pids for c in got]), np.concatenate([c.scores for c in got]),
+                      term_pids)
+
+
+def _part(view: ReadView, bm25: BM25, actor: Actor, terms: Sequence[str], language: str | None,
+          filters: Filters, match: str, window: int | None, max_per_document: int | None
+          ) -> Candidates:
+    """The candidates of one analysis among the passages of ``language`` (None: all)."""
+    allowed = allowed_signatures(view, actor, filters, language)
 
     def top(pids: np.ndarray, scores: np.ndarray) -> tuple[bool, float]:
         chosen = select_top(scores, view.dkey, view.number, window or 0, max_per_document,

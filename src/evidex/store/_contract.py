@@ -240,6 +240,11 @@ class Store(Protocol):
 
     def switch_vectors(self, model: str, dimension: int, vectors: dict[int, np.ndarray]) -> bool: ...
 
+    def reindex(self, analyzer: str) -> int:
+        """Rebuild the keyword index with ``analyzer`` in one transaction (see ``_reindex``);
+        the number of passages analysed."""
+        ...
+
     def read(self) -> AbstractContextManager[ReadView]: ...
 
     def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ..model import Document, Passage, StoreError
-from ..query import get_analyzer
+from ..query import analyzer_for
 from ._contract import DocumentWrite, HistoryEntry, PassageWrite, Store, StoredDocument
 
 __all__ = ["CopyReport", "copy_store"]
@@ -52,7 +52,6 @@ def copy_store(source: Store, target: Store, *, batch: int = 200,
         raise StoreError(
             f"the target was created with analyzer {target.analyzer!r} and model {target.embedder!r}; "
             f"the source has {source.analyzer!r} and {source.embedder!r}")
-    analyzer = get_analyzer(source.analyzer)
     docs = list(source.iter_documents())
     report = CopyReport()
     history: list[tuple[str, str, HistoryEntry]] = []
@@ -65,6 +64,7 @@ def copy_store(source: Store, target: Store, *, batch: int = 200,
                 if source.embedder != "none" and len(vectors) != len(stored):
                     raise StoreError(f"document {d.id!r} of {d.tenant!r} lacks passage vectors")
                 passages = []
+                analyzer = analyzer_for(source.analyzer, d.language)
                 for p in stored:
                     terms = Counter(analyzer.terms(p.text))
                     passages.append(PassageWrite(

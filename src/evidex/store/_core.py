@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..model import Conflict, IngestReport, StoreError
-from . import _conflicts, _merging
+from . import _conflicts, _merging, _reindex
 from ._contract import DocumentWrite, HistoryEntry, MissingVectors, SourceEntry, StoredDocument
 from ._dialect import Dialect, Retry, Tx, VectorStorage, now, sig_key
 from ._migrations import SCHEMA_VERSION, upgrade
@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PendingMerge", "SQLStore"]
 
+#: The analyzer of a store created without one: per-language analysis (see ``query``).
+DEFAULT_ANALYZER = "auto"
 #: Write transactions that fail with one of the dialect's ``retry_errors`` are run again.
 WRITE_RETRIES = 5
 
@@ -139,7 +141,7 @@ class SQLStore:
         schema transaction); its meta."""
         if upgrade(c, self.dialect, self._where, foreign):
             c.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", [
-                ("schema_version", str(SCHEMA_VERSION)), ("analyzer", analyzer or "exact"),
+                ("schema_version", str(SCHEMA_VERSION)), ("analyzer", analyzer or DEFAULT_ANALYZER),
                 ("generation", "0"), ("created_at", now()), ("embedder", self.embedder),
                 ("dimension", str(self.dimension)), *self._vectors.meta_rows()])
         return dict(c.execute("SELECT key, value FROM meta").fetchall())
@@ -150,7 +152,7 @@ class SQLStore:
         if analyzer is not None and analyzer != stored:
             raise StoreError(
                 f"{self._where} was created with the analyzer {stored!r}; it cannot be searched "
-                f"with {analyzer!r} (re-create the store to change analyzers)")
+                f"with {analyzer!r} (change it with `evidex reindex --analyzer {analyzer}`)")
         model = meta.get("embedder", "none")
         if embedder is not None and embedder != model:
             raise StoreError(
@@ -160,8 +162,10 @@ class SQLStore:
         return str(stored)
 
     def _load_model(self, c: Any) -> None:
-        meta = dict(c.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')")
-                    .fetchall())
+        """The model and analyzer the index holds now (``reembed``, ``reindex`` change them)."""
+        meta = dict(c.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension', "
+                              "'analyzer')").fetchall())
+        self.analyzer = meta.get("analyzer", self.analyzer)
         self.embedder = meta.get("embedder", "none")
         self.dimension = int(meta.get("dimension", "0"))
 
@@ -216,10 +220,13 @@ class SQLStore:
         raise AssertionError("unreachable")
 
     def _check_model(self, c: Any) -> None:
-        """Another process re-embedded the store since our vectors were computed: the caller
-        must embed again with the store's model now."""
-        model = self.embedder
+        """Another handle re-embedded or reindexed the store since our vectors and terms were
+        computed: the caller must embed (``MissingVectors``) or analyse (``StoreError``) again."""
+        model, analyzer = self.embedder, self.analyzer
         self._load_model(c)
+        if self.analyzer != analyzer:
+            raise StoreError(f"the store was reindexed with the analyzer {self.analyzer!r} since "
+                             "these passages were analysed; nothing was written, write them again")
         if self.embedder != model:
             raise MissingVectors(f"the store now uses the model {self.embedder!r}")
 
@@ -453,6 +460,9 @@ class SQLStore:
         if done:
             self.embedder, self.dimension = model, dimension
         return done
+
+    def reindex(self, analyzer: str) -> int:
+        return _reindex.reindex(self, analyzer)
 
     def remove(self, tenant: str, doc_id: str) -> bool:
         def run() -> bool:
