@@ -223,6 +223,6 @@ def test_the_shop_collections_planted_conflicts_are_found(
     assert {care.a.value, care.b.value} == {"once a year", "every 6 months"}
     hamburg = pairs[frozenset(("stores/hamburg.html", "pdf/store-flyer-hamburg.pdf"))]
     assert {hamburg.a.value, hamburg.b.value} == {"13:00-18:00", "12:00 to 17:00"}
-    # The rest are false positives (benchmarks/results/notify.md lists them); a bound, so a
+    # The rest are false positives (benchmarks/RESULTS.md lists them); a bound, so a
     # change that floods owners with them fails here.
     assert len(found) <= 10, [c.summary() for c in found]

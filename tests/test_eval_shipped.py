@@ -56,7 +56,7 @@ def test_the_shipped_set_releases_nothing_it_must_not(shipped: dict[str, Any]) -
 
 @pytest.mark.xfail(strict=True, reason=(
     "the answers miss the gate (measured 2026-12-01 on branch answers2, issue 21: "
-    "multilingual-e5-small-int8, extractive, adaptive fusion; benchmarks/results/answers.md): "
+    "multilingual-e5-small-int8, extractive, adaptive fusion; benchmarks/RESULTS.md): "
     "answerable cited 51 % (73/144, gate 85 %; 58 % before this branch), unanswerable declined "
     "63 % (22/35, gate 95 %; 37 % before), 0 injection citations (1 before: injection-02), 13 of "
     "19 categories below 60 % (cross-language 3/13, german 7/17, privacy 2/6, shipping 3/9, "

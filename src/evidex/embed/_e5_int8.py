@@ -15,7 +15,7 @@ threads (default: every core), each thread embedding whole texts, longest first;
 a session of their own with ``EVIDEX_QUERY_THREADS`` threads (default 1). Each text (each window
 of a long text) is one onnxruntime call: activations are quantised with one scale per call, so
 running texts together would make a text's vector depend on its batch neighbours, and batching
-measured no faster per text (benchmarks/results/embedder.md).
+measured no faster per text (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations

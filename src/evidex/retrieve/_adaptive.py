@@ -21,7 +21,7 @@ weights of a convex combination, with the reason for each change:
   that covers the whole query: its weight rises, so the exact hit stays first.
 
 The constants are fitted on development data only (benchmarks/multilingual.py; the figures and
-the fitting command are in benchmarks/results/multilingual.md). The function is pure: the same
+the fitting command are in benchmarks/RESULTS.md). The function is pure: the same
 signals always give the same weights.
 """
 

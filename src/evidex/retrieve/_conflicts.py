@@ -45,7 +45,7 @@ SUBJECT_MIN = 0.7
 MIN_SHARED = 3
 #: Cosine of two passages' embeddings at which they are about one subject even when their
 #: sentences are worded differently (then PASSAGE_SHARED words in common suffice). Chosen on the
-#: shop collection (benchmarks/results/notify.md): a development set, not a held-out estimate.
+#: shop collection (benchmarks/RESULTS.md): a development set, not a held-out estimate.
 PASSAGE_MIN = 0.9
 PASSAGE_SHARED = 2
 #: Nearest passages looked at per new passage, and the documents taken from them.

@@ -23,7 +23,7 @@ decline decision, never a probability of truth. Cosines are on each model's own 
 values are per embedding model, calibrated on development data of several kinds (claims,
 wh-questions, keyword queries, German, cross-language, out-of-collection questions) by
 benchmarks/answers_decide.py, which runs this very rule; each model's values are recorded with
-the command that produced them in benchmarks/results/answers.md.
+the command that produced them in benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class EvidenceThresholds:
 
 
 #: Per embedding model; "none" is the keyword-only store. Calibrated values are recorded with
-#: the command that produced them in benchmarks/results/answers.md.
+#: the command that produced them in benchmarks/RESULTS.md.
 EVIDENCE_THRESHOLDS: dict[str, EvidenceThresholds] = {
     "multilingual-e5-small": EvidenceThresholds(0.915, 0.1, 0.87, 0.05, 0.04, 0.05),
     "multilingual-e5-small-int8": EvidenceThresholds(0.915, 0.1, 0.87, 0.05, 0.04, 0.05),

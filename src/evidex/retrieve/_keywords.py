@@ -16,7 +16,7 @@ Every readable language, not only the query's: restricted to the query's languag
 leg of a question whose answer is in another language ranks unrelated passages of the query's
 language with full confidence (every word known, the query covered), which adaptive fusion then
 trusts; matched in every language, it finds the names and numbers the languages share and its
-unknown words tell adaptive fusion to trust the vector leg (benchmarks/results/multilingual.md,
+unknown words tell adaptive fusion to trust the vector leg (benchmarks/RESULTS.md,
 development groups). The query's language is still identified (``query.identify``, among the
 readable languages) for adaptive fusion and for measuring coverage.
 """

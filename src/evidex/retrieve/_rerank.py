@@ -14,7 +14,7 @@ the wrong topic), ``keyword`` the BM25 score relative to the query's best, and
 ``similarity_scale`` the model's cosine spread worth one fully covered sentence (per model, in
 ``EvidenceThresholds``). The weights were set by hand on development data (SciFact train,
 encyclopedia dev, SQuAD 2.0 train sample, MLQA dev German); their measured effect is in
-benchmarks/results/answers.md. Answers always use it; ``search`` only when asked
+benchmarks/RESULTS.md. Answers always use it; ``search`` only when asked
 (``rerank=True``), because on search benchmarks it did not pay for its cost.
 """
 
