@@ -192,7 +192,7 @@ class SQLiteStore(SQLStore):
         self._vectors = _SegmentVectors(self)
         #: Taken around every write transaction of this handle's connections (the writer's and
         #: the merge thread's): in-process they queue here and wake at once, instead of meeting
-        #: in SQLite's busy handler, which sleeps in steps of up to 100 ms.
+        #: in SQLite's busy handler, which sleeps in growing steps between retries.
         self._write_gate = threading.Lock()
         try:
             self._main = self._connect()
