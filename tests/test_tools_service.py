@@ -377,8 +377,10 @@ def _mcp_answer(db: Path, config: Path, cache: Path, key: str, question: str) ->
             ans = dict(res.structured_content)
             # Each citation resolves through MCP too (a live one by looking up again, as the key).
             ans["resolved"] = []
+            answer_only = {"n", "sentence_start", "sentence_end"}  # as the tool's description says
             for c in ans.get("citations", []):
-                got = await session.call_tool("resolve", {k: v for k, v in c.items() if k != "n"})
+                got = await session.call_tool("resolve", {k: v for k, v in c.items()
+                                                          if k not in answer_only})
                 assert not got.is_error, got.content
                 ans["resolved"].append(dict(got.structured_content or {}))
             return ans

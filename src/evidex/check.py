@@ -8,9 +8,9 @@ moment the check began):
 - **index**: every passage row is live in the index (access signature, document, number and
   length as stored), every passage the index holds live has a row, and each signature's
   passage count and total length are the sums over its live passages;
-- **postings**: every term of every live passage (re-derived with the store's analyzer, which
-  is what wrote them) has a posting for that passage with the right term frequency, and no
-  posting of such a term points at a live passage without it or at a passage id the index
+- **postings**: every term of every live passage (re-derived with the store's analyzer in the
+  document's language, which is what wrote them) has a posting for that passage with the
+  right term frequency, and no posting of such a term points at a live passage without it or at a passage id the index
   does not know;
 - **vectors** (a store with an embedding model): the model id is one evidex knows, with the
   store's dimension, and every live passage has a finite, unit-length vector of that dimension;
@@ -37,7 +37,7 @@ import numpy as np
 
 from .embed import get_embedder
 from .model import EvidexError, sha256_text
-from .query import get_analyzer
+from .query import analyzer_for
 from .store import ReadView, Store, StoredDocument
 
 __all__ = ["CheckReport", "Problem", "check_store"]
@@ -126,7 +126,6 @@ def check_store(store: Store) -> CheckReport:
 def _content(report: CheckReport, store: Store, held: set[tuple[str, str]]) -> None:
     """Every check of the stored content, in one read snapshot; fills ``held`` with the
     (tenant, id) of the documents it saw."""
-    analyzer = get_analyzer(store.analyzer)
     expected: dict[str, dict[int, int]] = {}  # term -> {pid: tf} over live passage rows
     owner: dict[int, str] = {}  # pid -> tenant, for attributing problems
     with store.read() as view:
@@ -138,7 +137,9 @@ def _content(report: CheckReport, store: Store, held: set[tuple[str, str]]) -> N
                 continue
             held.add((d.tenant, d.id))
             report.documents += 1
-            pids = _document(report, view, d, analyzer.terms, expected)
+            # each document's passages were analysed in its language (the `auto` analyzer)
+            terms_of = analyzer_for(store.analyzer, d.language).terms
+            pids = _document(report, view, d, terms_of, expected)
             seen.update(pids)
             owner.update(dict.fromkeys(pids, d.tenant))
             _history(report, view, d)
