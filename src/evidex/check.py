@@ -10,8 +10,8 @@ moment the check began):
   passage count and total length are the sums over its live passages;
 - **postings**: every term of every live passage (re-derived with the store's analyzer in the
   document's language, which is what wrote them) has a posting for that passage with the
-  right term frequency, and no posting of such a term points at a live passage without it or at a passage id the index
-  does not know;
+  right term frequency, and no posting of such a term points at a live passage without it or
+  at a passage id the index does not know;
 - **vectors** (a store with an embedding model): the model id is one evidex knows, with the
   store's dimension, and every live passage has a finite, unit-length vector of that dimension;
 - **history**: each superseded version's text hashes to its fingerprint, the history is in
