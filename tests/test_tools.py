@@ -8,32 +8,27 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+import tools_helpers
 from evidex import Actor, CitationError, EvidexError, KnowledgeBase
 from evidex.tools import LiveSource, Toolbox, ToolConfig
-from tools_helpers import SECRET, TOKEN_ENV, ToolServer, order_tool
+from tools_helpers import (
+    CUSTOMER,
+    GUEST,
+    SECRET,
+    TOKEN_ENV,
+    ToolServer,
+    order_tool,
+)
 
-CUSTOMER = Actor("acme", {"customers"}, visibilities={"public"}, claims={"customer_id": "C-1001"})
-GUEST = Actor("acme", {"customers"}, visibilities={"public"})
+server, token = tools_helpers.server, tools_helpers.token  # the shared fixtures, used by name
+
 OTHER_CUSTOMER = Actor("acme", {"customers"}, visibilities={"public"}, claims={"customer_id": "C-2002"})
 GLOBEX = Actor("globex", {"customers"}, visibilities={"public"}, claims={"customer_id": "C-1001"})
 STAFF = Actor("acme", {"staff"}, visibilities={"public", "internal"}, claims={"customer_id": "C-1001"})
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ToolServer]:
-    s = ToolServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture(autouse=True)
-def token(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(TOKEN_ENV, SECRET)
 
 
 def ask(tools: list[ToolConfig], question: str, actor: Actor = CUSTOMER) -> list[LiveSource]:

@@ -6,31 +6,25 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import tools_helpers
 from evidex import Actor, Document, KnowledgeBase
-from tools_helpers import SECRET, TOKEN_ENV, ToolServer, order_tool
+from tools_helpers import (
+    CUSTOMER,
+    GUEST,
+    SECRET,
+    ToolServer,
+    order_tool,
+)
 
-CUSTOMER = Actor("acme", {"customers"}, visibilities={"public"}, claims={"customer_id": "C-1001"})
-GUEST = Actor("acme", {"customers"}, visibilities={"public"})
+server, token = tools_helpers.server, tools_helpers.token  # the shared fixtures, used by name
+
 RETURNS = "Shipped orders can be returned within 30 days of delivery."
 TRACKING = "As soon as your parcel leaves our warehouse we send you an email with the tracking link."
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ToolServer]:
-    s = ToolServer()
-    yield s
-    s.close()
-
-
-@pytest.fixture(autouse=True)
-def token(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(TOKEN_ENV, SECRET)
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,21 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import pytest
+
+from evidex import Actor
 from evidex.tools import ToolConfig
 
 SECRET = "s3cr3t-token-value-4711"
 TOKEN_ENV = "EVIDEX_TEST_ORDERS_TOKEN"
+#: A signed-in customer (verified claim) and a guest of the same tenant and groups.
+CUSTOMER = Actor("acme", {"customers"}, visibilities={"public"}, claims={"customer_id": "C-1001"})
+GUEST = Actor("acme", {"customers"}, visibilities={"public"})
 
 
 class ToolServer:
@@ -170,3 +177,18 @@ def order_tool(server: ToolServer, kind: str = "ok", **overrides: Any) -> ToolCo
     }
     data.update(overrides)
     return ToolConfig.model_validate(data)
+
+
+# Fixtures shared by the live-tool test modules (each imports them by name).
+@pytest.fixture(scope="module")
+def server() -> Iterator[ToolServer]:
+    """One local tools service per test module."""
+    s = ToolServer()
+    yield s
+    s.close()
+
+
+@pytest.fixture(autouse=True)
+def token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The services' credential, from the environment as configured tools read it."""
+    monkeypatch.setenv(TOKEN_ENV, SECRET)
