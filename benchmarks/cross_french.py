@@ -52,11 +52,9 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     enc, groups = french_questions()
     for analyzer in args.analyzers.split(","):
-        for view, langs in (("en", {"en"}), ("mixed", {"en", "de"})):
-            qs = enc.only_languages(langs) if view != "mixed" else enc
-            kb = ml._store(args.work / f"enc-{view}-{analyzer}.db",
-                           ((p.id, ml._text(p.title, p.text), p.language) for p in qs.passages.values()),
-                           analyzer)
+        for view in ("en", "mixed"):
+            kb, _ = ml.encyclopedia_view(args.work, enc, view, analyzer)
+            langs = ml.VIEWS[view]
             for split, queries in sorted(groups.items()):
                 row: dict[str, object] = {"collection": f"encyclopedia[{view}]", "analyzer": kb.analyzer,
                                           "group": f"cross fr->en {split}", "n": len(queries)}

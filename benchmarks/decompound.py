@@ -133,22 +133,12 @@ def collections(work: Path, analyzer: str) -> list[tuple[str, ml.KnowledgeBase, 
     work.mkdir(parents=True, exist_ok=True)
     out = []
     enc = qa_sets.load(qa_sets.ENCYCLOPEDIA)
-    views = (("de", {"de"}),) if analyzer == "german" else (("de", {"de"}), ("mixed", {"en", "de"}))
-    for view, langs in views:
-        qs = enc.only_languages(langs) if view != "mixed" else enc
-        kb = ml._store(work / f"enc-{view}-{analyzer}.db",
-                       ((p.id, ml._text(p.title, p.text), p.language) for p in qs.passages.values()),
-                       analyzer)
-        groups: dict[str, list] = {}
-        for q in qs.queries.values():
-            if not q.answerable:
-                continue
-            cross = qs.is_cross_language(q.id)
-            other = "en" if q.language == "de" else "de"
-            kind = f"cross {q.language}->{other}" if cross else f"{q.kind} {q.language}"
-            if view == "mixed" and "de" not in kind:
-                continue
-            groups.setdefault(f"{kind} {q.split}", []).append((q.text, set(qs.relevant(q.id))))
+    views = ("de",) if analyzer == "german" else ("de", "mixed")
+    for view in views:
+        kb, all_groups = ml.encyclopedia_view(work, enc, view, analyzer)
+        # The mixed view's English-only groups see no German analysis at all.
+        groups = {g: [(text, rel) for _, text, rel in qs] for g, qs in all_groups.items()
+                  if view != "mixed" or "de" in g.rsplit(" ", 1)[0]}
         out.append((f"encyclopedia[{view}]", kb, groups))
     beir = load_beir(GERMAN, "test")
     kb = ml._store(work / f"german-qa-{analyzer}.db",
