@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bm25_sweep.py [--work DIR] [--analyzer auto] [--splits dev,train]
         [--k1 0.6,0.9,1.2,1.5,2.0] [--b 0.3,0.5,0.75,0.9,1.0] [--points 1.2:0.75,0.9:0.5]
         [--modes keyword,adaptive]
+    .venv/bin/python benchmarks/bm25_sweep.py --titles --points 1.2:0.75,0.9:0.4
 
 The collections and question groups are ``multilingual.py``'s (the encyclopedia's three views,
 SciFact, german-qa; stores in --work, built once per analyzer) plus the French questions of
@@ -31,8 +32,9 @@ from pathlib import Path
 import cross_french
 import multilingual as ml
 from evidex import KnowledgeBase
-from evidex.evaluation import EVAL_LIMITS
+from evidex.evaluation import EVAL_LIMITS, load_beir
 from evidex.retrieve import BM25Params
+from scifact_hybrid import SCIFACT
 
 
 def question_sets(work: Path, analyzer: str, splits: set[str]) -> list[tuple[str, KnowledgeBase, dict]]:
@@ -49,6 +51,32 @@ def question_sets(work: Path, analyzer: str, splits: set[str]) -> list[tuple[str
     return out
 
 
+def mean_ndcg(kb: KnowledgeBase, queries: list, mode: str) -> float:
+    """Mean nDCG@10 of [(id, text, relevant ids)] in ``mode`` (a key of ``multilingual.SETTINGS``)."""
+    return round(statistics.fmean(
+        ml.ndcg10([h.document_id for h in kb.search(ml.ACTOR, text, limit=ml.DEPTH, max_per_document=1,
+                                                    **ml.SETTINGS[mode])], rel)
+        for _, text, rel in queries), 4)
+
+
+def title_check(work: Path, points: list[tuple[float, float]]) -> None:
+    """SciFact train, keyword leg: a document's title is indexed once, as words of its one passage
+    (title, blank line, abstract), weighed like the abstract's. Repeating it 0-2 times shows what
+    weighing titles up (or leaving them out) would do (keyword-only stores, no vectors)."""
+    beir = load_beir(SCIFACT, "train")
+    queries = [(q, text, {d for d, g in beir.qrels[q].items() if g > 0}) for q, text in beir.queries.items()]
+    for repeat in (0, 1, 2):
+        kb = ml._store(work / f"scifact-title{repeat}.db",
+                       (((i, f"{t}\n\n" * repeat + x, "en") for i, t, x in beir.corpus if x.strip())),
+                       "auto", embedder="none")
+        for k1, b in points:
+            handle = KnowledgeBase(kb.store, bm25=BM25Params(k1, b), max_limit=ml.DEPTH,
+                                   query_limits=EVAL_LIMITS)
+            print(json.dumps({"title_repeat": repeat, "k1": k1, "b": b, "group": "scifact train",
+                              "keyword": mean_ndcg(handle, queries, "keyword")}), flush=True)
+        kb.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", type=Path, default=Path("/tmp/evidex-bm25fit"))
@@ -58,11 +86,15 @@ def main() -> None:
     ap.add_argument("--b", default="0.3,0.5,0.75,0.9,1.0")
     ap.add_argument("--points", default="", help="k1:b pairs instead of the --k1 x --b grid")
     ap.add_argument("--modes", default="keyword,adaptive")
+    ap.add_argument("--titles", action="store_true", help="the title check instead (SciFact train)")
     args = ap.parse_args()
     if args.points:
         points = [tuple(float(x) for x in p.split(":")) for p in args.points.split(",")]
     else:
         points = [(float(k), float(b)) for k in args.k1.split(",") for b in args.b.split(",")]
+    if args.titles:
+        title_check(args.work, points)
+        return
     modes = args.modes.split(",")
     sets = question_sets(args.work, args.analyzer, set(args.splits.split(",")))
     table: dict[tuple[float, float], dict[str, dict[str, float]]] = defaultdict(dict)
@@ -71,11 +103,7 @@ def main() -> None:
             handle = KnowledgeBase(kb.store, bm25=BM25Params(k1, b), max_limit=ml.DEPTH,
                                    query_limits=EVAL_LIMITS)
             for group, queries in sorted(groups.items()):
-                row = {mode: round(statistics.fmean(
-                    ml.ndcg10([h.document_id for h in handle.search(ml.ACTOR, text, limit=ml.DEPTH,
-                                                                    max_per_document=1,
-                                                                    **ml.SETTINGS[mode])], rel)
-                    for _, text, rel in queries), 4) for mode in modes}
+                row = {mode: mean_ndcg(handle, queries, mode) for mode in modes}
                 table[(k1, b)][f"{name} {group}"] = row
                 print(json.dumps({"k1": k1, "b": b, "collection": name, "analyzer": kb.analyzer,
                                   "group": group, "n": len(queries), **row}), flush=True)
