@@ -16,9 +16,9 @@ process-wide cache (embedded on the first pass only).
 Choosing uses development data only: ``--splits dev,train`` (encyclopedia and French ``dev``,
 SciFact ``train``); german-qa has only a ``test`` split and is a check set. Each line printed is
 one (k1, b, collection, group) with nDCG@10 per mode (real search path, limit 100, one passage
-per document); the table at the end gives, per pair and mode, each set's mean over its groups and the mean
-over the sets (encyclopedia, French, SciFact, german-qa when asked: one vote each), sorted by the
-last mode's.
+per document); the table at the end gives, per pair and mode, each set's mean over its groups
+and the mean over the sets (encyclopedia, French, SciFact, german-qa when asked: one vote
+each), sorted by the last mode's. Results: benchmarks/results/bm25fit.md.
 """
 
 from __future__ import annotations
