@@ -163,18 +163,23 @@ def test_a_document_without_a_language_gets_the_identified_one(locate: Locator) 
     when the model is sure, so `auto` stems it ("returning" meets "returned"); a line too short
     to tell stays without one; a stated language is never overridden."""
     stated = _doc("stated", "Rückgaben sind innerhalb von dreißig Tagen möglich, sagt die Richtlinie.", "en")
+    plain = _doc("plain", "Worn jackets cannot be returned, but unworn ones within thirty days.", None)
     with KnowledgeBase.open(locate("mixed"), embedder="none") as kb:
-        kb.ingest([
+        kb.ingest([plain])  # a library caller's document is stored as it states itself ...
+        assert kb.document(STAFF, "plain").language is None
+        kb.remove("t", "plain")
+        kb.ingest([  # ... unless identification is asked for (the CLI and sources do)
             _doc("en-plain", "Worn jackets cannot be returned, but returns of unworn items are "
                              "accepted within thirty days.", None),
             _doc("de-plain", "Getragene Jacken können nicht zurückgegeben werden, ungetragene "
                              "Artikel nehmen wir innerhalb von dreißig Tagen zurück.", None),
             OTHER[1], stated,
-        ])
+        ], identify_languages=True)
         langs = {d.id: d.language for d in kb.documents("t")}
         assert langs == {"en-plain": "en", "de-plain": "de", "code": None, "stated": "en"}
         assert "en-plain" in _scores(kb, STAFF, "returning")  # exact analysis would miss it
         # Re-ingesting the same documents finds them unchanged (identification is deterministic).
         again = kb.ingest([_doc("en-plain", "Worn jackets cannot be returned, but returns of unworn "
-                                            "items are accepted within thirty days.", None)])
+                                            "items are accepted within thirty days.", None)],
+                          identify_languages=True)
         assert again.unchanged == 1 and again.added == again.superseded == 0

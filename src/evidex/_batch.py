@@ -12,11 +12,11 @@ from .store import SourceEntry
 __all__ = ["checked_batch", "entries_by_document"]
 
 
-def checked_batch(docs: list[Document]) -> list[Document]:
-    """Every item a Document, no (tenant, id) twice: checked before anything is written. A
-    document that states no language gets the one identified from its text, when the model is
-    sure (``query.identify_document``): the ``auto`` analyzer stems it and the answer knows
-    which language it quotes."""
+def checked_batch(docs: list[Document], identify_languages: bool) -> list[Document]:
+    """Every item a Document, no (tenant, id) twice: checked before anything is written. With
+    ``identify_languages``, a document that states no language gets the one identified from its
+    text when the model is sure (``query.identify_document``): the ``auto`` analyzer stems it
+    and the answer knows which language it quotes."""
     seen: dict[tuple[str, str], int] = {}
     for i, d in enumerate(docs):
         if not isinstance(d, Document):
@@ -28,6 +28,8 @@ def checked_batch(docs: list[Document]) -> list[Document]:
                 f"(items {seen[key]} and {i}); nothing was written"
             )
         seen[key] = i
+    if not identify_languages:
+        return docs
     return [d if d.language else dataclasses.replace(d, language=identify_document(d.text))
             for d in docs]
 

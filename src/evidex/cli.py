@@ -152,7 +152,7 @@ def ingest(
     with _open(create=True) as kb, _progress("ingesting", show=not as_json) as progress:
         # Large inputs go in batches, each atomic; the whole input is checked before any write.
         report = kb.ingest(loaded.documents, split=split, batch_size=INGEST_BATCH,
-                           progress=progress)
+                           identify_languages=True, progress=progress)
     summary = {**report.as_dict(), "rejected": len(loaded.rejected)}
     if as_json:
         _emit({**summary, "rejections": [r.__dict__ for r in loaded.rejected]})
@@ -484,10 +484,12 @@ def _run_sources(kind: str, source: list[str] | None, show: bool) -> SyncReport:
     from .sources import drift, sync
 
     config = _need_config()
-    run, create = (sync, True) if kind == "sync" else (drift, False)
+    run = sync if kind == "sync" else drift
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), disable=not (show and sys.stderr.isatty()), transient=True)
-    with _open(create=create) as kb, bar:
+    # The configuration names the store its sources fill: before the first sync, drift
+    # reports every source document as new.
+    with _open(create=True) as kb, bar:
         tasks: dict[str, Any] = {}
 
         def progress(what: str, done: int, total: int) -> None:

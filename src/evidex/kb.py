@@ -217,6 +217,7 @@ class KnowledgeBase:
         sources: Sequence[SourceEntry] = (),
         batch_size: int | None = None,
         progress: Callable[[int, int], None] | None = None,
+        identify_languages: bool = False,
     ) -> IngestReport:
         """Add new documents, supersede changed ones, skip unchanged ones: all in one
         transaction. A batch with an invalid member is rejected whole.
@@ -227,11 +228,14 @@ class KnowledgeBase:
         ``sources`` records which configured source each document came from (see
         ``evidex.sources``) in the transaction that writes the document, so a sync killed at
         any moment never leaves a record that claims a document is up to date when it is not.
-        ``keep_history`` overrides the knowledge base's setting for this call."""
+        ``keep_history`` overrides the knowledge base's setting for this call.
+        ``identify_languages``: a document that states no language gets the one identified from
+        its text when the model is sure (``query.identify_document``; English or German), so the
+        ``auto`` analyzer stems it; loaded files rarely state one (the CLI and sources ask)."""
         if split not in SPLITS:
             raise DocumentError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
         docs = [documents] if isinstance(documents, Document) else list(documents)
-        docs = checked_batch(docs)
+        docs = checked_batch(docs, identify_languages)
         keep = self.keep_history if keep_history is None else keep_history
         if batch_size is None:
             report = self._write(docs, split, max_section_chars, keep, sources)

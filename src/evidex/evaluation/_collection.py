@@ -48,7 +48,7 @@ def build_store(cf: CaseFile, location: str | Path, **open_args: object) -> Know
             raise ConfigError(f"{location} already holds documents: an evaluation builds a new "
                               "store; name a new one, or none for a temporary store")
         for docs in batches:
-            kb.ingest(docs, split=SPLIT)
+            kb.ingest(docs, split=SPLIT, identify_languages=True)  # as the CLI loads files
     except BaseException:
         kb.close()
         raise

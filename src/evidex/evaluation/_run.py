@@ -263,7 +263,7 @@ class Runner:
                     "quote": old["quote"]}
         p = Problems(self.cf.path)
         for step in case.steps:
-            kb.ingest(load_entry(self.cf, step, p), split=SPLIT)
+            kb.ingest(load_entry(self.cf, step, p), split=SPLIT, identify_languages=True)
         p.raise_any()
         self._ask(kb, Collection.of(kb), case, r)
         self._check_answered(case, r, version=case.expect["version"])

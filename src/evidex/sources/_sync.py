@@ -289,7 +289,8 @@ class _Run:
                 rep.new.append(d.id)
         if self.write:
             written = self.kb.ingest(docs, source.split, max_section_chars=source.max_section_chars,
-                                     keep_history=source.supersede, sources=[e for _, e in batch])
+                                     keep_history=source.supersede, sources=[e for _, e in batch],
+                                     identify_languages=True)
             rep.conflicts += [c.id for c in written.conflicts]
             for d, e in batch:
                 self.stored[(d.tenant, d.id)] = d.content_sha256
