@@ -168,23 +168,19 @@ def limit_malloc_arenas() -> None:
     """Cap glibc's malloc arenas for this process (``mallopt``) and for worker processes (the
     environment, read when they start). Other C libraries have no arenas: nothing to do."""
     arenas = os.environ.setdefault("MALLOC_ARENA_MAX", str(MALLOC_ARENAS))
-    if sys.platform.startswith("linux") and arenas.isdigit():
-        try:
-            libc = ctypes.CDLL("libc.so.6")
-        except OSError:  # not glibc (musl has no arenas to cap)
-            return
+    libc = _glibc()
+    if libc is not None and arenas.isdigit():
         libc.mallopt(_M_ARENA_MAX, int(arenas))
 
 
 def release_freed_memory() -> None:
     """Hand the free pages inside glibc's heaps back to the system (``malloc_trim``).
 
-    glibc returns freed memory on its own only from the top of a heap, and raises its
-    ``mmap`` threshold after each large free, so the large temporaries of embedding new
-    passages come from the heap too. Between the long-lived blocks a sync leaves behind, that
-    freed memory stays resident until something else happens to reuse it: the service's
-    resident size creeps up with every sync although the memory in use does not. Called after
-    each sync; other C libraries: nothing to do."""
+    glibc gives freed memory back on its own only from the top of a heap. What a sync frees
+    between the long-lived blocks it leaves behind (new passages, statistics, connections)
+    stays resident until something happens to reuse it: without this the service's resident
+    size creeps up with every sync while the memory in use stays the same. Called after each sync; with
+    other C libraries (no glibc): nothing to do."""
     libc = _glibc()
     if libc is not None:
         libc.malloc_trim(0)
@@ -192,6 +188,7 @@ def release_freed_memory() -> None:
 
 @functools.cache
 def _glibc() -> Any:
+    """glibc's C library, or None elsewhere (musl has neither arenas to cap nor ``malloc_trim``)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
