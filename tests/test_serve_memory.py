@@ -4,9 +4,23 @@ resident size crept up with one arena per request thread), unless the operator c
 from __future__ import annotations
 
 import os
+import platform
+import random
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
+from evidex import Actor, Document, KnowledgeBase
+from evidex.config import Config, load_config
+from evidex.embed import query_vectors
+from evidex.model import EvidexError
+from evidex.retrieve import _access, _support
+from evidex.server import _run
 from evidex.server._run import MALLOC_ARENAS, limit_malloc_arenas
 
 
@@ -20,3 +34,109 @@ def test_an_operators_arena_setting_wins(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
     limit_malloc_arenas()
     assert os.environ["MALLOC_ARENA_MAX"] == "4"
+
+
+_FRAGMENT = """
+import ctypes
+import sys
+
+from evidex.server._run import release_freed_memory
+
+def rss_kb():
+    with open("/proc/self/status") as f:
+        return next(int(ln.split()[1]) for ln in f if ln.startswith("VmRSS:"))
+
+# Blocks of 60,000 bytes come from glibc's heap (below its mmap threshold); a 1,000-byte
+# survivor after each keeps the freed ones from being returned as the heap's top.
+kept, freed = [], []
+for i in range(3000):
+    freed.append(bytes([i % 251]) * 60_000)
+    kept.append(bytes([i % 251]) * 1_000)
+full = rss_kb()
+freed.clear()
+before = rss_kb()
+release_freed_memory()
+after = rss_kb()
+print(full, before, after)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+                    reason="malloc_trim is glibc's")
+def test_release_hands_freed_heap_memory_back() -> None:
+    # A fresh process: the test runner's own heap would blur the figures.
+    out = subprocess.run([sys.executable, "-c", _FRAGMENT], capture_output=True, text=True,
+                         check=True, env={**os.environ, "MALLOC_ARENA_MAX": "2"})
+    full, before, after = (int(x) for x in out.stdout.split())
+    freed_kb = 3000 * 60_000 // 1024
+    # glibc kept the freed blocks resident (the premise), and the release gave most of them back.
+    assert before > full - freed_kb // 4
+    assert before - after > freed_kb // 2
+
+
+def _site_config(tmp_path: Path, **source: Any) -> Config:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.md").write_text("# Returns\n\nReturns take 30 days.\n", encoding="utf-8")
+    config = tmp_path / "knowledge.config.yaml"
+    config.write_text(yaml.safe_dump({"sources": [{"id": "site", "type": "files", "path": str(site),
+                                                    "include": ["*.md"], "tenant": "acme",
+                                                    "groups": ["staff"], **source}]}),
+                      encoding="utf-8")
+    return load_config(config)
+
+
+def test_each_sync_of_the_service_releases_freed_memory(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = _site_config(tmp_path)
+    site = tmp_path / "site"
+    db = str(tmp_path / "kb.db")
+    calls: list[int] = []
+    monkeypatch.setattr(_run, "release_freed_memory", lambda: calls.append(1))
+    run_sync, _ = _run.source_operations(db, cfg)
+    assert run_sync(tenant="acme", source=None)["added"] == 1
+    (site / "a.md").write_text("# Returns\n\nReturns take 14 days.\n", encoding="utf-8")
+    assert run_sync(tenant="acme", source=None)["superseded"] == 1
+    assert calls == [1, 1]
+    with pytest.raises(EvidexError):
+        run_sync(tenant="acme", source="elsewhere")
+    assert calls == [1, 1]  # refused before any store was opened: nothing was allocated
+
+
+def test_each_scheduled_run_releases_freed_memory(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = _site_config(tmp_path, schedule="0 3 * * *")
+    calls: list[int] = []
+    monkeypatch.setattr(_run, "release_freed_memory", lambda: calls.append(1))
+    scheduler = _run.service_scheduler(str(tmp_path / "kb.db"), cfg)
+    scheduler.next_due = {job: datetime(2000, 1, 1, tzinfo=UTC) for job in scheduler.jobs}
+    records = scheduler.run_pending()
+    assert sorted(r.kind for r in records) == ["drift", "sync"]
+    assert all(r.ok for r in records)
+    assert len(calls) == len(records)  # once after each run, the drift check's included
+
+
+def test_memos_that_questions_fill_stay_within_their_bounds(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-running service sees endless new questions and new passage versions: every
+    process-wide memo they fill must have a bound (an unbounded one is a leak by design)."""
+    monkeypatch.setenv("EVIDEX_EMBEDDER", "hash-test")
+    rng = random.Random(27)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)) for _ in range(3000)]
+    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    actor = Actor("acme", frozenset({"staff"}), visibilities=frozenset({"public"}))
+    memos = {"stem": _support.stem, "passage analyses": _support._analysed,
+             "function stems": _support._function_stems}
+    for name, memo in memos.items():
+        assert memo.cache_info().maxsize is not None, f"{name} is unbounded"
+    for v in range(40):  # new passage versions: each one's text is analysed afresh
+        kb.ingest([Document("d", "acme", frozenset({"staff"}), str(v),
+                            " ".join(words[v * 50:(v + 1) * 50]) + ". Returns take 30 days.")])
+        for q in range(10):  # questions never asked before, of words never seen before
+            kb.answer(actor, " ".join(words[2000 + v * 25 + q * 2:2000 + v * 25 + q * 2 + 3]))
+    kb.close()
+    for name, memo in memos.items():
+        info = memo.cache_info()
+        assert info.currsize <= info.maxsize, name
+    assert len(query_vectors) <= query_vectors.capacity
+    assert len(_access._memo) <= _access._MEMO_LIMIT
