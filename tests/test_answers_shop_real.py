@@ -12,6 +12,7 @@ import pytest
 from evidex import Actor, KnowledgeBase
 from evidex.embed import DEFAULT_EMBEDDER, default_cache_path
 from evidex.ingest import load_paths
+from evidex.retrieve import in_context
 
 pytestmark = pytest.mark.slow
 
@@ -59,6 +60,7 @@ def test_the_decision_compared_the_quoted_sentences_by_meaning(shop: KnowledgeBa
     top = res.support[:3]
     assert all(p.sentence_similarity is not None and p.meaning for p in top)
     for h, p in zip(res, top, strict=False):
-        texts = [h.quote[s:next(m.end for m in p.sentences if m.start == s)] for s, _ in p.meaning]
+        texts = [in_context(h.quote[s:next(m.end for m in p.sentences if m.start == s)],
+                            (h.title or "", *h.heading_path)) for s, _ in p.meaning]
         direct = shop.embed_passages(texts) @ shop._query_vector("Can I return a worn jacket?")
         assert max(direct.tolist()) == pytest.approx(p.sentence_similarity, abs=1e-5)

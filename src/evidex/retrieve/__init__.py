@@ -22,7 +22,13 @@ from ._fusion import DEFAULT_FUSION, FUSIONS, Fusion, Leg, fuse
 from ._hybrid import MODES, search
 from ._keywords import KeywordQuery, keyword_query
 from ._language import FUNCTION_WORDS, guess_language
-from ._meaning import SENTENCES_PER_PASSAGE, SentenceVectors, candidate_sentences, with_meaning
+from ._meaning import (
+    SENTENCES_PER_PASSAGE,
+    SentenceVectors,
+    candidate_sentences,
+    in_context,
+    with_meaning,
+)
 from ._rerank import RANKER, RERANK_DEPTH, RankerWeights, rank_score, rerank_order
 from ._search import Candidates, hits_from, keyword_candidates
 from ._select import select_top
@@ -75,6 +81,7 @@ __all__ = [
     "guess_language",
     "has_number",
     "hits_from",
+    "in_context",
     "is_title_line",
     "keyword_candidates",
     "keyword_query",
