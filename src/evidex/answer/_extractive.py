@@ -61,9 +61,6 @@ _RANK_MARGIN = 0.1
 _MIN_GAIN = 0.2
 #: Below this coverage a sentence shares no informative word with the question.
 _NO_OVERLAP = 0.15
-#: Quote, of a passage's sentences compared with the question by meaning (``retrieve._meaning``),
-#: the closest (in the question's language; across languages ``similar`` reads them all).
-CHOOSE_BY_MEANING = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +87,6 @@ def _best(src: Source, p: PassageSupport, similar: Callable[[list[str]], Sequenc
     if number:
         cands = [m for m in cands if has_number(src.citation["quote"][m.start:m.end])] or cands
     best = max(cands, key=lambda m: (m.coverage, -m.start))
-    if CHOOSE_BY_MEANING and p.meaning and not p.cross_language:
-        # The sentences the decision compared by meaning, in the question's language: the one
-        # closest to the question (the one that made the passage supported) is quoted.
-        cos = dict(p.meaning)
-        scored = [(cos[m.start], -m.start, m) for m in cands if m.start in cos]
-        if scored:
-            return best.coverage, max(scored, key=lambda x: (x[0], x[1]))[2]
     if (p.cross_language or best.coverage < _NO_OVERLAP) and similar is not None:
         text = src.citation["quote"]
         sims = similar([text[m.start:m.end] for m in cands])
