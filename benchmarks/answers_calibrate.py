@@ -7,8 +7,8 @@ cross-language/near-miss questions, SQuAD 2.0 train wh-questions and left-out ar
 German questions and left-out paragraphs, SciFact train claims and off-topic questions) it runs
 the answer's search (second-stage ranker, top 6) once and keeps each passage's evidence
 (``PassageSupport``). Then it searches a grid of decision values (``EvidenceThresholds``: the
-same-language similarity threshold and coverage weight, the cross-language ones) and keeps the
-values that maximise
+threshold and coverage weight, then the cross-language offset) and keeps the values that
+maximise
 
     mean over (set, answerable kind) of "a supporting passage among the top 3 is an expected one"
     + 2 * mean over sets of "an out-of-collection question has no supporting passage"
