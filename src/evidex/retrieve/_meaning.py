@@ -27,7 +27,7 @@ __all__ = ["SENTENCES_PER_PASSAGE", "SentenceVectors", "candidate_sentences", "i
 
 #: Sentences per passage compared by meaning: the answer quotes one of a passage's best
 #: covering sentences, or the one after it for a condition.
-SENTENCES_PER_PASSAGE = 3
+SENTENCES_PER_PASSAGE = 2
 
 #: Texts -> their vectors (one row each, unit length) on the passage side of the store's model.
 SentenceVectors = Callable[[list[str]], np.ndarray]
