@@ -7,8 +7,8 @@ cross-language/near-miss questions, SQuAD 2.0 train wh-questions and left-out ar
 German questions and left-out paragraphs, SciFact train claims and off-topic questions) it runs
 the answer's search (second-stage ranker, top 6) once and keeps each passage's evidence
 (``PassageSupport``). Then it searches a grid of decision values (``EvidenceThresholds``: the
-same-language similarity threshold and coverage weight, the cross-language ones) and keeps the
-values that maximise
+threshold and coverage weight, then the cross-language offset) and keeps the values that
+maximise
 
     mean over (set, answerable kind) of "a supporting passage among the top 3 is an expected one"
     + 2 * mean over sets of "an out-of-collection question has no supporting passage"
@@ -59,6 +59,7 @@ class Table:
         self.keys = [(name, kind) for name, kind, _, _ in rows]
         self.ooc = np.array([kind == "ooc" for _, kind, _, _ in rows])
         self.sim = np.full((n, k), np.nan)
+        self.ssim = np.full((n, k), np.nan)
         self.cov = np.zeros((n, k))
         self.cross = np.zeros((n, k), dtype=bool)
         self.expected = np.zeros((n, k), dtype=bool)
@@ -68,28 +69,42 @@ class Table:
             for j, (doc, p) in enumerate(ranked[:k]):
                 self.present[i, j] = True
                 self.sim[i, j] = np.nan if p.similarity is None else p.similarity
+                self.ssim[i, j] = (self.sim[i, j] if p.sentence_similarity is None
+                                   else p.sentence_similarity)
                 self.cov[i, j] = p.sentence_coverage
                 self.cross[i, j] = p.cross_language
                 self.expected[i, j] = doc in expected
                 self.typed[i, j] = p.typed
+        groups = sorted(set(self.keys))
+        self.group = np.array([groups.index(key) for key in self.keys])
+        self.groups = groups
 
     def passing(self, t: EvidenceThresholds) -> np.ndarray:
         """``supports`` for every passage at once (kept equal to it by test_answers_decision)."""
         if np.isnan(self.sim).all():
             return self.present & self.typed & (self.cov >= t.keyword_coverage)
-        same = self.sim + t.coverage_weight * self.cov >= t.answer_similarity
-        cross = (self.sim + t.cross_offset + t.cross_coverage_weight * self.cov
-                 >= t.cross_similarity)
-        return self.present & self.typed & np.where(self.cross, cross, same)
+        score = ((1 - t.sentence_weight) * self.sim + t.sentence_weight * self.ssim
+                 + t.coverage_weight * self.cov)
+        own = np.where(self.present & ~self.cross & ~np.isnan(self.sim), score, -np.inf)
+        best_own = own.max(axis=1, keepdims=True)
+        cross = (score + t.cross_answer_offset >= t.answer_similarity) & (score > best_own)
+        passed = np.where(self.cross, cross, score >= t.answer_similarity)
+        return self.present & self.typed & passed
 
 
-def rates(table: Table, t: EvidenceThresholds) -> dict[tuple[str, str], float]:
+def rates(table: Table, t: EvidenceThresholds, first: bool = False) -> dict[tuple[str, str], float]:
+    """Per (set, kind): answerable questions with an expected supporting passage (``first``:
+    the first supporting passage is an expected one); out-of-collection questions without one."""
     ok_pass = table.passing(t)
-    ok = np.where(table.ooc, ~ok_pass.any(axis=1), (ok_pass & table.expected).any(axis=1))
-    out: dict[tuple[str, str], list[bool]] = {}
-    for key, v in zip(table.keys, ok.tolist(), strict=True):
-        out.setdefault(key, []).append(v)
-    return {key: float(np.mean(v)) for key, v in out.items()}
+    if first:
+        j = np.argmax(ok_pass, axis=1)
+        hit = ok_pass.any(axis=1) & table.expected[np.arange(len(j)), j]
+    else:
+        hit = (ok_pass & table.expected).any(axis=1)
+    ok = np.where(table.ooc, ~ok_pass.any(axis=1), hit).astype(float)
+    sums = np.bincount(table.group, weights=ok, minlength=len(table.groups))
+    counts = np.bincount(table.group, minlength=len(table.groups))
+    return {key: float(sums[g] / counts[g]) for g, key in enumerate(table.groups)}
 
 
 def objective(r: dict[tuple[str, str], float]) -> float:
@@ -119,8 +134,8 @@ def main() -> None:
             same = [dataclasses.replace(best, answer_similarity=round(float(th), 3), coverage_weight=a)
                     for th, a in itertools.product(np.arange(0.40, 1.0, 0.005), (0.1, 0.15, 0.2, 0.3, 0.4))]
             best = max(same, key=lambda t: objective(rates(table, t)))
-            cross = [dataclasses.replace(best, cross_similarity=round(float(th), 3), cross_coverage_weight=a)
-                     for th, a in itertools.product(np.arange(0.40, 1.0, 0.005), (0.05, 0.1, 0.2))]
+            cross = [dataclasses.replace(best, cross_answer_offset=round(float(off), 3))
+                     for off in np.arange(-0.05, 0.15, 0.005)]
             best = max(cross, key=lambda t: objective(rates(table, t)))
             grid = [(t, rates(table, t)) for t in same + cross]
         grid.append((best, rates(table, best)))

@@ -58,7 +58,9 @@ def auth(key: str) -> dict[str, str]:
 
 
 def build_store(path: Path, cache: Path) -> None:
-    kb = KnowledgeBase.open(path, embedder="hash-test", embed_cache=cache)
+    """The example store at ``path``; ``cache`` is the embedding cache folder the servers of
+    these tests get as ``EVIDEX_CACHE_DIR`` (searches read sentence vectors from it)."""
+    kb = KnowledgeBase.open(path, embedder="hash-test", embed_cache=cache / "embeddings.sqlite")
     for folder in ("versions", "collection"):
         loaded = load_paths([EXAMPLES / folder], {"tenant": "acme"})
         assert not loaded.rejected, loaded.rejected

@@ -32,6 +32,7 @@ from evidex.retrieve import (
     EVIDENCE_THRESHOLDS,
     EvidenceThresholds,
     PassageSupport,
+    answer_score,
     coverage,
     evidence_level,
     guess_language,
@@ -48,25 +49,29 @@ from evidex.retrieve import (
 
 EN = get_analyzer("english")
 EXACT = get_analyzer("exact")
-T = EvidenceThresholds(0.9, 0.2, 0.88, 0.1, 0.04, 0.05, 0.6)
+T = EvidenceThresholds(answer_similarity=0.9, coverage_weight=0.2, sentence_weight=0.5,
+                       cross_answer_offset=0.04, cross_offset=0.04, similarity_scale=0.05,
+                       keyword_coverage=0.6)
 
 
-def support(sim: float | None, cov: float, cross: bool = False, **kw: float) -> PassageSupport:
+def support(sim: float | None, cov: float, cross: bool = False, sent: float | None = None,
+            **kw: float) -> PassageSupport:
     return PassageSupport(similarity=sim, cross_language=cross, coverage=cov, sentence_coverage=cov,
                           title_coverage=kw.get("title", 0.0), keyword=kw.get("keyword", 0.0),
-                          sentences=())
+                          sentences=(), sentence_similarity=sent)
 
 
 # -- the decision -------------------------------------------------------------------------------
 unit = st.floats(0.0, 1.0)
 
 
-@given(sim=unit, cov=unit, more=st.floats(0.0, 0.3), cross=st.booleans())
-def test_more_similarity_or_coverage_never_turns_support_off(sim: float, cov: float, more: float,
-                                                              cross: bool) -> None:
-    if supports(support(sim, cov, cross), T):
-        assert supports(support(min(1.0, sim + more), cov, cross), T)
-        assert supports(support(sim, min(1.0, cov + more), cross), T)
+@given(sim=unit, sent=unit, cov=unit, more=st.floats(0.0, 0.3), cross=st.booleans())
+def test_more_similarity_or_coverage_never_turns_support_off(sim: float, sent: float, cov: float,
+                                                              more: float, cross: bool) -> None:
+    if supports(support(sim, cov, cross, sent), T):
+        assert supports(support(min(1.0, sim + more), cov, cross, sent), T)
+        assert supports(support(sim, cov, cross, min(1.0, sent + more)), T)
+        assert supports(support(sim, min(1.0, cov + more), cross, sent), T)
 
 
 def test_same_language_trades_coverage_against_similarity() -> None:
@@ -76,11 +81,39 @@ def test_same_language_trades_coverage_against_similarity() -> None:
     assert not supports(support(0.69, 1.0), T)  # every word, but far in meaning
 
 
+def test_the_sentence_that_would_be_quoted_must_be_close_in_meaning_too() -> None:
+    """On topic as a whole, but no sentence says what was asked: not supported."""
+    assert not supports(support(0.93, 0.0, sent=0.80), T)  # 0.5 * 0.93 + 0.5 * 0.80 < 0.9
+    assert supports(support(0.88, 0.0, sent=0.92), T)
+    assert answer_score(support(0.9, 0.3), T) == pytest.approx(0.96)  # no sentence: passage's
+
+
 def test_cross_language_is_judged_on_its_own_scale() -> None:
-    # 0.85 across languages is what 0.89 is within one: answered there, not here.
-    assert supports(support(0.85, 0.0, cross=True), T)
-    assert not supports(support(0.85, 0.0, cross=False), T)
-    assert not supports(support(0.80, 0.3, cross=True), T)
+    # 0.87 across languages is what 0.91 is within one: answered there, not here.
+    assert supports(support(0.87, 0.0, cross=True), T)
+    assert not supports(support(0.87, 0.0, cross=False), T)
+    assert not supports(support(0.80, 0.1, cross=True), T)  # 0.80 + 0.02 + 0.04 < 0.9
+
+
+def test_another_language_never_wins_over_the_reader_language_by_the_easier_bar() -> None:
+    """The German care page (close in meaning across languages) passes its own bar, but the
+    English returns policy beside it scores higher on equal terms: the German page does not
+    support answering, whether or not the English one does."""
+    german = support(0.87, 0.0, cross=True)
+    english = support(0.88, 0.0)  # 0.88 < 0.9: not supported either
+    assert supports(german, T) and not supports(english, T)
+    assert not supports(german, T, [english, german])
+    assert evidence_level([english, german], T) == "weak"
+    assert supports(german, T, [support(0.86, 0.0), german])  # it is the better passage
+
+
+@given(own=unit, own_cov=unit, sim=unit, cov=unit)
+def test_a_cross_language_passage_supports_only_above_every_own_language_one(
+        own: float, own_cov: float, sim: float, cov: float) -> None:
+    rival, p = support(own, own_cov), support(sim, cov, cross=True)
+    if supports(p, T, [rival, p]):
+        assert answer_score(p, T) > answer_score(rival, T)
+        assert supports(p, T)
 
 
 def test_keyword_only_stores_decide_on_sentence_coverage() -> None:
@@ -103,12 +136,14 @@ def test_the_calibration_table_agrees_with_supports() -> None:
     rows = []
     for i in range(300):
         ranked = [(f"d{j}", dataclasses.replace(
-            support(rng.uniform(0.75, 0.95), rng.random(), rng.random() < 0.3), typed=rng.random() < 0.8))
-                  for j in range(3)]
+            support(rng.uniform(0.75, 0.95), rng.random(), rng.random() < 0.3,
+                    None if rng.random() < 0.2 else rng.uniform(0.75, 0.95)), typed=rng.random() < 0.8))
+                  for j in range(rng.choice((1, 2, 3, 3)))]
         rows.append(("s", "ooc" if i % 3 == 0 else "wh", frozenset({"d0"}), ranked))
     table = Table(rows)
     got = table.passing(T)
-    want = [[supports(p, T) for _, p in ranked] for *_, ranked in rows]
+    want = [[supports(p, T, [q for _, q in ranked]) for _, p in ranked] + [False] * (3 - len(ranked))
+            for *_, ranked in rows]
     assert got.tolist() == want
 
 

@@ -55,15 +55,16 @@ def test_the_shipped_set_releases_nothing_it_must_not(shipped: dict[str, Any]) -
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "the answers miss the gate (measured 2026-12-01 on branch answers2, issue 21: "
+    "the answers miss the gate (measured 2026-12-01 on branch answers3, issue 21: "
     "multilingual-e5-small-int8, extractive, adaptive fusion; benchmarks/RESULTS.md): "
-    "answerable cited 51 % (73/144, gate 85 %; 58 % before this branch), unanswerable declined "
-    "63 % (22/35, gate 95 %; 37 % before), 0 injection citations (1 before: injection-02), 13 of "
-    "19 categories below 60 % (cross-language 3/13, german 7/17, privacy 2/6, shipping 3/9, "
-    "returns 5/12, ...); 0 access violations, 0 invalid citations. The decision (similarity + "
-    "weighted coverage of one sentence, typed for number questions, top 3 passages) cannot "
-    "separate on-topic near misses from answerable questions on this collection; see the "
-    "results file for what was measured."
+    "answerable cited 40 % (57/144, gate 85 %; 44 % on main before this branch), unanswerable "
+    "declined 80 % (28/35, gate 95 %; 66 % before), 17 of 19 categories below 60 % "
+    "(cross-language 2/13, german 7/17, returns 4/12, shipping 2/9, superseded 2/8, ...); 0 "
+    "injection citations, 0 access violations, 0 invalid citations. The decision (the question "
+    "compared by meaning with the sentences that would be quoted, plus weighted coverage, typed "
+    "for number questions, top 3 passages, fitted on development data) declines more near misses "
+    "but cannot separate on-topic near misses from answerable questions on this collection at the "
+    "gate's rates; see the results file for what was measured."
 ))
 def test_the_shipped_set_holds_its_gate(shipped: dict[str, Any]) -> None:
     assert shipped["gate"]["passed"], _failed(shipped)

@@ -219,7 +219,7 @@ def test_admin_operations_need_admin_and_stay_in_tenant(service: dict[str, Any],
 
 
 def test_remove_is_admin_and_tenant_scoped(service: dict[str, Any], client: httpx.Client) -> None:
-    kb = KnowledgeBase.open(service["db"], embed_cache=service["tmp"] / "cache")
+    kb = KnowledgeBase.open(service["db"], embed_cache=service["tmp"] / "cache" / "embeddings.sqlite")
     kb.ingest([Document("shared-id", t, frozenset({"staff"}), "1", f"removable {t} text", visibility="public")
                for t in ("acme", "globex")])
     kb.close()

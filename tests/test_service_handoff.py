@@ -43,7 +43,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     tmp = tmp_path_factory.mktemp("handoff")
     db = tmp / "kb.db"
     build_store(db, tmp / "cache")
-    with KnowledgeBase.open(db, embed_cache=tmp / "cache") as kb:
+    with KnowledgeBase.open(db, embed_cache=tmp / "cache" / "embeddings.sqlite") as kb:
         kb.ingest([CARE, SHELL], split="heading")
     config = write_config(tmp / "config.yaml")
     with webhook_receiver() as (hooks, url):

@@ -97,6 +97,6 @@ def test_mcp_needs_a_configured_key(setup: dict[str, Path]) -> None:
         assert r.returncode == 1
         assert "EVIDEX_API_KEY" in r.stderr
     # The store is untouched by failed starts.
-    kb = KnowledgeBase.open(setup["db"], embed_cache=setup["cache"])
+    kb = KnowledgeBase.open(setup["db"], embed_cache=setup["cache"] / "embeddings.sqlite")
     assert kb.stats()["documents"] > 0
     kb.close()

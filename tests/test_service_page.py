@@ -34,7 +34,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("page")
     db = tmp / "kb.db"
     build_store(db, tmp / "cache")
-    kb = KnowledgeBase.open(db, embed_cache=tmp / "cache")
+    kb = KnowledgeBase.open(db, embed_cache=tmp / "cache" / "embeddings.sqlite")
     kb.ingest([HOSTILE])
     kb.close()
     config = write_config(tmp / "config.yaml")
@@ -182,7 +182,7 @@ def test_badge_reports_a_changed_source_and_keyboard_use(page: Page, site: dict[
     assert page.locator("#passage").is_hidden()
     assert page.evaluate("document.activeElement.classList.contains('chip')")
     # The cited document gets a new version while the answer is on screen.
-    kb = KnowledgeBase.open(site["db"], embed_cache=site["cache"])
+    kb = KnowledgeBase.open(site["db"], embed_cache=site["cache"] / "embeddings.sqlite")
     kb.ingest([Document("returns-faq", "acme", frozenset({"customers", "staff"}), "4",
                         "# Returns\n\nEverything changed.", title="Returns and refunds FAQ",
                         visibility="public", language="en")], split="heading")

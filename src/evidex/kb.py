@@ -440,7 +440,7 @@ class KnowledgeBase:
                                    max_per_document=max_per_document, fusion=fz, explain=explain,
                                    analyze=analyzer_for(self.store.analyzer, kq.own_language).terms,
                                    question_language=guess_language(query), rerank=rerank,
-                                   query=query)
+                                   query=query, sentence_vectors=self.embed_passages)
 
     def _query_vector_for(self, mode: str, query: str
                           ) -> tuple[np.ndarray | Fallback | None, Deadline | None]:

@@ -13,6 +13,7 @@ from ._evidence import (
     DECIDE_DEPTH,
     EVIDENCE_THRESHOLDS,
     EvidenceThresholds,
+    answer_score,
     evidence_level,
     supports,
     terms_in_hits,
@@ -21,6 +22,13 @@ from ._fusion import DEFAULT_FUSION, FUSIONS, Fusion, Leg, fuse
 from ._hybrid import MODES, search
 from ._keywords import KeywordQuery, keyword_query
 from ._language import FUNCTION_WORDS, guess_language
+from ._meaning import (
+    SENTENCES_PER_PASSAGE,
+    SentenceVectors,
+    candidate_sentences,
+    in_context,
+    with_meaning,
+)
 from ._rerank import RANKER, RERANK_DEPTH, RankerWeights, rank_score, rerank_order
 from ._search import Candidates, hits_from, keyword_candidates
 from ._select import select_top
@@ -47,6 +55,7 @@ __all__ = [
     "MODES",
     "RANKER",
     "RERANK_DEPTH",
+    "SENTENCES_PER_PASSAGE",
     "Allowed",
     "BM25Params",
     "Candidates",
@@ -59,7 +68,10 @@ __all__ = [
     "PassageSupport",
     "RankerWeights",
     "SentenceMatch",
+    "SentenceVectors",
     "allowed_signatures",
+    "answer_score",
+    "candidate_sentences",
     "conflict_status",
     "coverage",
     "embed_within",
@@ -69,6 +81,7 @@ __all__ = [
     "guess_language",
     "has_number",
     "hits_from",
+    "in_context",
     "is_title_line",
     "keyword_candidates",
     "keyword_query",
@@ -84,4 +97,5 @@ __all__ = [
     "terms_in_hits",
     "vector_candidates",
     "wants_number",
+    "with_meaning",
 ]

@@ -2,25 +2,33 @@
 
 A passage supports answering when it is among the ``DECIDE_DEPTH`` best-ranked, states what
 kind of thing the question asks for (a number for "how many", "when", "wie viele": ``typed``),
-and it, or a sentence inside it, covers the question well enough for how similar the passage is
-to it (``PassageSupport``, computed in ``_support``):
+and its answer score reaches the model's threshold. The score is one formula for every kind of
+question (``answer_score``):
 
-* same language (or unknown): ``similarity + coverage_weight * sentence_coverage >=
-  answer_similarity``. Coverage is the idf-weighted share of the question's words that the
-  passage's best sentence contains, so a passage holding every rare word of the question in one
-  sentence needs less similarity than one that only shares the topic; a question whose key word
-  no passage contains ("siblings" asked of a page that says "a large family") loses that word's
-  whole weight;
-* question and passage in different languages: word coverage means little (only names and
-  numbers can match), and the multilingual model's cosine runs lower across languages for the
-  same relevance, so the passage is judged on ``similarity + cross_offset +
-  cross_coverage_weight * sentence_coverage >= cross_similarity``;
+    (1 - sentence_weight) * similarity + sentence_weight * sentence_similarity
+        + coverage_weight * sentence_coverage >= answer_similarity
+
+* ``similarity``: the cosine of the question with the passage; ``sentence_similarity``: the
+  highest cosine of the question with one of the passage's best-covering sentences, the ones an
+  answer would quote (``_meaning``). A passage on the question's topic is close to it as a whole;
+  only a passage with a sentence that says what was asked is close to it there too. (A passage
+  whose sentences were not compared, or that has none that may be quoted, counts its passage
+  similarity in their place.)
+* ``sentence_coverage``: the idf-weighted share of the question's words that the passage's best
+  sentence contains, so a passage holding every rare word of the question in one sentence needs
+  less similarity than one that only shares the topic.
+* a passage in another language than the question: the multilingual model's cosines run lower
+  across languages for the same relevance, and word coverage there counts only names and
+  numbers, so ``cross_answer_offset`` is added to its score; but it supports answering only when
+  its score *without* the offset is higher than that of every passage in the question's language
+  among the ``DECIDE_DEPTH``: a passage in another language never wins over an on-topic passage
+  in the reader's language by the easier bar.
 * keyword-only stores (no similarity): ``sentence_coverage >= keyword_coverage``.
 
 The search's ``evidence`` is ``strong`` when some returned passage supports answering, ``weak``
 when passages were found but none does, ``none`` without hits. It is a retrieval signal for the
 decline decision, never a probability of truth. Cosines are on each model's own scale, so the
-values are per embedding model, calibrated on development data of several kinds (claims,
+values are per embedding model, fitted on development data of several kinds at once (claims,
 wh-questions, keyword queries, German, cross-language, out-of-collection questions) by
 benchmarks/answers_decide.py, which runs this very rule; each model's values are recorded with
 the command that produced them in benchmarks/RESULTS.md.
@@ -38,8 +46,8 @@ from ..query import content_terms
 from ..store import ReadView
 from ._support import PassageSupport
 
-__all__ = ["DECIDE_DEPTH", "EVIDENCE_THRESHOLDS", "EvidenceThresholds", "evidence_level", "supports",
-           "terms_in_hits", "with_evidence"]
+__all__ = ["DECIDE_DEPTH", "EVIDENCE_THRESHOLDS", "EvidenceThresholds", "answer_score", "evidence_level",
+           "supports", "terms_in_hits", "with_evidence"]
 
 
 #: Passages (by rank) that can support answering: one ranked lower is not the answer a reader
@@ -53,9 +61,11 @@ class EvidenceThresholds:
 
     answer_similarity: float
     coverage_weight: float
-    cross_similarity: float
-    cross_coverage_weight: float
-    #: How much lower the model's cosine runs between languages for the same relevance.
+    #: Share of the sentence similarity in the answer score (the rest is the passage's).
+    sentence_weight: float
+    #: Added to the answer score of a passage in another language than the question.
+    cross_answer_offset: float
+    #: How much lower the model's cosine runs between languages for the same relevance (ranker).
     cross_offset: float
     #: A cosine difference this large counts as much, in ranking, as a whole covered sentence.
     similarity_scale: float
@@ -63,34 +73,48 @@ class EvidenceThresholds:
     keyword_coverage: float = 0.6
 
 
-#: Per embedding model; "none" is the keyword-only store. Calibrated values are recorded with
-#: the command that produced them in benchmarks/RESULTS.md.
+#: Per embedding model; "none" is the keyword-only store. Fitted values are recorded with the
+#: command that produced them in benchmarks/RESULTS.md.
 EVIDENCE_THRESHOLDS: dict[str, EvidenceThresholds] = {
-    "multilingual-e5-small": EvidenceThresholds(0.915, 0.1, 0.87, 0.05, 0.04, 0.05),
-    "multilingual-e5-small-int8": EvidenceThresholds(0.915, 0.1, 0.87, 0.05, 0.04, 0.05),
-    "all-minilm-l6-v2": EvidenceThresholds(0.62, 0.4, 2.0, 0.0, 0.0, 0.15),
-    "hash-test": EvidenceThresholds(0.5, 1.0, 2.0, 0.0, 0.0, 0.3),
-    "none": EvidenceThresholds(2.0, 0.0, 2.0, 0.0, 0.0, 1.0),
+    "multilingual-e5-small": EvidenceThresholds(0.9075, 0.05, 1.0, 0.12, 0.04, 0.05),
+    "multilingual-e5-small-int8": EvidenceThresholds(0.9075, 0.05, 1.0, 0.12, 0.04, 0.05),
+    "all-minilm-l6-v2": EvidenceThresholds(0.62, 0.4, 0.0, -2.0, 0.0, 0.15),
+    "hash-test": EvidenceThresholds(0.5, 1.0, 0.0, -2.0, 0.0, 0.3),
+    "none": EvidenceThresholds(2.0, 0.0, 0.0, -2.0, 0.0, 1.0),
 }
 
 
-def supports(p: PassageSupport, t: EvidenceThresholds) -> bool:
-    """The answer decision for one passage (see the module docstring; the rank is checked by
+def answer_score(p: PassageSupport, t: EvidenceThresholds) -> float:
+    """The score the decision compares with ``answer_similarity`` (no cross-language offset);
+    the passage must have a similarity."""
+    assert p.similarity is not None
+    sentence = p.similarity if p.sentence_similarity is None else p.sentence_similarity
+    return ((1 - t.sentence_weight) * p.similarity + t.sentence_weight * sentence
+            + t.coverage_weight * p.sentence_coverage)
+
+
+def supports(p: PassageSupport, t: EvidenceThresholds,
+             rivals: Sequence[PassageSupport] = ()) -> bool:
+    """The answer decision for one passage (see the module docstring); ``rivals``: the passages
+    decided on with it (the ``DECIDE_DEPTH`` best, it may be among them; the rank is checked by
     the caller)."""
     if not p.typed:
         return False
     if p.similarity is None:
         return p.sentence_coverage >= t.keyword_coverage
-    if p.cross_language:
-        return (p.similarity + t.cross_offset + t.cross_coverage_weight * p.sentence_coverage
-                >= t.cross_similarity)
-    return p.similarity + t.coverage_weight * p.sentence_coverage >= t.answer_similarity
+    score = answer_score(p, t)
+    if not p.cross_language:
+        return score >= t.answer_similarity
+    return (score + t.cross_answer_offset >= t.answer_similarity
+            and all(score > answer_score(q, t) for q in rivals
+                    if not q.cross_language and q.similarity is not None))
 
 
 def evidence_level(support: Sequence[PassageSupport], thresholds: EvidenceThresholds) -> str:
     if not support:
         return "none"
-    return "strong" if any(supports(p, thresholds) for p in support[:DECIDE_DEPTH]) else "weak"
+    top = support[:DECIDE_DEPTH]
+    return "strong" if any(supports(p, thresholds, top) for p in top) else "weak"
 
 
 def terms_in_hits(view: ReadView, hits: Sequence[Hit], terms: Sequence[str],
@@ -131,6 +155,7 @@ def with_evidence(view: ReadView, hits: list[Hit], terms: Sequence[str],
         "similarity": best_similarity,
         "sentence_coverage": round(max((p.sentence_coverage for p in support), default=0.0), 4),
     }
-    res.support = [replace(p, supported=i < DECIDE_DEPTH and supports(p, thresholds))
+    top = support[:DECIDE_DEPTH]
+    res.support = [replace(p, supported=i < DECIDE_DEPTH and supports(p, thresholds, top))
                    for i, p in enumerate(support)]
     return res

@@ -17,9 +17,10 @@ keyword-only store, an embedding past its deadline) or the vector search ends pa
 
 Every mode ends the same way: ``hits_from`` selects and cites, ``_support`` measures how well
 the best hits (and their sentences) cover the question, the second-stage ranker (``_rerank``,
-when asked) re-orders the first ``RERANK_DEPTH`` by that evidence, and ``with_evidence`` adds
-the evidence level decided per passage. The caller holds one read view for the whole search,
-so every step sees one committed state.
+when asked) re-orders the first ``RERANK_DEPTH`` by that evidence, the passages decided on get
+their sentences compared with the question by meaning (``_meaning``, when the caller can embed
+sentences), and ``with_evidence`` adds the evidence level decided per passage. The caller holds
+one read view for the whole search, so every step sees one committed state.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ._deadline import Deadline, Fallback
 from ._evidence import DECIDE_DEPTH, EvidenceThresholds, with_evidence
 from ._fusion import Fusion, Leg, fuse
 from ._keywords import KeywordQuery
+from ._meaning import SentenceVectors, with_meaning
 from ._rerank import RERANK_DEPTH, rank_score, rerank_order
 from ._search import Candidates, hits_from, keyword_candidates
 from ._select import select_top
@@ -76,6 +78,7 @@ def search(
     question_language: str | None = None,
     rerank: bool = False,
     query: str = "",
+    sentence_vectors: SentenceVectors | None = None,
 ) -> SearchResults:
     """The best ``limit`` passages ``actor`` may read for the analysed query ``terms`` (and
     ``query_vector`` in vector and hybrid modes), best first, with the evidence level.
@@ -88,7 +91,10 @@ def search(
     ``RERANK_DEPTH`` fused candidates with the second-stage ranker. In hybrid mode
     ``query_vector`` may be the ``Fallback`` that says why there is none, and ``deadline`` is
     when the vector search must be done; either gives the keyword ranking. ``query`` is the
-    query's text, from which adaptive fusion identifies its language.
+    query's text, from which adaptive fusion identifies its language. ``sentence_vectors``
+    embeds sentences on the passage side of the store's model (see ``_meaning``): with a query
+    vector, the decision compares the question with the candidate sentences of the passages it
+    reads.
 
     Arguments are taken as valid (``KnowledgeBase.search`` checks what callers pass)."""
     depth = max(limit, RERANK_DEPTH) if rerank else limit
@@ -96,7 +102,7 @@ def search(
     finish = _Finish(view, actor, filters, kq.terms, limit, thresholds, analyze or _EXACT.terms,
                      question_language, rerank,
                      query_vector if isinstance(query_vector, np.ndarray) else None,
-                     wants_number(query))
+                     wants_number(query), sentence_vectors)
     keyword = (view, bm25, actor, kq, filters, match, depth, max_per_document, explain, finish)
     if mode == "keyword":
         return _keyword(*keyword)
@@ -170,11 +176,12 @@ class _Finish:
     def __init__(self, view: ReadView, actor: Actor, filters: Filters, terms: Sequence[str],
                  limit: int, thresholds: EvidenceThresholds, analyze: Callable[[str], list[str]],
                  question_language: str | None, rerank: bool,
-                 query_vector: np.ndarray | None, asks_number: bool) -> None:
+                 query_vector: np.ndarray | None, asks_number: bool,
+                 sentence_vectors: SentenceVectors | None) -> None:
         self.view, self.actor, self.filters, self.terms = view, actor, filters, terms
         self.limit, self.thresholds, self.analyze = limit, thresholds, analyze
         self.language, self.rerank, self.qvec = question_language, rerank, query_vector
-        self.asks_number = asks_number
+        self.asks_number, self.sentence_vectors = asks_number, sentence_vectors
 
     def __call__(self, hits: list[Hit], kc: Candidates | None, vc: Candidates | None,
                  best_similarity: float | None,
@@ -191,6 +198,12 @@ class _Finish:
             support = [support[i] for i in order]
         else:
             hits = hits[: self.limit]
+        if self.qvec is not None and self.sentence_vectors is not None and support:
+            top = min(DECIDE_DEPTH, len(support))
+            support = [*with_meaning([h.quote for h in hits[:top]],
+                                     [(h.title or "", *h.heading_path) for h in hits[:top]],
+                                     support[:top], self.qvec, self.sentence_vectors),
+                       *support[top:]]
         return with_evidence(self.view, hits, self.terms, best_similarity, term_pids,
                              self.thresholds, support)
 

@@ -137,6 +137,10 @@ class PassageSupport:
     #: half as much as the best one holds a number (see the module docstring).
     typed: bool = True
     score: float = 0.0  # the second-stage ranker's score (see _rerank)
+    #: Highest cosine of the question with one of the passage's candidate sentences, and each
+    #: candidate's as (sentence start, cosine); None / empty when not compared (see _meaning).
+    sentence_similarity: float | None = None
+    meaning: tuple[tuple[int, float], ...] = ()
     supported: bool = False  # the answer decision for this passage (see _evidence)
 
 
