@@ -22,6 +22,7 @@ agree).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -41,32 +42,48 @@ _UNIT_DAYS = [
 ]
 _NUM = r"(\d+(?:[.,]\d+)?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
 _UNIT = "|".join(f"(?:{u})" for u, _ in _UNIT_DAYS)
-_DURATION = re.compile(rf"\b{_NUM}[\s-]+({_UNIT})\b", re.IGNORECASE)
-_EVERY = re.compile(rf"\b(?:every|alle|jede[nmrs]?)\s+(?:{_NUM}\s+)?({_UNIT})\b", re.IGNORECASE)
-_ONCE_A = re.compile(rf"\b(?:once|twice|einmal|zweimal)\s+(?:a|an|per|im|pro|in\s+the)\s+({_UNIT})\b",
-                     re.IGNORECASE)
+_CLOCK = r"([01]?\d|2[0-3])(?:[:.]([0-5]\d))?"
 _ADVERB = {"annually": 365.0, "yearly": 365.0, "jährlich": 365.0, "monthly": 365 / 12,
            "monatlich": 365 / 12, "weekly": 7.0, "wöchentlich": 7.0, "daily": 1.0, "täglich": 1.0}
-_ADVERBS = re.compile(r"\b(" + "|".join(_ADVERB) + r")\b", re.IGNORECASE)
-_CLOCK = r"([01]?\d|2[0-3])(?:[:.]([0-5]\d))?"
-_TIME_RANGE = re.compile(
-    rf"\b{_CLOCK}\s*(?:[-–—]|to|until|till|bis)\s*{_CLOCK}\s*(?:uhr|h\b)?"
-    rf"|\b([01]?\d|2[0-3]):([0-5]\d)\b|\b([01]?\d|2[0-3])\s*uhr\b", re.IGNORECASE)
 _CURRENCY = {"€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR", "$": "USD", "usd": "USD",
              "£": "GBP", "gbp": "GBP", "chf": "CHF", "fr.": "CHF"}
 # An amount: digits with thousands separators ("1,000", "5.000") or without, and cents.
 _AMOUNT = r"(?<![\d.,])(\d{1,3}(?:[.,]\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?)"
-_PRICE = re.compile(
-    rf"(€|\$|£|\b(?:eur|usd|gbp|chf)\b)\s?{_AMOUNT}"
-    rf"|{_AMOUNT}\s?(€|\$|£|\b(?:eur|euros?|usd|gbp|chf)\b)", re.IGNORECASE)
-_PERCENT = re.compile(rf"\b{_NUM}\s?(?:%|percent\b|per cent\b|prozent\b)", re.IGNORECASE)
 _MONTHS = {m: i for i, names in enumerate([
     ("january", "januar", "jan"), ("february", "februar", "feb"), ("march", "märz", "mar"),
     ("april", "apr"), ("may", "mai"), ("june", "juni", "jun"), ("july", "juli", "jul"),
     ("august", "aug"), ("september", "sep", "sept"), ("october", "oktober", "oct", "okt"),
     ("november", "nov"), ("december", "dezember", "dec", "dez")], start=1) for m in names}
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
-_DATE = re.compile(rf"\b(\d{{1,2}})\.?\s+({_MONTH})\b|\b({_MONTH})\s+(\d{{1,2}})\b", re.IGNORECASE)
+_PATTERNS = {
+    "every": rf"\b(?:every|alle|jede[nmrs]?)\s+(?:{_NUM}\s+)?({_UNIT})\b",
+    "once": rf"\b(?:once|twice|einmal|zweimal)\s+(?:a|an|per|im|pro|in\s+the)\s+({_UNIT})\b",
+    "adverb": r"\b(" + "|".join(_ADVERB) + r")\b",
+    "price": rf"(€|\$|£|\b(?:eur|usd|gbp|chf)\b)\s?{_AMOUNT}"
+             rf"|{_AMOUNT}\s?(€|\$|£|\b(?:eur|euros?|usd|gbp|chf)\b)",
+    "percent": rf"\b{_NUM}\s?(?:%|percent\b|per cent\b|prozent\b)",
+    "duration": rf"\b{_NUM}[\s-]+({_UNIT})\b",
+    "time": rf"\b{_CLOCK}\s*(?:[-–—]|to|until|till|bis)\s*{_CLOCK}\s*(?:uhr|h\b)?"
+            rf"|\b([01]?\d|2[0-3]):([0-5]\d)\b|\b([01]?\d|2[0-3])\s*uhr\b",
+    "date": rf"\b(\d{{1,2}})\.?\s+({_MONTH})\b|\b({_MONTH})\s+(\d{{1,2}})\b",
+}
+# The characters a match can start with (lower case). Python's engine tries a pattern at every
+# position; a leading look-ahead over these lets it give up at once at all the others, and on
+# lower-cased text the patterns need no case folding: together most of the scanner's cost.
+_FIRST = {
+    "every": "aej", "once": "otez", "adverb": "".join({a[0] for a in _ADVERB}),
+    "price": r"€$£eugc\d", "percent": r"\d" + "".join({w[0] for w in _NUMBER_WORDS}),
+    "duration": r"\d" + "".join({w[0] for w in _NUMBER_WORDS}), "time": r"\d",
+    "date": r"\d" + "".join({m[0] for m in _MONTHS}),
+}
+
+
+def _compile(flags: int) -> dict[str, re.Pattern[str]]:
+    return {k: re.compile(f"(?=[{_FIRST[k]}])(?:{p})", flags) for k, p in _PATTERNS.items()}
+
+
+#: For lower-cased text, and for text whose lower case has another length (offsets would move).
+_LOWER, _ANY_CASE = _compile(0), _compile(re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +109,7 @@ def _number(text: str) -> float:
     return float(low.replace(",", "."))
 
 
+@functools.lru_cache(maxsize=256)
 def _days(unit: str) -> float:
     for pattern, days in _UNIT_DAYS:
         if re.fullmatch(pattern, unit, re.IGNORECASE):
@@ -106,29 +124,34 @@ def _clock(h: str, m: str | None) -> float:
 def values(text: str) -> list[Value]:
     """The values ``text`` states, in order of appearance (a span is read as one value)."""
     out: list[Value] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1 where an earlier match lies: a span is one value
 
     def add(kind: str, amount: float | tuple[float, ...], m: re.Match[str]) -> None:
-        if any(m.start() < e and s < m.end() for s, e in taken):
+        a, b = m.span()
+        if taken.find(1, a, b) >= 0:
             return
-        taken.append((m.start(), m.end()))
-        out.append(Value(kind, amount, m.start(), m.end()))
+        taken[a:b] = b"\x01" * (b - a)
+        out.append(Value(kind, amount, a, b))
 
-    for m in _EVERY.finditer(text):
+    low = text.lower()
+    rx = _LOWER if len(low) == len(text) else _ANY_CASE
+    if rx is _ANY_CASE:
+        low = text
+    for m in rx["every"].finditer(low):
         add("period", (_number(m.group(1)) if m.group(1) else 1.0) * _days(m.group(2)), m)
-    for m in _ONCE_A.finditer(text):
+    for m in rx["once"].finditer(low):
         times = 2.0 if m.group(0).lower().startswith(("twice", "zweimal")) else 1.0
         add("period", _days(m.group(1)) / times, m)
-    for m in _ADVERBS.finditer(text):
+    for m in rx["adverb"].finditer(low):
         add("period", _ADVERB[m.group(1).lower()], m)
-    for m in _PRICE.finditer(text):
+    for m in rx["price"].finditer(low):
         cur = _CURRENCY[(m.group(1) or m.group(4)).lower()]
         add(f"price:{cur}", _money(m.group(2) or m.group(3)), m)
-    for m in _PERCENT.finditer(text):
+    for m in rx["percent"].finditer(low):
         add("percent", _number(m.group(1)), m)
-    for m in _DURATION.finditer(text):
+    for m in rx["duration"].finditer(low):
         add("duration", _number(m.group(1)) * _days(m.group(2)), m)
-    for m in _TIME_RANGE.finditer(text):
+    for m in rx["time"].finditer(low):
         g = m.groups()
         if g[0] is not None:
             add("time", (_clock(g[0], g[1]), _clock(g[2], g[3])), m)
@@ -136,7 +159,7 @@ def values(text: str) -> list[Value]:
             add("time", (_clock(g[4], g[5]),), m)
         else:
             add("time", (_clock(g[6], None),), m)
-    for m in _DATE.finditer(text):
+    for m in rx["date"].finditer(low):
         day, month = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         if 1 <= int(day) <= 31:
             add("date", (float(_MONTHS[month.lower()]), float(day)), m)
