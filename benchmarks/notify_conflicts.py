@@ -21,6 +21,7 @@ from pathlib import Path
 
 from evidex import KnowledgeBase
 from evidex.ingest import load_paths
+from evidex.retrieve import _conflicts
 
 SHOP = Path(__file__).resolve().parents[1] / "examples" / "shop"
 RUNS = [
@@ -43,6 +44,8 @@ def load() -> list[list]:
 def ingest(batches: list[list], folder: Path, detect: bool, cache: Path) -> tuple[float, float, list]:
     db = folder / f"shop-{detect}-{time.monotonic_ns()}.db"
     found = []
+    # As in a fresh process: no passage's values read by an earlier run.
+    _conflicts._value_sentences.cache_clear()
     with KnowledgeBase.open(db, detect_conflicts=detect, embed_cache=cache) as kb:
         t0 = time.perf_counter()
         for docs in batches:
