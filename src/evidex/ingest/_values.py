@@ -42,7 +42,9 @@ _UNIT_DAYS = [
 ]
 _NUM = r"(\d+(?:[.,]\d+)?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
 _UNIT = "|".join(f"(?:{u})" for u, _ in _UNIT_DAYS)
-_CLOCK = r"([01]?\d|2[0-3])(?:[:.]([0-5]\d))?"
+# Hours 20-23 first: "10:00-20:00" must not end at "10:00-2" (an alternation takes the first
+# branch that lets the whole pattern match, and "2" does).
+_CLOCK = r"(2[0-3]|[01]?\d)(?:[:.]([0-5]\d))?"
 _ADVERB = {"annually": 365.0, "yearly": 365.0, "jährlich": 365.0, "monthly": 365 / 12,
            "monatlich": 365 / 12, "weekly": 7.0, "wöchentlich": 7.0, "daily": 1.0, "täglich": 1.0}
 _CURRENCY = {"€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR", "$": "USD", "usd": "USD",
@@ -154,6 +156,8 @@ def values(text: str) -> list[Value]:
     for m in rx["time"].finditer(low):
         g = m.groups()
         if g[0] is not None:
+            if g[1] is None and g[3] is None and not m.group(0).rstrip().lower().endswith(("uhr", "h")):
+                continue  # "2 to 4 business days": two bare numbers are not times of day
             add("time", (_clock(g[0], g[1]), _clock(g[2], g[3])), m)
         elif g[4] is not None:
             add("time", (_clock(g[4], g[5]),), m)

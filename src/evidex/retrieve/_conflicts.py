@@ -49,6 +49,12 @@ MIN_SHARED = 3
 #: shop collection (benchmarks/RESULTS.md): a development set, not a held-out estimate.
 PASSAGE_MIN = 0.9
 PASSAGE_SHARED = 2
+#: When only the embeddings say one subject (the passage rule), the two amounts must also be
+#: within one order of magnitude: a fact restated wrongly or left stale differs by a revision
+#: (14 or 30 days, 4.95 or 5.95 €), while amounts ten times apart on similar pages are nearly
+#: always two facts (a return window and a warranty, a fee and a spending threshold). A round
+#: factor chosen before looking, checked on a set built for it (benchmarks/data/conflict-set).
+PASSAGE_RATIO = 10.0
 #: Nearest passages looked at per new passage, and the documents taken from them.
 NEIGHBOURS = 24
 CANDIDATE_DOCUMENTS = 5
@@ -262,11 +268,20 @@ class _Detector:
                         continue
                     score, shared = self.subject(ws, wt)
                     if (score >= SUBJECT_MIN and len(shared) >= MIN_SHARED) or (
-                            similarity >= PASSAGE_MIN and len(shared) >= PASSAGE_SHARED):
+                            similarity >= PASSAGE_MIN and len(shared) >= PASSAGE_SHARED
+                            and _comparable(x.amount, y.amount)):
                         found.append(Conflict(0, self.tenant, x.kind, tuple(shared),
                                               _side(u, s, s[x.start:x.end]),
                                               _side(v, t, t[y.start:y.end]), ""))
         return found
+
+
+def _comparable(a: float | tuple[float, ...], b: float | tuple[float, ...]) -> bool:
+    """Amounts within PASSAGE_RATIO of each other (times and dates have no ratio: always)."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return True
+    low, high = sorted((abs(a), abs(b)))
+    return high <= PASSAGE_RATIO * low
 
 
 def _states(kinds: dict[str, list[float | tuple[float, ...]]], kind: str,
