@@ -60,23 +60,34 @@ def _text(title: str, text: str) -> str:
     return f"{title}\n\n{text}" if title else text
 
 
+VIEWS = {"en": {"en"}, "de": {"de"}, "mixed": {"en", "de"}}
+
+
+def encyclopedia_view(work: Path, enc: qa_sets.QASet, view: str,
+                      analyzer: str) -> tuple[KnowledgeBase, dict[str, list]]:
+    """The store of one view of the encyclopedia set (``VIEWS``) and its answerable questions by
+    group ("cross de->en dev", "wh en test", ...): {group: [(query id, text, relevant ids)]}."""
+    qs = enc.only_languages(VIEWS[view]) if view != "mixed" else enc
+    kb = _store(work / f"enc-{view}-{analyzer}.db",
+                ((p.id, _text(p.title, p.text), p.language) for p in qs.passages.values()), analyzer)
+    groups: dict[str, list] = {}
+    for q in qs.queries.values():
+        if not q.answerable:
+            continue
+        cross = qs.is_cross_language(q.id)
+        other = "en" if q.language == "de" else "de"
+        kind = f"cross {q.language}->{other}" if cross else f"{q.kind} {q.language}"
+        groups.setdefault(f"{kind} {q.split}", []).append((q.id, q.text, set(qs.relevant(q.id))))
+    return kb, groups
+
+
 def collections(work: Path, analyzer: str = "exact") -> list[tuple[str, KnowledgeBase, dict]]:
     """(name, store, {group: [(query id, text, relevant ids)]}) for every collection."""
     work.mkdir(parents=True, exist_ok=True)
     enc = qa_sets.load(qa_sets.ENCYCLOPEDIA)
     out = []
-    for view, langs in (("en", {"en"}), ("de", {"de"}), ("mixed", {"en", "de"})):
-        qs = enc.only_languages(langs) if view != "mixed" else enc
-        kb = _store(work / f"enc-{view}-{analyzer}.db",
-                    ((p.id, _text(p.title, p.text), p.language) for p in qs.passages.values()), analyzer)
-        groups: dict[str, list] = {}
-        for q in qs.queries.values():
-            if not q.answerable:
-                continue
-            cross = qs.is_cross_language(q.id)
-            other = "en" if q.language == "de" else "de"
-            kind = f"cross {q.language}->{other}" if cross else f"{q.kind} {q.language}"
-            groups.setdefault(f"{kind} {q.split}", []).append((q.id, q.text, set(qs.relevant(q.id))))
+    for view in VIEWS:
+        kb, groups = encyclopedia_view(work, enc, view, analyzer)
         out.append((f"encyclopedia[{view}]", kb, groups))
     for name, folder, splits, lang in (("scifact", SCIFACT, ("train", "test"), "en"),
                                        ("german-qa", GERMAN, ("test",), "de")):

@@ -557,10 +557,25 @@ def test_db_defaults_to_evidex_db_env_variable(tmp_path: Path) -> None:
     assert env_db.is_file()
     assert not (work / "evidex.db").exists()
     assert ok_json(evidex("stats", "--json", cwd=work, env=env))["documents"] == 1
-    # An explicit --db wins over the variable.
+    # An explicit --db wins over the variable (and a reading command does not create it).
     explicit = tmp_path / "explicit.db"
-    assert ok_json(evidex("stats", "--json", db=explicit, cwd=work, env=env))["documents"] == 0
-    assert explicit.is_file()
+    proc = evidex("stats", "--json", db=explicit, cwd=work, env=env)
+    assert proc.returncode == 1 and f"error: no store at {explicit}" in proc.stderr
+    assert not explicit.exists()
+
+
+@pytest.mark.parametrize("command", [("search", "capybara", *STAFF), ("ask", "Who naps?", *STAFF),
+                                     ("stats",), ("runs",), ("conflicts",)])
+def test_reading_commands_refuse_a_missing_store_instead_of_creating_one(
+        tmp_path: Path, command: tuple[str, ...]) -> None:
+    # A mistyped --db used to create an empty store that declined every question as if the
+    # collection lacked the answer.
+    missing = tmp_path / "typo.db"
+    proc = evidex(*command, db=missing)
+    assert proc.returncode == 1, proc.stdout
+    assert proc.stderr.strip().splitlines() == [
+        f"error: no store at {missing} (evidex ingest creates one; or give --db)"]
+    assert not missing.exists()
 
 
 def test_db_defaults_to_evidex_db_in_the_working_directory(tmp_path: Path) -> None:
@@ -588,7 +603,8 @@ ERRORS = {
     "unknown-match": ((*SEARCH, "--match", "most"), "match"),
     "unknown-visibility": ((*SEARCH, "--visibilities", "public,secret"), "secret"),
     "missing-groups-option": (("search", "travel", "--mode", "keyword", "--tenant", "acme"), "--groups"),
-    "unknown-analyzer": (("--analyzer", "klingon", "stats"), "klingon"),
+    "unknown-analyzer": (("--analyzer", "klingon", "ingest", EXAMPLES / "collection" / "returns-faq.md",
+                          "--tenant", "acme"), "klingon"),
     "unknown-split": (
         ("ingest", EXAMPLES / "collection" / "returns-faq.md", "--tenant", "acme", "--split", "sentence"),
         "sentence",
@@ -720,8 +736,9 @@ def test_reindex_switches_the_analyzer_of_an_existing_store(tmp_path: Path) -> N
     """An exact store stays exact until `evidex reindex --analyzer auto`, after which the
     English passages are stemmed ("refunded" finds "refund"); a bad name changes nothing."""
     db = tmp_path / "kb.db"
-    assert evidex("--analyzer", "exact", "stats", db=db).returncode == 0
-    ingest_examples(db, "collection")
+    proc = evidex("--analyzer", "exact", "ingest", EXAMPLES / "collection", "--tenant", "acme",
+                  "--split", "heading", db=db)
+    assert proc.returncode == 0, proc.stderr
     assert hits_of(db, "refunded", STAFF) == []
     assert_one_error_line(evidex("reindex", "--analyzer", "klingon", db=db), "unknown analyzer 'klingon'")
     assert ok_json(evidex("stats", "--json", db=db))["analyzer"] == "exact"

@@ -8,6 +8,7 @@ cannot drive the terminal.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -148,7 +149,7 @@ def ingest(
     if missing:
         raise EvidexError(f"no such file or folder: {_safe(missing[0])}; nothing was ingested")
     loaded = load_paths(list(paths), defaults, max_bytes=int(max_file_mb * 1024 * 1024))
-    with _open() as kb, _progress("ingesting", show=not as_json) as progress:
+    with _open(create=True) as kb, _progress("ingesting", show=not as_json) as progress:
         # Large inputs go in batches, each atomic; the whole input is checked before any write.
         report = kb.ingest(loaded.documents, split=split, batch_size=INGEST_BATCH,
                            progress=progress)
@@ -483,10 +484,10 @@ def _run_sources(kind: str, source: list[str] | None, show: bool) -> SyncReport:
     from .sources import drift, sync
 
     config = _need_config()
-    run = sync if kind == "sync" else drift
-    with _open() as kb, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), disable=not (show and sys.stderr.isatty()),
-                                 transient=True) as bar:
+    run, create = (sync, True) if kind == "sync" else (drift, False)
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), disable=not (show and sys.stderr.isatty()), transient=True)
+    with _open(create=create) as kb, bar:
         tasks: dict[str, Any] = {}
 
         def progress(what: str, done: int, total: int) -> None:
@@ -598,7 +599,8 @@ def schedule() -> None:
     from .notify import owners_hook
     from .sources import Scheduler
 
-    scheduler = Scheduler(_open, _need_config(), after_drift=[owners_hook(_open)],
+    opener = functools.partial(_open, create=True)  # its syncs fill a new store
+    scheduler = Scheduler(opener, _need_config(), after_drift=[owners_hook(opener)],
                           on_run=lambda run: typer.echo(_safe(run.line())))
     if not scheduler.jobs:
         raise EvidexError("nothing is scheduled: no source has a schedule: and there is no drift check")

@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -18,6 +19,7 @@ import typer
 from .config import Config
 from .kb import KnowledgeBase
 from .model import EvidexError
+from .store import is_postgres_url
 
 __all__ = ["JsonOpt", "State", "emit", "errors", "fail", "need_config", "open_kb", "safe", "state"]
 
@@ -102,8 +104,15 @@ class State:
 state = State()
 
 
-def open_kb() -> KnowledgeBase:
-    """The store of --db with the command line's and the configuration's settings."""
+def open_kb(create: bool = False) -> KnowledgeBase:
+    """The store of --db with the command line's and the configuration's settings.
+
+    Only commands that add documents (``create``) may create a missing SQLite file: a search
+    or an answer from a mistyped --db would otherwise create an empty store and decline every
+    question as if the collection lacked the answer."""
+    if not create and not is_postgres_url(state.db) \
+            and not Path(state.db.removeprefix("sqlite:///")).is_file():
+        raise EvidexError(f"no store at {state.db} (evidex ingest creates one; or give --db)")
     r = state.cfg.retrieval
     return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
                               embedder=state.embedder or r.embedder,

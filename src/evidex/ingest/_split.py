@@ -196,7 +196,7 @@ def split_headings(text: str, max_chars: int) -> list[Passage]:
             while stack and stack[-1][0] >= level:
                 stack.pop()
             stack.append((level, title))
-            anchor: str | None = _unique(slugify(title), used)
+            anchor: str | None = unique_anchor(slugify(title), used)
         else:
             anchor = None
         path = tuple(t for _, t in stack)
@@ -229,7 +229,7 @@ def _with_heading(text: str, pieces: list[tuple[int, int]], title: str | None) -
     return pieces
 
 
-def _unique(base: str, used: set[str]) -> str:
+def unique_anchor(base: str, used: set[str]) -> str:
     """``base``, or ``base-1``, ``base-2``... whichever is not taken yet (GitHub's scheme, made
     robust against a heading that is literally called "A-1")."""
     anchor, n = base, 0

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ..model import Section
-from ._split import slugify
+from ._split import slugify, unique_anchor
 
 __all__ = ["NO_TEXT_LAYER", "TABLE_CHUNK_CHARS", "Extracted", "TextBuilder", "collapse"]
 
@@ -115,15 +115,6 @@ class TextBuilder:
                     stack.pop()
                 stack.append((level, head))
                 if anchor is None:
-                    anchor = _unique(slugify(head), used)
+                    anchor = unique_anchor(slugify(head), used)
             sections.append(Section(start, end, tuple(t for _, t in stack), anchor))
         return Extracted(text, tuple(sections) if text else (), title, language)
-
-
-def _unique(base: str, used: set[str]) -> str:
-    anchor, n = base, 0
-    while anchor in used:
-        n += 1
-        anchor = f"{base}-{n}"
-    used.add(anchor)
-    return anchor
