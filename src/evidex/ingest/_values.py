@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 __all__ = ["Value", "close", "disagree", "disagreement", "values"]
@@ -77,6 +78,19 @@ _FIRST = {
     "price": r"€$£eugc\d", "percent": r"\d" + "".join({w[0] for w in _NUMBER_WORDS}),
     "duration": r"\d" + "".join({w[0] for w in _NUMBER_WORDS}), "time": r"\d",
     "date": r"\d" + "".join({m[0] for m in _MONTHS}),
+}
+
+
+# What a match of each pattern cannot do without (lower case): a text holding none of these is
+# not searched with that pattern at all. Most passages state few kinds of value, so most of the
+# patterns are skipped by a substring test.
+_NEEDS = {
+    "every": ("every", "alle", "jede"), "once": ("once", "twice", "einmal", "zweimal"),
+    "adverb": tuple(_ADVERB), "price": ("€", "$", "£", "eur", "usd", "gbp", "chf"),
+    "percent": ("%", "percent", "per cent", "prozent"),
+    "duration": ("min", "hour", "hr", "stunde", "day", "tag", "week", "woche", "month", "monat",
+                 "year", "jahr"),
+    "time": (":", ".", "h"), "date": tuple(_MONTHS),
 }
 
 
@@ -136,24 +150,32 @@ def values(text: str) -> list[Value]:
         out.append(Value(kind, amount, a, b))
 
     low = text.lower()
-    rx = _LOWER if len(low) == len(text) else _ANY_CASE
-    if rx is _ANY_CASE:
+    folded = len(low) == len(text)
+    if not folded:
         low = text
-    for m in rx["every"].finditer(low):
+
+    def found(kind: str) -> Iterator[re.Match[str]]:
+        if folded:
+            if any(n in low for n in _NEEDS[kind]):
+                yield from _LOWER[kind].finditer(low)
+        else:
+            yield from _ANY_CASE[kind].finditer(low)
+
+    for m in found("every"):
         add("period", (_number(m.group(1)) if m.group(1) else 1.0) * _days(m.group(2)), m)
-    for m in rx["once"].finditer(low):
+    for m in found("once"):
         times = 2.0 if m.group(0).lower().startswith(("twice", "zweimal")) else 1.0
         add("period", _days(m.group(1)) / times, m)
-    for m in rx["adverb"].finditer(low):
+    for m in found("adverb"):
         add("period", _ADVERB[m.group(1).lower()], m)
-    for m in rx["price"].finditer(low):
+    for m in found("price"):
         cur = _CURRENCY[(m.group(1) or m.group(4)).lower()]
         add(f"price:{cur}", _money(m.group(2) or m.group(3)), m)
-    for m in rx["percent"].finditer(low):
+    for m in found("percent"):
         add("percent", _number(m.group(1)), m)
-    for m in rx["duration"].finditer(low):
+    for m in found("duration"):
         add("duration", _number(m.group(1)) * _days(m.group(2)), m)
-    for m in rx["time"].finditer(low):
+    for m in found("time"):
         g = m.groups()
         if g[0] is not None:
             if g[1] is None and g[3] is None and not m.group(0).rstrip().lower().endswith(("uhr", "h")):
@@ -163,7 +185,7 @@ def values(text: str) -> list[Value]:
             add("time", (_clock(g[4], g[5]),), m)
         else:
             add("time", (_clock(g[6], None),), m)
-    for m in rx["date"].finditer(low):
+    for m in found("date"):
         day, month = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         if 1 <= int(day) <= 31:
             add("date", (float(_MONTHS[month.lower()]), float(day)), m)
