@@ -66,13 +66,16 @@ def check_hits(hits: list[Any]) -> str | None:
 
 
 # -- worker processes (top-level functions: the spawn context imports this module) -------------
-def _writer(path: str, barrier: Any, seconds: float, out: Any) -> None:
+def _writer(path: str, barrier: Any, seconds: float, out: Any, partner: Any = None) -> None:
+    """Supersedes the contended document for ``seconds``, and after that for as long as
+    ``partner`` (a shared flag) says another writer still needs it (at most a minute more)."""
     kb = KnowledgeBase.open(path)
     barrier.wait()
     end = time.monotonic() + seconds
     k = 1
     superseded = 0
-    while time.monotonic() < end:
+    while time.monotonic() < end or (partner is not None and partner.value
+                                      and time.monotonic() < end + 60):
         k += 1
         superseded += kb.ingest(version_doc(k)).superseded
     kb.close()
@@ -110,17 +113,21 @@ def _reader(path: str, barrier: Any, seconds: float, out: Any) -> None:
              "problems": len(problems), "examples": problems[:5]})
 
 
-def _restorer(path: str, barrier: Any, seconds: float, out: Any) -> None:
+def _restorer(path: str, barrier: Any, seconds: float, out: Any, partner: Any, need: int) -> None:
     """Re-ingests version 1 over and over: a no-op until another process supersedes it, then a
-    supersede back. Its "is it unchanged?" check races with the other writer."""
+    supersede back. Its "is it unchanged?" check races with the other writer. It goes on past
+    ``seconds`` until it has superseded ``need`` times (at most a minute more: on a loaded
+    machine the other writer can hold the file's lock for most of the first seconds), and
+    clears ``partner`` so the other writer stops too."""
     kb = KnowledgeBase.open(path)
     barrier.wait()
     end = time.monotonic() + seconds
     counts = {"superseded": 0, "unchanged": 0}
-    while time.monotonic() < end:
+    while time.monotonic() < end or (counts["superseded"] < need and time.monotonic() < end + 60):
         r = kb.ingest(version_doc(1))
         counts["superseded"] += r.superseded
         counts["unchanged"] += r.unchanged
+    partner.value = 0
     kb.close()
     out.put({"role": "restorer", **counts})
 
@@ -438,13 +445,14 @@ def test_two_writers_on_the_same_document(locate: Locator) -> None:
     kb.close()
     barrier = SPAWN.Barrier(5, timeout=120)
     out = SPAWN.Queue()
-    procs = [SPAWN.Process(target=_writer, args=(path, barrier, 2.5, out)),
-             SPAWN.Process(target=_restorer, args=(path, barrier, 2.5, out))]
+    partner = SPAWN.Value("i", 1)
+    procs = [SPAWN.Process(target=_writer, args=(path, barrier, 2.5, out, partner)),
+             SPAWN.Process(target=_restorer, args=(path, barrier, 2.5, out, partner, 3))]
     procs += [SPAWN.Process(target=_reader, args=(path, barrier, 2.5, out)) for _ in range(2)]
     for p in procs:
         p.start()
     barrier.wait()
-    reports = _collect(out, len(procs), procs, timeout=60)
+    reports = _collect(out, len(procs), procs, timeout=150)
     readers = [r for r in reports if r["role"] == "reader"]
     writer = next(r for r in reports if r["role"] == "writer")
     restorer = next(r for r in reports if r["role"] == "restorer")

@@ -6,13 +6,16 @@ The pure functions these rest on are tested one by one in test_ranking_core.py."
 
 from __future__ import annotations
 
+import math
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +24,7 @@ from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase
 from evidex.model import Filters
 from evidex.query import words
-from evidex.retrieve import Candidates, hits_from, keyword_candidates
+from evidex.retrieve import BM25Params, Candidates, hits_from, keyword_candidates
 from evidex.retrieve._cache import WeightsCache
 from evidex.retrieve._postings import frequencies, visible
 from evidex.retrieve._tuning import TUNING
@@ -339,6 +342,44 @@ def test_dense_probes_stay_exact_across_writes(history: list, query: list[str], 
                 _compare(kb, actor, " ".join(query), limit, cap)
         finally:
             kb.close()
+
+
+def test_handles_over_one_store_score_with_their_own_bm25_parameters(tmp_path: Path) -> None:
+    """k1 and b belong to a handle's scorer, and so does its weights cache: handles over one store
+    with different parameters, searched in turn, each score by textbook BM25 with their own; a
+    scorer's parameters cannot be swapped under its cached weights."""
+    texts = ["kiwi kiwi kiwi mango", "kiwi plum pear fig lime date fig lime date plum",
+             "mango mango fig", "kiwi mango plum", "pear"]
+    kb = KnowledgeBase.open(tmp_path / "kb.db", analyzer="exact", embedder="none")
+    kb.ingest([Document(f"d{i}", "t", {"g"}, "1", t) for i, t in enumerate(texts)])
+    actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
+    tokens = [t.split() for t in texts]
+    avgdl = sum(map(len, tokens)) / len(tokens)
+
+    def textbook(k1: float, b: float) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for term in ("kiwi", "mango"):
+            df = sum(term in ws for ws in tokens)
+            w_idf = math.log(1 + (len(tokens) - df + 0.5) / (df + 0.5))
+            for i, ws in enumerate(tokens):
+                tf = Counter(ws)[term]
+                if tf:
+                    norm = k1 * (1 - b + b * len(ws) / avgdl)
+                    out[f"d{i}"] = out.get(f"d{i}", 0.0) + w_idf * tf * (k1 + 1) / (tf + norm)
+        return out
+
+    other = KnowledgeBase(kb.store, bm25=BM25Params(k1=2.0, b=0.3))
+    try:
+        for handle, (k1, b) in ((kb, (1.2, 0.75)), (other, (2.0, 0.3)), (kb, (1.2, 0.75))):
+            hits = handle.search(actor, "kiwi mango", limit=10, mode="keyword")
+            want = textbook(k1, b)
+            assert {h.document_id for h in hits} == set(want)
+            for h in hits:
+                assert math.isclose(h.score, want[h.document_id], rel_tol=1e-9)
+        with pytest.raises(AttributeError):
+            kb._bm25.params = BM25Params(k1=2.0, b=0.3)  # type: ignore[misc]
+    finally:
+        kb.close()
 
 
 def test_weights_a_query_holds_never_change() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import retrieve
+from ._batch import checked_batch, entries_by_document
 from .answer import Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator, answer_question
 from .check import CheckReport, check_store
 from .cite import resolve_citation
@@ -230,7 +231,7 @@ class KnowledgeBase:
         if split not in SPLITS:
             raise DocumentError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
         docs = [documents] if isinstance(documents, Document) else list(documents)
-        _check_batch(docs)
+        docs = checked_batch(docs)
         keep = self.keep_history if keep_history is None else keep_history
         if batch_size is None:
             report = self._write(docs, split, max_section_chars, keep, sources)
@@ -238,7 +239,7 @@ class KnowledgeBase:
                 progress(len(docs), len(docs))
             return report
         size = _positive_int(batch_size, "batch_size", err=DocumentError)
-        entries = _entries_by_document(docs, sources)
+        entries = entries_by_document(docs, sources)
         total = IngestReport()
         for start in range(0, len(docs), size):
             batch = docs[start:start + size]
@@ -601,35 +602,6 @@ class KnowledgeBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _check_batch(docs: list[Document]) -> None:
-    """Every item a Document, no (tenant, id) twice: checked before anything is written."""
-    seen: dict[tuple[str, str], int] = {}
-    for i, d in enumerate(docs):
-        if not isinstance(d, Document):
-            raise DocumentError(f"item {i} of the batch is a {type(d).__name__}, not a Document")
-        key = (d.tenant, d.id)
-        if key in seen:
-            raise DocumentError(
-                f"document {d.id!r} of tenant {d.tenant!r} appears twice in the batch "
-                f"(items {seen[key]} and {i}); nothing was written"
-            )
-        seen[key] = i
-
-
-def _entries_by_document(docs: list[Document], sources: Sequence[SourceEntry]
-                         ) -> dict[tuple[str, str], list[SourceEntry]]:
-    """Source entries by the document they describe, so each goes with its document's batch."""
-    out: dict[tuple[str, str], list[SourceEntry]] = {}
-    for e in sources:
-        out.setdefault((e.tenant, e.doc_id), []).append(e)
-    stray = set(out) - {(d.tenant, d.id) for d in docs}
-    if stray:
-        tenant, doc_id = min(stray)
-        raise DocumentError(f"a source entry names document {doc_id!r} of tenant {tenant!r}, "
-                            "which is not in the input; nothing was written")
-    return out
 
 
 def migrate_store(source: str, target: str) -> CopyReport:

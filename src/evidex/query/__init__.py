@@ -10,7 +10,7 @@ from ._analyzers import (
     language_key,
     words,
 )
-from ._language import BASE_LANGUAGES, identify, primary
+from ._language import BASE_LANGUAGES, identify, identify_document, primary
 from ._parse import DEFAULT_LIMITS, QueryLimits, parse_query
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "content_terms",
     "get_analyzer",
     "identify",
+    "identify_document",
     "language_key",
     "parse_query",
     "primary",

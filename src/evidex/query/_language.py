@@ -10,13 +10,14 @@ the model may choose among all of them.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterable
 from typing import Any
 
 from ._analyzers import words
 
-__all__ = ["BASE_LANGUAGES", "identify", "primary"]
+__all__ = ["BASE_LANGUAGES", "identify", "identify_document", "primary"]
 
 #: Languages always among the candidates: those evidex ships stop-word lists for.
 BASE_LANGUAGES = frozenset({"en", "de"})
@@ -56,3 +57,26 @@ def identify(text: str, candidates: Iterable[str | None] = ()) -> str | None:
         if label in wanted:
             return str(label)
     return None
+
+
+#: A document's language is identified from its first characters (enough for a confident
+#: decision; identification reads every byte n-gram, so whole books would cost seconds).
+_DOCUMENT_CHARS = 4000
+#: ... and only taken when the model is this sure among all its languages and the text has
+#: this many words: titles and one-liners ("T-cell activation.") stay without a language.
+_DOCUMENT_CONFIDENCE = 0.9
+_DOCUMENT_WORDS = 5
+
+
+def identify_document(text: str) -> str | None:
+    """The language of a document that states none, among every language the model knows (a
+    document, unlike a query, is long enough for that), or None when the model is not confident
+    or the text is too short. Deterministic, so re-ingesting an unchanged document finds it
+    unchanged."""
+    head = text[:_DOCUMENT_CHARS]
+    if sum(1 for w in words(head) if len(w) > 1 and w.isalpha()) < _DOCUMENT_WORDS:
+        return None
+    ranked = _identifier().rank(head)  # (label, log-probability), best first
+    best = ranked[0][1]
+    share = 1.0 / sum(math.exp(score - best) for _, score in ranked)  # the best's probability
+    return str(ranked[0][0]) if share >= _DOCUMENT_CONFIDENCE else None

@@ -106,10 +106,16 @@ class BM25:
     reads changes under it (see ``WeightsCache``)."""
 
     def __init__(self, params: BM25Params | None = None, tuning: Tuning | None = None) -> None:
-        self.params = params or BM25Params()
+        self._params = params or BM25Params()
         self.tuning = tuning or TUNING
         self._cache = WeightsCache(self.tuning.cache_bytes)
         self._scratch = Scratch()
+
+    @property
+    def params(self) -> BM25Params:
+        """k1 and b, fixed for this scorer's life: cached weights are keyed by visible collection
+        and term only, so they are exact for one pair of parameters, this one."""
+        return self._params
 
     def clear(self) -> None:
         """Drop every derived array: a closed handle should not keep hundreds of MB alive."""
