@@ -26,35 +26,34 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m evidex.embed.prepare
 	touch $(STAMP)
 
-# Rebuilds ./evidex.db from the example shop collection (examples/shop, see its README; embedded
-# with the default model, vectors cached, so only the first run embeds): the superseded policy
-# versions first, then the help centre (which supersedes them), the staff handbook and the other
-# tenant. HTML, PDF and Word files cannot state groups or visibility, hence the options. Then
-# serves the web page and the API on http://127.0.0.1:8000/ with the demo keys of
-# examples/server.config.yaml (only their SHA-256 is in the file; the keys are printed here for
-# this local demo) until Ctrl-C. Beside it, the shop's order and stock service
-# (examples/tools_service.py, http://127.0.0.1:8081/) answers the live tools of that
-# configuration; both get the same demo ACME_TOOLS_TOKEN, and the service stops with evidex.
+# Runs the reference configuration, examples/knowledge.config.yaml: starts the shop's help
+# centre (examples/site_server.py, http://127.0.0.1:8765/help/, with a sitemap) for its web
+# source and the shop's order and stock service (examples/tools_service.py,
+# http://127.0.0.1:8081/) for its live tools, rebuilds ./evidex.db by syncing the file's three
+# sources (help centre, returns policy PDF, staff wiki; embedded with the default model, vectors
+# cached, so only the first run embeds), then serves the web page and the API on
+# http://127.0.0.1:8000/ with the file's demo keys (only their SHA-256 is in the file; the keys
+# are printed here for this local demo) until Ctrl-C. evidex and the tools service get the same
+# demo ACME_TOOLS_TOKEN; both helper services stop with evidex.
 DEMO_KEY := evidex-demo-customer
 DEMO_TOOLS_TOKEN := evidex-demo-tools-token
-SHOP := examples/shop
+CONFIG := examples/knowledge.config.yaml
 run: install
 	rm -f $(DB) $(DB)-wal $(DB)-shm
-	$(BIN)/evidex --db $(DB) ingest $(SHOP)/versions --tenant acme --split heading
-	$(BIN)/evidex --db $(DB) ingest $(SHOP)/site --tenant acme --groups customers,staff --visibility public --language en --split heading
-	$(BIN)/evidex --db $(DB) ingest $(SHOP)/staff --tenant acme --groups staff --visibility internal --language en --split heading
-	$(BIN)/evidex --db $(DB) ingest $(SHOP)/other-tenant --tenant globex --split heading
-	@echo
-	@echo 'evidex web page and API: http://127.0.0.1:8000/  (OpenAPI: http://127.0.0.1:8000/openapi.json)'
-	@echo 'demo key (tenant acme, customers, public): $(DEMO_KEY)'
-	@echo 'other demo keys: evidex-demo-staff (staff, internal), evidex-demo-admin (admin)'
-	@echo "try: curl -s -H 'Authorization: Bearer $(DEMO_KEY)' -H 'Content-Type: application/json' \\"
-	@echo "       -d '{\"question\": \"Do my points ever expire?\"}' http://127.0.0.1:8000/v1/answer"
-	@echo "a live lookup (the demo customer's order): the same with \"Where is my order 12345?\""
-	@echo
-	ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/python examples/tools_service.py --port 8081 & \
-	  tools=$$!; trap 'kill $$tools 2>/dev/null' EXIT INT TERM; \
-	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/evidex --db $(DB) serve --config examples/server.config.yaml
+	$(BIN)/python examples/site_server.py --port 8765 & site=$$!; \
+	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/python examples/tools_service.py --port 8081 & tools=$$!; \
+	  trap 'kill $$site $$tools 2>/dev/null' EXIT INT TERM; \
+	  for i in $$(seq 100); do curl -fs -o /dev/null http://127.0.0.1:8765/sitemap.xml && break; sleep 0.1; done; \
+	  $(BIN)/evidex --db $(DB) --config $(CONFIG) sync || exit 1; \
+	  echo; \
+	  echo 'evidex web page and API: http://127.0.0.1:8000/  (OpenAPI: http://127.0.0.1:8000/openapi.json)'; \
+	  echo 'demo key (tenant acme, customers, public): $(DEMO_KEY)'; \
+	  echo 'other demo keys: evidex-demo-staff (staff, internal), evidex-demo-admin (admin)'; \
+	  echo "try: curl -s -H 'Authorization: Bearer $(DEMO_KEY)' -H 'Content-Type: application/json' \\"; \
+	  echo "       -d '{\"question\": \"Do my points ever expire?\"}' http://127.0.0.1:8000/v1/answer"; \
+	  echo "a live lookup (the demo customer's order): the same with \"Where is my order 12345?\""; \
+	  echo; \
+	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/evidex --db $(DB) --config $(CONFIG) serve
 
 # The whole suite, including the shipped evaluation set's gate (tests/test_eval_shipped.py).
 test: install

@@ -6,7 +6,7 @@ remote call, and how long a failing tool can hold an answer up.
 Everything is real and local: the shop collection (examples/shop: versions + help centre, as
 `make run` loads it) in a SQLite store with the default embedder (vectors from the embedding
 cache when computed before), the example order and stock service (examples/tools_service.py) in
-its own process, and the tools of examples/server.config.yaml pointing at it.
+its own process, and the tools of examples/knowledge.config.yaml pointing at it.
 
 1. Answer latency: the same questions answered by a handle with the tools and by one without
    (so: passages only), alternating which goes first, per question; p50/p99 of each and of the
@@ -157,8 +157,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="evidex-live-bench-") as tmp, tools_service(port):
         db = Path(tmp) / "shop.db"
         t_build, _ = timed(lambda: build_store(db))
-        config = Path(tmp) / "server.config.yaml"
-        config.write_text((EXAMPLES / "server.config.yaml").read_text(encoding="utf-8")
+        config = Path(tmp) / "knowledge.config.yaml"
+        config.write_text((EXAMPLES / "knowledge.config.yaml").read_text(encoding="utf-8")
                           .replace("127.0.0.1:8081", f"127.0.0.1:{port}"), encoding="utf-8")
         tools = list(load_config(config).tools)
         live_kb, plain_kb = KnowledgeBase.open(db, tools=tools), KnowledgeBase.open(db)

@@ -4,7 +4,8 @@
 
 Loads examples/knowledge.config.yaml, gives its sources schedules (help-centre hourly,
 returns-policy daily, ops-handbook every six hours; the drift check stays daily), serves the
-example shop's pages under /help/ on a local HTTP server for the web source, and runs the
+example shop's help centre (examples/site_server.py: pages under /help/, a sitemap) for the web
+source, and runs the
 scheduler from a Sunday 00:00 UTC for 24 simulated hours (injected clock and sleep) against a
 temporary SQLite store with the default embedder. Prints, as JSON, the runs per (kind,
 source), the expected counts, problems, and the wall time the simulated day took.
@@ -12,7 +13,7 @@ source), the expected counts, problems, and the wall time the simulated day took
 
 from __future__ import annotations
 
-import functools
+import importlib.util
 import json
 import os
 import platform
@@ -21,7 +22,6 @@ import threading
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from evidex import KnowledgeBase
@@ -35,9 +35,13 @@ EXPECTED = {"sync help-centre": 24, "sync returns-policy": 1, "sync ops-handbook
             "drift help-centre": 1, "drift returns-policy": 1, "drift ops-handbook": 1}
 
 
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
+def site_server(port: int):  # type: ignore[no-untyped-def]
+    """examples/site_server.py's server (examples/ is no package)."""
+    spec = importlib.util.spec_from_file_location("site_server", ROOT / "examples" / "site_server.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.server(port)
 
 
 def first_syncs(runs: list) -> dict[str, object]:  # type: ignore[type-arg]
@@ -51,10 +55,7 @@ def first_syncs(runs: list) -> dict[str, object]:  # type: ignore[type-arg]
 
 def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="evidex-ops-schedule-"))
-    (work / "site").mkdir()
-    (work / "site" / "help").symlink_to(ROOT / "examples" / "shop" / "site")
-    handler = functools.partial(_Quiet, directory=str(work / "site"))
-    server = ThreadingHTTPServer(("127.0.0.1", 8765), handler)
+    server = site_server(8765)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     cfg = load_config(ROOT / "examples" / "knowledge.config.yaml")
     cfg = cfg.model_copy(update={"sources": tuple(

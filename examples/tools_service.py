@@ -1,5 +1,5 @@
 """A tiny order and stock service for the Acme Outdoor example shop (examples/shop): the live
-system that evidex's example tools `order-status` and `stock` call (examples/server.config.yaml).
+system that evidex's example tools `order-status` and `stock` call (examples/knowledge.config.yaml).
 
 Standard library only. Everything is fictional: a few orders of the demo customer C-1001 (whose
 claim the demo customer key carries) and one of another customer, and store stock for every

@@ -418,6 +418,11 @@ def test_support_is_per_sentence_not_per_passage() -> None:
     ("geöffnet von 12 bis 17 Uhr", [("time", (720, 1020))]),
     ("10 % off until 15 January", [("percent", 10.0), ("date", (1.0, 15.0))]),
     ("It opened in 1914 with 3 locks.", []),  # bare numbers and years are no values here
+    ("Monday to Saturday 10:00-20:00", [("time", (600, 1200))]),  # not "10:00-2"
+    ("the order is ready in 2 to 4 business days", []),  # two bare numbers are no time range
+    ("RE-PROOF IT EVERY 6 MONTHS", [("period", 182.5)]),
+    # Lower case longer than the text ("İ"): offsets stay those of the text.
+    ("İstanbul: 9:30-18:00, Fr. 5 CHF", [("time", (570, 1080)), ("price:CHF", 5.0)]),
 ])
 def test_values(text: str, kinds: list[tuple[str, object]]) -> None:
     assert [(v.kind, v.amount) for v in values(text)] == kinds

@@ -174,3 +174,35 @@ sources:
         assert hits[0].heading_path == ("Handbook", "Returns", "Refund limits")
         top = kb.search(staff, "shop floor works", mode="keyword")[0]
         assert top.heading_path == ("Handbook",)
+
+
+def test_the_shipped_example_syncs_from_the_example_site(tmp_path: Path) -> None:
+    """What `make run` does before serving: examples/site_server.py (a real HTTP server with a
+    sitemap) for help-centre, then a sync of the file's three sources."""
+    import importlib.util
+    import threading
+
+    from service_helpers import free_port
+
+    spec = importlib.util.spec_from_file_location("site_server", ROOT / "examples" / "site_server.py")
+    assert spec and spec.loader
+    site = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site)
+    port = free_port()
+    httpd = site.server(port)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        text = (ROOT / "examples" / "knowledge.config.yaml").read_text(encoding="utf-8")
+        text = text.replace("127.0.0.1:8765", f"127.0.0.1:{port}").replace(
+            "path: shop/", f"path: {ROOT / 'examples' / 'shop'}/")
+        pages = [p for p in site.SITE.rglob("*") if p.suffix in site.PAGES]
+        with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+            report = sync(kb, load_config(write(tmp_path / "knowledge.config.yaml", text)))
+            help_centre, returns, handbook = report.sources
+            assert not any(s.errors or s.skipped for s in report.sources)
+            # Every page of the sitemap but the return form, which returns-policy owns.
+            assert len(help_centre.new) == len(pages) - 1
+            assert not [d for d in help_centre.new if d.endswith("return-form.pdf")]
+            assert len(returns.new) == 1 and len(handbook.new) == 6
+    finally:
+        httpd.shutdown()

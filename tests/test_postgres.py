@@ -8,6 +8,7 @@ statistics, exact vectors, concurrency) is tested on both backends by the parame
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import struct
@@ -23,6 +24,7 @@ from actors import PUBLIC_INTERNAL
 from backends import Locator, locator, raw
 from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.ingest import load_paths
+from evidex.kb import migrate_store
 from evidex.store import PostgresStore, SourceEntry, _pgvector, open_store
 from evidex.store._location import split_url
 from evidex.store._migrations import MIGRATIONS, SCHEMA_VERSION
@@ -88,7 +90,7 @@ def test_a_numbered_schema_upgrades_on_open(pg: Locator, version: int) -> None:
     assert _in_schema(url, "index", "vectors_sig") is (version >= 2)
     assert _in_schema(url, "table", "source_documents") is (version >= 3)
     with KnowledgeBase.open(url) as kb, KnowledgeBase.open(fresh_url) as fresh:
-        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 10
+        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 11
         assert sorted(r[0] for r in raw(url, "SELECT name FROM migrations")) == sorted(MIGRATIONS.names)
         assert not _in_schema(url, "table", "schema_version")
         assert _in_schema(url, "index", "vectors_sig") and _in_schema(url, "index", "history_doc")
@@ -387,3 +389,47 @@ def test_vector_array_round_trip(pg: Locator) -> None:
         assert got.dtype == np.float32 and np.array_equal(got, v)
     finally:
         store.close()
+
+
+def test_migrate_copies_conflicts_and_the_run_log_both_ways(tmp_path: Path, pg: Locator) -> None:
+    """Recorded conflicts (when found, an admin's dismissal) and scheduler runs travel with the
+    documents: SQLite to PostgreSQL and back, equal each time."""
+    from evidex.store import RunRecord
+
+    def doc(doc_id: str, text: str) -> Document:
+        return Document(doc_id, "acme", frozenset({"staff"}), "1", text, language="en")
+
+    src = str(tmp_path / "src.db")
+    with KnowledgeBase.open(src) as a:
+        a.ingest([doc("care", "# Re-proofing\n\nRe-proof your waterproof shell jacket every 12 months "
+                              "with the spray-on product.\n"),
+                  doc("boots", "# Waxing\n\nWax your leather hiking boots every 3 months with the "
+                               "boot wax.\n")], split="heading")
+        found = a.ingest([doc("shell", "# Care\n\nRe-proof your waterproof shell jacket every 6 "
+                                       "months with the spray-on product.\n"),
+                          doc("wax", "# Waxing\n\nWax your leather hiking boots every 2 months with "
+                                     "the boot wax.\n")], split="heading").conflicts
+        assert len(found) == 2
+        assert a.dismiss_conflict("acme", found[0].id, "admin@acme")
+        for i in range(3):
+            a.store.record_run(RunRecord("sync", "help", "acme", f"2026-12-0{i + 1}T00:00:00+00:00",
+                                         f"2026-12-0{i + 1}T00:00:05+00:00", i != 1, {"added": i},
+                                         ("a problem",) if i == 1 else (), f"2026-12-0{i + 1}T00:00"))
+        conflicts, runs = a.conflicts(), a.runs()
+
+    def same(url: str) -> None:
+        with KnowledgeBase.open(url) as b:
+            got = b.conflicts()
+            assert [(c.kind, c.a, c.b, c.detected_at, c.status, c.reason) for c in got] == [
+                (c.kind, c.a, c.b, c.detected_at, c.status, c.reason) for c in conflicts]
+            assert [c.status for c in got] == ["open", "dismissed"]
+            assert [dataclasses.replace(r, id=None) for r in b.runs()] == [
+                dataclasses.replace(r, id=None) for r in runs]
+
+    dst = pg("conflicts")
+    report = migrate_store(src, dst)
+    assert (report.mismatches, report.conflicts, report.runs) == ([], 2, 3)
+    same(dst)
+    back = str(tmp_path / "back.db")
+    assert migrate_store(dst, back).mismatches == []
+    same(back)

@@ -193,3 +193,53 @@ def test_serve_starts_the_scheduler_only_when_something_is_scheduled(tmp_path: P
     worker = next(t for t in threading.enumerate() if t.name == "evidex-scheduler")
     worker.join(timeout=10)
     assert not worker.is_alive()
+
+
+def test_two_schedulers_on_one_store_run_each_due_job_once(
+    tmp_path: Path, setup: Path, locate: Any
+) -> None:
+    """Two `evidex serve` processes on one store: each due run is claimed in the store first,
+    and only the scheduler that claimed it runs it (on both backends)."""
+    url = locate("kb")
+    cfg = load_config(setup)
+    now = [START]
+    pair = [Scheduler(lambda: KnowledgeBase.open(url), cfg, clock=lambda: now[0], after_drift=[],
+                      holder=name) for name in ("a", "b")]
+    while now[0] <= END:
+        for s in (pair if now[0].hour % 2 else reversed(pair)):  # either may come first
+            s.run_pending()
+        now[0] = min(min(s.next_due.values()) for s in pair)
+    with KnowledgeBase.open(url) as kb:
+        runs = kb.runs(1000)
+    keys = Counter((r.kind, r.source, r.scheduled_for) for r in runs)
+    assert len(runs) == 37 and set(keys.values()) == {1}  # as one scheduler's day, no run twice
+    left = pair[0].left_to_others + pair[1].left_to_others
+    assert len(left) == 24 + 6 + 1 + 1 + 1 and pair[0].left_to_others and pair[1].left_to_others
+
+
+def test_a_due_run_is_claimed_by_exactly_one_of_two_racing_schedulers(locate: Any) -> None:
+    url = locate("kb")
+    handles = [KnowledgeBase.open(url), KnowledgeBase.open(url)]
+    try:
+        for minute in range(10):
+            due = f"2026-12-06T01:{minute:02d}:00+00:00"
+            start = threading.Barrier(2)
+            won: list[bool] = []
+
+            def claim(kb: KnowledgeBase, name: str, start: threading.Barrier = start,
+                      won: list[bool] = won, due: str = due) -> None:
+                start.wait()
+                won.append(kb.store.claim_run("sync", "faq", due, name))
+
+            threads = [threading.Thread(target=claim, args=(kb, n))
+                       for kb, n in zip(handles, "ab", strict=True)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert sorted(won) == [False, True], due
+        # Another source or kind due at the same minute is a claim of its own.
+        assert handles[0].store.claim_run("drift", "*", due, "a")
+    finally:
+        for kb in handles:
+            kb.close()

@@ -256,7 +256,7 @@ def test_cli_tools_list_and_call(tmp_path: Path, tool_server: ToolServer) -> Non
 
 
 def test_demo_key_carries_the_customer_claim() -> None:
-    cfg = load_config(Path(__file__).resolve().parents[1] / "examples" / "server.config.yaml")
+    cfg = load_config(Path(__file__).resolve().parents[1] / "examples" / "knowledge.config.yaml")
     assert cfg.server is not None
     customer = next(k for k in cfg.server.api_keys if k.key_sha256 == sha("evidex-demo-customer"))
     assert customer.claims == {"customer_id": "C-1001"}
@@ -287,8 +287,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise RuntimeError("the example tools service did not start") from None
                 time.sleep(0.1)
-        text = (EXAMPLES / "server.config.yaml").read_text(encoding="utf-8")
-        config = tmp / "server.config.yaml"
+        text = (EXAMPLES / "knowledge.config.yaml").read_text(encoding="utf-8")
+        config = tmp / "knowledge.config.yaml"
         config.write_text(text.replace("127.0.0.1:8081", f"127.0.0.1:{port}"), encoding="utf-8")
         yield config, {"ACME_TOOLS_TOKEN": "demo-token-for-tests"}
     finally:

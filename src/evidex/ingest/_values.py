@@ -22,7 +22,9 @@ agree).
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 __all__ = ["Value", "close", "disagree", "disagreement", "values"]
@@ -41,32 +43,63 @@ _UNIT_DAYS = [
 ]
 _NUM = r"(\d+(?:[.,]\d+)?|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
 _UNIT = "|".join(f"(?:{u})" for u, _ in _UNIT_DAYS)
-_DURATION = re.compile(rf"\b{_NUM}[\s-]+({_UNIT})\b", re.IGNORECASE)
-_EVERY = re.compile(rf"\b(?:every|alle|jede[nmrs]?)\s+(?:{_NUM}\s+)?({_UNIT})\b", re.IGNORECASE)
-_ONCE_A = re.compile(rf"\b(?:once|twice|einmal|zweimal)\s+(?:a|an|per|im|pro|in\s+the)\s+({_UNIT})\b",
-                     re.IGNORECASE)
+# Hours 20-23 first: "10:00-20:00" must not end at "10:00-2" (an alternation takes the first
+# branch that lets the whole pattern match, and "2" does).
+_CLOCK = r"(2[0-3]|[01]?\d)(?:[:.]([0-5]\d))?"
 _ADVERB = {"annually": 365.0, "yearly": 365.0, "jährlich": 365.0, "monthly": 365 / 12,
            "monatlich": 365 / 12, "weekly": 7.0, "wöchentlich": 7.0, "daily": 1.0, "täglich": 1.0}
-_ADVERBS = re.compile(r"\b(" + "|".join(_ADVERB) + r")\b", re.IGNORECASE)
-_CLOCK = r"([01]?\d|2[0-3])(?:[:.]([0-5]\d))?"
-_TIME_RANGE = re.compile(
-    rf"\b{_CLOCK}\s*(?:[-–—]|to|until|till|bis)\s*{_CLOCK}\s*(?:uhr|h\b)?"
-    rf"|\b([01]?\d|2[0-3]):([0-5]\d)\b|\b([01]?\d|2[0-3])\s*uhr\b", re.IGNORECASE)
 _CURRENCY = {"€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR", "$": "USD", "usd": "USD",
              "£": "GBP", "gbp": "GBP", "chf": "CHF", "fr.": "CHF"}
 # An amount: digits with thousands separators ("1,000", "5.000") or without, and cents.
 _AMOUNT = r"(?<![\d.,])(\d{1,3}(?:[.,]\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?)"
-_PRICE = re.compile(
-    rf"(€|\$|£|\b(?:eur|usd|gbp|chf)\b)\s?{_AMOUNT}"
-    rf"|{_AMOUNT}\s?(€|\$|£|\b(?:eur|euros?|usd|gbp|chf)\b)", re.IGNORECASE)
-_PERCENT = re.compile(rf"\b{_NUM}\s?(?:%|percent\b|per cent\b|prozent\b)", re.IGNORECASE)
 _MONTHS = {m: i for i, names in enumerate([
     ("january", "januar", "jan"), ("february", "februar", "feb"), ("march", "märz", "mar"),
     ("april", "apr"), ("may", "mai"), ("june", "juni", "jun"), ("july", "juli", "jul"),
     ("august", "aug"), ("september", "sep", "sept"), ("october", "oktober", "oct", "okt"),
     ("november", "nov"), ("december", "dezember", "dec", "dez")], start=1) for m in names}
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
-_DATE = re.compile(rf"\b(\d{{1,2}})\.?\s+({_MONTH})\b|\b({_MONTH})\s+(\d{{1,2}})\b", re.IGNORECASE)
+_PATTERNS = {
+    "every": rf"\b(?:every|alle|jede[nmrs]?)\s+(?:{_NUM}\s+)?({_UNIT})\b",
+    "once": rf"\b(?:once|twice|einmal|zweimal)\s+(?:a|an|per|im|pro|in\s+the)\s+({_UNIT})\b",
+    "adverb": r"\b(" + "|".join(_ADVERB) + r")\b",
+    "price": rf"(€|\$|£|\b(?:eur|usd|gbp|chf)\b)\s?{_AMOUNT}"
+             rf"|{_AMOUNT}\s?(€|\$|£|\b(?:eur|euros?|usd|gbp|chf)\b)",
+    "percent": rf"\b{_NUM}\s?(?:%|percent\b|per cent\b|prozent\b)",
+    "duration": rf"\b{_NUM}[\s-]+({_UNIT})\b",
+    "time": rf"\b{_CLOCK}\s*(?:[-–—]|to|until|till|bis)\s*{_CLOCK}\s*(?:uhr|h\b)?"
+            rf"|\b([01]?\d|2[0-3]):([0-5]\d)\b|\b([01]?\d|2[0-3])\s*uhr\b",
+    "date": rf"\b(\d{{1,2}})\.?\s+({_MONTH})\b|\b({_MONTH})\s+(\d{{1,2}})\b",
+}
+# The characters a match can start with (lower case). Python's engine tries a pattern at every
+# position; a leading look-ahead over these lets it give up at once at all the others, and on
+# lower-cased text the patterns need no case folding: together most of the scanner's cost.
+_FIRST = {
+    "every": "aej", "once": "otez", "adverb": "".join({a[0] for a in _ADVERB}),
+    "price": r"€$£eugc\d", "percent": r"\d" + "".join({w[0] for w in _NUMBER_WORDS}),
+    "duration": r"\d" + "".join({w[0] for w in _NUMBER_WORDS}), "time": r"\d",
+    "date": r"\d" + "".join({m[0] for m in _MONTHS}),
+}
+
+
+# What a match of each pattern cannot do without (lower case): a text holding none of these is
+# not searched with that pattern at all. Most passages state few kinds of value, so most of the
+# patterns are skipped by a substring test.
+_NEEDS = {
+    "every": ("every", "alle", "jede"), "once": ("once", "twice", "einmal", "zweimal"),
+    "adverb": tuple(_ADVERB), "price": ("€", "$", "£", "eur", "usd", "gbp", "chf"),
+    "percent": ("%", "percent", "per cent", "prozent"),
+    "duration": ("min", "hour", "hr", "stunde", "day", "tag", "week", "woche", "month", "monat",
+                 "year", "jahr"),
+    "time": (":", ".", "h"), "date": tuple(_MONTHS),
+}
+
+
+def _compile(flags: int) -> dict[str, re.Pattern[str]]:
+    return {k: re.compile(f"(?=[{_FIRST[k]}])(?:{p})", flags) for k, p in _PATTERNS.items()}
+
+
+#: For lower-cased text, and for text whose lower case has another length (offsets would move).
+_LOWER, _ANY_CASE = _compile(0), _compile(re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +125,7 @@ def _number(text: str) -> float:
     return float(low.replace(",", "."))
 
 
+@functools.lru_cache(maxsize=256)
 def _days(unit: str) -> float:
     for pattern, days in _UNIT_DAYS:
         if re.fullmatch(pattern, unit, re.IGNORECASE):
@@ -106,37 +140,52 @@ def _clock(h: str, m: str | None) -> float:
 def values(text: str) -> list[Value]:
     """The values ``text`` states, in order of appearance (a span is read as one value)."""
     out: list[Value] = []
-    taken: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1 where an earlier match lies: a span is one value
 
     def add(kind: str, amount: float | tuple[float, ...], m: re.Match[str]) -> None:
-        if any(m.start() < e and s < m.end() for s, e in taken):
+        a, b = m.span()
+        if taken.find(1, a, b) >= 0:
             return
-        taken.append((m.start(), m.end()))
-        out.append(Value(kind, amount, m.start(), m.end()))
+        taken[a:b] = b"\x01" * (b - a)
+        out.append(Value(kind, amount, a, b))
 
-    for m in _EVERY.finditer(text):
+    low = text.lower()
+    folded = len(low) == len(text)
+    if not folded:
+        low = text
+
+    def found(kind: str) -> Iterator[re.Match[str]]:
+        if folded:
+            if any(n in low for n in _NEEDS[kind]):
+                yield from _LOWER[kind].finditer(low)
+        else:
+            yield from _ANY_CASE[kind].finditer(low)
+
+    for m in found("every"):
         add("period", (_number(m.group(1)) if m.group(1) else 1.0) * _days(m.group(2)), m)
-    for m in _ONCE_A.finditer(text):
+    for m in found("once"):
         times = 2.0 if m.group(0).lower().startswith(("twice", "zweimal")) else 1.0
         add("period", _days(m.group(1)) / times, m)
-    for m in _ADVERBS.finditer(text):
+    for m in found("adverb"):
         add("period", _ADVERB[m.group(1).lower()], m)
-    for m in _PRICE.finditer(text):
+    for m in found("price"):
         cur = _CURRENCY[(m.group(1) or m.group(4)).lower()]
         add(f"price:{cur}", _money(m.group(2) or m.group(3)), m)
-    for m in _PERCENT.finditer(text):
+    for m in found("percent"):
         add("percent", _number(m.group(1)), m)
-    for m in _DURATION.finditer(text):
+    for m in found("duration"):
         add("duration", _number(m.group(1)) * _days(m.group(2)), m)
-    for m in _TIME_RANGE.finditer(text):
+    for m in found("time"):
         g = m.groups()
         if g[0] is not None:
+            if g[1] is None and g[3] is None and not m.group(0).rstrip().lower().endswith(("uhr", "h")):
+                continue  # "2 to 4 business days": two bare numbers are not times of day
             add("time", (_clock(g[0], g[1]), _clock(g[2], g[3])), m)
         elif g[4] is not None:
             add("time", (_clock(g[4], g[5]),), m)
         else:
             add("time", (_clock(g[6], None),), m)
-    for m in _DATE.finditer(text):
+    for m in found("date"):
         day, month = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         if 1 <= int(day) <= 31:
             add("date", (float(_MONTHS[month.lower()]), float(day)), m)

@@ -25,6 +25,7 @@ owners and admins of both documents, never for an answer's reader.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections import Counter
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ingest import Value, close, disagreement, sentence_spans, values
+from ..ingest import Value, close, sentence_spans, values
 from ..model import Conflict, ConflictSide, sha256_text
 from ..store import ReadView, StoredDocument, StoredPassage
 
@@ -48,6 +49,12 @@ MIN_SHARED = 3
 #: shop collection (benchmarks/RESULTS.md): a development set, not a held-out estimate.
 PASSAGE_MIN = 0.9
 PASSAGE_SHARED = 2
+#: When only the embeddings say one subject (the passage rule), the two amounts must also be
+#: within one order of magnitude: a fact restated wrongly or left stale differs by a revision
+#: (14 or 30 days, 4.95 or 5.95 €), while amounts ten times apart on similar pages are nearly
+#: always two facts (a return window and a warranty, a fee and a spending threshold). A round
+#: factor chosen before looking, checked on a set built for it (benchmarks/data/conflict-set).
+PASSAGE_RATIO = 10.0
 #: Nearest passages looked at per new passage, and the documents taken from them.
 NEIGHBOURS = 24
 CANDIDATE_DOCUMENTS = 5
@@ -74,12 +81,33 @@ def _stem(term: str) -> str:
 
 @dataclass
 class _Unit:
-    """One passage's value sentences, with the words of each (sentence plus headings)."""
+    """One passage's claims: its sentences stating one value of a kind, with the words of each
+    (sentence plus headings) and that value per kind; ``kinds``: every value it states."""
 
     doc: StoredDocument
     passage: StoredPassage
-    sentences: list[tuple[str, set[str], list[Value]]]
+    sentences: list[tuple[str, set[str], dict[str, Value]]]
     kinds: dict[str, list[float | tuple[float, ...]]]
+    claimed: frozenset[str]
+
+
+@functools.lru_cache(maxsize=8192)
+def _value_sentences(text: str) -> tuple[tuple[str, tuple[Value, ...]], ...]:
+    """The sentences of a passage's text that state values, with those values (offsets within
+    the sentence). A pure function of the text, so kept across ingest calls: a passage read as
+    a candidate in one batch is not read again in the next."""
+    found = values(text)
+    if not found:
+        return ()
+    # Wrapped lines (PDF text) go on in lower case: joined, so a sentence is not cut in two
+    # (one character for one, so offsets stay those of the passage).
+    text = re.sub(r"\n(?=[a-zäöüß0-9(])", " ", text)
+    out = []
+    for a, b in sentence_spans(text):
+        mine = tuple(Value(v.kind, v.amount, v.start - a, v.end - a) for v in found if a <= v.start < b)
+        if mine:
+            out.append((text[a:b], mine))
+    return tuple(out)
 
 
 class _Detector:
@@ -93,12 +121,11 @@ class _Detector:
             title_df.update(self.title_words(t))
         self.title_df, self.rare_title = title_df, max(3, len(titles) // 50)
         self.units: dict[int, _Unit | None] = {}
-        #: The passage of another document nearest to the one ``candidates`` was last asked for.
-        self.nearest = -1
         self._matrix: tuple[np.ndarray, np.ndarray] | None = None
         self.doc_words: dict[int, set[str]] = {}
         self.names: dict[int, set[str]] = {}
         self.weights: dict[frozenset[str], float] = {}
+        self._passages: dict[int, list[StoredPassage]] = {}
 
     def idf(self, word: str) -> float:
         if word not in self.df:
@@ -111,22 +138,23 @@ class _Detector:
         return self.units[p.pid]
 
     def _unit(self, doc: StoredDocument, p: StoredPassage) -> _Unit | None:
-        found = values(p.text)
+        found = _value_sentences(p.text)
         if not found:
             return None
         kinds: dict[str, list[float | tuple[float, ...]]] = {}
-        for v in found:
-            kinds.setdefault(v.kind, []).append(v.amount)
+        for _, vs in found:
+            for v in vs:
+                kinds.setdefault(v.kind, []).append(v.amount)
+        # One claim against one claim: a sentence with several values of a kind is a list (per
+        # day, per item) and never one side of a conflict over that kind.
+        counts = [Counter(v.kind for v in vs) for _, vs in found]
+        claims = [(t, {v.kind: v for v in vs if n[v.kind] == 1})
+                  for (t, vs), n in zip(found, counts, strict=True)]
+        if not any(c for _, c in claims):
+            return None
         heads = _words(self.terms_of, " ".join(p.heading_path))
-        # Wrapped lines (PDF text) go on in lower case: joined, so a sentence is not cut in two
-        # (one character for one, so offsets stay those of the passage).
-        text = re.sub(r"\n(?=[a-zäöüß0-9(])", " ", p.text)
-        sents = []
-        for a, b in sentence_spans(text):
-            mine = [Value(v.kind, v.amount, v.start - a, v.end - a) for v in found if a <= v.start < b]
-            if mine:
-                sents.append((text[a:b], _words(self.terms_of, text[a:b]) | heads, mine))
-        return _Unit(doc, p, sents, kinds)
+        sents = [(t, _words(self.terms_of, t) | heads, c) for t, c in claims if c]
+        return _Unit(doc, p, sents, kinds, frozenset(k for _, _, c in sents for k in c))
 
     def title_words(self, title: str | None) -> set[str]:
         # Numbers count here: a product number or a year names one thing.
@@ -159,8 +187,7 @@ class _Detector:
         return (sum(self.idf(w) for w in shared) / small if small else 0.0), sorted(shared)
 
     def matrix(self) -> tuple[np.ndarray, np.ndarray]:
-        """(pids, vectors) of the tenant's live passages, read once per detection: one product
-        per new passage instead of one search per signature block."""
+        """(pids, vectors) of the tenant's live passages, read once per detection."""
         if self._matrix is None:
             live = np.flatnonzero(np.isin(self.view.sig, np.asarray(self.sigs, dtype=np.int64)))
             got = self.view.passage_vectors(live.tolist())
@@ -170,51 +197,91 @@ class _Detector:
                             if len(pids) else np.zeros((0, dim), np.float32))
         return self._matrix
 
-    def candidates(self, doc: StoredDocument, p: StoredPassage, vector: np.ndarray | None,
-                   words: set[str]) -> list[int]:
-        """dkeys of the documents (other than ``doc``) nearest to the passage."""
-        if vector is not None:
-            pids, matrix = self.matrix()
-            scores = matrix @ vector
-            top = np.argpartition(-scores, min(NEIGHBOURS, len(scores) - 1))[:NEIGHBOURS]
-            best = pids[top[np.argsort(-scores[top], kind="stable")]]
-            ranked = [int(self.view.dkey[pid]) for pid in best.tolist()]
-            self.nearest = next((int(q) for q in best.tolist() if int(self.view.dkey[q]) != doc.dkey), -1)
-        else:  # keyword-only store: the documents sharing most of the passage's rarest words
-            votes: Counter[int] = Counter()
-            # Rare words only: a key term names a subject, and a common one's postings would
-            # make every passage cost a pass over the collection.
-            rare = [w for w in words if self.idf(w) and self.df[w] <= max(50, self.n // 100)]
-            for w in sorted(rare, key=self.idf, reverse=True)[:8]:
-                for pids, _ in self.view.postings(w):
-                    live = pids[self.view.sig[pids] >= 0]
-                    votes.update(set(self.view.dkey[live].tolist()))
-            ranked = [k for k, _ in votes.most_common()]
-        out: list[int] = []
-        for k in ranked:
-            if k != doc.dkey and k not in out:
-                out.append(k)
-            if len(out) == CANDIDATE_DOCUMENTS:
-                break
+    def nearest(self, units: list[_Unit],
+                vectors: dict[int, np.ndarray]) -> list[tuple[list[int], int, float]]:
+        """Per unit: the dkeys of the documents (other than its own) nearest to its passage, the
+        nearest passage of another document and the cosine to it. The units with vectors are
+        scored as blocks of one matrix product against the tenant's passages."""
+        out: list[tuple[list[int], int, float]] = [([], -1, 0.0)] * len(units)
+        rows = [i for i, u in enumerate(units) if u.passage.pid in vectors]
+        pids, matrix = self.matrix() if rows else (np.zeros(0, np.int64), None)
+        dkeys = self.view.dkey[pids] if len(pids) else pids
+        for start in range(0, len(rows), 256):
+            block = rows[start:start + 256]
+            scores = np.stack([vectors[units[i].passage.pid] for i in block]) @ matrix.T
+            k = min(NEIGHBOURS, scores.shape[1] - 1)
+            top = np.argpartition(-scores, k, axis=1)[:, :NEIGHBOURS]
+            top = np.take_along_axis(top, np.argsort(-np.take_along_axis(scores, top, 1), 1,
+                                                     kind="stable"), 1)
+            for row, i in enumerate(block):
+                own = units[i].doc.dkey
+                others = [j for j in top[row].tolist() if dkeys[j] != own]
+                if others:
+                    out[i] = (_first(int(dkeys[j]) for j in others), int(pids[others[0]]),
+                              float(scores[row, others[0]]))
+        for i, u in enumerate(units):
+            if u.passage.pid not in vectors:
+                out[i] = (self.by_terms(u), -1, 0.0)
         return out
+
+    def by_terms(self, u: _Unit) -> list[int]:
+        """A keyword-only store: the documents sharing most of the passage's rarest words."""
+        words = set().union(*(w for _, w, _ in u.sentences))
+        votes: Counter[int] = Counter()
+        # Rare words only: a key term names a subject, and a common one's postings would
+        # make every passage cost a pass over the collection.
+        rare = [w for w in words if self.idf(w) and self.df[w] <= max(50, self.n // 100)]
+        for w in sorted(rare, key=self.idf, reverse=True)[:8]:
+            for pids, _ in self.view.postings(w):
+                live = pids[self.view.sig[pids] >= 0]
+                votes.update(set(self.view.dkey[live].tolist()))
+        return _first(k for k, _ in votes.most_common() if k != u.doc.dkey)
+
+    def passages(self, dkey: int) -> list[StoredPassage]:
+        if dkey not in self._passages:
+            self.prefetch([dkey])
+        return self._passages[dkey]
+
+    def prefetch(self, dkeys: Iterable[int]) -> None:
+        """Read the live passages of these documents in one query, not one per document."""
+        want = np.asarray(sorted(set(dkeys) - self._passages.keys()), dtype=np.int64)
+        if not len(want):
+            return
+        pids = np.flatnonzero(np.isin(self.view.dkey, want) & (self.view.sig >= 0))
+        for k in want.tolist():
+            self._passages[k] = []
+        for p in self.view.passages(pids.tolist()).values():
+            self._passages[p.dkey].append(p)
+        for k in want.tolist():
+            self._passages[k].sort(key=lambda p: p.number)
 
     def compare(self, u: _Unit, v: _Unit, similarity: float) -> list[Conflict]:
         found = []
-        for s, ws, vs in u.sentences:
-            for t, wt, vt in v.sentences:
-                for x, y in disagreement(vs, vt):
-                    # One claim against one claim: a sentence with several values of the kind is
-                    # a list (per day, per item), and neither passage may also state the other's.
-                    if (sum(w.kind == x.kind for w in vs) > 1 or sum(w.kind == x.kind for w in vt) > 1
-                            or _states(u.kinds, x.kind, y.amount) or _states(v.kinds, x.kind, x.amount)):
+        least = PASSAGE_SHARED if similarity >= PASSAGE_MIN else MIN_SHARED
+        for s, ws, cs in u.sentences:
+            for t, wt, ct in v.sentences:
+                for kind in sorted(cs.keys() & ct.keys()):
+                    x, y = cs[kind], ct[kind]
+                    # Neither passage may also state the other's value.
+                    if (len(ws & wt) < least or close(x.amount, y.amount)
+                            or _states(u.kinds, kind, y.amount) or _states(v.kinds, kind, x.amount)):
                         continue
                     score, shared = self.subject(ws, wt)
                     if (score >= SUBJECT_MIN and len(shared) >= MIN_SHARED) or (
-                            similarity >= PASSAGE_MIN and len(shared) >= PASSAGE_SHARED):
+                            similarity >= PASSAGE_MIN and len(shared) >= PASSAGE_SHARED
+                            and _comparable(x.amount, y.amount)):
                         found.append(Conflict(0, self.tenant, x.kind, tuple(shared),
                                               _side(u, s, s[x.start:x.end]),
                                               _side(v, t, t[y.start:y.end]), ""))
         return found
+
+
+def _comparable(a: float | tuple[float, ...], b: float | tuple[float, ...]) -> bool:
+    """Amounts within PASSAGE_RATIO of each other (times and dates have no ratio: always)."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return True
+    low, high = sorted((abs(a), abs(b)))
+    return high <= PASSAGE_RATIO * low
 
 
 def _states(kinds: dict[str, list[float | tuple[float, ...]]], kind: str,
@@ -227,38 +294,49 @@ def _side(u: _Unit, sentence: str, value: str) -> ConflictSide:
                         value, sentence)
 
 
+def _first(dkeys: Iterable[int]) -> list[int]:
+    """The first CANDIDATE_DOCUMENTS distinct dkeys, in order."""
+    out: list[int] = []
+    for k in dkeys:
+        if k not in out:
+            out.append(k)
+            if len(out) == CANDIDATE_DOCUMENTS:
+                break
+    return out
+
+
 def find_conflicts(view: ReadView, tenant: str, written: Sequence[StoredDocument], terms_of: Terms,
                    titles: Sequence[str | None]) -> list[Conflict]:
     """Conflicts between the passages of ``written`` (documents of ``tenant`` this write added
     or changed, as now stored) and the tenant's other current documents. ``titles``: the
     titles of all the tenant's documents (which title words are rare)."""
     det = _Detector(view, tenant, terms_of, titles)
-    passages = {d.dkey: view.document_passages(d.dkey) for d in written}
-    vectors = view.passage_vectors(p.pid for ps in passages.values() for p in ps)
+    det.prefetch(d.dkey for d in written)
+    # Passages stating no value are dropped before any search.
+    units = [u for d in written for p in det.passages(d.dkey) if (u := det.unit(d, p)) is not None]
+    vectors = view.passage_vectors(u.passage.pid for u in units)
+    near = det.nearest(units, vectors)
+    docs = view.documents({k for ks, _, _ in near for k in ks})
+    det.prefetch(docs)
     found: dict[tuple[object, ...], Conflict] = {}
-    for d in written:
-        for p in passages[d.dkey]:
-            u = det.unit(d, p)
-            if u is None:
+    for u, (ranked, nearest, cos) in zip(units, near, strict=True):
+        for k in ranked:
+            other = docs.get(k)
+            if other is None or other.tenant != tenant:
                 continue
-            words = set().union(*(w for _, w, _ in u.sentences))
-            others = view.documents(det.candidates(d, p, vectors.get(p.pid), words))
-            for k, other in others.items():
-                if other.tenant != tenant or not det.same_entity(d, other):
+            for q in det.passages(k):
+                v = det.unit(other, q)
+                if v is None or u.claimed.isdisjoint(v.claimed):
                     continue
-                for q in view.document_passages(k):
-                    v = det.unit(other, q)
-                    if v is None:
-                        continue
-                    # Similar wording is one sign of one subject; being the nearest passage of all
-                    # the other documents with a very similar embedding is the other.
-                    cos = (float(vectors[p.pid] @ view.passage_vectors([q.pid])[q.pid])
-                           if q.pid == det.nearest and p.pid in vectors else 0.0)
-                    for c in det.compare(u, v, cos):
-                        # Both documents written now: found from either side, kept once.
-                        key = (c.kind, *sorted([(c.a.document_id, c.a.passage, c.a.value),
-                                                (c.b.document_id, c.b.passage, c.b.value)]))
-                        found.setdefault(key, c)
+                # Similar wording is one sign of one subject; being the nearest passage of all
+                # the other documents with a very similar embedding is the other.
+                for c in det.compare(u, v, cos if q.pid == nearest else 0.0):
+                    if not det.same_entity(u.doc, other):
+                        break
+                    # Both documents written now: found from either side, kept once.
+                    key = (c.kind, *sorted([(c.a.document_id, c.a.passage, c.a.value),
+                                            (c.b.document_id, c.b.passage, c.b.value)]))
+                    found.setdefault(key, c)
     return list(found.values())
 
 

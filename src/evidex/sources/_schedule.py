@@ -21,6 +21,8 @@ The clock and the sleep are injected (``clock``, ``sleep``), so a test can run a
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -94,7 +96,8 @@ class Scheduler:
                  clock: Callable[[], datetime] = _utcnow,
                  sleep: Callable[[float], object] | None = None,
                  after_drift: Sequence[DriftHook] | None = None,
-                 on_run: Callable[[RunRecord], object] | None = None) -> None:
+                 on_run: Callable[[RunRecord], object] | None = None,
+                 holder: str | None = None) -> None:
         self.open_kb = open_kb
         self.config = config
         self.clock = clock
@@ -104,6 +107,10 @@ class Scheduler:
         #: Called with each run record once it is stored (e.g. to print it).
         self.on_run = on_run
         self.jobs = jobs_of(config)
+        #: Names this scheduler in its claims on due runs (see ``run_pending``).
+        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        #: Due runs another scheduler on the same store claimed first, and so ran instead.
+        self.left_to_others: list[tuple[datetime, Job]] = []
         start = clock()
         self.next_due: dict[Job, datetime] = {j: j.cadence.next_after(start) for j in self.jobs}
 
@@ -114,10 +121,17 @@ class Scheduler:
         return sorted(due, key=lambda tj: (tj[0], order[tj[1]]))
 
     def run_pending(self) -> list[RunRecord]:
-        """Run every job due now, one at a time; returns the records written."""
+        """Run every job due now, one at a time; returns the records written. Each due run is
+        claimed in the store first: of several schedulers on one store (two ``evidex serve``
+        processes on one PostgreSQL database), only the first to claim it runs it."""
         done: list[RunRecord] = []
         for due, job in self.pending(self.clock()):
-            done += self._run(job, due)
+            with self.open_kb() as kb:
+                mine = kb.store.claim_run(job.kind, job.source or "*", _iso(due), self.holder)
+            if mine:
+                done += self._run(job, due)
+            else:
+                self.left_to_others.append((due, job))
             # From the later of the due minute and the end of the run: an overrun catches up once.
             self.next_due[job] = job.cadence.next_after(max(due, self.clock()))
         return done

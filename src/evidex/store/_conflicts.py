@@ -21,7 +21,7 @@ from typing import Any
 from ..model import Conflict, ConflictSide
 from ._dialect import now
 
-__all__ = ["conflict_key", "dismiss_conflict", "insert_conflicts", "select_conflicts"]
+__all__ = ["conflict_key", "copy_conflicts", "dismiss_conflict", "insert_conflicts", "select_conflicts"]
 
 
 def conflict_key(c: Conflict) -> str:
@@ -68,3 +68,15 @@ def dismiss_conflict(c: Any, tenant: str, conflict_id: int, by: str) -> bool:
     return bool(c.execute("UPDATE conflicts SET dismissed_at = ?, dismissed_by = ? WHERE id = ? "
                           "AND tenant = ? AND dismissed_at IS NULL",
                           (now(), by, conflict_id, tenant)).rowcount)
+
+
+_ROW = "tenant, key, data, detected_at, dismissed_at, dismissed_by"
+
+
+def copy_conflicts(source: Any, target: Any) -> int:
+    """Copy every recorded conflict from the cursor ``source`` to the cursor ``target`` as it
+    is (when it was found, who dismissed it and when), oldest first; returns how many the
+    target did not hold yet. Rows are keyed by content, so copying twice adds nothing."""
+    rows = source.execute(f"SELECT {_ROW} FROM conflicts ORDER BY id").fetchall()
+    return sum(target.execute(f"INSERT INTO conflicts ({_ROW}) VALUES (?, ?, ?, ?, ?, ?) "
+                              "ON CONFLICT (key) DO NOTHING", tuple(r)).rowcount for r in rows)

@@ -1,12 +1,13 @@
 """Copying a store to another backend (``evidex migrate``), history included, then verifying it.
 
-The copy goes through the store contract only, so it works between any two backends: each live
+The copy goes through the store contract, so it works between any two backends: each live
 document is rebuilt from its stored text and passages (the index terms re-derived with the
 store's analyzer, which is what wrote them in the first place), written with its stored
 vectors, then its superseded versions are appended verbatim. The target must be empty and gets
 the source's analyzer and embedding model. Verification reads the target back: every document's
 version, ``content_sha256`` and passage count, and every document's history, must equal the
-source's, or the copy is reported as failed.
+source's, or the copy is reported as failed. The recorded conflicts (with their dismissals)
+and the run log travel too, oldest first, with their times; their ids are the target's own.
 """
 
 from __future__ import annotations
@@ -14,10 +15,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 from ..model import Document, Passage, StoreError
 from ..query import analyzer_for
+from ._conflicts import copy_conflicts
 from ._contract import DocumentWrite, HistoryEntry, PassageWrite, Store, StoredDocument
+
+if TYPE_CHECKING:
+    from ._core import SQLStore
 
 __all__ = ["CopyReport", "copy_store"]
 
@@ -27,12 +33,15 @@ class CopyReport:
     documents: int = 0
     passages: int = 0
     history_versions: int = 0
+    conflicts: int = 0
+    runs: int = 0
     verified: int = 0
     mismatches: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         return {"documents": self.documents, "passages": self.passages,
-                "history_versions": self.history_versions, "verified": self.verified,
+                "history_versions": self.history_versions, "conflicts": self.conflicts,
+                "runs": self.runs, "verified": self.verified,
                 "mismatches": self.mismatches[:20]}
 
 
@@ -84,6 +93,15 @@ def copy_store(source: Store, target: Store, *, batch: int = 200,
     report.history_versions = len(history)
     # Sync bookkeeping travels too, so the first sync after a migration skips unchanged files.
     target.apply([], keep_history=True, sources=source.source_entries())
+    # Both backends are SQL stores: the conflicts table is copied row by row, as it is.
+    src, dst = cast("SQLStore", source), cast("SQLStore", target)
+    with src._connection() as sc, dst._transaction(False, None) as tc:
+        report.conflicts = copy_conflicts(sc, tc)
+        tc.execute("COMMIT")
+    runs = source.runs(limit=2**62)
+    for run in reversed(runs):
+        target.record_run(run)
+    report.runs = len(runs)
     report.mismatches = verify_copy(source, target)
     report.verified = len(docs) - len({m.split(":")[0] for m in report.mismatches})
     return report
@@ -111,4 +129,17 @@ def verify_copy(source: Store, target: Store) -> list[str]:
     problems += [f"{t}/{i}: only in the target" for t, i in theirs]
     if source.source_entries() != target.source_entries():
         problems.append("sync records (source_documents) differ")
+    if _conflict_rows(source) != _conflict_rows(target):
+        problems.append("recorded conflicts differ")
+    if [_run_row(r) for r in source.runs(limit=2**62)] != [_run_row(r) for r in target.runs(limit=2**62)]:
+        problems.append("run log differs")
     return problems
+
+
+def _conflict_rows(store: Store) -> list[tuple[object, ...]]:
+    return [(c.tenant, c.kind, c.subject, c.a, c.b, c.detected_at, c.status, c.reason)
+            for c in reversed(store.conflicts())]
+
+
+def _run_row(r: object) -> object:
+    return {k: v for k, v in vars(r).items() if k != "id"}

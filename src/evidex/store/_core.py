@@ -33,13 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..model import Conflict, IngestReport, StoreError
-from . import _conflicts, _merging, _reindex
+from ..model import IngestReport, StoreError
+from . import _merging, _reindex
 from ._contract import DocumentWrite, HistoryEntry, MissingVectors, SourceEntry, StoredDocument
 from ._dialect import Dialect, Retry, Tx, VectorStorage, now, sig_key
 from ._migrations import SCHEMA_VERSION, upgrade
-from ._runs import INSERT as RUN_INSERT
-from ._runs import RunRecord, select_runs
+from ._records import Records
 from ._schema import columns
 from ._segments import (
     PACK_LIMIT,
@@ -83,7 +82,7 @@ class PendingMerge:
         return len(self.cols[0]) <= PACK_LIMIT
 
 
-class SQLStore:
+class SQLStore(Records):
     """The store contract over SQL (see the module docstring); subclasses connect."""
 
     analyzer: str
@@ -387,38 +386,6 @@ class SQLStore:
             rows = (c.execute(q + " ORDER BY tenant, doc_id") if source is None else
                     c.execute(q + " WHERE source = ? ORDER BY tenant, doc_id", (source,)))
             return [SourceEntry(*r) for r in rows.fetchall()]
-
-    def record_run(self, run: RunRecord) -> int:
-        """Append a run record in a transaction of its own that leaves the generation alone:
-        a run record changes nothing a search reads."""
-        with self._transaction(False, None) as c:
-            key = self.dialect.insert_id(c, RUN_INSERT, run.row(), "id")
-            c.execute("COMMIT")
-        return key
-
-    def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None) -> list[RunRecord]:
-        with self._connection() as c:
-            return select_runs(c, limit, source, tenant)
-
-    def record_conflicts(self, conflicts: Sequence[Conflict]) -> list[Conflict]:
-        """Record the conflicts not recorded before, in a transaction that leaves the
-        generation alone (search reads none of it); those new, with their ids."""
-        if not conflicts:
-            return []
-        with self._transaction(False, None) as c:
-            out = _conflicts.insert_conflicts(c, conflicts)
-            c.execute("COMMIT")
-        return out
-
-    def conflicts(self, tenant: str | None = None) -> list[Conflict]:
-        with self._connection() as c:
-            return _conflicts.select_conflicts(c, tenant)
-
-    def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
-        with self._transaction(False, None) as c:
-            done = _conflicts.dismiss_conflict(c, tenant, conflict_id, by)
-            c.execute("COMMIT")
-        return done
 
     def unchanged(self, writes: Sequence[DocumentWrite]) -> set[tuple[str, str]]:
         """(tenant, id) of the writes that would be no-ops now: lets the caller skip embedding

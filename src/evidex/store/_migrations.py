@@ -247,5 +247,12 @@ def _conflicts(c: SchemaCursor, dialect: str) -> None:
         c.execute(stmt)
 
 
+@migration("run_claims")
+def _run_claims(c: SchemaCursor, dialect: str) -> None:
+    """Which scheduler took on which due run (``_runs.claim``)."""
+    for stmt in create_statements("run_claims", dialect):
+        c.execute(stmt)
+
+
 #: The number of migrations a current store has applied (``meta.schema_version``).
 SCHEMA_VERSION = len(MIGRATIONS.names)

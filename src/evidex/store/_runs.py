@@ -15,7 +15,7 @@ from typing import Any
 
 from ._schema import columns
 
-__all__ = ["INSERT", "RunRecord", "select_runs"]
+__all__ = ["INSERT", "RunRecord", "claim", "select_runs"]
 
 _COLUMNS = ", ".join(columns("runs")[1:])
 #: The statement that appends a run (``Dialect.insert_id`` adds what returns its id).
@@ -76,3 +76,13 @@ def select_runs(c: Any, limit: int, source: str | None, tenant: str | None) -> l
     rows = c.execute(f"SELECT id, {_COLUMNS} FROM runs{where} ORDER BY id DESC LIMIT ?",
                      (*args, limit)).fetchall()
     return [_record(r) for r in rows]
+
+
+def claim(c: Any, kind: str, source: str, scheduled_for: str, holder: str, at: str) -> bool:
+    """Take on the run of ``kind`` for ``source`` due at ``scheduled_for``: True for the first
+    holder to ask, False for every other (``ON CONFLICT`` on the unique key, so two schedulers
+    asking at once cannot both win). A claim is for one due minute: a holder that dies while
+    running loses that occurrence only, the next one is claimed afresh."""
+    key = json.dumps([kind, source, scheduled_for])
+    return bool(c.execute("INSERT INTO run_claims (key, holder, claimed_at) VALUES (?, ?, ?) "
+                          "ON CONFLICT (key) DO NOTHING", (key, holder, at)).rowcount)

@@ -123,6 +123,11 @@ TABLES: tuple[Table, ...] = (
         _c("id", "bigid"), _c("tenant", "text"), _c("key", "text", unique=True), _c("data", "text"),
         _c("detected_at", "text"), _c("dismissed_at", "text", null=True),
         _c("dismissed_by", "text", null=True))),
+    # One row per scheduled run a scheduler took on (``_runs.claim``): the unique ``key`` (kind,
+    # source, due minute) lets one of several schedulers on a store run each due job.
+    Table("run_claims", (
+        _c("id", "bigid"), _c("key", "text", unique=True), _c("holder", "text"),
+        _c("claimed_at", "text"))),
 )
 
 _TYPES = {

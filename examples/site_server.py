@@ -1,0 +1,73 @@
+"""The Acme Outdoor help centre as a web site: the example shop's pages (examples/shop/site)
+under /help/, and /sitemap.xml listing every one of them. The `help-centre` web source of
+examples/knowledge.config.yaml syncs from it (`make run` starts it on port 8765).
+
+Standard library only; static files, read-only.
+
+    python examples/site_server.py [--port 8765]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import signal
+import sys
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+from xml.sax.saxutils import escape
+
+SITE = Path(__file__).resolve().parent / "shop" / "site"
+PAGES = (".md", ".html", ".pdf", ".docx")
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    extensions_map: ClassVar[dict[str, str]] = {**SimpleHTTPRequestHandler.extensions_map,
+                                                ".md": "text/markdown"}
+
+    def translate_path(self, path: str) -> str:
+        # Only /help/... maps onto the site folder; anything else is not found.
+        path = path.split("?", 1)[0].split("#", 1)[0]
+        if not path.startswith("/help/"):
+            return str(SITE / "\x00missing")
+        return super().translate_path("/" + path[len("/help/"):])
+
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] != "/sitemap.xml":
+            return super().do_GET()
+        host = f"http://{self.headers.get('host') or '127.0.0.1'}"
+        urls = "".join(f"<url><loc>{escape(host)}/help/{escape(p.relative_to(SITE).as_posix())}</loc></url>"
+                       for p in sorted(SITE.rglob("*")) if p.suffix in PAGES)
+        body = ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/'
+                f'schemas/sitemap/0.9">{urls}</urlset>\n').encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return None
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def server(port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:
+    """The site on ``host:port``, not yet serving (call ``serve_forever``)."""
+    return ThreadingHTTPServer((host, port), functools.partial(_Handler, directory=str(SITE)))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=8765)
+    args = ap.parse_args()
+    httpd = server(args.port)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(f"help centre on http://127.0.0.1:{args.port}/help/ (sitemap /sitemap.xml)", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

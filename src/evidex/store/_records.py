@@ -1,0 +1,65 @@
+"""What a store records beside the documents: the run log, the scheduler's claims on due
+runs, and the conflicts found between passages. Every write here is a transaction of its own
+that leaves the generation alone: search reads none of it. ``SQLStore`` inherits these."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from ..model import Conflict
+from . import _conflicts
+from ._dialect import Dialect, now
+from ._runs import INSERT as RUN_INSERT
+from ._runs import RunRecord, claim, select_runs
+
+__all__ = ["Records"]
+
+
+class Records:
+    dialect: Dialect
+
+    def _transaction(self, exclusive: bool, conn: Any) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _connection(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def record_run(self, run: RunRecord) -> int:
+        """Append a run record; returns its id."""
+        with self._transaction(False, None) as c:
+            key = self.dialect.insert_id(c, RUN_INSERT, run.row(), "id")
+            c.execute("COMMIT")
+        return key
+
+    def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None) -> list[RunRecord]:
+        with self._connection() as c:
+            return select_runs(c, limit, source, tenant)
+
+    def record_conflicts(self, conflicts: Sequence[Conflict]) -> list[Conflict]:
+        """Record the conflicts not recorded before, in a transaction that leaves the
+        generation alone (search reads none of it); those new, with their ids."""
+        if not conflicts:
+            return []
+        with self._transaction(False, None) as c:
+            out = _conflicts.insert_conflicts(c, conflicts)
+            c.execute("COMMIT")
+        return out
+
+    def conflicts(self, tenant: str | None = None) -> list[Conflict]:
+        with self._connection() as c:
+            return _conflicts.select_conflicts(c, tenant)
+
+    def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
+        with self._transaction(False, None) as c:
+            done = _conflicts.dismiss_conflict(c, tenant, conflict_id, by)
+            c.execute("COMMIT")
+        return done
+
+    def claim_run(self, kind: str, source: str, scheduled_for: str, holder: str) -> bool:
+        """True when ``holder`` is the first to take on this due run (see ``_runs.claim``)."""
+        with self._transaction(False, None) as c:
+            mine = claim(c, kind, source, scheduled_for, holder, now())
+            c.execute("COMMIT")
+        return mine
