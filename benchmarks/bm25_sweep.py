@@ -18,7 +18,7 @@ SciFact ``train``); german-qa has only a ``test`` split and is a check set. Each
 one (k1, b, collection, group) with nDCG@10 per mode (real search path, limit 100, one passage
 per document); the table at the end gives, per pair and mode, each set's mean over its groups
 and the mean over the sets (encyclopedia, French, SciFact, german-qa when asked: one vote
-each), sorted by the last mode's. Results: benchmarks/results/bm25fit.md.
+each), sorted by the last mode's. Results: benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations

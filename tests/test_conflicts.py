@@ -241,7 +241,7 @@ def test_the_check_set_has_no_false_conflict_and_most_true_ones(
     """With the default embedder. Near misses (phone vs workshop hours, returns vs warranty,
     inspection price vs membership fee, ...) are never conflicts; of the six true conflicts the
     fee (one shared word) and the closed accounts' data (30 days vs 1 year: more than the
-    passage rule's order of magnitude) are not found (benchmarks/results/ops3.md)."""
+    passage rule's order of magnitude) are not found (benchmarks/RESULTS.md)."""
     monkeypatch.delenv("EVIDEX_EMBEDDER")
     docs = load_paths([CHECK_SET], {"tenant": "northwind", "groups": ["staff"], "visibility": None,
                                     "language": "en", "version": "1"}).documents
