@@ -297,6 +297,25 @@ def test_quotes_the_sentence_that_answers_and_its_condition() -> None:
                              "that is final. [1]", "citations": [1]}
 
 
+def test_a_quoted_exception_comes_with_the_rule_it_qualifies() -> None:
+    # The exception holds the most question words ("worn", "returned"), but alone it tells a
+    # reader the opposite of the rule: the rule before it, and what lies between, is quoted too.
+    text = ("Refunds take five days. We cannot accept items that have been worn outdoors. Marks on "
+            "soles count as use. There is one exception: worn hiking boots may be returned within "
+            "30 days. We sell tents.")
+    srcs, sup = sources_for(["can", "i", "return", "a", "worn", "jacket"], [text])
+    assert extractive_answer(srcs, sup)["answer"] == (
+        "We cannot accept items that have been worn outdoors. [1] Marks on soles count as use. [1] "
+        "There is one exception: worn hiking boots may be returned within 30 days. [1]")
+    # Without a sentence about the question before it (within the three quoted), the exception
+    # stands alone, as before.
+    srcs, sup = sources_for(["can", "i", "return", "a", "worn", "jacket"], [
+        "Refunds take five days. We sell tents. There is one exception: worn hiking boots may be "
+        "returned within 30 days."])
+    assert extractive_answer(srcs, sup)["answer"] == (
+        "There is one exception: worn hiking boots may be returned within 30 days. [1]")
+
+
 def test_a_number_question_quotes_the_sentence_with_the_number() -> None:
     srcs, sup = sources_for(["how", "long", "returns", "window"], [
         "The returns window is generous. You can return items within 30 days of delivery."])

@@ -53,6 +53,8 @@ def test_worn_jacket_is_answered_from_the_returns_policy_not_another_language(
     assert not any(d.startswith("shop/de/") for d in docs), ans.text
     c = ans.citations[0]
     assert "worn" in c["quote"][c["sentence_start"]:c["sentence_end"]]
+    # The policy's rule is quoted, not only the boot exception that follows it.
+    assert ans.text.startswith("We cannot accept items that have been worn outdoors"), ans.text
 
 
 def test_the_decision_compared_the_quoted_sentences_by_meaning(shop: KnowledgeBase) -> None:

@@ -15,11 +15,13 @@ sentences and how much of the question each covers, idf-weighted) and quotes, ve
    the embedding model), else the passage's first sentence;
 2. a second or third sentence only when it adds something: the sentence right after a quoted
    one when it states a condition or exception ("unless", "except", "only if", "es sei denn",
-   ...), or a sentence about the same subject (it shares a question word with the quote) that
-   answers well on its own and covers question words the quoted ones do not (from the same
-   passage only when adjacent, so each passage's quote is one contiguous span). Another source
-   is not quoted merely because it answers about as well: on short questions that is most
-   sources of the topic, the "one sentence per source" answer this replaces;
+   ...); the rule a quoted exception qualifies ("There is one exception, ...": the nearest
+   sentence before it holding a question word, with those between); or a sentence about the
+   same subject (it shares a question word with the quote) that answers well on its own and
+   covers question words the quoted ones do not (from the same passage only when adjacent, so
+   each passage's quote is one contiguous span). Another source is not quoted merely because it
+   answers about as well: on short questions that is most sources of the topic, the "one
+   sentence per source" answer this replaces;
 3. when another supporting passage's best sentence is about the same thing (its own words hold
    the most informative question word that the first quote's own words hold) and states a
    different value of the same kind (a duration, period, time, price, percentage or date:
@@ -54,6 +56,11 @@ _CONDITION = re.compile(
     r"note|es sei denn|außer|ausgenommen|nur|aber|jedoch|allerdings|sofern|wenn|falls)\b"
     r"|\b(?:unless|except|only if|provided that|as long as|es sei denn|außer wenn|nur wenn|sofern)\b",
     re.IGNORECASE)
+#: A sentence that qualifies the one before it: it opens with a contrast or restriction, or
+#: names an exception ("There is one exception, ...").
+_QUALIFIES = re.compile(
+    r"^(?:unless|except|only|but|however|this does not|this doesn't|es sei denn|außer|ausgenommen|"
+    r"nur|aber|jedoch|allerdings)\b|\b(?:exceptions?|ausnahmen?)\b", re.IGNORECASE)
 #: A sentence from another passage counts as the better answer only when its coverage exceeds
 #: the better-ranked one's by this much.
 _RANK_MARGIN = 0.1
@@ -131,8 +138,24 @@ def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport
     weights = support[fi].weights
     have: set[str] = set(fm.stems)
     text = sources[fi].citation["quote"]
-    # A condition right after the quoted sentence belongs to the answer.
     pos = support[fi].sentences
+    # An exception is read with the rule it qualifies: the nearest sentence before it that is
+    # about the question too, with what lies between, so the quote stays one contiguous span
+    # ("We cannot accept worn items. Marks on soles count as use. There is one exception: ...").
+    if _QUALIFIES.search(text[fm.start:fm.end]):
+        before: list[SentenceMatch] = []
+        end = fm.start
+        for m in reversed([m for m in pos if m.end <= fm.start]):
+            if (len(quotes) + len(before) >= max_sentences or text[m.end:end].strip()
+                    or not _quotable(sources[fi], m)):
+                break
+            before.insert(0, m)
+            end = m.start
+            if m.stems & weights.keys():
+                quotes[:0] = [Quote(fi, b.start, b.end) for b in before]
+                have.update(*(b.stems for b in before))
+                break
+    # A condition right after the quoted sentence belongs to the answer.
     nxt = next((m for m in pos if m.start > fm.end), None)
     if (nxt is not None and len(quotes) < max_sentences and _quotable(sources[fi], nxt)
             and _CONDITION.search(text[nxt.start:nxt.end])
