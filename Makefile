@@ -43,7 +43,7 @@ run: install
 	$(BIN)/python examples/site_server.py --port 8765 & site=$$!; \
 	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/python examples/tools_service.py --port 8081 & tools=$$!; \
 	  trap 'kill $$site $$tools 2>/dev/null' EXIT INT TERM; \
-	  for i in $$(seq 100); do curl -fs -o /dev/null http://127.0.0.1:8765/sitemap.xml && break; sleep 0.1; done; \
+	  $(BIN)/python examples/wait_for.py http://127.0.0.1:8765/sitemap.xml || exit 1; \
 	  $(BIN)/evidex --db $(DB) --config $(CONFIG) sync || exit 1; \
 	  echo; \
 	  echo 'evidex web page and API: http://127.0.0.1:8000/  (OpenAPI: http://127.0.0.1:8000/openapi.json)'; \
