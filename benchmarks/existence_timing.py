@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from _service import free_port, wait_healthy
 from evidex import KnowledgeBase
 from evidex.ingest import load_paths
 
@@ -39,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
 KEY = "timing-customer-key"
 EXISTING = "onboarding-checklist"  # internal, group staff: the customer key may not read it
+
 
 
 def build_store(folder: Path) -> Path:
@@ -50,12 +51,6 @@ def build_store(folder: Path) -> Path:
     return db
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start(db: Path, config: Path, src: str | None, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "EVIDEX_EMBEDDER": "none"}
     if src:
@@ -65,14 +60,8 @@ def start(db: Path, config: Path, src: str | None, log: Path) -> tuple[subproces
                              "--config", str(config), "--port", str(port)], env=env,
                             stdout=log.open("wb"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.terminate()
-    raise RuntimeError(f"server did not start: {log.read_text()[-2000:]}")
+    wait_healthy(proc, url, log)
+    return proc, url
 
 
 def stats(a: list[float], b: list[float], rng: np.random.Generator) -> dict[str, Any]:

@@ -28,7 +28,6 @@ import json
 import logging
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from typing import Any
 
 import httpx
 
+from _service import free_port
 from evidex import Actor, KnowledgeBase
 from evidex.config import load_config
 from evidex.tools import Toolbox, ToolConfig
@@ -61,11 +61,6 @@ QUESTIONS = {
     "stock": "Is the Stormline jacket JK-1107 in size L in stock in the Hamburg store?",
 }
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def pct(values: list[float], q: float) -> float:

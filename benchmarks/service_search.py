@@ -34,7 +34,6 @@ import os
 import platform
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -43,6 +42,7 @@ from typing import Any
 
 import httpx
 
+from _service import free_port, wait_healthy
 from evidex import KnowledgeBase
 from evidex.evaluation import corpus_documents, load_beir
 from evidex.query import DEFAULT_LIMITS, parse_query
@@ -52,6 +52,7 @@ _DATA = Path("shared") / "data" / "beir" / "scifact"
 SCIFACT = next((up / _DATA for up in HERE.parents if (up / _DATA).is_dir()), HERE.parents[1] / _DATA)
 WORK = HERE / ".work"
 KEY = "bench-key-" + "0" * 16
+
 
 
 def api_query(text: str) -> str:
@@ -83,12 +84,6 @@ def build_store(embedder: str) -> Path:
     return db
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start(db: Path, workers: int, handles: int) -> tuple[subprocess.Popen[bytes], str]:
     config = WORK / "service-bench.yaml"
     digest = hashlib.sha256(KEY.encode()).hexdigest()
@@ -98,19 +93,14 @@ def start(db: Path, workers: int, handles: int) -> tuple[subprocess.Popen[bytes]
         "rate_limit_per_minute": 10_000_000, "store_handles": handles}}))
     port = free_port()
     env = {**os.environ, "EVIDEX_EMBED_THREADS": "1"}  # one embedding thread per worker: 2 workers, 2 cores
-    log = open(WORK / "service-bench.log", "wb")  # noqa: SIM115 - lives as long as the server
+    log_path = WORK / "service-bench.log"
+    log = log_path.open("wb")
     proc = subprocess.Popen([str(Path(sys.executable).parent / "evidex"), "--db", str(db), "serve",
                              "--config", str(config), "--workers", str(workers), "--port", str(port)],
                             env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.terminate()
-    raise RuntimeError("service did not start")
+    wait_healthy(proc, url, log_path)
+    return proc, url
 
 
 def pct(values: list[float], p: float) -> float:

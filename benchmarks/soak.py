@@ -30,7 +30,6 @@ import os
 import platform
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,8 @@ from typing import Any
 
 import httpx
 import yaml
+
+from _service import free_port, wait_healthy
 
 HERE = Path(__file__).resolve().parent
 SITE = HERE.parent / "examples" / "shop" / "site"
@@ -62,14 +63,9 @@ CITATION_FIELDS = ("document_id", "version", "content_sha256", "passage", "quote
 CHURN = ["returns/returns.md", "shipping/shipping-costs.md", "care/care-down.md"]
 
 
+
 def key_of(name: str) -> str:
     return f"soak-{name}-key"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def tree_rss(pid: int) -> int:
@@ -153,15 +149,7 @@ def main() -> None:
     server = subprocess.Popen([evidex, "--db", str(db), "--config", str(config), "serve", "--port",
                                str(port)], stdout=log.open("wb"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    else:
-        server.terminate()
-        raise SystemExit(f"server did not start: {log.read_text()[-2000:]}")
+    wait_healthy(server, url, log, seconds=120)
 
     rec = Recorder()
     stop = threading.Event()

@@ -197,11 +197,8 @@ def load_paths(paths: list[Path], defaults: dict[str, Any], *,
             try:
                 doc = load_document(read_file(path, max_bytes), FORMATS[suffix], defaults,
                                     doc_id=path.relative_to(root).as_posix(), name=path.name)
-            except EvidexError as exc:
-                result.rejected.append(Rejected(str(path), str(exc)))
-                continue
-            except OSError as exc:
-                result.rejected.append(Rejected(str(path), f"cannot read the file: {exc.strerror or exc}"))
+            except (EvidexError, OSError) as exc:
+                result.rejected.append(_rejected(path, exc))
                 continue
             result.documents.append(doc)
             result.sources.setdefault(doc.id, str(path))
@@ -213,6 +210,13 @@ def load_paths(paths: list[Path], defaults: dict[str, Any], *,
     return result
 
 
+def _rejected(path: Path, exc: EvidexError | OSError) -> Rejected:
+    """A file that could not be loaded: evidex's own one-line reason, or why it was unreadable."""
+    if isinstance(exc, EvidexError):
+        return Rejected(str(path), str(exc))
+    return Rejected(str(path), f"cannot read the file: {exc.strerror or exc}")
+
+
 def _load_jsonl(path: Path, defaults: dict[str, Any], result: LoadResult, max_bytes: int) -> None:
     try:
         # split("\n"), not splitlines(): U+2028 may appear raw inside a JSON string.
@@ -220,11 +224,8 @@ def _load_jsonl(path: Path, defaults: dict[str, Any], result: LoadResult, max_by
     except UnicodeDecodeError:
         result.rejected.append(Rejected(str(path), "not UTF-8 text"))
         return
-    except EvidexError as exc:
-        result.rejected.append(Rejected(str(path), str(exc)))
-        return
-    except OSError as exc:
-        result.rejected.append(Rejected(str(path), f"cannot read the file: {exc.strerror or exc}"))
+    except (EvidexError, OSError) as exc:
+        result.rejected.append(_rejected(path, exc))
         return
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
