@@ -9,18 +9,30 @@ Finally lists the conflicts found, marking the planted ones (examples/shop/READM
 
     .venv/bin/python benchmarks/notify_conflicts.py --runs 5
     .venv/bin/python benchmarks/notify_conflicts.py --runs 3 --cold
+
+``--dump FILE`` writes every conflict found (all fields, in the order found) on the shop with
+the default embedder and keyword-only, on the check set and on the first 1,500 SciFact abstracts
+(with the default embedder and keyword-only, four batches), each once more with loose rules
+(lower subject and similarity thresholds, no ratio limit: many more pairs reach every test):
+run once per tree and compare the files, to show a change to detection finds exactly what the
+other tree finds. ``--cache DIR`` keeps the embedding cache between runs.
+
+    PYTHONPATH=/tmp/base/src .venv/bin/python benchmarks/notify_conflicts.py --dump /tmp/main.json
+    .venv/bin/python benchmarks/notify_conflicts.py --dump /tmp/branch.json
+    cmp /tmp/main.json /tmp/branch.json
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from evidex import KnowledgeBase
+from evidex import Document, KnowledgeBase
 from evidex.ingest import load_paths
 from evidex.retrieve import _conflicts
 
@@ -76,6 +88,47 @@ def check_set() -> tuple[list, list]:
     return true, [c for c in found if c not in true]
 
 
+SCIFACT = Path("/work/shared/data/beir/scifact/corpus.jsonl")
+
+
+#: Rules loose enough that most value-stating neighbours are compared to the end.
+LOOSE = {"SUBJECT_MIN": 0.3, "MIN_SHARED": 2, "PASSAGE_MIN": 0.8, "PASSAGE_SHARED": 1,
+         "PASSAGE_RATIO": 1000.0}
+
+
+def dump(path: Path, cache: Path | None) -> None:
+    """Every conflict found on the shop, the check set and a SciFact slice, as JSON."""
+    out: dict[str, list] = {}
+    strict = {k: getattr(_conflicts, k) for k in LOOSE}
+    batches = load()
+    set_docs = load_paths([SET], {"tenant": "northwind", "groups": ["staff"], "visibility": None,
+                                  "language": "en", "version": "1"}).documents
+    with SCIFACT.open(encoding="utf-8") as fh:
+        rows = [json.loads(line) for line, _ in zip(fh, range(1500), strict=False)]
+    science = [Document(str(r["_id"]), "sci", frozenset({"g"}), "1", r["text"], title=r["title"])
+               for r in rows]
+    quarters = [science[i:i + 375] for i in range(0, 1500, 375)]
+    cases = [("shop", None, batches), ("shop-keyword", "none", batches), ("set", None, [set_docs]),
+             ("scifact", None, quarters), ("scifact-keyword", "none", quarters)]
+    cases += [(f"{name}-loose", embedder, runs) for name, embedder, runs in cases]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, embedder, runs in cases:
+            for k, v in (LOOSE if name.endswith("-loose") else strict).items():
+                setattr(_conflicts, k, v)
+            clear = getattr(getattr(_conflicts, "_value_sentences", None), "cache_clear", None)
+            if clear is not None:
+                clear()
+            found = []
+            with KnowledgeBase.open(Path(tmp) / f"{name}.db", embedder=embedder,
+                                    embed_cache=cache or Path(tmp) / "cache") as kb:
+                for docs in runs:
+                    found += kb.ingest(docs, split="heading", batch_size=500).conflicts
+            out[name] = [{k: v for k, v in dataclasses.asdict(c).items() if k not in ("id", "detected_at")}
+                         for c in found]
+            print(f"{name}: {len(found)} conflicts")
+    path.write_text(json.dumps(out, indent=1, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+
+
 def planted(c) -> bool:
     ids = {c.a.document_id, c.b.document_id}
     return any(ids & a and ids & b for a, b in PLANTED)
@@ -86,7 +139,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--cold", action="store_true", help="an empty embedding cache for every run")
     ap.add_argument("--set", action="store_true", help="only the check set: what detection finds there")
+    ap.add_argument("--dump", type=Path, help="write every conflict found on the test collections here")
+    ap.add_argument("--cache", type=Path, help="the embedding cache of --dump (default: a new one)")
     args = ap.parse_args()
+    if args.dump:
+        dump(args.dump, args.cache)
+        return
     if args.set:
         true, other = check_set()
         print(f"check set: {len(true)} of {len(SET_TRUE)} true conflicts found, {len(other)} others")
