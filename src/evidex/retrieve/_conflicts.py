@@ -89,6 +89,8 @@ class _Unit:
     sentences: list[tuple[str, set[str], dict[str, Value]]]
     kinds: dict[str, list[float | tuple[float, ...]]]
     claimed: frozenset[str]
+    #: Per kind claimed, the indices of the sentences claiming it (in order).
+    by_kind: dict[str, list[int]]
 
 
 @functools.lru_cache(maxsize=8192)
@@ -154,7 +156,11 @@ class _Detector:
             return None
         heads = _words(self.terms_of, " ".join(p.heading_path))
         sents = [(t, _words(self.terms_of, t) | heads, c) for t, c in claims if c]
-        return _Unit(doc, p, sents, kinds, frozenset(k for _, _, c in sents for k in c))
+        by_kind: dict[str, list[int]] = {}
+        for i, (_, _, c) in enumerate(sents):
+            for k in c:
+                by_kind.setdefault(k, []).append(i)
+        return _Unit(doc, p, sents, kinds, frozenset(by_kind), by_kind)
 
     def title_words(self, title: str | None) -> set[str]:
         # Numbers count here: a product number or a year names one thing.
@@ -213,12 +219,16 @@ class _Detector:
             top = np.argpartition(-scores, k, axis=1)[:, :NEIGHBOURS]
             top = np.take_along_axis(top, np.argsort(-np.take_along_axis(scores, top, 1), 1,
                                                      kind="stable"), 1)
-            for row, i in enumerate(block):
-                own = units[i].doc.dkey
-                others = [j for j in top[row].tolist() if dkeys[j] != own]
-                if others:
-                    out[i] = (_first(int(dkeys[j]) for j in others), int(pids[others[0]]),
-                              float(scores[row, others[0]]))
+            # Per row, the neighbours in other documents than the unit's own, nearest first.
+            near = dkeys[top]
+            other = near != np.array([units[i].doc.dkey for i in block], dtype=near.dtype)[:, None]
+            first = other.argmax(axis=1)
+            best = top[np.arange(len(block)), first]
+            cos = scores[np.arange(len(block)), best].tolist()
+            for row, (i, ks, keep) in enumerate(zip(block, near.tolist(), other.tolist(), strict=True)):
+                if keep[first[row]]:
+                    out[i] = (_first(k for k, o in zip(ks, keep, strict=True) if o),
+                              int(pids[best[row]]), cos[row])
         for i, u in enumerate(units):
             if u.passage.pid not in vectors:
                 out[i] = (self.by_terms(u), -1, 0.0)
@@ -258,21 +268,25 @@ class _Detector:
     def compare(self, u: _Unit, v: _Unit, similarity: float) -> list[Conflict]:
         found = []
         least = PASSAGE_SHARED if similarity >= PASSAGE_MIN else MIN_SHARED
-        for s, ws, cs in u.sentences:
-            for t, wt, ct in v.sentences:
-                for kind in sorted(cs.keys() & ct.keys()):
-                    x, y = cs[kind], ct[kind]
-                    # Neither passage may also state the other's value.
-                    if (len(ws & wt) < least or close(x.amount, y.amount)
-                            or _states(u.kinds, kind, y.amount) or _states(v.kinds, kind, x.amount)):
-                        continue
-                    score, shared = self.subject(ws, wt)
-                    if (score >= SUBJECT_MIN and len(shared) >= MIN_SHARED) or (
-                            similarity >= PASSAGE_MIN and len(shared) >= PASSAGE_SHARED
-                            and _comparable(x.amount, y.amount)):
-                        found.append(Conflict(0, self.tenant, x.kind, tuple(shared),
-                                              _side(u, s, s[x.start:x.end]),
-                                              _side(v, t, t[y.start:y.end]), ""))
+        # Only sentences claiming one kind meet, in the order of a loop over u's sentences,
+        # then v's, then the kinds both claim.
+        pairs = sorted((i, j, kind) for kind in u.claimed & v.claimed
+                       for i in u.by_kind[kind] for j in v.by_kind[kind])
+        for i, j, kind in pairs:
+            s, ws, cs = u.sentences[i]
+            t, wt, ct = v.sentences[j]
+            x, y = cs[kind], ct[kind]
+            # Neither passage may also state the other's value.
+            if (len(ws & wt) < least or close(x.amount, y.amount)
+                    or _states(u.kinds, kind, y.amount) or _states(v.kinds, kind, x.amount)):
+                continue
+            score, shared = self.subject(ws, wt)
+            if (score >= SUBJECT_MIN and len(shared) >= MIN_SHARED) or (
+                    similarity >= PASSAGE_MIN and len(shared) >= PASSAGE_SHARED
+                    and _comparable(x.amount, y.amount)):
+                found.append(Conflict(0, self.tenant, x.kind, tuple(shared),
+                                      _side(u, s, s[x.start:x.end]),
+                                      _side(v, t, t[y.start:y.end]), ""))
         return found
 
 

@@ -353,6 +353,8 @@ class SegmentCache:
         rows = self._postings.get(term)
         if rows is not None:
             self._postings.move_to_end(term)
+        elif not self._large:
+            rows = []  # every segment keeps its postings in its row: there are none to read
         else:
             rows = self._postings[term] = source.fetch_postings(term)
             self._postings_bytes += sum(p.nbytes + t.nbytes for p, t in rows) + 64
