@@ -1,10 +1,11 @@
 """Conflict detection at ingestion on the shop collection: its cost and what it finds.
 
 Ingests examples/shop as its README does (versions, site, staff, other tenant; heading split;
-the default embedder) into a fresh SQLite store, with detection on and off, alternating, and
-prints wall times per run. ``--cold`` gives every run an empty embedding cache (the first
-ingest of a collection: the model embeds every passage); without it the cache is warm (a
-re-build from the same texts). Then re-ingests everything unchanged (nothing is recomputed).
+the default embedder) into a fresh SQLite store, the variants alternating: detection off; on;
+on with the values read from passages forgotten first (every passage is scanned). Prints wall
+and CPU times per run. ``--cold`` gives every run an empty embedding cache (the first ingest of
+a collection: the model embeds every passage); without it the cache is warm (a re-build from
+the same texts). Then re-ingests everything unchanged (nothing is recomputed).
 Finally lists the conflicts found, marking the planted ones (examples/shop/README.md).
 
     .venv/bin/python benchmarks/notify_conflicts.py --runs 5
@@ -30,6 +31,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
+import sqlite3
 import statistics
 import tempfile
 import time
@@ -61,14 +64,29 @@ def load() -> list[list]:
     return [load_paths([SHOP / folder], {**base, **extra}).documents for folder, extra in RUNS]
 
 
+def clear_memory() -> None:
+    """Forget the values read from passages in this process, as a new process would. (Either
+    tree's way: the same script measures an older tree, run with its src on PYTHONPATH.)"""
+    clear = getattr(_conflicts, "clear_value_cache", None)
+    if clear is None:
+        clear = getattr(getattr(_conflicts, "_value_sentences", None), "cache_clear", None)
+    if clear is not None:
+        clear()
+
+
+def forget_values(cache: Path) -> None:
+    """Empty what the cache file keeps besides vectors (a tree without that part: nothing)."""
+    with sqlite3.connect(cache) as conn:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'derived'").fetchone():
+            conn.execute("DELETE FROM derived")
+    conn.close()
+
+
 def ingest(batches: list[list], folder: Path, detect: bool, cache: Path) -> tuple[float, float, float, list]:
     db = folder / f"shop-{detect}-{time.monotonic_ns()}.db"
     found = []
-    # As in a fresh process: no passage's values read by an earlier run.
-    # (``getattr``: the same script measures an older tree, run with its src on PYTHONPATH.)
-    clear = getattr(getattr(_conflicts, "_value_sentences", None), "cache_clear", None)
-    if clear is not None:
-        clear()
+    # As in a fresh process: no passage's values read by an earlier run (in memory).
+    clear_memory()
     with KnowledgeBase.open(db, detect_conflicts=detect, embed_cache=cache) as kb:
         t0, c0 = time.perf_counter(), time.process_time()
         for docs in batches:
@@ -118,9 +136,7 @@ def dump(path: Path, cache: Path | None) -> None:
         for name, embedder, runs in cases:
             for k, v in (LOOSE if name.endswith("-loose") else strict).items():
                 setattr(_conflicts, k, v)
-            clear = getattr(getattr(_conflicts, "_value_sentences", None), "cache_clear", None)
-            if clear is not None:
-                clear()
+            clear_memory()
             found = []
             with KnowledgeBase.open(Path(tmp) / f"{name}.db", embedder=embedder,
                                     embed_cache=cache or Path(tmp) / "cache") as kb:
@@ -155,34 +171,44 @@ def main() -> None:
             print(("  TRUE  " if c in true else "  other ") + c.summary())
         return
     batches = load()
-    times: dict[bool, list[tuple[float, float, float]]] = {False: [], True: []}
+    # "on": values of passages kept in the cache file by earlier runs (a re-build from the same
+    # texts, as the warm embedding cache); "on, new values": that part of the file emptied
+    # first, so every passage is scanned. With --cold every run has a new file: "on" only.
+    variants = ["off", "on"] if args.cold else ["off", "on", "on, new values"]
+    times: dict[str, list[tuple[float, float, float]]] = {v: [] for v in variants}
     found: list = []
+    print(f"load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         warm = folder / "cache"
         if not args.cold:
             ingest(batches, folder, False, warm)  # fill the cache once
+            ingest(batches, folder, True, warm)
         for i in range(args.runs):
-            for detect in (False, True) if i % 2 == 0 else (True, False):
-                cache = folder / f"cache-{i}-{detect}" if args.cold else warm
-                first, again, cpu, got = ingest(batches, folder, detect, cache)
-                times[detect].append((first, again, cpu))
-                if detect:
+            for variant in variants[i % len(variants):] + variants[:i % len(variants)]:
+                cache = folder / f"cache-{i}-{variant}" if args.cold else warm
+                if variant == "on, new values":
+                    forget_values(cache)
+                first, again, cpu, got = ingest(batches, folder, variant != "off", cache)
+                times[variant].append((first, again, cpu))
+                if variant != "off":
                     found = got
-                print(f"run {i} detect={detect}: ingest {first:.2f} s (CPU {cpu:.2f} s), "
+                print(f"run {i} detection {variant}: ingest {first:.2f} s (CPU {cpu:.3f} s), "
                       f"unchanged re-ingest {again:.2f} s")
-    for detect in (False, True):
-        firsts = [t[0] for t in times[detect]]
-        agains = [t[1] for t in times[detect]]
-        cpus = [t[2] for t in times[detect]]
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    for variant in variants:
+        firsts = [t[0] for t in times[variant]]
+        agains = [t[1] for t in times[variant]]
+        cpus = [t[2] for t in times[variant]]
         print(
-            f"detect={detect}: ingest median {statistics.median(firsts):.2f} s "
+            f"detection {variant}: ingest median {statistics.median(firsts):.2f} s "
             f"(range {min(firsts):.2f}-{max(firsts):.2f}), CPU median {statistics.median(cpus):.3f} s "
             f"(range {min(cpus):.3f}-{max(cpus):.3f}); re-ingest median {statistics.median(agains):.2f} s"
         )
-    for label, col in (("wall", 0), ("CPU", 2)):
-        off, on = (statistics.median(t[col] for t in times[d]) for d in (False, True))
-        print(f"detection adds {100 * (on - off) / off:.0f} % to the ingest ({label}, medians)")
+    for variant in variants[1:]:
+        for label, col in (("wall", 0), ("CPU", 2)):
+            off, on = (statistics.median(t[col] for t in times[v]) for v in ("off", variant))
+            print(f"detection {variant} adds {100 * (on - off) / off:.0f} % to the ingest ({label}, medians)")
     tp = [c for c in found if planted(c)]
     print(
         f"conflicts found: {len(found)}, planted pairs among them: {len(tp)}, others: {len(found) - len(tp)}"

@@ -288,7 +288,7 @@ class KnowledgeBase:
                 docs = [view.document(t, i) for t, i in written if t == tenant]
                 titles = [d.title for d in self.store.iter_documents(tenant)]
                 found += retrieve.find_conflicts(view, tenant, [d for d in docs if d is not None],
-                                                 self._analyzer.terms, titles)
+                                                 self._analyzer.terms, titles, self._embed_cache())
         return self.store.record_conflicts(found)
 
     def conflicts(self, tenant: str | None = None, status: str | None = None) -> list[Conflict]:

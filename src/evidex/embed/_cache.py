@@ -5,6 +5,10 @@ version usually changes a few paragraphs, and an evaluation re-embeds the same c
 run. The cache is its own
 SQLite file, separate from any store, so it survives re-created stores and temporary
 evaluation stores alike; it holds only vectors of texts, never access data.
+
+The same file keeps other results that are pure functions of a text and as wasteful to
+recompute (``derived``/``put_derived``, e.g. the values conflict detection reads from a
+passage), under a kind that names the code that computed them: never a text, never access data.
 """
 
 from __future__ import annotations
@@ -56,6 +60,10 @@ class EmbeddingCache:
             "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, sha256 TEXT NOT NULL, "
             "dim INTEGER NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (model, sha256)) WITHOUT ROWID"
         )
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS derived (kind TEXT NOT NULL, sha256 TEXT NOT NULL, "
+            "data TEXT NOT NULL, PRIMARY KEY (kind, sha256)) WITHOUT ROWID"
+        )
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -102,6 +110,33 @@ class EmbeddingCache:
         for i, k in enumerate(keys):
             out[i] = found[k]
         return out
+
+    def derived(self, kind: str, keys: Sequence[str]) -> dict[str, str]:
+        """What ``put_derived`` kept under ``kind`` for these text keys (SHA-256 hex digests
+        of the texts), by key; a key with nothing kept is absent."""
+        found: dict[str, str] = {}
+        unique = list(dict.fromkeys(keys))
+        with self._lock:
+            for i in range(0, len(unique), 500):
+                chunk = unique[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                q = f"SELECT sha256, data FROM derived WHERE kind = ? AND sha256 IN ({marks})"
+                found.update(self._conn.execute(q, [kind, *chunk]))
+        return found
+
+    def put_derived(self, kind: str, rows: dict[str, str]) -> None:
+        """Keep ``data`` per text key under ``kind``: a kind must change whenever the code that
+        computes the data does, so a result of older code is never read back."""
+        with self._lock:
+            # One transaction: the connection commits every statement on its own otherwise.
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany("INSERT OR REPLACE INTO derived (kind, sha256, data) VALUES (?, ?, ?)",
+                                       [(kind, k, v) for k, v in rows.items()])
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
 
     def close(self) -> None:
         self._conn.close()

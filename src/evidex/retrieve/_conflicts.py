@@ -26,19 +26,24 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import inspect
+import json
 import math
 import re
-from collections import Counter
+import sys
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..embed import EmbeddingCache
 from ..ingest import Value, close, sentence_spans, values
 from ..model import Conflict, ConflictSide, sha256_text
 from ..store import ReadView, StoredDocument, StoredPassage
 
-__all__ = ["SUBJECT_MIN", "conflict_status", "find_conflicts"]
+__all__ = ["SUBJECT_MIN", "clear_value_cache", "conflict_status", "find_conflicts"]
 
 #: Share of the smaller sentence's rare-word weight the two sentences must have in common, and
 #: how many words at least (the values' sentences, with their headings).
@@ -93,31 +98,132 @@ class _Unit:
     by_kind: dict[str, list[int]]
 
 
-@functools.lru_cache(maxsize=8192)
-def _value_sentences(text: str) -> tuple[tuple[str, tuple[Value, ...]], ...]:
-    """The sentences of a passage's text that state values, with those values (offsets within
-    the sentence). A pure function of the text, so kept across ingest calls: a passage read as
-    a candidate in one batch is not read again in the next."""
-    found = values(text)
-    if not found:
-        return ()
+Spans = list[tuple[int, int, tuple[Value, ...]]]
+
+
+def _joined(text: str) -> str:
     # Wrapped lines (PDF text) go on in lower case: joined, so a sentence is not cut in two
     # (one character for one, so offsets stay those of the passage).
-    text = re.sub(r"\n(?=[a-zäöüß0-9(])", " ", text)
+    return re.sub(r"\n(?=[a-zäöüß0-9(])", " ", text)
+
+
+def _scan(text: str) -> Spans:
+    """(start, end) of each sentence of ``text`` that states values, with those values
+    (offsets within the sentence)."""
+    found = values(text)
+    if not found:
+        return []
     out = []
-    for a, b in sentence_spans(text):
+    for a, b in sentence_spans(_joined(text)):
         mine = tuple(Value(v.kind, v.amount, v.start - a, v.end - a) for v in found if a <= v.start < b)
         if mine:
-            out.append((text[a:b], mine))
-    return tuple(out)
+            out.append((a, b, mine))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Claims:
+    """What one text claims: its sentences stating one value of a kind, with that value per
+    kind, and every value the text states, per kind."""
+
+    sentences: tuple[tuple[str, dict[str, Value]], ...]
+    kinds: dict[str, list[float | tuple[float, ...]]]
+
+
+def _claims(text: str, spans: Spans) -> _Claims | None:
+    """``text``'s claims from its value sentences (``_scan``); None when it has none."""
+    if not spans:
+        return None
+    joined = _joined(text)
+    kinds: dict[str, list[float | tuple[float, ...]]] = {}
+    sentences = []
+    for a, b, vs in spans:
+        counts: dict[str, int] = {}
+        for v in vs:
+            kinds.setdefault(v.kind, []).append(v.amount)
+            counts[v.kind] = counts.get(v.kind, 0) + 1
+        # One claim against one claim: a sentence with several values of a kind is a list (per
+        # day, per item) and never one side of a conflict over that kind.
+        one = {v.kind: v for v in vs if counts[v.kind] == 1}
+        if one:
+            sentences.append((joined[a:b], one))
+    return _Claims(tuple(sentences), kinds) if sentences else None
+
+
+def _encode(spans: Spans) -> str:
+    return json.dumps([[a, b, [[v.kind, v.amount, v.start, v.end] for v in vs]] for a, b, vs in spans],
+                      separators=(",", ":"))
+
+
+def _decode(data: str) -> Spans:
+    if data == "[]":  # most passages state no value
+        return []
+    return [(a, b, tuple(Value(k, tuple(m) if isinstance(m, list) else m, x, y) for k, m, x, y in vs))
+            for a, b, vs in json.loads(data)]
+
+
+@functools.cache
+def _scanner() -> str:
+    """The kind the spans are kept under in the cache file: a digest of the code that finds
+    them (the value scanner, the sentence splitter, ``_scan``) and the Python version (its
+    regular expression engine), so no result of other code is ever read back."""
+    parts = [inspect.getsource(sys.modules[f.__module__]) for f in (values, sentence_spans)]
+    parts += [inspect.getsource(f) for f in (_joined, _scan)] + [sys.version.split()[0]]
+    return "conflict-values:" + hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+#: Claims per passage text, kept across detections in this process (most recent last).
+_SEEN: OrderedDict[str, _Claims | None] = OrderedDict()
+_SEEN_MAX = 8192
+
+
+def clear_value_cache() -> None:
+    """Forget the claims kept in this process (the cache file keeps its own)."""
+    _SEEN.clear()
+
+
+def _read_claims(texts: Iterable[str], cache: EmbeddingCache | None, into: dict[str, _Claims | None]) -> None:
+    """Add to ``into`` the claims of each text. A pure function of the text, so read once: from
+    this process's memory, else from ``cache`` (the spans and values read before, from this
+    text in any store), else by scanning the text, which is then kept in both."""
+    missing = []
+    for t in dict.fromkeys(texts):
+        if t in into:
+            continue
+        if t in _SEEN:
+            _SEEN.move_to_end(t)
+            into[t] = _SEEN[t]
+        else:
+            missing.append(t)
+    if not missing:
+        return
+    keys = {t: sha256_text(t) for t in missing}
+    kept = cache.derived(_scanner(), list(keys.values())) if cache is not None else {}
+    new: dict[str, str] = {}
+    for t in missing:
+        data = kept.get(keys[t])
+        if data is None:
+            spans = _scan(t)
+            new[keys[t]] = _encode(spans)
+        else:
+            spans = _decode(data)
+        into[t] = _SEEN[t] = _claims(t, spans)
+    while len(_SEEN) > _SEEN_MAX:
+        _SEEN.popitem(last=False)
+    if new and cache is not None:
+        cache.put_derived(_scanner(), new)
 
 
 class _Detector:
-    def __init__(self, view: ReadView, tenant: str, terms_of: Terms, titles: Sequence[str | None]) -> None:
-        self.view, self.tenant, self.terms_of = view, tenant, terms_of
+    def __init__(self, view: ReadView, tenant: str, terms_of: Terms, titles: Sequence[str | None],
+                 cache: EmbeddingCache | None) -> None:
+        self.view, self.tenant, self.terms_of, self.cache = view, tenant, terms_of, cache
+        self.claims: dict[str, _Claims | None] = {}
+        self.words: dict[str, set[str]] = {}
         self.n = max(1, sum(s.passages for s in view.signatures(tenant)))
         self.sigs = [s.id for s in view.signatures(tenant)]
         self.df: dict[str, int] = {}
+        self._idf: dict[str, float] = {}
         title_df: Counter[str] = Counter()
         for t in titles:
             title_df.update(self.title_words(t))
@@ -130,37 +236,39 @@ class _Detector:
         self._passages: dict[int, list[StoredPassage]] = {}
 
     def idf(self, word: str) -> float:
-        if word not in self.df:
+        got = self._idf.get(word)
+        if got is None:
             self.df[word] = sum(len(p) for p, _ in self.view.postings(word))
-        return math.log(1 + self.n / (1 + self.df[word]))
+            got = self._idf[word] = math.log(1 + self.n / (1 + self.df[word]))
+        return got
 
     def unit(self, doc: StoredDocument, p: StoredPassage) -> _Unit | None:
         if p.pid not in self.units:
             self.units[p.pid] = self._unit(doc, p)
         return self.units[p.pid]
 
+    def read_claims(self, dkeys: Iterable[int]) -> None:
+        """Read the claims of these documents' passages, all at once."""
+        _read_claims((p.text for k in dkeys for p in self.passages(k)), self.cache, self.claims)
+
+    def sentence_words(self, text: str) -> set[str]:
+        if text not in self.words:
+            self.words[text] = _words(self.terms_of, text)
+        return self.words[text]
+
     def _unit(self, doc: StoredDocument, p: StoredPassage) -> _Unit | None:
-        found = _value_sentences(p.text)
-        if not found:
+        if p.text not in self.claims:
+            _read_claims([p.text], self.cache, self.claims)
+        claims = self.claims[p.text]
+        if claims is None:
             return None
-        kinds: dict[str, list[float | tuple[float, ...]]] = {}
-        for _, vs in found:
-            for v in vs:
-                kinds.setdefault(v.kind, []).append(v.amount)
-        # One claim against one claim: a sentence with several values of a kind is a list (per
-        # day, per item) and never one side of a conflict over that kind.
-        counts = [Counter(v.kind for v in vs) for _, vs in found]
-        claims = [(t, {v.kind: v for v in vs if n[v.kind] == 1})
-                  for (t, vs), n in zip(found, counts, strict=True)]
-        if not any(c for _, c in claims):
-            return None
-        heads = _words(self.terms_of, " ".join(p.heading_path))
-        sents = [(t, _words(self.terms_of, t) | heads, c) for t, c in claims if c]
+        heads = self.sentence_words(" ".join(p.heading_path))
+        sents = [(t, self.sentence_words(t) | heads, c) for t, c in claims.sentences]
         by_kind: dict[str, list[int]] = {}
         for i, (_, _, c) in enumerate(sents):
             for k in c:
                 by_kind.setdefault(k, []).append(i)
-        return _Unit(doc, p, sents, kinds, frozenset(by_kind), by_kind)
+        return _Unit(doc, p, sents, claims.kinds, frozenset(by_kind), by_kind)
 
     def title_words(self, title: str | None) -> set[str]:
         # Numbers count here: a product number or a year names one thing.
@@ -320,18 +428,21 @@ def _first(dkeys: Iterable[int]) -> list[int]:
 
 
 def find_conflicts(view: ReadView, tenant: str, written: Sequence[StoredDocument], terms_of: Terms,
-                   titles: Sequence[str | None]) -> list[Conflict]:
+                   titles: Sequence[str | None], cache: EmbeddingCache | None = None) -> list[Conflict]:
     """Conflicts between the passages of ``written`` (documents of ``tenant`` this write added
     or changed, as now stored) and the tenant's other current documents. ``titles``: the
-    titles of all the tenant's documents (which title words are rare)."""
-    det = _Detector(view, tenant, terms_of, titles)
+    titles of all the tenant's documents (which title words are rare); ``cache``: where the
+    values read from a passage's text are kept for the next time that text is met."""
+    det = _Detector(view, tenant, terms_of, titles, cache)
     det.prefetch(d.dkey for d in written)
+    det.read_claims(d.dkey for d in written)
     # Passages stating no value are dropped before any search.
     units = [u for d in written for p in det.passages(d.dkey) if (u := det.unit(d, p)) is not None]
     vectors = view.passage_vectors(u.passage.pid for u in units)
     near = det.nearest(units, vectors)
     docs = view.documents({k for ks, _, _ in near for k in ks})
     det.prefetch(docs)
+    det.read_claims(docs)
     found: dict[tuple[object, ...], Conflict] = {}
     for u, (ranked, nearest, cos) in zip(units, near, strict=True):
         for k in ranked:
