@@ -96,6 +96,8 @@ class _Unit:
     claimed: frozenset[str]
     #: Per kind claimed, the indices of the sentences claiming it (in order).
     by_kind: dict[str, list[int]]
+    #: The words of all its sentences.
+    words: set[str]
 
 
 Spans = list[tuple[int, int, tuple[Value, ...]]]
@@ -128,6 +130,7 @@ class _Claims:
 
     sentences: tuple[tuple[str, dict[str, Value]], ...]
     kinds: dict[str, list[float | tuple[float, ...]]]
+    claimed: frozenset[str]
 
 
 def _claims(text: str, spans: Spans) -> _Claims | None:
@@ -147,7 +150,9 @@ def _claims(text: str, spans: Spans) -> _Claims | None:
         one = {v.kind: v for v in vs if counts[v.kind] == 1}
         if one:
             sentences.append((joined[a:b], one))
-    return _Claims(tuple(sentences), kinds) if sentences else None
+    if not sentences:
+        return None
+    return _Claims(tuple(sentences), kinds, frozenset(k for _, one in sentences for k in one))
 
 
 def _encode(spans: Spans) -> str:
@@ -268,7 +273,8 @@ class _Detector:
         for i, (_, _, c) in enumerate(sents):
             for k in c:
                 by_kind.setdefault(k, []).append(i)
-        return _Unit(doc, p, sents, claims.kinds, frozenset(by_kind), by_kind)
+        words = set().union(*(w for _, w, _ in sents))
+        return _Unit(doc, p, sents, claims.kinds, claims.claimed, by_kind, words)
 
     def title_words(self, title: str | None) -> set[str]:
         # Numbers count here: a product number or a year names one thing.
@@ -450,12 +456,19 @@ def find_conflicts(view: ReadView, tenant: str, written: Sequence[StoredDocument
             if other is None or other.tenant != tenant:
                 continue
             for q in det.passages(k):
+                claims = det.claims[q.text]
+                if claims is None or u.claimed.isdisjoint(claims.claimed):
+                    continue
                 v = det.unit(other, q)
-                if v is None or u.claimed.isdisjoint(v.claimed):
+                if v is None:
                     continue
                 # Similar wording is one sign of one subject; being the nearest passage of all
-                # the other documents with a very similar embedding is the other.
-                for c in det.compare(u, v, cos if q.pid == nearest else 0.0):
+                # the other documents with a very similar embedding is the other. No pair of
+                # their sentences can share more words than the two passages' sentences do.
+                similarity = cos if q.pid == nearest else 0.0
+                if len(u.words & v.words) < (PASSAGE_SHARED if similarity >= PASSAGE_MIN else MIN_SHARED):
+                    continue
+                for c in det.compare(u, v, similarity):
                     if not det.same_entity(u.doc, other):
                         break
                     # Both documents written now: found from either side, kept once.
