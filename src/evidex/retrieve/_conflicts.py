@@ -32,6 +32,7 @@ import json
 import math
 import re
 import sys
+import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -170,21 +171,24 @@ def _decode(data: str) -> Spans:
 @functools.cache
 def _scanner() -> str:
     """The kind the spans are kept under in the cache file: a digest of the code that finds
-    them (the value scanner, the sentence splitter, ``_scan``) and the Python version (its
-    regular expression engine), so no result of other code is ever read back."""
+    them (the value scanner, the sentence splitter, ``_scan`` and the encoding) and the Python
+    version (its regular expression engine), so no result of other code is ever read back."""
     parts = [inspect.getsource(sys.modules[f.__module__]) for f in (values, sentence_spans)]
-    parts += [inspect.getsource(f) for f in (_joined, _scan)] + [sys.version.split()[0]]
+    parts += [inspect.getsource(f) for f in (_joined, _scan, _encode, _decode)] + [sys.version.split()[0]]
     return "conflict-values:" + hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
-#: Claims per passage text, kept across detections in this process (most recent last).
+#: Claims per passage text, kept across detections in this process (most recent last); ingests
+#: in several threads share it, under the lock.
 _SEEN: OrderedDict[str, _Claims | None] = OrderedDict()
 _SEEN_MAX = 8192
+_SEEN_LOCK = threading.Lock()
 
 
 def clear_value_cache() -> None:
     """Forget the claims kept in this process (the cache file keeps its own)."""
-    _SEEN.clear()
+    with _SEEN_LOCK:
+        _SEEN.clear()
 
 
 def _read_claims(texts: Iterable[str], cache: EmbeddingCache | None, into: dict[str, _Claims | None]) -> None:
@@ -192,14 +196,15 @@ def _read_claims(texts: Iterable[str], cache: EmbeddingCache | None, into: dict[
     this process's memory, else from ``cache`` (the spans and values read before, from this
     text in any store), else by scanning the text, which is then kept in both."""
     missing = []
-    for t in dict.fromkeys(texts):
-        if t in into:
-            continue
-        if t in _SEEN:
-            _SEEN.move_to_end(t)
-            into[t] = _SEEN[t]
-        else:
-            missing.append(t)
+    with _SEEN_LOCK:
+        for t in dict.fromkeys(texts):
+            if t in into:
+                continue
+            if t in _SEEN:
+                _SEEN.move_to_end(t)
+                into[t] = _SEEN[t]
+            else:
+                missing.append(t)
     if not missing:
         return
     keys = {t: sha256_text(t) for t in missing}
@@ -212,9 +217,12 @@ def _read_claims(texts: Iterable[str], cache: EmbeddingCache | None, into: dict[
             new[keys[t]] = _encode(spans)
         else:
             spans = _decode(data)
-        into[t] = _SEEN[t] = _claims(t, spans)
-    while len(_SEEN) > _SEEN_MAX:
-        _SEEN.popitem(last=False)
+        into[t] = _claims(t, spans)
+    with _SEEN_LOCK:
+        for t in missing:
+            _SEEN[t] = into[t]
+        while len(_SEEN) > _SEEN_MAX:
+            _SEEN.popitem(last=False)
     if new and cache is not None:
         cache.put_derived(_scanner(), new)
 

@@ -1,0 +1,111 @@
+"""Conflict detection reads a passage text's claims (its sentences stating values) once: kept in
+this process and in the embedding cache file, so a new store built from known texts scans none
+of them again, finding exactly the same conflicts; what the file keeps is numbers and offsets,
+never text, under a kind that changes with the scanner's code."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from evidex import Document, KnowledgeBase
+from evidex.embed import EmbeddingCache
+from evidex.model import Conflict
+from evidex.retrieve import _conflicts
+
+STAFF = frozenset({"staff"})
+CARE = Document("care", "acme", STAFF, "1",
+                "# Re-proofing\n\nRe-proof your waterproof shell jacket every 12 months with the "
+                "spray-on product.\n", title="Caring for shell jackets", language="en")
+SHELL = Document("shell", "acme", STAFF, "1",
+                 "# Care\n\nRe-proof your waterproof shell jacket every 6 months with the spray-on "
+                 "product.\n\n# Price\n\nThe shell jacket costs 329.00 €.\n\n# Sizes\n\nS to XXL.\n",
+                 title="Shell jacket", language="en")
+
+
+def found(c: Conflict) -> tuple[object, ...]:
+    """A conflict as found (its recorded id and time belong to the store)."""
+    return (c.kind, c.subject, dataclasses.astuple(c.a), dataclasses.astuple(c.b))
+
+
+@pytest.fixture
+def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts the value scanner reads, starting with nothing kept in this process."""
+    seen: list[str] = []
+    real = _conflicts._scan
+    monkeypatch.setattr(_conflicts, "_scan", lambda text: seen.append(text) or real(text))
+    _conflicts.clear_value_cache()
+    yield seen
+    _conflicts.clear_value_cache()
+
+
+def ingest(path: Path, cache: Path) -> list[tuple[object, ...]]:
+    with KnowledgeBase.open(path, embed_cache=cache) as kb:
+        return [found(c) for c in kb.ingest([CARE, SHELL], split="heading").conflicts]
+
+
+def test_a_new_store_from_known_texts_scans_nothing_and_finds_the_same(tmp_path: Path,
+                                                                       scans: list[str]) -> None:
+    cache = tmp_path / "cache.sqlite"
+    first = ingest(tmp_path / "a.db", cache)
+    assert len(first) == 1 and first[0][0] == "period"
+    # Every passage was scanned once: the two documents' four passages.
+    assert len(scans) == len(set(scans)) == 4
+    _conflicts.clear_value_cache()  # as a new process
+    assert ingest(tmp_path / "b.db", cache) == first
+    assert len(scans) == 4
+    # Another cache file knows nothing: scanned again, the same found.
+    assert ingest(tmp_path / "c.db", tmp_path / "other.sqlite") == first
+    assert len(scans) == 4  # this process still knows the texts
+    _conflicts.clear_value_cache()
+    assert ingest(tmp_path / "d.db", tmp_path / "third.sqlite") == first
+    assert len(scans) == 8
+
+
+def test_results_of_other_scanner_code_are_never_read(tmp_path: Path, scans: list[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache.sqlite"
+    first = ingest(tmp_path / "a.db", cache)
+    with sqlite3.connect(cache) as c:
+        [(kind, n)] = c.execute("SELECT kind, count(*) FROM derived GROUP BY kind").fetchall()
+        # Numbers and offsets only: no word of any passage is kept.
+        for (data,) in c.execute("SELECT data FROM derived"):
+            spans = json.loads(data)
+            assert not any(w in data.lower() for w in ("proof", "jacket", "spray", "shell"))
+            assert all(isinstance(a, int) and isinstance(b, int) for a, b, _ in spans)
+    assert n == 4 and kind == _conflicts._scanner()
+    _conflicts.clear_value_cache()
+    # The scanner's code changed: its digest did, and every text is read afresh.
+    monkeypatch.setattr(_conflicts, "_scanner", lambda: kind + "-changed")
+    assert ingest(tmp_path / "b.db", cache) == first
+    assert len(scans) == 8
+
+
+def test_the_kept_spans_read_back_as_scanned() -> None:
+    text = ("Open 10:00-20:00, Sundays 13:00 to 18:00 and from 9 uhr. It costs €6.95 or 1.000,50 EUR, "
+            "10 % off.\nservice every 6 months, once a year or annually; returns within 30 days, "
+            "zwei Wochen.\nSale on 15 January and March 3.")
+    spans = _conflicts._scan(text)
+    assert {v.kind for _, _, vs in spans for v in vs} >= {
+        "time", "price:EUR", "percent", "period", "duration", "date"}
+    assert _conflicts._decode(_conflicts._encode(spans)) == spans
+    assert _conflicts._decode(_conflicts._encode([])) == []
+
+
+def test_the_cache_keeps_derived_data_per_kind(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "c.sqlite")
+    try:
+        keys = [f"{i:064x}" for i in range(700)]  # more than one query's worth
+        cache.put_derived("one", {k: f"[{i}]" for i, k in enumerate(keys)})
+        cache.put_derived("two", {keys[0]: "x"})
+        assert cache.derived("one", keys) == {k: f"[{i}]" for i, k in enumerate(keys)}
+        assert cache.derived("two", keys) == {keys[0]: "x"}
+        cache.put_derived("two", {keys[0]: "y"})
+        assert cache.derived("two", [keys[0], "f" * 64]) == {keys[0]: "y"}
+        assert cache.derived("three", keys) == {}
+    finally:
+        cache.close()
