@@ -109,3 +109,22 @@ def test_the_cache_keeps_derived_data_per_kind(tmp_path: Path) -> None:
         assert cache.derived("three", keys) == {}
     finally:
         cache.close()
+
+
+def test_a_keyword_only_store_opens_no_cache_file_unless_given_one(
+        tmp_path: Path, scans: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVIDEX_CACHE_DIR", str(tmp_path / "default"))
+    with KnowledgeBase.open(tmp_path / "a.db", embedder="none") as kb:
+        assert len(kb.ingest([CARE, SHELL], split="heading").conflicts) == 1
+    assert not (tmp_path / "default").exists() and len(scans) == 4
+    _conflicts.clear_value_cache()
+    given = tmp_path / "given.sqlite"
+    assert len(ingest_keyword_only(tmp_path / "b.db", given)) == 1
+    _conflicts.clear_value_cache()
+    assert len(ingest_keyword_only(tmp_path / "c.db", given)) == 1
+    assert len(scans) == 8 and not (tmp_path / "default").exists()
+
+
+def ingest_keyword_only(path: Path, cache: Path) -> list[Conflict]:
+    with KnowledgeBase.open(path, embedder="none", embed_cache=cache) as kb:
+        return list(kb.ingest([CARE, SHELL], split="heading").conflicts)

@@ -287,8 +287,10 @@ class KnowledgeBase:
             for tenant in sorted({t for t, _ in written}):
                 docs = [view.document(t, i) for t, i in written if t == tenant]
                 titles = [d.title for d in self.store.iter_documents(tenant)]
+                # A keyword-only store opens no cache file unless it was given one.
+                cache = self._embed_cache() if self._cache_arg or self.store.embedder != "none" else None
                 found += retrieve.find_conflicts(view, tenant, [d for d in docs if d is not None],
-                                                 self._analyzer.terms, titles, self._embed_cache())
+                                                 self._analyzer.terms, titles, cache)
         return self.store.record_conflicts(found)
 
     def conflicts(self, tenant: str | None = None, status: str | None = None) -> list[Conflict]:
