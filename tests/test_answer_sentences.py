@@ -1,0 +1,73 @@
+"""Sentence boundaries and the choice of the sentence to quote inside a passage and across
+passages (pure functions, no store)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from evidex.answer import Source, extractive_answer, sentences
+from evidex.query import get_analyzer
+from evidex.retrieve import PassageSupport, passage_support, sentence_spans, term_weights
+
+EN = get_analyzer("english")
+
+
+def spans(text: str) -> list[str]:
+    return [text[s:e] for s, e in sentence_spans(text)]
+
+
+# -- boundaries ---------------------------------------------------------------------------------
+def test_a_german_date_does_not_end_a_sentence() -> None:
+    text = "Die Inventur findet am 3. Januar 2027 in allen Filialen statt. Danach ist geöffnet."
+    assert spans(text) == ["Die Inventur findet am 3. Januar 2027 in allen Filialen statt.",
+                           "Danach ist geöffnet."]
+    assert spans("Geöffnet bis 24. Dezember. Am 1. Mai geschlossen.") == [
+        "Geöffnet bis 24. Dezember.", "Am 1. Mai geschlossen."]
+    # The answer contract reads the same boundaries.
+    assert sentences("Am 8. Dezember offen. [1]") == ["Am 8. Dezember offen. [1]"]
+
+
+def test_a_number_before_another_capital_word_still_ends_a_sentence() -> None:
+    assert spans("Wir haben Filialen in Hamburg und Köln: insgesamt 3. Mai kommt Leipzig dazu.") == [
+        "Wir haben Filialen in Hamburg und Köln: insgesamt 3. Mai kommt Leipzig dazu."]  # a date
+    assert spans("Es sind 3. Dann kommt Leipzig.") == ["Es sind 3.", "Dann kommt Leipzig."]
+    assert spans("Version 1.3. Januar beginnt.") == ["Version 1.3.", "Januar beginnt."]
+    assert spans("Bis 13.\nAugust ist zu.") == ["Bis 13.", "August ist zu."]
+
+
+# -- inside a passage ---------------------------------------------------------------------------
+def one(question: list[str], text: str, titles: tuple[str, ...] = (),
+        meaning: tuple[tuple[int, float], ...] = ()) -> tuple[list[Source], list[PassageSupport]]:
+    w = term_weights(EN.query_terms(question), {}, 10, EN.terms)
+    src = Source(1, {"quote": text, "title": titles[0] if titles else None,
+                     "heading_path": titles[1:], "version": "1"}, ())
+    p = passage_support(text, titles, EN.terms, w, similarity=0.9, cross_language=False, keyword=0.0)
+    return [src], [dataclasses.replace(p, supported=True, meaning=meaning)]
+
+
+REPAIR = "Usually 2 to 3 weeks from the day the item arrives at the Repair Lab. Resoling takes 4 to 5 weeks."
+REPAIR_TITLES = ("Repair Lab", "How long does a repair take?")
+
+
+def test_words_of_the_title_do_not_choose_between_sentences() -> None:
+    # "take", "repair" and "lab" are in the heading every sentence is read with: the rarer
+    # "takes" of the second sentence must not make it the answer to the heading's question.
+    srcs, sup = one(["how", "long", "will", "a", "repair", "at", "the", "repair", "lab", "take"],
+                    REPAIR, REPAIR_TITLES)
+    assert extractive_answer(srcs, sup, number=True)["answer"].startswith("Usually 2 to 3 weeks")
+
+
+def test_sentences_words_cannot_tell_apart_are_chosen_by_meaning_when_compared() -> None:
+    second = REPAIR.index("Resoling")
+    q = ["how", "long", "will", "a", "repair", "at", "the", "repair", "lab", "take"]
+    srcs, sup = one(q, REPAIR, REPAIR_TITLES, meaning=((0, 0.80), (second, 0.90)))
+    assert extractive_answer(srcs, sup, number=True)["answer"].startswith("Resoling takes")
+    srcs, sup = one(q, REPAIR, REPAIR_TITLES, meaning=((0, 0.90), (second, 0.80)))
+    assert extractive_answer(srcs, sup, number=True)["answer"].startswith("Usually 2 to 3 weeks")
+
+
+def test_a_word_found_in_one_sentence_still_chooses_it_over_meaning() -> None:
+    text = "Our shop opened in 1990. Worn jackets cannot be returned."
+    srcs, sup = one(["can", "i", "return", "a", "worn", "jacket"], text,
+                    meaning=((0, 0.95), (text.index("Worn"), 0.80)))
+    assert extractive_answer(srcs, sup)["answer"] == "Worn jackets cannot be returned. [1]"
