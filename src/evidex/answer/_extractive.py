@@ -99,18 +99,32 @@ def _best(src: Source, p: PassageSupport, similar: Callable[[list[str]], Sequenc
         sims = similar([text[m.start:m.end] for m in cands])
         k = max(range(len(cands)), key=lambda j: (sims[j], -j))
         return best.coverage, cands[k]
-    # Inside the passage, a question word found in every sentence, or in the title every
-    # sentence is read with (the topic: "Lisbon", "earthquake"), cannot tell them apart; one
-    # found in a single sentence ("shaking") can.
+    # Inside the passage, a question word in the title every sentence is read with (the topic:
+    # "Lisbon", "earthquake") cannot tell its sentences apart at all, and one found in most
+    # sentences hardly; one found in a single sentence ("shaking") can.
     n = len(cands)
-    local = {s: math.log(1 + (n - sf + 0.5) / (sf + 0.5))
-             for s in p.weights for sf in [n if s in p.context else sum(s in m.stems for m in cands)]}
-    scored = [(sum(w * local[s] for s, w in p.weights.items() if s in m.stems), -m.start, m)
-              for m in cands]
-    top = max(scored, key=lambda x: (x[0], x[1]))
-    if top[0] <= 0:
-        return best.coverage, best if best.coverage > 0 else cands[0]
-    return top[2].coverage, top[2]
+    local = {s: 0.0 if s in p.context else math.log(1 + (n - sf + 0.5) / (sf + 0.5))
+             for s in p.weights for sf in [sum(s in m.stems for m in cands)]}
+    scored = [(sum(w * local[s] for s, w in p.weights.items() if s in m.stems), m) for m in cands]
+    top_score = max(x[0] for x in scored)
+    if top_score <= 0:
+        # Words cannot choose: the sentence with the best coverage (all tie when the title
+        # holds every question word they share).
+        tied = [m for m in cands if m.coverage >= best.coverage]
+    else:
+        tied = [m for sc, m in scored if sc >= top_score]
+    return (chosen := _by_meaning(tied, p)).coverage, chosen
+
+
+def _by_meaning(tied: list[SentenceMatch], p: PassageSupport) -> SentenceMatch:
+    """Of sentences that words cannot tell apart, the one closest in meaning to the question
+    when the decision compared them by meaning (``PassageSupport.meaning``), else the first:
+    the earlier sentence of a passage usually states what the later ones qualify."""
+    cos = dict(p.meaning)
+    known = [m for m in tied if m.start in cos]
+    if len(known) >= 2:
+        return max(known, key=lambda m: (cos[m.start], -m.start))
+    return min(tied, key=lambda m: m.start)
 
 
 def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport],
