@@ -37,8 +37,9 @@ def test_a_number_before_another_capital_word_still_ends_a_sentence() -> None:
 
 # -- inside a passage ---------------------------------------------------------------------------
 def one(question: list[str], text: str, titles: tuple[str, ...] = (),
-        meaning: tuple[tuple[int, float], ...] = ()) -> tuple[list[Source], list[PassageSupport]]:
-    w = term_weights(EN.query_terms(question), {}, 10, EN.terms)
+        meaning: tuple[tuple[int, float], ...] = (),
+        df: dict[str, int] | None = None) -> tuple[list[Source], list[PassageSupport]]:
+    w = term_weights(EN.query_terms(question), df or {}, 10, EN.terms)
     src = Source(1, {"quote": text, "title": titles[0] if titles else None,
                      "heading_path": titles[1:], "version": "1"}, ())
     p = passage_support(text, titles, EN.terms, w, similarity=0.9, cross_language=False, keyword=0.0)
@@ -53,7 +54,7 @@ def test_words_of_the_title_do_not_choose_between_sentences() -> None:
     # "take", "repair" and "lab" are in the heading every sentence is read with: the rarer
     # "takes" of the second sentence must not make it the answer to the heading's question.
     srcs, sup = one(["how", "long", "will", "a", "repair", "at", "the", "repair", "lab", "take"],
-                    REPAIR, REPAIR_TITLES)
+                    REPAIR, REPAIR_TITLES, df={"take": 1, "repair": 4, "lab": 4})
     assert extractive_answer(srcs, sup, number=True)["answer"].startswith("Usually 2 to 3 weeks")
 
 
