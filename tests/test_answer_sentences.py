@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from evidex.answer import Source, extractive_answer, sentences
+from evidex.answer._extractive import asks_number
 from evidex.query import get_analyzer
 from evidex.retrieve import PassageSupport, passage_support, sentence_spans, term_weights
 
@@ -72,3 +73,22 @@ def test_a_word_found_in_one_sentence_still_chooses_it_over_meaning() -> None:
     srcs, sup = one(["can", "i", "return", "a", "worn", "jacket"], text,
                     meaning=((0, 0.95), (text.index("Worn"), 0.80)))
     assert extractive_answer(srcs, sup)["answer"] == "Worn jackets cannot be returned. [1]"
+
+
+def test_a_table_header_row_is_not_quoted_its_rows_are() -> None:
+    text = ("| Status | Qualifying spend per calendar year | Points per 1 € |\n|---|---|---|\n"
+            "| Scout | from 0 € | 1 point |\n| Summit | from 1,500 € | 1.5 points |")
+    srcs, sup = one(["how", "much", "spend", "to", "reach", "summit", "status"], text)
+    out = extractive_answer(srcs, sup, number=True)["answer"]
+    assert out == "| Summit | from 1,500 € | 1.5 points | [1]"
+
+
+def test_a_number_asked_for_in_a_later_sentence_of_the_question() -> None:
+    assert asks_number("I typed the wrong password a few times. How long do I have to wait?")
+    assert asks_number("Wie lange dauert es?")
+    assert not asks_number("I typed the wrong password. What should I do?")
+    text = ("After 5 failed sign-in attempts your account is locked for 15 minutes. "
+            "Wait and try again, or reset the password you typed wrong.")
+    q = "I typed the wrong password a few times. How long do I have to wait?"
+    srcs, sup = one(q.split(), text)
+    assert extractive_answer(srcs, sup, number=asks_number(q))["answer"].startswith("After 5 failed")

@@ -27,8 +27,9 @@ sentences and how much of the question each covers, idf-weighted) and quotes, ve
    different value of the same kind (a duration, period, time, price, percentage or date:
    ``_values``), the answer says "Sources disagree." and quotes both.
 
-Heading lines and title lines are never quoted (``retrieve._support``), nor sentences with
-markup, links or bracketed numbers, which the output contract would reject.
+Heading lines and title lines are never quoted (``retrieve._support``), nor a table's header
+row, nor sentences with markup, links or bracketed numbers, which the output contract would
+reject.
 """
 
 from __future__ import annotations
@@ -39,11 +40,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..ingest import disagree
-from ..retrieve import PassageSupport, SentenceMatch, coverage, has_number
+from ..ingest import disagree, sentence_spans
+from ..retrieve import PassageSupport, SentenceMatch, coverage, has_number, wants_number
 from ._types import Source
 
-__all__ = ["DISAGREE_TEXT", "Quote", "choose_sentences", "extractive_answer"]
+__all__ = ["DISAGREE_TEXT", "Quote", "asks_number", "choose_sentences", "extractive_answer"]
 
 #: What the answer says before quoting sources that state different values.
 DISAGREE_TEXT = "Sources disagree."
@@ -70,6 +71,12 @@ _MIN_GAIN = 0.2
 _NO_OVERLAP = 0.15
 
 
+def asks_number(question: str) -> bool:
+    """Some sentence of the question asks for a quantity or a time: "I'm locked out after a few
+    tries. How long do I have to wait?" asks in its second."""
+    return any(wants_number(question[s:e]) for s, e in sentence_spans(question))
+
+
 @dataclass(frozen=True, slots=True)
 class Quote:
     """One quoted sentence: its source (index into the sources) and span in the passage."""
@@ -79,8 +86,17 @@ class Quote:
     end: int
 
 
+#: A Markdown table's header row: the line right after it is the row of dashes under it.
+_UNDER_HEADER = re.compile(r"[ \t]*\n[ \t]*\|?[ \t]*:?-{3,}")
+
+
 def _quotable(src: Source, m: SentenceMatch) -> bool:
-    return not _SKIP.search(src.citation["quote"][m.start:m.end])
+    """Not markup, and not a table's header row: it names the columns, like a heading, and
+    answers nothing on its own (the row below it that holds the question's words does)."""
+    text = src.citation["quote"]
+    if text.startswith("|", m.start) and _UNDER_HEADER.match(text, m.end):
+        return False
+    return not _SKIP.search(text[m.start:m.end])
 
 
 def _best(src: Source, p: PassageSupport, similar: Callable[[list[str]], Sequence[float]] | None,
