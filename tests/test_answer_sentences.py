@@ -92,3 +92,25 @@ def test_a_number_asked_for_in_a_later_sentence_of_the_question() -> None:
     q = "I typed the wrong password a few times. How long do I have to wait?"
     srcs, sup = one(q.split(), text)
     assert extractive_answer(srcs, sup, number=asks_number(q))["answer"].startswith("After 5 failed")
+
+
+# -- across passages ----------------------------------------------------------------------------
+def test_the_passage_whose_sentence_is_closest_in_meaning_answers() -> None:
+    q = ["how", "many", "days", "do", "i", "have", "to", "send", "something", "back"]
+    texts = ["If an item is missing, report it within 14 days.",
+             "You can return items within 30 days of delivery."]
+    w = term_weights(EN.query_terms(q), {}, 10, EN.terms)
+    srcs = [Source(i, {"quote": t, "title": None, "heading_path": (), "version": "1"}, ())
+            for i, t in enumerate(texts, start=1)]
+
+    def sup(near: list[float | None], cross: bool = False) -> list[PassageSupport]:
+        return [dataclasses.replace(
+            passage_support(t, (), EN.terms, w, similarity=0.9, cross_language=cross, keyword=0.0),
+            supported=True, sentence_similarity=s) for t, s in zip(texts, near, strict=True)]
+
+    assert extractive_answer(srcs, sup([0.88, 0.90]))["citations"] == [2]
+    assert extractive_answer(srcs, sup([0.90, 0.88]))["citations"] == [1]
+    # Not compared by meaning: the better-ranked passage, as before.
+    assert extractive_answer(srcs, sup([0.88, None]))["citations"] == [1]
+    # Cosines across languages are not on one scale: the ranked order stands.
+    assert extractive_answer(srcs, sup([0.88, 0.90], cross=True))["citations"] == [1]

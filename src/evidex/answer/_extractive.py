@@ -6,10 +6,13 @@ sentences and how much of the question each covers, idf-weighted) and quotes, ve
 
 1. the sentence that best answers: in each passage that supports answering, the sentence
    whose question words are most informative, weighting each word by its idf in the collection
-   and by how few of the passage's sentences contain it (the topic, named in every sentence,
-   cannot tell them apart); across passages, the highest coverage, a better-ranked passage
-   winning near-ties, and a passage in the question's language before one in another language
-   whenever one supports answering. When the question is in another
+   and by how few of the passage's sentences contain it (the topic, named in the title or in
+   every sentence, cannot tell them apart; sentences words cannot tell apart go to the one
+   closest in meaning, when compared, else the first); across passages, a passage in the
+   question's language before one in another language whenever one supports answering, and
+   among them the one whose best sentence is closest in meaning to the question (the decision
+   compares them: ``retrieve._meaning``), else the highest coverage, a better-ranked passage
+   winning near-ties. When the question is in another
    language than the passage, or shares no informative word with any of its sentences, words
    cannot choose, and the sentence most similar in meaning to the question is taken (``similar``,
    the embedding model), else the passage's first sentence;
@@ -163,6 +166,13 @@ def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport
     for cov, i, m in pool[1:]:
         if cov > top_cov + _RANK_MARGIN and cov > first[0]:
             first = (cov, i, m)
+    # When the decision compared each of these passages' best sentences with the question by
+    # meaning, the closest one answers: coverage counts the words a sentence shares with the
+    # question, and a passage on a neighbouring topic shares as many. Cosines across languages
+    # are not on one scale, so a pool in another language keeps the order above.
+    near = [support[i].sentence_similarity for _, i, _m in pool]
+    if len(pool) > 1 and not support[pool[0][1]].cross_language and None not in near:
+        first = pool[max(range(len(pool)), key=lambda k: (near[k] or 0.0, -k))]
     _, fi, fm = first
     quotes = [Quote(fi, fm.start, fm.end)]
     weights = support[fi].weights
