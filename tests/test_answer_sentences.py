@@ -114,3 +114,22 @@ def test_the_passage_whose_sentence_is_closest_in_meaning_answers() -> None:
     assert extractive_answer(srcs, sup([0.88, None]))["citations"] == [1]
     # Cosines across languages are not on one scale: the ranked order stands.
     assert extractive_answer(srcs, sup([0.88, 0.90], cross=True))["citations"] == [1]
+
+
+def test_a_list_of_dates_is_no_disagreement_with_one_date_but_one_value_each_is() -> None:
+    q = ["are", "german", "stores", "open", "on", "christmas", "eve"]
+    texts = ["On Christmas Eve, 24 December, the German stores are open 10:00-14:00.",
+             "German stores are closed on New Year's Day (1 January), Good Friday (3 April), "
+             "Labour Day (1 May) and Christmas (25 and 26 December)."]
+    w = term_weights(EN.query_terms(q), {}, 10, EN.terms)
+    srcs = [Source(i, {"quote": t, "title": None, "heading_path": (), "version": "1"}, ())
+            for i, t in enumerate(texts, start=1)]
+    sup = [dataclasses.replace(passage_support(t, (), EN.terms, w, similarity=0.9,
+                                               cross_language=False, keyword=0.0), supported=True)
+           for t in texts]
+    assert not extractive_answer(srcs, sup)["answer"].startswith("Sources disagree.")
+    texts[1] = "On Christmas Eve, 23 December, German stores open late."
+    srcs[1] = Source(2, {"quote": texts[1], "title": None, "heading_path": (), "version": "1"}, ())
+    sup[1] = dataclasses.replace(passage_support(texts[1], (), EN.terms, w, similarity=0.9,
+                                                 cross_language=False, keyword=0.0), supported=True)
+    assert extractive_answer(srcs, sup)["answer"].startswith("Sources disagree.")

@@ -43,7 +43,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..ingest import disagree, sentence_spans
+from ..ingest import disagreement, sentence_spans, values
 from ..retrieve import PassageSupport, SentenceMatch, coverage, has_number, wants_number
 from ._types import Source
 
@@ -70,6 +70,8 @@ _QUALIFIES = re.compile(
 _RANK_MARGIN = 0.1
 #: A further sentence must add this much weighted coverage to be quoted for support.
 _MIN_GAIN = 0.2
+#: More values of one kind than this in a sentence are a list (see ``_states_other``).
+_LIST = 2
 #: Below this coverage a sentence shares no informative word with the question.
 _NO_OVERLAP = 0.15
 
@@ -210,7 +212,7 @@ def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport
         if i == fi or cov < max(0.3, 0.6 * first[0]) or (subject is not None and subject not in m.stems):
             continue
         other = sources[i].citation["quote"][m.start:m.end]
-        if disagree(text[fm.start:fm.end], other) and len(quotes) < max_sentences:
+        if _states_other(text[fm.start:fm.end], other) and len(quotes) < max_sentences:
             quotes.append(Quote(i, m.start, m.end))
             conflict = True
             break
@@ -236,6 +238,18 @@ def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport
         quotes.append(Quote(pick[0], pick[1].start, pick[1].end))
         have |= pick[1].stems
     return quotes, conflict
+
+
+def _states_other(a: str, b: str) -> bool:
+    """``a`` and ``b`` state different values of one kind, each as the value of something: a
+    sentence listing more than ``_LIST`` values of a kind (the public holidays of a year, a
+    table row of prices per zone) enumerates them, and another date is not a contradiction
+    of the list."""
+    va, vb = values(a), values(b)
+    listed = {k for vs in (va, vb) for k in {v.kind for v in vs}
+              if sum(v.kind == k for v in vs) > _LIST}
+    return bool(disagreement([v for v in va if v.kind not in listed],
+                             [v for v in vb if v.kind not in listed]))
 
 
 def _span(quotes: list[Quote], i: int) -> tuple[int, int] | None:
