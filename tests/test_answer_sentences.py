@@ -133,3 +133,14 @@ def test_a_list_of_dates_is_no_disagreement_with_one_date_but_one_value_each_is(
     sup[1] = dataclasses.replace(passage_support(texts[1], (), EN.terms, w, similarity=0.9,
                                                  cross_language=False, keyword=0.0), supported=True)
     assert extractive_answer(srcs, sup)["answer"].startswith("Sources disagree.")
+
+
+def test_a_question_in_the_passage_is_not_quoted_as_the_answer() -> None:
+    text = ("Can I see the order in an account? Create an account with the same email address; "
+            "guest orders from the last 12 months are added automatically.")
+    srcs, sup = one(["can", "i", "see", "guest", "orders", "in", "an", "account"], text)
+    assert extractive_answer(srcs, sup)["answer"].startswith("Create an account"), sup[0].sentences
+    # A question quoted inside a statement does not make it a question.
+    text = 'Click "Forgot password?" on the sign-in page to reset your password.'
+    srcs, sup = one(["how", "do", "i", "reset", "my", "password"], text)
+    assert extractive_answer(srcs, sup)["answer"].startswith("Click")
