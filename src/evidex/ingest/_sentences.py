@@ -5,7 +5,8 @@ answer sentence by sentence; both use these boundaries, so a quoted unit is exac
 to the contract and its marker belongs to all of it. A sentence ends after ``.``, ``!`` or ``?``
 (and any ``[n]`` markers right after it) before whitespace, or at a line break (list items and
 headings are units of their own); "e.g. the", "P. chabaudi" or "z. B. die" do not end one,
-because a lower-case letter follows.
+because a lower-case letter follows, and neither does a German date's day ("am 3. Januar 2027",
+"bis 24. Dezember"), whose ordinal dot is followed by the month's capital.
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ _SENTENCE_END = re.compile(
     r"|(?:[ \t]*(?:\[\d{1,3}\])+)?[ \t]*\n\s*"  # or at a line break: list items are sentences
 )
 
+#: A day of the month written as a German ordinal, right before the boundary ("am 3.").
+_DAY = re.compile(r"(?<![\d.])(?:[1-9]|[12]\d|3[01])\.$")
+_MONTH = re.compile(r"(?:Januar|Jänner|Februar|Feber|März|April|Mai|Juni|Juli|August|September|"
+                    r"Oktober|November|Dezember)\b")
+
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of every sentence of ``text``, in order, without surrounding whitespace:
@@ -28,6 +34,9 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     for m in _SENTENCE_END.finditer(text):
         if "\n" not in m.group(0) and text[m.end(): m.end() + 1].islower():
             continue  # an abbreviation, not the end of a claim
+        if (m.group(0).isspace() and "\n" not in m.group(0) and _DAY.search(text, 0, m.start())
+                and _MONTH.match(text, m.end())):
+            continue  # "3. Januar": the day of a date
         _add(text, pos, m.end(), out)
         pos = m.end()
     _add(text, pos, len(text), out)
