@@ -54,8 +54,11 @@ def _path(embedder: str, name: str) -> Path:
 
 def collect(embedder: str, sets: tuple[str, ...]) -> None:
     for name in sets:
-        rows = [{"set": s, "kind": kind, "expected": expected, "hits": hits}
-                for s, kind, expected, hits in calibrate_collect(embedder, (name,))]
+        texts: list = []
+        rows = [{"set": s, "kind": kind, "expected": expected, "hits": hits,
+                 "question": dataclasses.asdict(q), "texts": top}
+                for (s, kind, expected, hits), (q, top)
+                in zip(calibrate_collect(embedder, (name,), texts), texts, strict=True)]
         _path(embedder, name).write_bytes(pickle.dumps(rows))
         print(f"{len(rows)} questions -> {_path(embedder, name)}")
 
