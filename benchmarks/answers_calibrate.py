@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from answers_sets import ACTOR, build, load
+from answers_sets import build, load
 from evidex.kb import QUESTION_LIMITS
 from evidex.retrieve import DECIDE_DEPTH, EVIDENCE_THRESHOLDS, EvidenceThresholds
 
@@ -49,7 +49,7 @@ def collect(embedder: str, sets: tuple[str, ...], texts: list | None = None
         for q in qset.questions:
             if q.split != "dev" or q.kind == "ooc_adversarial":
                 continue
-            res = kb.search(ACTOR, q.text, limit=6, limits=QUESTION_LIMITS, rerank=True)
+            res = kb.search(qset.actor, q.text, limit=6, limits=QUESTION_LIMITS, rerank=True)
             rows.append((name, q.kind, q.expected,
                          [(h.document_id, p) for h, p in zip(res, res.support, strict=False)]))
             if texts is not None:

@@ -41,12 +41,13 @@ HERE = Path(__file__).resolve().parent
 
 def child(set_name: str, split: str, embedder: str) -> None:
     """Answer the questions whose indices arrive on stdin, one JSON line each on stdout."""
-    from answers_sets import ACTOR, build, load
+    from answers_sets import build, load
     from evidex.kb import QUESTION_LIMITS
 
     qset = load(set_name, split)
     questions = [q for q in qset.questions if q.split == split]
     kb = build(qset, embedder)
+    actor = qset.actor
     rerank = "rerank" in inspect.signature(kb.search).parameters
     extra = {"rerank": True} if rerank else {}
     import evidex
@@ -57,11 +58,11 @@ def child(set_name: str, split: str, embedder: str) -> None:
         # First: the question's embedding and (new decision) its candidate sentences' vectors
         # when not cached yet, which the answer's own search then reuses.
         tf = time.perf_counter()
-        kb.search(ACTOR, q.text, limit=6, limits=QUESTION_LIMITS, **extra)
+        kb.search(actor, q.text, limit=6, limits=QUESTION_LIMITS, **extra)
         t0 = time.perf_counter()
-        kb.search(ACTOR, q.text, limit=6, limits=QUESTION_LIMITS, **extra)
+        kb.search(actor, q.text, limit=6, limits=QUESTION_LIMITS, **extra)
         t1 = time.perf_counter()
-        ans = kb.answer(ACTOR, q.text)
+        ans = kb.answer(actor, q.text)
         t2 = time.perf_counter()
         cites = []
         for c in ans.citations:
@@ -69,7 +70,7 @@ def child(set_name: str, split: str, embedder: str) -> None:
             cites.append({"n": c["n"], "document_id": c["document_id"], "quote": c["quote"],
                           "sentence_start": c.get("sentence_start"),
                           "sentence_end": c.get("sentence_end"),
-                          "resolves": kb.resolve(ACTOR, ref).ok})
+                          "resolves": kb.resolve(actor, ref).ok})
         print(json.dumps({"status": ans.status, "reason": ans.reason, "text": ans.text,
                           "citations": cites, "overhead_ms": ((t2 - t1) - (t1 - t0)) * 1000,
                           "search_ms": (t1 - t0) * 1000, "first_search_ms": (t0 - tf) * 1000}),

@@ -28,7 +28,7 @@ import sys
 import time
 from collections import defaultdict
 
-from answers_sets import ACTOR, WORK, build, load
+from answers_sets import WORK, build, load
 from evidex.answer import DISAGREE_TEXT, markers, sentences, supporting_span
 from evidex.kb import QUESTION_LIMITS
 
@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     qset = load(args.set, args.split)
     kb = build(qset, args.embedder)
+    actor = qset.actor
     questions = [q for q in qset.questions if q.split == args.split]
     if args.limit:
         questions = questions[: args.limit]
@@ -54,16 +55,16 @@ def main(argv: list[str] | None = None) -> dict:
     an = kb._analyzer
     for q in questions:
         t0 = time.perf_counter()
-        kb.search(ACTOR, q.text, limit=6, limits=QUESTION_LIMITS, rerank=True)
+        kb.search(actor, q.text, limit=6, limits=QUESTION_LIMITS, rerank=True)
         t1 = time.perf_counter()
-        ans = kb.answer(ACTOR, q.text)
+        ans = kb.answer(actor, q.text)
         t2 = time.perf_counter()
         overhead.append(((t2 - t1) - (t1 - t0)) * 1000)
         cited = {c["document_id"] for c in ans.citations}
         if ans.status == "answered":
             by_n = {c["n"]: c for c in ans.citations}
             for c in ans.citations:
-                ok = kb.resolve(ACTOR, {k: v for k, v in c.items()
+                ok = kb.resolve(actor, {k: v for k, v in c.items()
                                         if k not in ("n", "sentence_start", "sentence_end")}).ok
                 s, e = c.get("sentence_start"), c.get("sentence_end")
                 if not ok or s is None or not (0 <= s < e <= len(c["quote"])):

@@ -17,7 +17,7 @@ import statistics
 import time
 from collections import defaultdict
 
-from answers_sets import ACTOR, build, load
+from answers_sets import build, load
 from evidex.kb import QUESTION_LIMITS
 
 
@@ -46,7 +46,7 @@ def main() -> None:
     for i, q in enumerate(questions):
         for rerank in ((False, True) if i % 2 == 0 else (True, False)):
             t = time.perf_counter()
-            hits = kb.search(ACTOR, q.text, limit=10, limits=QUESTION_LIMITS, rerank=rerank,
+            hits = kb.search(qset.actor, q.text, limit=10, limits=QUESTION_LIMITS, rerank=rerank,
                              max_per_document=1)
             times[rerank].append((time.perf_counter() - t) * 1000)
             s = scores([h.document_id for h in hits], q.expected)

@@ -19,17 +19,28 @@ Sets (``--set``; development data only, never SQuAD dev, XQuAD or MLQA test):
 * ``scifact``: BEIR SciFact, claims of ``train`` (split dev) or ``test`` (split test) against all
   abstracts (english analyzer, one passage per abstract), plus the calibration half (dev) or the
   held-out half (test) of benchmarks/data/off-topic-questions.txt as ``ooc``.
+* ``shop``: help-centre questions of benchmarks/data/shop-dev (dev only; see its README) over the
+  example shop collection, built as ``evidex eval --cases examples/eval/cases.yaml`` builds it
+  (that file's ``collection:``, ``--split heading``, languages identified) and asked as that
+  file's ``customer`` actor, so internal pages and the other tenant are never seen. Kinds wh,
+  keyword, cross_de_en, cross_en_de and ooc; ``expected`` are document ids (a page has several
+  passages: a hit counts when its document is expected). The case file's own questions are the
+  held-out set and are never asked here.
 
 Stores live in benchmarks/.work/answers/ (or ``$EVIDEX_ANSWERS_WORK``), one per set and
-embedder; passage vectors come from the persistent embedding cache and question vectors from
+embedder (``shop``: a new store per run, removed at exit, so it is always what the eval
+builds); passage vectors come from the persistent embedding cache and question vectors from
 the same cache under ``<model>#query``, so a repeated run embeds nothing.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +49,9 @@ import numpy as np
 
 import qa_sets
 from evidex import Actor, Document, KnowledgeBase
-from evidex.evaluation import corpus_documents, load_beir
+from evidex.evaluation import corpus_documents, load_beir, load_cases
+from evidex.evaluation._collection import SPLIT as CASE_SPLIT
+from evidex.evaluation._collection import build_store
 
 HERE = Path(__file__).resolve().parent
 #: Stores and outputs (``EVIDEX_ANSWERS_WORK`` overrides it, e.g. for another checkout's stores).
@@ -48,7 +61,12 @@ SCIFACT = SHARED / "beir" / "scifact"
 OFF_TOPIC = HERE / "data" / "off-topic-questions.txt"
 ACTOR = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
 SQUAD_LEFT_OUT = frozenset({"Solar_energy", "IPod"})
-SETS = ("encyclopedia", "encyclopedia-en", "squad", "mlqa", "scifact")
+#: The shipped case file: only its ``collection:`` and ``actors:`` are used (its cases are the
+#: held-out gate set), so the shop store is the one ``evidex eval --cases`` builds.
+SHOP_CASES = HERE.parent / "examples" / "eval" / "cases.yaml"
+SHOP_DEV = HERE / "data" / "shop-dev" / "queries.jsonl"
+SHOP_ACTOR = "customer"
+SETS = ("encyclopedia", "encyclopedia-en", "squad", "mlqa", "scifact", "shop")
 
 
 @dataclass(frozen=True)
@@ -68,10 +86,15 @@ class Question:
 @dataclass(frozen=True)
 class QuestionSet:
     name: str
-    analyzer: str
+    analyzer: str | None  # None: the store's default (``auto``)
     split_mode: str
     documents: list[Document]
     questions: list[Question]
+    #: Who asks: every search, answer and resolve of the set runs as this actor.
+    actor: Actor = ACTOR
+    #: A case file whose ``collection:`` the store is built from, as ``evidex eval --cases``
+    #: builds it (``documents`` is then empty: the case file's loaders read the files).
+    cases: Path | None = None
 
 
 def _doc(pid: str, title: str, text: str, language: str | None) -> Document:
@@ -119,7 +142,30 @@ def load(name: str, split: str) -> QuestionSet:
         questions += [Question(f"off-{i}", t, "ooc", split)
                       for i, t in enumerate(off[:60] if split == "dev" else off[60:])]
         return QuestionSet(name, "english", "document", list(corpus_documents(beir)), questions)
+    if name == "shop":
+        return _shop(split)
     raise SystemExit(f"unknown set {name!r}; known: {', '.join(SETS)}")
+
+
+def _shop(split: str) -> QuestionSet:
+    if split != "dev":
+        raise SystemExit("set 'shop' has only a dev split (benchmarks/data/shop-dev); the shop's "
+                         "held-out questions are examples/eval/cases.yaml, run by `evidex eval --cases`")
+    cf = load_cases(SHOP_CASES)
+    questions = []
+    for line in SHOP_DEV.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        questions.append(Question(r["_id"], r["text"], r["kind"], r["split"],
+                                  frozenset(r["expected"]), dict(r.get("answers") or {})))
+    return QuestionSet("shop", None, CASE_SPLIT, [], questions, actor=cf.actors[SHOP_ACTOR],
+                       cases=SHOP_CASES)
+
+
+def case_store(cases: Path, location: str | Path, embedder: str) -> KnowledgeBase:
+    """A new store at ``location`` holding the collection of the case file ``cases``, built by
+    the library's own ``evidex eval --cases`` path (same loaders, defaults, order, splitting,
+    language identification)."""
+    return build_store(load_cases(cases), location, embedder=embedder)
 
 
 class _PersistentQueries:
@@ -139,10 +185,17 @@ class _PersistentQueries:
 def build(qset: QuestionSet, embedder: str) -> KnowledgeBase:
     """The set's store (created or brought up to date; unchanged documents are skipped)."""
     WORK.mkdir(parents=True, exist_ok=True)
-    kb = KnowledgeBase.open(WORK / f"{qset.name}-{embedder}.db", analyzer=qset.analyzer,
-                            embedder=embedder, max_limit=100)
-    for i in range(0, len(qset.documents), 1000):
-        kb.ingest(qset.documents[i:i + 1000], split=qset.split_mode)
+    if qset.cases is not None:
+        # A new store each run (vectors come from the embedding cache), so it never lags
+        # behind the collection or the loaders.
+        folder = tempfile.mkdtemp(prefix=f"{qset.name}-{embedder}-", dir=WORK)
+        atexit.register(shutil.rmtree, folder, True)
+        kb = case_store(qset.cases, Path(folder) / "store.db", embedder)
+    else:
+        kb = KnowledgeBase.open(WORK / f"{qset.name}-{embedder}.db", analyzer=qset.analyzer,
+                                embedder=embedder, max_limit=100)
+        for i in range(0, len(qset.documents), 1000):
+            kb.ingest(qset.documents[i:i + 1000], split=qset.split_mode)
     kb._query_vectors = _PersistentQueries(kb)  # type: ignore[assignment]
     return kb
 
