@@ -247,6 +247,24 @@ def test_sentence_spans_are_trimmed_ordered_and_verbatim(text: str) -> None:
     assert all(text[s:e] == text[s:e].strip() for s, e in spans)
 
 
+@pytest.mark.parametrize(("text", "want"), [
+    ("Am 29. Januar 1886 meldete Benz das Patent an. Es gilt als Geburtsurkunde.",
+     ["Am 29. Januar 1886 meldete Benz das Patent an.", "Es gilt als Geburtsurkunde."]),
+    ("In der 85. Minute verwandelte Andreas Brehme. Danach war Schluss.",
+     ["In der 85. Minute verwandelte Andreas Brehme.", "Danach war Schluss."]),
+    ("1. Sign in to your account.\n2. Select the order.",
+     ["1. Sign in to your account.", "2. Select the order."]),
+    ("He died aged 68. The funeral was held in Paris.",
+     ["He died aged 68.", "The funeral was held in Paris."]),
+    ("Es war im Jahr 1933. Dann kam der Krieg.", ["Es war im Jahr 1933.", "Dann kam der Krieg."]),
+    ("England won 4–2. Lionel scored.", ["England won 4–2.", "Lionel scored."]),
+])
+def test_an_ordinal_with_a_period_does_not_end_a_sentence(text: str, want: list[str]) -> None:
+    """German writes ordinals with a period ("5. Mai", "im 19. Jahrhundert"); a sentence split
+    there quotes, and compares by meaning, a fragment ("Minute verwandelte Andreas Brehme ...")."""
+    assert [text[s:e] for s, e in sentence_spans(text)] == want
+
+
 @pytest.mark.parametrize(("text", "lang"), [
     ("Who designed the bridge?", "en"), ("Wann wurde die Brücke eröffnet?", "de"),
     ("In welchem Ort wurde Turing tot aufgefunden?", "de"), ("Eiffel tower height", None),
