@@ -230,6 +230,20 @@ def test_heading_and_title_lines_are_never_sentences_to_quote() -> None:
     assert [md[m.start:m.end] for m in p.sentences] == ["Your session has expired."]
 
 
+
+def test_a_sentence_that_asks_is_not_one_that_answers() -> None:
+    """An FAQ's question line is the reader's question in other words: closest in words and
+    meaning, and it answers nothing. The answer after it, and a question and answer written as
+    one unit, are quotable."""
+    text = ("I received a gift. Can I return it?\nYes, gifts can be returned within 30 days. "
+            "**Do you refund the giver?** Only when the giver returns it.")
+    w = term_weights(EXACT.query_terms(["return", "gift"]), {}, 10, EXACT.terms)
+    p = passage_support(text, ("Returning a gift",), EXACT.terms, w, similarity=None,
+                        cross_language=False, keyword=0.0)
+    assert [text[m.start:m.end] for m in p.sentences] == [
+        "I received a gift.", "Yes, gifts can be returned within 30 days.",
+        "**Do you refund the giver?** Only when the giver returns it."]
+
 def test_a_sentence_is_read_with_its_heading_path() -> None:
     w = term_weights(EXACT.query_terms(["salary", "bands", "engineering"]), {}, 10, EXACT.terms)
     text = "Band E1 ranges from 52,000 to 61,000 euros per year."

@@ -20,7 +20,9 @@ on the topic but does not state what was asked (``PassageSupport.typed`` is Fals
 
 Heading lines ("# Returns", "## ERR-401: Please sign in again") and title lines (a short first
 line without final punctuation, such as "Error ERR-401" above the text that explains it) are
-not sentences that can answer: they are scored as part of the title, never quoted.
+not sentences that can answer: they are scored as part of the title, never quoted. Nor is a
+sentence that asks a question ("I received a gift. Can I return it?" in an FAQ): it shares the
+reader's words and meaning, since it is the reader's question, and answers nothing.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ __all__ = ["PassageSupport", "SentenceMatch", "coverage", "has_number", "is_titl
 
 Analyze = Callable[[str], list[str]]
 _WORDS = re.compile(r"[^\W_]+")
+#: A sentence that ends in a question mark (before closing quotes or emphasis marks).
+_QUESTION_END = re.compile(r"\?[\s*_\"'»«“”)]*$")
 #: A title line has at most this many words.
 _TITLE_WORDS = 8
 
@@ -181,7 +185,8 @@ def _analysed(text: str, titles: tuple[str, ...], analyze: Analyze) -> _Analysed
     for i, (s, e) in enumerate(sentence_spans(text)):
         stems = frozenset(stem(t) for t in analyze(text[s:e]))
         everything |= stems
-        if len(_WORDS.findall(text[s:e])) < 3 or is_title_line(text, s, e, i == 0, titles):
+        if (len(_WORDS.findall(text[s:e])) < 3 or is_title_line(text, s, e, i == 0, titles)
+                or _QUESTION_END.search(text, s, e)):
             continue
         sentences.append((s, e, stems))
     return _Analysed(title_stems, frozenset(everything), tuple(sentences))
