@@ -77,6 +77,7 @@ class Question:
     split: str
     expected: frozenset[str] = frozenset()  # document ids that answer it
     answers: dict[str, str] = field(default_factory=dict)  # document id -> verbatim answer span
+    language: str | None = None  # of the question, where the set records it
 
     @property
     def answerable(self) -> bool:
@@ -156,7 +157,8 @@ def _shop(split: str) -> QuestionSet:
     for line in SHOP_DEV.read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         questions.append(Question(r["_id"], r["text"], r["kind"], r["split"],
-                                  frozenset(r["expected"]), dict(r.get("answers") or {})))
+                                  frozenset(r["expected"]), dict(r.get("answers") or {}),
+                                  r["language"]))
     return QuestionSet("shop", None, CASE_SPLIT, [], questions, actor=cf.actors[SHOP_ACTOR],
                        cases=SHOP_CASES)
 

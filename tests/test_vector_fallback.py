@@ -113,6 +113,47 @@ def test_a_vector_search_past_the_deadline_falls_back(
     assert store.search(STAFF, fresh("parcels austria")).fallback is None
 
 
+def test_sentence_vectors_past_the_deadline_fall_back_and_finish_into_the_cache(
+        store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decision's sentence vectors (first meeting of a sentence) are part of the vector leg:
+    past the deadline the search is the keyword ranking, and the late embedding still fills the
+    cache, so the same search next time is fused."""
+    tag = uuid.uuid4().hex[:8]
+    store.ingest([Document(id="gift", tenant="acme", groups=frozenset({"staff"}), version="1",
+                           text=f"# Gift cards\n\nGift cards {tag} never expire and work online.")],
+                 split="heading")
+    embedder = get_embedder("hash-test")
+    real, asked, done, delay = embedder.embed_passages, [], [], [0.5]
+
+    def slow(texts):  # type: ignore[no-untyped-def]
+        asked.extend(texts)
+        time.sleep(delay[0])
+        out = real(texts)
+        done.append(len(texts))
+        return out
+
+    monkeypatch.setattr(embedder, "embed_passages", slow)
+    store.vector_timeout_ms = 100
+    query = f"gift cards {tag} expire"
+    t0 = time.perf_counter()
+    res = store.search(STAFF, query)
+    assert time.perf_counter() - t0 < 0.45, "the search waited for the slow sentence embedding"
+    assert any(tag in t for t in asked), "the new sentence was not embedded at search time"
+    assert res.fallback is not None and res.fallback["reason"] == "vector_timeout"
+    assert "the sentence embedding did not finish" in res.fallback["detail"]
+    assert ranking(res) == ranking(store.search(STAFF, query, mode="keyword"))
+    assert res[0].document_id == "gift" and res.signals["similarity"] is None
+    until = time.monotonic() + 10
+    while not done and time.monotonic() < until:  # the late call finishes in the background
+        time.sleep(0.02)
+    time.sleep(0.2)  # ... and then writes its vectors to the cache
+    asked.clear()
+    delay[0] = 0.0
+    again = store.search(STAFF, fresh(query))
+    assert again.fallback is None and again[0].document_id == "gift"
+    assert not any(tag in t for t in asked), "the late sentence vectors did not reach the cache"
+
+
 def test_the_vector_mode_is_not_bounded_and_raises_nothing(
         store: KnowledgeBase, slow_embedder: list[float]) -> None:
     slow_embedder[0] = 0.3

@@ -10,7 +10,10 @@ The query is embedded on a worker thread so a caller can stop waiting for it: a 
 be cancelled, so an embedding that missed its deadline still finishes in the background and
 fills the query-vector cache (the same question next time is fast). The vector search itself
 runs on the caller's thread (it reads the caller's snapshot); it starts only when time is left
-and its result is discarded when it finished past the deadline.
+and its result is discarded when it finished past the deadline. The answer decision's sentence
+vectors (``_meaning``) are part of the vector leg too: embedded on the pool within what is left
+of the deadline, or the search falls back to the keyword ranking as well; a hybrid result is
+either all within the deadline or the keyword ranking.
 
 Loading a model is not the vector leg being slow: the first query embedding of each model in a
 process runs without deadline and the deadline starts after it, so a cold process (every
@@ -25,11 +28,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["Deadline", "Fallback", "embed_within"]
+__all__ = ["Deadline", "Fallback", "embed_within", "within"]
+
+T = TypeVar("T")
 
 #: Shared by every search of the process; sized like the default pool (the work is native code
 #: that releases the GIL).
@@ -84,9 +89,17 @@ def embed_within(model_id: str, embed: Callable[[], np.ndarray], timeout_ms: int
             _warm.add(model_id)
         return vec, Deadline.start(timeout_ms)
     deadline = Deadline.start(timeout_ms)
-    future = _POOL.submit(embed)
+    return within(deadline, "the query embedding", embed), deadline
+
+
+def within(deadline: Deadline, what: str, work: Callable[[], T]) -> T | Fallback:
+    """``work()``'s result when it is ready before ``deadline``, else the fallback naming
+    ``what`` missed it. ``work`` runs on the shared pool and must not read the caller's
+    snapshot: one that misses its deadline still finishes in the background (filling the
+    caches it writes to, so the same work is fast next time)."""
+    future = _POOL.submit(work)
     try:
-        return future.result(timeout=max(0.0, deadline.left())), deadline
+        return future.result(timeout=max(0.0, deadline.left()))
     except FutureTimeout:
         future.cancel()  # still queued: never runs; running: finishes into the cache
-        return deadline.missed("the query embedding"), deadline
+        return deadline.missed(what)

@@ -37,7 +37,7 @@ from ..store import ReadView
 from ._access import allowed_signatures
 from ._adaptive import LegWeights, leg_weights
 from ._bm25 import BM25
-from ._deadline import Deadline, Fallback
+from ._deadline import Deadline, Fallback, within
 from ._evidence import DECIDE_DEPTH, EvidenceThresholds, with_evidence
 from ._fusion import Fusion, Leg, fuse
 from ._keywords import KeywordQuery
@@ -131,7 +131,10 @@ def search(
         hits = _capped_hits(view, legs, mode, fusion, depth, max_per_document, explain, weights)
         filled = any(len(leg.pids) >= window for leg in legs)
         if len(hits) >= depth or not filled or max_per_document is None:
-            res = finish(hits, kc, vc, best_similarity, term_pids)
+            res = finish(hits, kc, vc, best_similarity, term_pids,
+                         deadline if mode == "hybrid" else None)
+            if isinstance(res, Fallback):
+                return _keyword(*keyword, fallback=res)
             res.weights = weights
             return res
         scale *= _GROWTH
@@ -169,6 +172,24 @@ def _weigh(view: ReadView, actor: Actor, filters: Filters, legs: list[Leg], kq: 
 _EXACT = get_analyzer("exact")
 
 
+class _Late(Exception):
+    """The sentence vectors missed the vector leg's deadline."""
+
+    def __init__(self, fallback: Fallback) -> None:
+        super().__init__(fallback.detail)
+        self.fallback = fallback
+
+
+def _bounded(vectors: SentenceVectors, deadline: Deadline) -> SentenceVectors:
+    """``vectors`` raising ``_Late`` when its result is not ready by ``deadline``."""
+    def call(texts: list[str]) -> np.ndarray:
+        got = within(deadline, "the sentence embedding", lambda: vectors(texts))
+        if isinstance(got, Fallback):
+            raise _Late(got)
+        return got
+    return call
+
+
 class _Finish:
     """The common end of every mode: evidence per passage, the optional re-ranking, the cut to
     ``limit`` and the evidence level."""
@@ -184,8 +205,10 @@ class _Finish:
         self.asks_number, self.sentence_vectors = asks_number, sentence_vectors
 
     def __call__(self, hits: list[Hit], kc: Candidates | None, vc: Candidates | None,
-                 best_similarity: float | None,
-                 term_pids: Mapping[str, np.ndarray] | None) -> SearchResults:
+                 best_similarity: float | None, term_pids: Mapping[str, np.ndarray] | None,
+                 deadline: Deadline | None = None) -> SearchResults | Fallback:
+        """The results; or, when the sentence vectors are not ready by ``deadline``, the
+        fallback saying so (the caller returns the keyword ranking)."""
         # Without the ranker only the passages the decision reads are measured (DECIDE_DEPTH): a
         # search for 10 or 100 hits need not read every passage again sentence by sentence.
         measured = hits if self.rerank else hits[:min(self.limit, DECIDE_DEPTH)]
@@ -200,10 +223,16 @@ class _Finish:
             hits = hits[: self.limit]
         if self.qvec is not None and self.sentence_vectors is not None and support:
             top = min(DECIDE_DEPTH, len(support))
-            support = [*with_meaning([h.quote for h in hits[:top]],
-                                     [(h.title or "", *h.heading_path) for h in hits[:top]],
-                                     support[:top], self.qvec, self.sentence_vectors),
-                       *support[top:]]
+            vectors = self.sentence_vectors
+            if deadline is not None:
+                vectors = _bounded(vectors, deadline)
+            try:
+                support = [*with_meaning([h.quote for h in hits[:top]],
+                                         [(h.title or "", *h.heading_path) for h in hits[:top]],
+                                         support[:top], self.qvec, vectors),
+                           *support[top:]]
+            except _Late as late:
+                return late.fallback
         return with_evidence(self.view, hits, self.terms, best_similarity, term_pids,
                              self.thresholds, support)
 
@@ -253,6 +282,7 @@ def _keyword(view: ReadView, bm25: BM25, actor: Actor, kq: KeywordQuery, filters
         why = _explanation(_ranked(view, cand, "keyword", len(cand.pids))) if explain else None
         hits = hits_from(view, cand, depth, max_per_document, why)
         res = finish(hits, cand, None, None, cand.term_pids)
+        assert isinstance(res, SearchResults)  # no deadline: never a fallback
     res.fallback = fallback.as_dict() if fallback is not None else None
     return res
 
