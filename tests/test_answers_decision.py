@@ -244,6 +244,18 @@ def test_a_sentence_that_asks_is_not_one_that_answers() -> None:
         "I received a gift.", "Yes, gifts can be returned within 30 days.",
         "**Do you refund the giver?** Only when the giver returns it."]
 
+
+def test_a_sentence_that_repeats_the_title_or_points_elsewhere_is_not_an_answer() -> None:
+    """A catalogue record opens with the product's name: read with its title it is as close to
+    any question about the product as the title is, and says nothing."""
+    text = ('Basecamp 4 Family Tent. SKU TN-9004. Four-person family tent, 14.5 kg. '
+            'See "Tents: care and repair" for the warranty. The Family Tent is in stock.')
+    w = term_weights(EXACT.query_terms(["basecamp", "tent", "packed", "size"]), {}, 10, EXACT.terms)
+    p = passage_support(text, ("Basecamp 4 Family Tent (TN-9004)",), EXACT.terms, w,
+                        similarity=None, cross_language=False, keyword=0.0)
+    assert [text[m.start:m.end] for m in p.sentences] == [
+        "SKU TN-9004.", "Four-person family tent, 14.5 kg.", "The Family Tent is in stock."]
+
 def test_a_sentence_is_read_with_its_heading_path() -> None:
     w = term_weights(EXACT.query_terms(["salary", "bands", "engineering"]), {}, 10, EXACT.terms)
     text = "Band E1 ranges from 52,000 to 61,000 euros per year."

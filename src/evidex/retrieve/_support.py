@@ -22,7 +22,11 @@ Heading lines ("# Returns", "## ERR-401: Please sign in again") and title lines 
 line without final punctuation, such as "Error ERR-401" above the text that explains it) are
 not sentences that can answer: they are scored as part of the title, never quoted. Nor is a
 sentence that asks a question ("I received a gift. Can I return it?" in an FAQ): it shares the
-reader's words and meaning, since it is the reader's question, and answers nothing.
+reader's words and meaning, since it is the reader's question, and answers nothing; nor one
+that only repeats the title ("Basecamp 4 Family Tent." opening the record titled "Basecamp 4
+Family Tent (TN-9004)": read with its title it is as close to any question about the tent as
+the title is), nor a pointer to another page ('See "Club points: collecting, redeeming and
+expiry".').
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ Analyze = Callable[[str], list[str]]
 _WORDS = re.compile(r"[^\W_]+")
 #: A sentence that ends in a question mark (before closing quotes or emphasis marks).
 _QUESTION_END = re.compile(r"\?[\s*_\"'»«“”)]*$")
+#: A sentence that only points to another page: "See "Refunds" for ...", "Siehe „Versand“".
+_POINTER = re.compile(r"(?:see|siehe)\s+[\"'„“‘«»]", re.IGNORECASE)
 #: A title line has at most this many words.
 _TITLE_WORDS = 8
 
@@ -180,13 +186,15 @@ def _analysed(text: str, titles: tuple[str, ...], analyze: Analyze) -> _Analysed
     """Cached: the best passages of one query are often the best of the next, and reading a
     passage's sentences is most of what measuring its support costs."""
     title_stems = frozenset(stem(t) for title in titles for t in analyze(title))
+    function = _function_stems(analyze)
     sentences = []
     everything: set[str] = set()
     for i, (s, e) in enumerate(sentence_spans(text)):
         stems = frozenset(stem(t) for t in analyze(text[s:e]))
         everything |= stems
         if (len(_WORDS.findall(text[s:e])) < 3 or is_title_line(text, s, e, i == 0, titles)
-                or _QUESTION_END.search(text, s, e)):
+                or _QUESTION_END.search(text, s, e) or _POINTER.match(text, s, e)
+                or stems - function <= title_stems):
             continue
         sentences.append((s, e, stems))
     return _Analysed(title_stems, frozenset(everything), tuple(sentences))
