@@ -77,8 +77,8 @@ class EvidenceThresholds:
 #: Per embedding model; "none" is the keyword-only store. Fitted values are recorded with the
 #: command that produced them in benchmarks/RESULTS.md.
 EVIDENCE_THRESHOLDS: dict[str, EvidenceThresholds] = {
-    "multilingual-e5-small": EvidenceThresholds(0.915, 0.05, 1.0, 0.12, 0.04, 0.05),
-    "multilingual-e5-small-int8": EvidenceThresholds(0.915, 0.05, 1.0, 0.12, 0.04, 0.05),
+    "multilingual-e5-small": EvidenceThresholds(0.9075, 0.05, 1.0, 0.12, 0.04, 0.05),
+    "multilingual-e5-small-int8": EvidenceThresholds(0.9075, 0.05, 1.0, 0.12, 0.04, 0.05),
     "all-minilm-l6-v2": EvidenceThresholds(0.62, 0.4, 0.0, -2.0, 0.0, 0.15),
     "hash-test": EvidenceThresholds(0.5, 1.0, 0.0, -2.0, 0.0, 0.3),
     "none": EvidenceThresholds(2.0, 0.0, 0.0, -2.0, 0.0, 1.0),
