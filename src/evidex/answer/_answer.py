@@ -11,11 +11,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..model import Actor, EvidexError, Resolution, SearchResults
-from ..retrieve import wants_number
 from ..tools import LiveSource
 from ._budget import fit_sources, token_counter
 from ._contract import check_output, markers, sentences
-from ._extractive import DISAGREE_TEXT, extractive_answer
+from ._extractive import DISAGREE_TEXT, asks_number, extractive_answer
 from ._grounding import supporting_span
 from ._live import answer_with_live
 from ._openai import SYSTEM_TEXT, GeneratorError, OpenAIGenerator
@@ -121,7 +120,7 @@ def answer_question(
         return decline("context_budget", "no supporting passage fits the context budget")
     if generator == "extractive":
         output: Any = extractive_answer(kept, kept_support, similar, settings.max_sentences,
-                                        number=wants_number(question))
+                                        number=asks_number(question))
     else:
         try:
             output = openai.generate(question, [s.as_context() for s in kept])  # type: ignore[union-attr]

@@ -6,10 +6,13 @@ sentences and how much of the question each covers, idf-weighted) and quotes, ve
 
 1. the sentence that best answers: in each passage that supports answering, the sentence
    whose question words are most informative, weighting each word by its idf in the collection
-   and by how few of the passage's sentences contain it (the topic, named in every sentence,
-   cannot tell them apart); across passages, the highest coverage, a better-ranked passage
-   winning near-ties, and a passage in the question's language before one in another language
-   whenever one supports answering. When the question is in another
+   and by how few of the passage's sentences contain it (the topic, named in the title or in
+   every sentence, cannot tell them apart; sentences words cannot tell apart go to the one
+   closest in meaning, when compared, else the first); across passages, a passage in the
+   question's language before one in another language whenever one supports answering, and
+   among them the one whose best sentence is closest in meaning to the question (the decision
+   compares them: ``retrieve._meaning``), else the highest coverage, a better-ranked passage
+   winning near-ties. When the question is in another
    language than the passage, or shares no informative word with any of its sentences, words
    cannot choose, and the sentence most similar in meaning to the question is taken (``similar``,
    the embedding model), else the passage's first sentence;
@@ -27,8 +30,9 @@ sentences and how much of the question each covers, idf-weighted) and quotes, ve
    different value of the same kind (a duration, period, time, price, percentage or date:
    ``_values``), the answer says "Sources disagree." and quotes both.
 
-Heading lines and title lines are never quoted (``retrieve._support``), nor sentences with
-markup, links or bracketed numbers, which the output contract would reject.
+Heading lines and title lines are never quoted (``retrieve._support``), nor a table's header
+row, nor sentences with markup, links or bracketed numbers, which the output contract would
+reject.
 """
 
 from __future__ import annotations
@@ -39,11 +43,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..ingest import disagree
-from ..retrieve import PassageSupport, SentenceMatch, coverage, has_number
+from ..ingest import disagreement, sentence_spans, values
+from ..retrieve import PassageSupport, SentenceMatch, coverage, has_number, wants_number
 from ._types import Source
 
-__all__ = ["DISAGREE_TEXT", "Quote", "choose_sentences", "extractive_answer"]
+__all__ = ["DISAGREE_TEXT", "Quote", "asks_number", "choose_sentences", "extractive_answer"]
 
 #: What the answer says before quoting sources that state different values.
 DISAGREE_TEXT = "Sources disagree."
@@ -66,8 +70,16 @@ _QUALIFIES = re.compile(
 _RANK_MARGIN = 0.1
 #: A further sentence must add this much weighted coverage to be quoted for support.
 _MIN_GAIN = 0.2
+#: More values of one kind than this in a sentence are a list (see ``_states_other``).
+_LIST = 2
 #: Below this coverage a sentence shares no informative word with the question.
 _NO_OVERLAP = 0.15
+
+
+def asks_number(question: str) -> bool:
+    """Some sentence of the question asks for a quantity or a time: "I'm locked out after a few
+    tries. How long do I have to wait?" asks in its second."""
+    return any(wants_number(question[s:e]) for s, e in sentence_spans(question))
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +91,20 @@ class Quote:
     end: int
 
 
+#: A Markdown table's header row: the line right after it is the row of dashes under it.
+_UNDER_HEADER = re.compile(r"[ \t]*\n[ \t]*\|?[ \t]*:?-{3,}")
+
+
 def _quotable(src: Source, m: SentenceMatch) -> bool:
-    return not _SKIP.search(src.citation["quote"][m.start:m.end])
+    """Not markup, not a question (an FAQ's "Can I return it?" asks what the sentences after
+    it answer), and not a table's header row: it names the columns, like a heading, and
+    answers nothing on its own (the row below it that holds the question's words does)."""
+    text = src.citation["quote"]
+    if text[m.start:m.end].rstrip(")\"'»“” ").endswith("?"):
+        return False
+    if text.startswith("|", m.start) and _UNDER_HEADER.match(text, m.end):
+        return False
+    return not _SKIP.search(text[m.start:m.end])
 
 
 def _best(src: Source, p: PassageSupport, similar: Callable[[list[str]], Sequence[float]] | None,
@@ -99,18 +123,32 @@ def _best(src: Source, p: PassageSupport, similar: Callable[[list[str]], Sequenc
         sims = similar([text[m.start:m.end] for m in cands])
         k = max(range(len(cands)), key=lambda j: (sims[j], -j))
         return best.coverage, cands[k]
-    # Inside the passage, a question word found in every sentence, or in the title every
-    # sentence is read with (the topic: "Lisbon", "earthquake"), cannot tell them apart; one
-    # found in a single sentence ("shaking") can.
+    # Inside the passage, a question word in the title every sentence is read with (the topic:
+    # "Lisbon", "earthquake") cannot tell its sentences apart at all, and one found in most
+    # sentences hardly; one found in a single sentence ("shaking") can.
     n = len(cands)
-    local = {s: math.log(1 + (n - sf + 0.5) / (sf + 0.5))
-             for s in p.weights for sf in [n if s in p.context else sum(s in m.stems for m in cands)]}
-    scored = [(sum(w * local[s] for s, w in p.weights.items() if s in m.stems), -m.start, m)
-              for m in cands]
-    top = max(scored, key=lambda x: (x[0], x[1]))
-    if top[0] <= 0:
-        return best.coverage, best if best.coverage > 0 else cands[0]
-    return top[2].coverage, top[2]
+    local = {s: 0.0 if s in p.context else math.log(1 + (n - sf + 0.5) / (sf + 0.5))
+             for s in p.weights for sf in [sum(s in m.stems for m in cands)]}
+    scored = [(sum(w * local[s] for s, w in p.weights.items() if s in m.stems), m) for m in cands]
+    top_score = max(x[0] for x in scored)
+    if top_score <= 0:
+        # Words cannot choose: the sentence with the best coverage (all tie when the title
+        # holds every question word they share).
+        tied = [m for m in cands if m.coverage >= best.coverage]
+    else:
+        tied = [m for sc, m in scored if sc >= top_score]
+    return (chosen := _by_meaning(tied, p)).coverage, chosen
+
+
+def _by_meaning(tied: list[SentenceMatch], p: PassageSupport) -> SentenceMatch:
+    """Of sentences that words cannot tell apart, the one closest in meaning to the question
+    when the decision compared them by meaning (``PassageSupport.meaning``), else the first:
+    the earlier sentence of a passage usually states what the later ones qualify."""
+    cos = dict(p.meaning)
+    known = [m for m in tied if m.start in cos]
+    if len(known) >= 2:
+        return max(known, key=lambda m: (cos[m.start], -m.start))
+    return min(tied, key=lambda m: m.start)
 
 
 def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport],
@@ -133,6 +171,13 @@ def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport
     for cov, i, m in pool[1:]:
         if cov > top_cov + _RANK_MARGIN and cov > first[0]:
             first = (cov, i, m)
+    # When the decision compared each of these passages' best sentences with the question by
+    # meaning, the closest one answers: coverage counts the words a sentence shares with the
+    # question, and a passage on a neighbouring topic shares as many. Cosines across languages
+    # are not on one scale, so a pool in another language keeps the order above.
+    near = [support[i].sentence_similarity for _, i, _m in pool]
+    if len(pool) > 1 and not support[pool[0][1]].cross_language and None not in near:
+        first = pool[max(range(len(pool)), key=lambda k: (near[k] or 0.0, -k))]
     _, fi, fm = first
     quotes = [Quote(fi, fm.start, fm.end)]
     weights = support[fi].weights
@@ -170,7 +215,7 @@ def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport
         if i == fi or cov < max(0.3, 0.6 * first[0]) or (subject is not None and subject not in m.stems):
             continue
         other = sources[i].citation["quote"][m.start:m.end]
-        if disagree(text[fm.start:fm.end], other) and len(quotes) < max_sentences:
+        if _states_other(text[fm.start:fm.end], other) and len(quotes) < max_sentences:
             quotes.append(Quote(i, m.start, m.end))
             conflict = True
             break
@@ -196,6 +241,18 @@ def choose_sentences(sources: Sequence[Source], support: Sequence[PassageSupport
         quotes.append(Quote(pick[0], pick[1].start, pick[1].end))
         have |= pick[1].stems
     return quotes, conflict
+
+
+def _states_other(a: str, b: str) -> bool:
+    """``a`` and ``b`` state different values of one kind, each as the value of something: a
+    sentence listing more than ``_LIST`` values of a kind (the public holidays of a year, a
+    table row of prices per zone) enumerates them, and another date is not a contradiction
+    of the list."""
+    va, vb = values(a), values(b)
+    listed = {k for vs in (va, vb) for k in {v.kind for v in vs}
+              if sum(v.kind == k for v in vs) > _LIST}
+    return bool(disagreement([v for v in va if v.kind not in listed],
+                             [v for v in vb if v.kind not in listed]))
 
 
 def _span(quotes: list[Quote], i: int) -> tuple[int, int] | None:

@@ -246,8 +246,14 @@ class _Finish:
             t: sum(int(allowed.mask(view.sig, p).sum()) for p, _ in view.postings(t))
             for t in self.terms}
         weights = term_weights(self.terms, df, allowed.passages, self.analyze)
-        kw = dict(zip(kc.pids.tolist(), kc.scores.tolist(), strict=True)) if kc is not None else {}
-        best_kw = max(kw.values(), default=0.0)
+        kw: dict[int, float] = {}
+        best_kw = 0.0
+        if kc is not None and len(kc.pids):
+            # The leg's candidates can be tens of thousands (a common word of a large store):
+            # read the scores of these hits only, not a mapping of every candidate.
+            at = np.isin(kc.pids, np.array([h.pid for h in hits], dtype=kc.pids.dtype))
+            kw = dict(zip(kc.pids[at].tolist(), kc.scores[at].tolist(), strict=True))
+            best_kw = float(kc.scores.max())
         cos: dict[int, float] = {}
         if self.qvec is not None:
             if vc is not None:
