@@ -255,6 +255,11 @@ def test_a_sentence_that_repeats_the_title_or_points_elsewhere_is_not_an_answer(
                         similarity=None, cross_language=False, keyword=0.0)
     assert [text[m.start:m.end] for m in p.sentences] == [
         "SKU TN-9004.", "Four-person family tent, 14.5 kg.", "The Family Tent is in stock."]
+    # A heading may state the answer: repeating it is quoting the answer.
+    text = "Your session has expired. Sign in again."
+    p = passage_support(text, ("Error codes", "ERR-401: Please sign in again"), EXACT.terms, w,
+                        similarity=None, cross_language=False, keyword=0.0)
+    assert [text[m.start:m.end] for m in p.sentences] == ["Your session has expired.", "Sign in again."]
 
 def test_a_sentence_is_read_with_its_heading_path() -> None:
     w = term_weights(EXACT.query_terms(["salary", "bands", "engineering"]), {}, 10, EXACT.terms)
@@ -279,7 +284,7 @@ def test_sentence_spans_are_trimmed_ordered_and_verbatim(text: str) -> None:
     ("In der 85. Minute verwandelte Andreas Brehme. Danach war Schluss.",
      ["In der 85. Minute verwandelte Andreas Brehme.", "Danach war Schluss."]),
     ("1. Sign in to your account.\n2. Select the order.",
-     ["1. Sign in to your account.", "2. Select the order."]),
+     ["1.", "Sign in to your account.", "2.", "Select the order."]),
     ("He died aged 68. The funeral was held in Paris.",
      ["He died aged 68.", "The funeral was held in Paris."]),
     ("Es war im Jahr 1933. Dann kam der Krieg.", ["Es war im Jahr 1933.", "Dann kam der Krieg."]),
@@ -287,7 +292,8 @@ def test_sentence_spans_are_trimmed_ordered_and_verbatim(text: str) -> None:
 ])
 def test_an_ordinal_with_a_period_does_not_end_a_sentence(text: str, want: list[str]) -> None:
     """German writes ordinals with a period ("5. Mai", "im 19. Jahrhundert"); a sentence split
-    there quotes, and compares by meaning, a fragment ("Minute verwandelte Andreas Brehme ...")."""
+    there quotes, and compares by meaning, a fragment ("Minute verwandelte Andreas Brehme ...").
+    A list item's number stays apart, so the item is quoted without it."""
     assert [text[s:e] for s, e in sentence_spans(text)] == want
 
 

@@ -23,10 +23,10 @@ line without final punctuation, such as "Error ERR-401" above the text that expl
 not sentences that can answer: they are scored as part of the title, never quoted. Nor is a
 sentence that asks a question ("I received a gift. Can I return it?" in an FAQ): it shares the
 reader's words and meaning, since it is the reader's question, and answers nothing; nor one
-that only repeats the title ("Basecamp 4 Family Tent." opening the record titled "Basecamp 4
-Family Tent (TN-9004)": read with its title it is as close to any question about the tent as
-the title is), nor a pointer to another page ('See "Club points: collecting, redeeming and
-expiry".').
+that only repeats the document's title ("Basecamp 4 Family Tent." opening the record titled
+"Basecamp 4 Family Tent (TN-9004)": read with its title it is as close to any question about
+the tent as the title is; a heading may state the answer, so repeating a heading is allowed),
+nor a pointer to another page ('See "Club points: collecting, redeeming and expiry".').
 """
 
 from __future__ import annotations
@@ -186,7 +186,10 @@ def _analysed(text: str, titles: tuple[str, ...], analyze: Analyze) -> _Analysed
     """Cached: the best passages of one query are often the best of the next, and reading a
     passage's sentences is most of what measuring its support costs."""
     title_stems = frozenset(stem(t) for title in titles for t in analyze(title))
+    # Only the document's title: a heading often states the answer ("ERR-401: Please sign in
+    # again" above "Sign in again."), a title names the subject.
     function = _function_stems(analyze)
+    repeats = frozenset(stem(t) for t in analyze(titles[0])) - function if titles else frozenset()
     sentences = []
     everything: set[str] = set()
     for i, (s, e) in enumerate(sentence_spans(text)):
@@ -194,7 +197,7 @@ def _analysed(text: str, titles: tuple[str, ...], analyze: Analyze) -> _Analysed
         everything |= stems
         if (len(_WORDS.findall(text[s:e])) < 3 or is_title_line(text, s, e, i == 0, titles)
                 or _QUESTION_END.search(text, s, e) or _POINTER.match(text, s, e)
-                or stems - function <= title_stems):
+                or (repeats and stems - function <= repeats)):
             continue
         sentences.append((s, e, stems))
     return _Analysed(title_stems, frozenset(everything), tuple(sentences))
