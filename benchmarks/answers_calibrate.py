@@ -31,12 +31,17 @@ import numpy as np
 
 from answers_sets import build, load
 from evidex.kb import QUESTION_LIMITS
-from evidex.retrieve import EVIDENCE_THRESHOLDS, EvidenceThresholds
+from evidex.retrieve import DECIDE_DEPTH, EVIDENCE_THRESHOLDS, EvidenceThresholds
 
 SETS = ("encyclopedia", "squad", "mlqa", "scifact")
 
 
-def collect(embedder: str, sets: tuple[str, ...]) -> list[tuple[str, str, frozenset[str], list]]:
+def collect(embedder: str, sets: tuple[str, ...], texts: list | None = None
+            ) -> list[tuple[str, str, frozenset[str], list]]:
+    """Per dev question: (set, kind, expected document ids, [(document id, PassageSupport)] of
+    the answer's search). ``texts``, when given, receives per question (question, [(passage
+    text, (title, *heading path), language)] of the ``DECIDE_DEPTH`` best), for features read
+    from the text."""
     rows = []
     for name in sets:
         qset = load(name, "dev")
@@ -47,6 +52,9 @@ def collect(embedder: str, sets: tuple[str, ...]) -> list[tuple[str, str, frozen
             res = kb.search(qset.actor, q.text, limit=6, limits=QUESTION_LIMITS, rerank=True)
             rows.append((name, q.kind, q.expected,
                          [(h.document_id, p) for h, p in zip(res, res.support, strict=False)]))
+            if texts is not None:
+                texts.append((q, [(h.quote, (h.title or "", *h.heading_path), h.language)
+                                  for h in list(res)[:DECIDE_DEPTH]]))
         kb.close()
     return rows
 

@@ -9,7 +9,9 @@ sets below and keeps each passage's ``PassageSupport`` (``answers_calibrate.coll
 under benchmarks/.work/answers/).
 Sets (development data only; benchmarks/answers_sets.py): encyclopedia dev (wh, keyword,
 German->English, English->German, near-miss out-of-collection), SciFact *train* claims + the
-calibration half of benchmarks/data/off-topic-questions.txt.
+calibration half of benchmarks/data/off-topic-questions.txt, and the help-centre questions of
+benchmarks/data/shop-dev over examples/shop (wh, keyword, cross-language, near misses; the
+shipped case file examples/eval/cases.yaml is the held-out set of that collection).
 
 ``collect`` runs with the code's own search, so each passage's sentence similarity
 (``retrieve._meaning``) is computed and cached as an ``ask`` would.
@@ -45,7 +47,7 @@ from answers_calibrate import collect as calibrate_collect
 from answers_sets import WORK
 from evidex.retrieve import EVIDENCE_THRESHOLDS, EvidenceThresholds
 
-SETS = ("encyclopedia", "scifact")
+SETS = ("encyclopedia", "scifact", "shop")
 
 
 def _path(embedder: str, name: str) -> Path:
@@ -54,8 +56,11 @@ def _path(embedder: str, name: str) -> Path:
 
 def collect(embedder: str, sets: tuple[str, ...]) -> None:
     for name in sets:
-        rows = [{"set": s, "kind": kind, "expected": expected, "hits": hits}
-                for s, kind, expected, hits in calibrate_collect(embedder, (name,))]
+        texts: list = []
+        rows = [{"set": s, "kind": kind, "expected": expected, "hits": hits,
+                 "question": dataclasses.asdict(q), "texts": top}
+                for (s, kind, expected, hits), (q, top)
+                in zip(calibrate_collect(embedder, (name,), texts), texts, strict=True)]
         _path(embedder, name).write_bytes(pickle.dumps(rows))
         print(f"{len(rows)} questions -> {_path(embedder, name)}")
 

@@ -230,6 +230,37 @@ def test_heading_and_title_lines_are_never_sentences_to_quote() -> None:
     assert [md[m.start:m.end] for m in p.sentences] == ["Your session has expired."]
 
 
+
+def test_a_sentence_that_asks_is_not_one_that_answers() -> None:
+    """An FAQ's question line is the reader's question in other words: closest in words and
+    meaning, and it answers nothing. The answer after it, and a question and answer written as
+    one unit, are quotable."""
+    text = ("I received a gift. Can I return it?\nYes, gifts can be returned within 30 days. "
+            "**Do you refund the giver?** Only when the giver returns it.")
+    w = term_weights(EXACT.query_terms(["return", "gift"]), {}, 10, EXACT.terms)
+    p = passage_support(text, ("Returning a gift",), EXACT.terms, w, similarity=None,
+                        cross_language=False, keyword=0.0)
+    assert [text[m.start:m.end] for m in p.sentences] == [
+        "I received a gift.", "Yes, gifts can be returned within 30 days.",
+        "**Do you refund the giver?** Only when the giver returns it."]
+
+
+def test_a_sentence_that_repeats_the_title_or_points_elsewhere_is_not_an_answer() -> None:
+    """A catalogue record opens with the product's name: read with its title it is as close to
+    any question about the product as the title is, and says nothing."""
+    text = ('Basecamp 4 Family Tent. SKU TN-9004. Four-person family tent, 14.5 kg. '
+            'See "Tents: care and repair" for the warranty. The Family Tent is in stock.')
+    w = term_weights(EXACT.query_terms(["basecamp", "tent", "packed", "size"]), {}, 10, EXACT.terms)
+    p = passage_support(text, ("Basecamp 4 Family Tent (TN-9004)",), EXACT.terms, w,
+                        similarity=None, cross_language=False, keyword=0.0)
+    assert [text[m.start:m.end] for m in p.sentences] == [
+        "SKU TN-9004.", "Four-person family tent, 14.5 kg.", "The Family Tent is in stock."]
+    # A heading may state the answer: repeating it is quoting the answer.
+    text = "Your session has expired. Sign in again."
+    p = passage_support(text, ("Error codes", "ERR-401: Please sign in again"), EXACT.terms, w,
+                        similarity=None, cross_language=False, keyword=0.0)
+    assert [text[m.start:m.end] for m in p.sentences] == ["Your session has expired.", "Sign in again."]
+
 def test_a_sentence_is_read_with_its_heading_path() -> None:
     w = term_weights(EXACT.query_terms(["salary", "bands", "engineering"]), {}, 10, EXACT.terms)
     text = "Band E1 ranges from 52,000 to 61,000 euros per year."
@@ -245,6 +276,25 @@ def test_sentence_spans_are_trimmed_ordered_and_verbatim(text: str) -> None:
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     assert [text[s:e] for s, e in spans] == sentences(text)
     assert all(text[s:e] == text[s:e].strip() for s, e in spans)
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Am 29. Januar 1886 meldete Benz das Patent an. Es gilt als Geburtsurkunde.",
+     ["Am 29. Januar 1886 meldete Benz das Patent an.", "Es gilt als Geburtsurkunde."]),
+    ("In der 85. Minute verwandelte Andreas Brehme. Danach war Schluss.",
+     ["In der 85. Minute verwandelte Andreas Brehme.", "Danach war Schluss."]),
+    ("1. Sign in to your account.\n2. Select the order.",
+     ["1.", "Sign in to your account.", "2.", "Select the order."]),
+    ("He died aged 68. The funeral was held in Paris.",
+     ["He died aged 68.", "The funeral was held in Paris."]),
+    ("Es war im Jahr 1933. Dann kam der Krieg.", ["Es war im Jahr 1933.", "Dann kam der Krieg."]),
+    ("England won 4–2. Lionel scored.", ["England won 4–2.", "Lionel scored."]),
+])
+def test_an_ordinal_with_a_period_does_not_end_a_sentence(text: str, want: list[str]) -> None:
+    """German writes ordinals with a period ("5. Mai", "im 19. Jahrhundert"); a sentence split
+    there quotes, and compares by meaning, a fragment ("Minute verwandelte Andreas Brehme ...").
+    A list item's number stays apart, so the item is quoted without it."""
+    assert [text[s:e] for s, e in sentence_spans(text)] == want
 
 
 @pytest.mark.parametrize(("text", "lang"), [

@@ -29,7 +29,8 @@ The search's ``evidence`` is ``strong`` when some returned passage supports answ
 when passages were found but none does, ``none`` without hits. It is a retrieval signal for the
 decline decision, never a probability of truth. Cosines are on each model's own scale, so the
 values are per embedding model, fitted on development data of several kinds at once (claims,
-wh-questions, keyword queries, German, cross-language, out-of-collection questions) by
+encyclopedic and help-centre wh-questions, keyword queries, German, cross-language,
+out-of-collection questions) by
 benchmarks/answers_decide.py, which runs this very rule; each model's values are recorded with
 the command that produced them in benchmarks/RESULTS.md.
 """

@@ -20,7 +20,13 @@ on the topic but does not state what was asked (``PassageSupport.typed`` is Fals
 
 Heading lines ("# Returns", "## ERR-401: Please sign in again") and title lines (a short first
 line without final punctuation, such as "Error ERR-401" above the text that explains it) are
-not sentences that can answer: they are scored as part of the title, never quoted.
+not sentences that can answer: they are scored as part of the title, never quoted. Nor is a
+sentence that asks a question ("I received a gift. Can I return it?" in an FAQ): it shares the
+reader's words and meaning, since it is the reader's question, and answers nothing; nor one
+that only repeats the document's title ("Basecamp 4 Family Tent." opening the record titled
+"Basecamp 4 Family Tent (TN-9004)": read with its title it is as close to any question about
+the tent as the title is; a heading may state the answer, so repeating a heading is allowed),
+nor a pointer to another page ('See "Club points: collecting, redeeming and expiry".').
 """
 
 from __future__ import annotations
@@ -39,6 +45,10 @@ __all__ = ["PassageSupport", "SentenceMatch", "coverage", "has_number", "is_titl
 
 Analyze = Callable[[str], list[str]]
 _WORDS = re.compile(r"[^\W_]+")
+#: A sentence that ends in a question mark (before closing quotes or emphasis marks).
+_QUESTION_END = re.compile(r"\?[\s*_\"'»«“”)]*$")
+#: A sentence that only points to another page: "See "Refunds" for ...", "Siehe „Versand“".
+_POINTER = re.compile(r"(?:see|siehe)\s+[\"'„“‘«»]", re.IGNORECASE)
 #: A title line has at most this many words.
 _TITLE_WORDS = 8
 
@@ -176,12 +186,18 @@ def _analysed(text: str, titles: tuple[str, ...], analyze: Analyze) -> _Analysed
     """Cached: the best passages of one query are often the best of the next, and reading a
     passage's sentences is most of what measuring its support costs."""
     title_stems = frozenset(stem(t) for title in titles for t in analyze(title))
+    # Only the document's title: a heading often states the answer ("ERR-401: Please sign in
+    # again" above "Sign in again."), a title names the subject.
+    function = _function_stems(analyze)
+    repeats = frozenset(stem(t) for t in analyze(titles[0])) - function if titles else frozenset()
     sentences = []
     everything: set[str] = set()
     for i, (s, e) in enumerate(sentence_spans(text)):
         stems = frozenset(stem(t) for t in analyze(text[s:e]))
         everything |= stems
-        if len(_WORDS.findall(text[s:e])) < 3 or is_title_line(text, s, e, i == 0, titles):
+        if (len(_WORDS.findall(text[s:e])) < 3 or is_title_line(text, s, e, i == 0, titles)
+                or _QUESTION_END.search(text, s, e) or _POINTER.match(text, s, e)
+                or (repeats and stems - function <= repeats)):
             continue
         sentences.append((s, e, stems))
     return _Analysed(title_stems, frozenset(everything), tuple(sentences))
