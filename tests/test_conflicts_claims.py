@@ -5,9 +5,12 @@ never text, under a kind that changes with the scanner's code."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
 import json
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,3 +131,14 @@ def test_a_keyword_only_store_opens_no_cache_file_unless_given_one(
 def ingest_keyword_only(path: Path, cache: Path) -> list[Conflict]:
     with KnowledgeBase.open(path, embedder="none", embed_cache=cache) as kb:
         return list(kb.ingest([CARE, SHELL], split="heading").conflicts)
+
+
+def test_the_cache_kind_covers_all_the_scanner_code() -> None:
+    """The kind is a digest of the value scanner's and the sentence splitter's modules: that is
+    all the code behind the kept spans only while neither imports other evidex code."""
+    for f in (_conflicts.values, _conflicts.sentence_spans):
+        tree = ast.parse(inspect.getsource(sys.modules[f.__module__]))
+        imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [m for m in imported if m.startswith("evidex") or not m], (f.__module__, imported)
+    assert _conflicts._scanner().startswith("conflict-values:")
