@@ -318,25 +318,24 @@ class _Detector:
         """(pids, vectors) of the tenant's live passages, read once per detection."""
         if self._matrix is None:
             live = np.flatnonzero(np.isin(self.view.sig, np.asarray(self.sigs, dtype=np.int64)))
-            got = self.view.passage_vectors(live.tolist())
-            pids = np.array(sorted(got), dtype=np.int64)
-            dim = next(iter(got.values())).shape[0] if got else 1
-            self._matrix = (pids, np.stack([got[int(p)] for p in pids]).astype(np.float32)
-                            if len(pids) else np.zeros((0, dim), np.float32))
+            self._matrix = self.view.passage_matrix(live)
         return self._matrix
 
-    def nearest(self, units: list[_Unit],
-                vectors: dict[int, np.ndarray]) -> list[tuple[list[int], int, float]]:
+    def nearest(self, units: list[_Unit]) -> list[tuple[list[int], int, float]]:
         """Per unit: the dkeys of the documents (other than its own) nearest to its passage, the
         nearest passage of another document and the cosine to it. The units with vectors are
-        scored as blocks of one matrix product against the tenant's passages."""
+        scored as blocks of one matrix product against the tenant's passages (the units' own
+        passages among them: they are live passages of the tenant)."""
         out: list[tuple[list[int], int, float]] = [([], -1, 0.0)] * len(units)
-        rows = [i for i, u in enumerate(units) if u.passage.pid in vectors]
-        pids, matrix = self.matrix() if rows else (np.zeros(0, np.int64), None)
+        pids, matrix = self.matrix()
+        mine = np.asarray([u.passage.pid for u in units], dtype=np.int64)
+        at = np.minimum(np.searchsorted(pids, mine), max(len(pids) - 1, 0))
+        has = (pids[at] == mine) if len(pids) else np.zeros(len(units), dtype=bool)
+        rows = np.flatnonzero(has).tolist()
         dkeys = self.view.dkey[pids] if len(pids) else pids
         for start in range(0, len(rows), 256):
             block = rows[start:start + 256]
-            scores = np.stack([vectors[units[i].passage.pid] for i in block]) @ matrix.T
+            scores = matrix[at[block]] @ matrix.T
             k = min(NEIGHBOURS, scores.shape[1] - 1)
             top = np.argpartition(-scores, k, axis=1)[:, :NEIGHBOURS]
             top = np.take_along_axis(top, np.argsort(-np.take_along_axis(scores, top, 1), 1,
@@ -351,9 +350,8 @@ class _Detector:
                 if keep[first[row]]:
                     out[i] = (_first(k for k, o in zip(ks, keep, strict=True) if o),
                               int(pids[best[row]]), cos[row])
-        for i, u in enumerate(units):
-            if u.passage.pid not in vectors:
-                out[i] = (self.by_terms(u), -1, 0.0)
+        for i in np.flatnonzero(~has).tolist():
+            out[i] = (self.by_terms(units[i]), -1, 0.0)
         return out
 
     def by_terms(self, u: _Unit) -> list[int]:
@@ -452,8 +450,7 @@ def find_conflicts(view: ReadView, tenant: str, written: Sequence[StoredDocument
     det.read_claims(d.dkey for d in written)
     # Passages stating no value are dropped before any search.
     units = [u for d in written for p in det.passages(d.dkey) if (u := det.unit(d, p)) is not None]
-    vectors = view.passage_vectors(u.passage.pid for u in units)
-    near = det.nearest(units, vectors)
+    near = det.nearest(units)
     docs = view.documents({k for ks, _, _ in near for k in ks})
     det.prefetch(docs)
     det.read_claims(docs)

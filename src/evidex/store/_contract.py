@@ -221,6 +221,12 @@ class ReadView(Protocol):
         """Stored vectors of live passages (empty for a keyword-only store)."""
         ...
 
+    def passage_matrix(self, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``passage_vectors`` as one array: (the ids among ``pids`` with a stored vector, in
+        the given order; their vectors as float32 rows). Reading a tenant's vectors for a
+        matrix product costs no Python work per passage."""
+        ...
+
     def vector_search(self, sigs: Iterable[int], query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(passage ids, cosine) of at least the best ``k`` live rows of these signatures,
         with every row tied to the k-th."""

@@ -127,6 +127,10 @@ class VectorStorage(Protocol):
 
     def get(self, view: SQLView, pids: Iterable[int]) -> dict[int, np.ndarray]: ...
 
+    def matrix(self, view: SQLView, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``get`` as (the ids with a vector, in the given order; their vectors stacked)."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -161,6 +161,14 @@ class RowVectors:
                                ([int(p) for p in pids],)).fetchall()
         return {int(r[0]): r[1] for r in rows}
 
+    def matrix(self, view: SQLView, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        got = self.get(view, pids.tolist())
+        have = np.asarray([p for p in pids.tolist() if p in got], dtype=np.int64)
+        dim = max(1, self._s.dimension)
+        if not len(have):
+            return have, np.zeros((0, dim), dtype=np.float32)
+        return have, np.stack([got[p] for p in have.tolist()]).astype(np.float32, copy=False)
+
     def close(self) -> None:
         self.blocks = None
 

@@ -162,6 +162,12 @@ class _SegmentVectors:
         vectors = self._s._cache.vectors
         return {} if vectors is None else vectors.get(pids)
 
+    def matrix(self, view: SQLView, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        vectors = self._s._cache.vectors
+        if vectors is None:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, max(1, self._s.dimension)), dtype=np.float32)
+        return vectors.matrix(pids)
+
     def close(self) -> None:
         return None
 

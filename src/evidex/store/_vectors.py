@@ -195,5 +195,19 @@ class VectorBlocks:
                 out[p] = self.blocks[int(self._blk[p])].vecs[self._row[p]].copy()
         return out
 
+    def matrix(self, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the ids among ``pids`` with a live row, in the given order; their rows stacked):
+        ``get`` as one array, gathered per block rather than per passage."""
+        pids = np.asarray(pids, dtype=np.int64)
+        pids = pids[pids < len(self._blk)]
+        blk = self._blk[pids]
+        pids, blk = pids[blk >= 0], blk[blk >= 0]
+        rows = self._row[pids]
+        out = np.empty((len(pids), self.dim), dtype=np.float32)
+        for sig in np.unique(blk).tolist():
+            at = np.flatnonzero(blk == sig)
+            out[at] = self.blocks[sig].vecs[rows[at]]
+        return pids, out
+
     def rows(self) -> int:
         return sum(b.n - b.dead for b in self.blocks.values())

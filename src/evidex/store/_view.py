@@ -120,6 +120,9 @@ class SQLView:
         """Stored vectors of live passages (empty for a keyword-only store)."""
         return self._s._vectors.get(self, pids)
 
+    def passage_matrix(self, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self._s._vectors.matrix(self, np.asarray(pids, dtype=np.int64))
+
     def vector_search(self, sigs: Iterable[int], query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return self._s._vectors.search(self, sigs, query, k)
 
