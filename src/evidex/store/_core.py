@@ -304,6 +304,9 @@ class SQLStore(Records):
                 cols, postings = segment_from_rows(seg_rows)
                 self._insert_segment(c, cols, postings, self._stack(vectors), self.embedder)
             self._put_sources(tx, sources)
+        # Committed: the readers' row cache gets the new passages as the database would return
+        # them (a reader after the write, such as conflict detection, then reads no row back).
+        self._cache.remember_passages([(*r[:5], r[10], r[6], r[7], r[8], r[9]) for r in prows])
         return IngestReport(added, superseded, len(writes) - len(changed), written)
 
     def _signatures(self, c: Any, writes: Sequence[DocumentWrite]) -> dict[str, int]:

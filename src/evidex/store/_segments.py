@@ -238,8 +238,11 @@ class SegmentCache:
             return
         model, dim = source.vector_model()
         if model != self.vector_model:
-            # Another model's vectors (after a re-embed): rebuild everything from scratch.
+            # Another model's vectors (after a re-embed), or the first load: rebuild everything
+            # from scratch but the passage rows, which no model changes (see ``passage_rows``).
+            rows = self.passage_rows
             self.__init__(self._max_postings_bytes)  # type: ignore[misc]
+            self.passage_rows = rows
             self.vector_model = model
             self.vectors = VectorBlocks(dim) if model != "none" else None
         full = self.generation is None  # first load (or after a reset): every signature is new
@@ -331,6 +334,17 @@ class SegmentCache:
         out: the garbage collector stops tracking a tuple of strings and numbers, but walks
         every cached object on each full collection, which would then pause any call."""
         return self._cached(self.passage_rows, pids, fetch, tuple, StoredPassage.from_row)
+
+    def remember_passages(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Keep the rows of passages a write just committed (in ``PASSAGE_SELECT``'s column
+        order), unless they would push out most of what readers cached."""
+        if len(rows) > self.max_passage_rows // 4:
+            return
+        cache = self.passage_rows
+        for r in rows:
+            cache[r[0]] = r
+        while len(cache) > self.max_passage_rows:
+            cache.popitem(last=False)
 
     def documents(self, dkeys: Iterable[int], fetch: RowFetch) -> dict[int, StoredDocument]:
         """The documents with these keys, cached like ``passages`` (as parsed flat tuples)."""
