@@ -12,7 +12,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -298,7 +298,10 @@ class SegmentCache:
             version = self.sig_version.get(s.id)
             if full or version is None or s.id in touched:
                 version = self.sig_version[s.id] = generation
-            self.by_tenant.setdefault(s.tenant, []).append(replace(s, version=version))
+            # ``replace(s, version=version)`` without its per-field introspection:
+            self.by_tenant.setdefault(s.tenant, []).append(Signature(
+                s.id, s.tenant, s.groups, s.visibility, s.language, s.tags, s.passages, s.total_length,
+                version))
         self.generation = generation
 
     def _log_deaths(self, dead: np.ndarray) -> None:

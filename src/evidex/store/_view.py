@@ -7,6 +7,7 @@ itself from. Vector searches go to the backend's ``VectorStorage``.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,13 @@ __all__ = ["DOC_SELECT", "PASSAGE_SELECT", "SQLView"]
 DOC_SELECT = "SELECT dkey, tenant, doc_id, version, content_sha256, meta, split, indexed_at FROM documents"
 PASSAGE_SELECT = ("SELECT pid, dkey, number, start_off, end_off, text, heading_path, anchor, page, flags "
                   "FROM passages")
+
+
+@functools.lru_cache(maxsize=4096)
+def _string_set(text: str) -> frozenset[str]:
+    """A signature's groups or tags from their JSON: every refresh reads every signature row,
+    and most rows repeat a few group and tag lists."""
+    return frozenset(json.loads(text))
 
 
 class SQLView:
@@ -60,8 +68,7 @@ class SQLView:
 
     def all_signatures(self) -> list[Signature]:
         return [
-            Signature(r[0], r[1], frozenset(json.loads(r[2])), r[3], r[4], frozenset(json.loads(r[5])),
-                      int(r[6]), int(r[7]))
+            Signature(r[0], r[1], _string_set(r[2]), r[3], r[4], _string_set(r[5]), int(r[6]), int(r[7]))
             for r in self._c.execute("SELECT id, tenant, groups, visibility, language, tags, passages, "
                                      "total_length FROM signatures WHERE passages > 0")
         ]
