@@ -285,8 +285,9 @@ class KnowledgeBase:
         found: list[Conflict] = []
         with self.store.read() as view:
             for tenant in sorted({t for t, _ in written}):
-                docs = [view.document(t, i) for t, i in written if t == tenant]
-                titles = [d.title for d in self.store.iter_documents(tenant)]
+                every = {d.id: d for d in view.tenant_documents(tenant)}
+                docs = [every.get(i) for t, i in written if t == tenant]
+                titles = [d.title for d in every.values()]
                 # A keyword-only store opens no cache file unless it was given one.
                 cache = self._embed_cache() if self._cache_arg or self.store.embedder != "none" else None
                 found += retrieve.find_conflicts(view, tenant, [d for d in docs if d is not None],

@@ -111,6 +111,10 @@ class SQLView:
         r = self._c.execute(f"{DOC_SELECT} WHERE tenant = ? AND doc_id = ?", (tenant, doc_id)).fetchone()
         return StoredDocument.from_row(r) if r else None
 
+    def tenant_documents(self, tenant: str) -> list[StoredDocument]:
+        return [StoredDocument.from_row(r) for r in self._c.execute(
+            f"{DOC_SELECT} WHERE tenant = ? ORDER BY doc_id", (tenant,)).fetchall()]
+
     def document_text(self, dkey: int) -> str:
         r = self._c.execute("SELECT text FROM document_texts WHERE dkey = ?", (dkey,)).fetchone()
         return r[0] if r else ""
