@@ -24,6 +24,8 @@ fall either way from one process to the next, in either tree.
     PYTHONPATH=/tmp/base/src .venv/bin/python benchmarks/notify_conflicts.py --dump /tmp/main.json
     .venv/bin/python benchmarks/notify_conflicts.py --dump /tmp/branch.json
     cmp /tmp/main.json /tmp/branch.json
+
+``--postgres URL`` keeps the --dump stores in that PostgreSQL server instead (one schema each).
 """
 
 from __future__ import annotations
@@ -138,8 +140,9 @@ LOOSE = {"SUBJECT_MIN": 0.3, "MIN_SHARED": 2, "PASSAGE_MIN": 0.8, "PASSAGE_SHARE
          "PASSAGE_RATIO": 1000.0}
 
 
-def dump(path: Path, cache: Path | None) -> None:
-    """Every conflict found on the shop, the check set and a SciFact slice, as JSON."""
+def dump(path: Path, cache: Path | None, postgres: str | None = None) -> None:
+    """Every conflict found on the shop, the check set and a SciFact slice, as JSON; in
+    SQLite files, or with ``postgres`` (a server's URL) in a new schema of it per case."""
     out: dict[str, list] = {}
     strict = {k: getattr(_conflicts, k) for k in LOOSE}
     batches = load()
@@ -159,7 +162,10 @@ def dump(path: Path, cache: Path | None) -> None:
                 setattr(_conflicts, k, v)
             clear_memory()
             found = []
-            with KnowledgeBase.open(Path(tmp) / f"{name}.db", embedder=embedder,
+            schema = f"dump_{name.replace('-', '_')}_{os.getpid()}"
+            where = (f"{postgres}{'&' if '?' in postgres else '?'}schema={schema}" if postgres
+                     else Path(tmp) / f"{name}.db")
+            with KnowledgeBase.open(where, embedder=embedder,
                                     embed_cache=cache or Path(tmp) / "cache") as kb:
                 for docs in runs:
                     found += kb.ingest(docs, split="heading", batch_size=500).conflicts
@@ -181,9 +187,10 @@ def main() -> None:
     ap.add_argument("--set", action="store_true", help="only the check set: what detection finds there")
     ap.add_argument("--dump", type=Path, help="write every conflict found on the test collections here")
     ap.add_argument("--cache", type=Path, help="the embedding cache of --dump (default: a new one)")
+    ap.add_argument("--postgres", help="the --dump stores in this PostgreSQL server (a schema each)")
     args = ap.parse_args()
     if args.dump:
-        dump(args.dump, args.cache)
+        dump(args.dump, args.cache, args.postgres)
         return
     if args.set:
         true, other = check_set()
