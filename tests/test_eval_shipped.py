@@ -55,16 +55,16 @@ def test_the_shipped_set_releases_nothing_it_must_not(shipped: dict[str, Any]) -
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "the answers miss the gate (measured 2026-12-01 on branch answers3, issue 21: "
+    "the answers miss the gate (measured 2026-12-02, session 17, issues 21 and 23: "
     "multilingual-e5-small-int8, extractive, adaptive fusion; benchmarks/RESULTS.md): "
-    "answerable cited 40 % (57/144, gate 85 %; 44 % on main before this branch), unanswerable "
-    "declined 80 % (28/35, gate 95 %; 66 % before), 17 of 19 categories below 60 % "
-    "(cross-language 2/13, german 7/17, returns 4/12, shipping 2/9, superseded 2/8, ...); 0 "
-    "injection citations, 0 access violations, 0 invalid citations. The decision (the question "
-    "compared by meaning with the sentences that would be quoted, plus weighted coverage, typed "
-    "for number questions, top 3 passages, fitted on development data) declines more near misses "
-    "but cannot separate on-topic near misses from answerable questions on this collection at the "
-    "gate's rates; see the results file for what was measured."
+    "answerable cited 44 % (63/144, gate 85 %; 57/144 in session 16), unanswerable declined "
+    "80 % (28/35, gate 95 %), 16 of 19 categories below 60 % (cross-language 2/13, german 6/17, "
+    "superseded 0.25, returns, shipping, privacy 0.33, ...); 0 injection citations, 0 access "
+    "violations, 0 invalid citations. 56 of the failing cases are declines with the expected "
+    "passage among the 3 the decision reads: the decision (the question compared by meaning with "
+    "the sentences that would be quoted, plus weighted coverage, typed for number questions, "
+    "fitted on development data of several kinds) cannot separate on-topic near misses from "
+    "answerable questions on this collection at the gate's rates; see the results file."
 ))
 def test_the_shipped_set_holds_its_gate(shipped: dict[str, Any]) -> None:
     assert shipped["gate"]["passed"], _failed(shipped)
