@@ -703,3 +703,20 @@ def test_merge_postings_equals_a_per_term_merge(data: Any, chunk: int) -> None:
         found = back.get(t)
         assert found is not None and list(zip(found[0].tolist(), found[1].tolist(), strict=True)) == pairs
     assert back.get("\x00absent") is None and back.get("zzzz-absent") is None
+
+
+def test_a_cached_row_evicted_by_another_reader_meanwhile_is_still_returned() -> None:
+    """Readers share the row cache without a lock: while one fetches the rows it lacks, another
+    may evict the rows it found cached. What it found stays in its answer (a lookup after the
+    fetch would silently drop those passages)."""
+    from evidex.store._segments import SegmentCache
+
+    cache = SegmentCache()
+    cache.document_rows[1] = ("cached",)
+
+    def fetch(keys: Iterable[int]) -> list[tuple[Any, ...]]:
+        cache.document_rows.clear()  # another thread trimming meanwhile
+        return [(k, "fetched") for k in keys]
+
+    got = cache._cached(cache.document_rows, [1, 2], fetch, tuple, lambda row: row)
+    assert got == {1: ("cached",), 2: (2, "fetched")}

@@ -346,8 +346,7 @@ class SegmentCache:
         cache = self.passage_rows
         for r in rows:
             cache[r[0]] = r
-        while len(cache) > self.max_passage_rows:
-            cache.popitem(last=False)
+        _trim(cache, self.max_passage_rows)
 
     def documents(self, dkeys: Iterable[int], fetch: RowFetch) -> dict[int, StoredDocument]:
         """The documents with these keys, cached like ``passages`` (as parsed flat tuples)."""
@@ -356,15 +355,23 @@ class SegmentCache:
     def _cached(self, cache: OrderedDict[int, tuple[Any, ...]], keys: Iterable[int], fetch: RowFetch,
                 flat: Callable[[Sequence[Any]], tuple[Any, ...]],
                 build: Callable[[Any], Any]) -> dict[int, Any]:
-        want = {int(k) for k in keys}
-        missing = [k for k in want if k not in cache]
+        # Readers of one store share the cache without a lock, and a write adds to it
+        # (``remember_passages``): each row is taken once (``get``), and built from what was
+        # taken or fetched, never looked up again, so another thread's eviction in between
+        # cannot drop a passage from the answer.
+        got: dict[int, tuple[Any, ...]] = {}
+        missing = []
+        for k in {int(k) for k in keys}:
+            row = cache.get(k)
+            if row is None:
+                missing.append(k)
+            else:
+                got[k] = row
         if missing:
             for r in fetch(missing):
-                cache[r[0]] = flat(r)
-        out = {k: build(cache[k]) for k in want if k in cache}
-        while len(cache) > self.max_passage_rows:
-            cache.popitem(last=False)
-        return out
+                got[r[0]] = cache[r[0]] = flat(r)
+        _trim(cache, self.max_passage_rows)
+        return {k: build(row) for k, row in got.items()}
 
     def postings(self, source: SegmentSource, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
         rows = self._postings.get(term)
@@ -390,3 +397,12 @@ _DEATHS_LOGGED = 100_000
 #: write); larger ones store a row per term, which readers fetch one term at a time. Equal to
 #: the merge policy's inline limit, so what a small write merges is written packed.
 PACK_LIMIT = 8192
+
+
+def _trim(cache: OrderedDict[int, tuple[Any, ...]], most: int) -> None:
+    """Drop the oldest entries beyond ``most``; another thread may be trimming too."""
+    while len(cache) > most:
+        try:
+            cache.popitem(last=False)
+        except KeyError:  # emptied meanwhile
+            return
