@@ -96,12 +96,10 @@ _UNDER_HEADER = re.compile(r"[ \t]*\n[ \t]*\|?[ \t]*:?-{3,}")
 
 
 def _quotable(src: Source, m: SentenceMatch) -> bool:
-    """Not markup, not a question (an FAQ's "Can I return it?" asks what the sentences after
-    it answer), and not a table's header row: it names the columns, like a heading, and
-    answers nothing on its own (the row below it that holds the question's words does)."""
+    """Not markup, and not a table's header row: it names the columns, like a heading, and
+    answers nothing on its own (the row below it that holds the question's words does).
+    (Questions, headings and title lines are no ``SentenceMatch`` at all: ``retrieve._support``.)"""
     text = src.citation["quote"]
-    if text[m.start:m.end].rstrip(")\"'»“” ").endswith("?"):
-        return False
     if text.startswith("|", m.start) and _UNDER_HEADER.match(text, m.end):
         return False
     return not _SKIP.search(text[m.start:m.end])
