@@ -166,18 +166,32 @@ class Data:
         return round(float(r[~self.is_ooc].mean()), 3), round(float(r[self.is_ooc].mean()), 3)
 
 
+def choose(d: Data, right: np.ndarray, floor: float | None) -> np.ndarray:
+    """``right[c, n]`` for every candidate c: per fold, the candidate best on the other folds
+    (most answered at the decline ``floor``; None: the fit's objective) decides the fold."""
+    pooled = np.zeros(len(d.rows), bool)
+    for k in range(FOLDS):
+        r = d.group_rates(right, d.fold != k)
+        ans, dec = r[:, ~d.is_ooc].mean(-1), r[:, d.is_ooc].mean(-1)
+        value = ans + 2 * dec if floor is None else np.where(dec >= floor, ans, -1.0)
+        pooled[d.fold == k] = right[int(np.argmax(value)), d.fold == k]
+    return pooled
+
+
 def out_of_fold(d: Data, right: np.ndarray) -> dict[str, tuple[float, float]]:
-    """``right[c, n]`` for every candidate c: per floor, the candidate chosen on the other folds
-    decides each fold; pooled (answered, declined)."""
-    out = {}
-    for floor in FLOORS:
-        pooled = np.zeros(len(d.rows), bool)
-        for k in range(FOLDS):
-            r = d.group_rates(right, d.fold != k)
-            ans, dec = r[:, ~d.is_ooc].mean(-1), r[:, d.is_ooc].mean(-1)
-            value = ans + 2 * dec if floor is None else np.where(dec >= floor, ans, -1.0)
-            pooled[d.fold == k] = right[int(np.argmax(value)), d.fold == k]
-        out[str(floor)] = d.summary(pooled)
+    """Per floor, pooled (answered, declined) of the out-of-fold choice (``choose``)."""
+    return {str(floor): d.summary(choose(d, right, floor)) for floor in FLOORS}
+
+
+def sweep(d: Data, right: np.ndarray) -> dict[str, tuple[float, float]]:
+    """One candidate for all questions (pooled, no per-fold choice): the objective's best, and
+    the most answered at each decline floor."""
+    r = d.group_rates(right)
+    ans, dec = r[:, ~d.is_ooc].mean(-1), r[:, d.is_ooc].mean(-1)
+    out = {"None": d.summary(right[int(np.argmax(ans + 2 * dec))])}
+    for floor in FLOORS[1:]:
+        ok = dec >= floor
+        out[str(floor)] = (round(float(ans[ok].max()), 3) if ok.any() else 0.0, floor)
     return out
 
 
@@ -223,13 +237,7 @@ def logistic(d: Data, names: list[str], l2: float) -> dict:
     right = np.array([d.right(oof - offset * d.f["cross"], t, offset)
                       for t in np.arange(-6, 6, 0.02)])
     # Threshold sweep on the pooled out-of-fold scores (no per-fold choice: one scale).
-    r = d.group_rates(right)
-    ans, dec = r[:, ~d.is_ooc].mean(-1), r[:, d.is_ooc].mean(-1)
-    out = {"None": d.summary(right[int(np.argmax(ans + 2 * dec))])}
-    for floor in FLOORS[1:]:
-        ok = dec >= floor
-        out[str(floor)] = (round(float(ans[ok].max()), 3) if ok.any() else 0.0, floor)
-    return out
+    return sweep(d, right)
 
 
 def main() -> None:

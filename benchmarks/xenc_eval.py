@@ -48,8 +48,6 @@ import numpy as np
 import answers_learn as al
 from xenc_pairs import OUT, load_rows
 
-FLOORS = (None, 0.7, 0.8, 0.9, 0.95)
-
 
 class Pairs:
     def __init__(self) -> None:
@@ -81,35 +79,14 @@ class Pairs:
         return out
 
 
-def _choose(d: al.Data, right: np.ndarray, floor: float | None) -> np.ndarray:
-    """Per fold, the candidate best on the other folds decides it (``answers_learn.out_of_fold``)."""
-    pooled = np.zeros(len(d.rows), bool)
-    for k in range(al.FOLDS):
-        r = d.group_rates(right, d.fold != k)
-        ans, dec = r[:, ~d.is_ooc].mean(-1), r[:, d.is_ooc].mean(-1)
-        value = ans + 2 * dec if floor is None else np.where(dec >= floor, ans, -1.0)
-        pooled[d.fold == k] = right[int(np.argmax(value)), d.fold == k]
-    return pooled
-
-
-def _sweep(d: al.Data, right: np.ndarray) -> dict[str, list[float]]:
-    r = d.group_rates(right)
-    ans, dec = r[:, ~d.is_ooc].mean(-1), r[:, d.is_ooc].mean(-1)
-    out = {"None": d.summary(right[int(np.argmax(ans + 2 * dec))])}
-    for floor in FLOORS[1:]:
-        ok = dec >= floor
-        out[str(floor)] = (round(float(ans[ok].max()), 3) if ok.any() else 0.0, floor)
-    return out
-
-
 def evaluate(d: al.Data, right: np.ndarray, sweep_right: np.ndarray | None = None,
              train_right: np.ndarray | None = None) -> dict:
-    out: dict = {"oof": {str(f): d.summary(_choose(d, right, f)) for f in FLOORS}}
+    out: dict = {"oof": al.out_of_fold(d, right)}
     if sweep_right is not None:
-        out["sweep"] = _sweep(d, sweep_right)
+        out["sweep"] = al.sweep(d, sweep_right)
     if train_right is not None:
-        out["train"] = _sweep(d, train_right)
-    rates = d.group_rates(_choose(d, right, 0.9))
+        out["train"] = al.sweep(d, train_right)
+    rates = d.group_rates(al.choose(d, right, 0.9))
     out["groups@0.9"] = {f"{s}/{k}": round(float(v), 3) for (s, k), v in zip(d.names, rates, strict=True)}
     return out
 
