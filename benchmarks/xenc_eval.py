@@ -4,11 +4,14 @@ decisions from (question, sentence) scores, next to today's rule, on the same qu
     .venv/bin/python benchmarks/xenc_pairs.py                  # pairs + joint encodings
     .venv/bin/python benchmarks/xenc_eval.py folds             # per-pair folds for xenc_train.py
     /tmp/xenc-venv/bin/python benchmarks/xenc_train.py ...     # optional: fine-tuned scores
-    .venv/bin/python benchmarks/xenc_eval.py report [--scores NAME=benchmarks/.work/xenc/F.npz ...]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/xenc_eval.py report \
+        [--scores NAME=benchmarks/.work/xenc/F.npz ...] [--l2 100] [--out final.json]
     .venv/bin/python benchmarks/xenc_eval.py cost [--pairs 300]   # run-time cost per pair
 
-Questions are the ones ``xenc_pairs.py`` kept (every encyclopedia dev and shop-dev question,
-every SciFact off-topic calibration question, a seeded sample of SciFact train claims), split
+(``OMP_NUM_THREADS=1``: the fits' BLAS threads otherwise fight for the shared cores, 4 min
+instead of 40 s.) Questions are the ones ``xenc_pairs.py`` kept (every encyclopedia dev and
+shop-dev question, every SciFact off-topic calibration question, a seeded sample of SciFact
+train claims), split
 into the 5 topic-grouped folds of ``answers_learn.py`` (``Data.fold``), so a topic's answerable
 and near-miss questions are never on both sides. A passage's score is the best score of its
 sentences; the decision is ``answers_learn.Data.right`` (the first typed passage of the
