@@ -17,6 +17,7 @@ Vocabulary:
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -143,10 +144,11 @@ class StoredPassage:
                    _json_tuple(r[9]))
 
 
-def _json_tuple(text: object) -> tuple[str, ...]:
-    # Most passages have no heading path and no flags, and a search decodes two per hit: "[]"
-    # skips the JSON parser.
-    return () if text == "[]" else tuple(json.loads(text))  # type: ignore[arg-type]
+@functools.lru_cache(maxsize=4096)
+def _json_tuple(text: str) -> tuple[str, ...]:
+    # A search decodes two per hit and conflict detection hundreds per write; the passages of a
+    # document repeat a few heading paths, most have no flags, so each text is parsed once.
+    return tuple(json.loads(text))
 
 
 @dataclass(frozen=True, slots=True)
