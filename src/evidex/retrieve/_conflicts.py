@@ -85,6 +85,11 @@ def _stem(term: str) -> str:
     return term[:-1] if len(term) > 4 and term.endswith("s") and not term.endswith("ss") else term
 
 
+Spans = list[tuple[int, int, tuple[Value, ...]]]
+#: The amounts a text states of one kind, in order.
+Amounts = tuple[float | tuple[float, ...], ...]
+
+
 @dataclass
 class _Unit:
     """One passage's claims: its sentences stating one value of a kind, with the words of each
@@ -93,15 +98,12 @@ class _Unit:
     doc: StoredDocument
     passage: StoredPassage
     sentences: list[tuple[str, set[str], dict[str, Value]]]
-    kinds: dict[str, list[float | tuple[float, ...]]]
+    kinds: dict[str, Amounts]
     claimed: frozenset[str]
     #: Per kind claimed, the indices of the sentences claiming it (in order).
     by_kind: dict[str, list[int]]
     #: The words of all its sentences.
     words: set[str]
-
-
-Spans = list[tuple[int, int, tuple[Value, ...]]]
 
 
 def _joined(text: str) -> str:
@@ -130,7 +132,7 @@ class _Claims:
     kind, and every value the text states, per kind."""
 
     sentences: tuple[tuple[str, dict[str, Value]], ...]
-    kinds: dict[str, list[float | tuple[float, ...]]]
+    kinds: dict[str, Amounts]
     claimed: frozenset[str]
 
 
@@ -153,7 +155,8 @@ def _claims(text: str, spans: Spans) -> _Claims | None:
             sentences.append((joined[a:b], one))
     if not sentences:
         return None
-    return _Claims(tuple(sentences), kinds, frozenset(k for _, one in sentences for k in one))
+    return _Claims(tuple(sentences), {k: tuple(a) for k, a in kinds.items()},
+                   frozenset(k for _, one in sentences for k in one))
 
 
 def _encode(spans: Spans) -> str:
@@ -247,6 +250,7 @@ class _Detector:
         self.names: dict[int, set[str]] = {}
         self.weights: dict[frozenset[str], float] = {}
         self._passages: dict[int, list[StoredPassage]] = {}
+        self._stating: dict[int, list[tuple[StoredPassage, _Claims]]] = {}
 
     def idf(self, word: str) -> float:
         got = self._idf.get(word)
@@ -367,6 +371,13 @@ class _Detector:
                 votes.update(set(self.view.dkey[live].tolist()))
         return _first(k for k, _ in votes.most_common() if k != u.doc.dkey)
 
+    def stating(self, dkey: int) -> list[tuple[StoredPassage, _Claims]]:
+        """The passages of a document that state values, with their claims (read before)."""
+        if dkey not in self._stating:
+            self._stating[dkey] = [(p, c) for p in self.passages(dkey)
+                                   if (c := self.claims[p.text]) is not None]
+        return self._stating[dkey]
+
     def passages(self, dkey: int) -> list[StoredPassage]:
         if dkey not in self._passages:
             self.prefetch([dkey])
@@ -398,7 +409,7 @@ class _Detector:
             x, y = cs[kind], ct[kind]
             # Neither passage may also state the other's value.
             if (len(ws & wt) < least or close(x.amount, y.amount)
-                    or _states(u.kinds, kind, y.amount) or _states(v.kinds, kind, x.amount)):
+                    or _states(u.kinds.get(kind, ()), y.amount) or _states(v.kinds.get(kind, ()), x.amount)):
                 continue
             score, shared = self.subject(ws, wt)
             if (score >= SUBJECT_MIN and len(shared) >= MIN_SHARED) or (
@@ -418,9 +429,11 @@ def _comparable(a: float | tuple[float, ...], b: float | tuple[float, ...]) -> b
     return high <= PASSAGE_RATIO * low
 
 
-def _states(kinds: dict[str, list[float | tuple[float, ...]]], kind: str,
-            amount: float | tuple[float, ...]) -> bool:
-    return any(close(a, amount) for a in kinds.get(kind, ()))
+@functools.lru_cache(maxsize=4096)
+def _states(amounts: Amounts, amount: float | tuple[float, ...]) -> bool:
+    """Whether one of ``amounts`` is ``amount``; asked once per sentence pair, of the same few
+    passages' amounts again and again."""
+    return any(close(a, amount) for a in amounts)
 
 
 def _side(u: _Unit, sentence: str, value: str) -> ConflictSide:
@@ -440,29 +453,32 @@ def _first(dkeys: Iterable[int]) -> list[int]:
 
 
 def find_conflicts(view: ReadView, tenant: str, written: Sequence[StoredDocument], terms_of: Terms,
-                   titles: Sequence[str | None], cache: EmbeddingCache | None = None) -> list[Conflict]:
+                   documents: Sequence[StoredDocument],
+                   cache: EmbeddingCache | None = None) -> list[Conflict]:
     """Conflicts between the passages of ``written`` (documents of ``tenant`` this write added
-    or changed, as now stored) and the tenant's other current documents. ``titles``: the
-    titles of all the tenant's documents (which title words are rare); ``cache``: where the
-    values read from a passage's text are kept for the next time that text is met."""
-    det = _Detector(view, tenant, terms_of, titles, cache)
+    or changed, as now stored) and the tenant's other current documents. ``documents``: all
+    the tenant's documents in ``view`` (the candidates, and which title words are rare);
+    ``cache``: where the values read from a passage's text are kept for the next time that
+    text is met."""
+    det = _Detector(view, tenant, terms_of, [d.title for d in documents], cache)
     det.prefetch(d.dkey for d in written)
     det.read_claims(d.dkey for d in written)
     # Passages stating no value are dropped before any search.
     units = [u for d in written for p in det.passages(d.dkey) if (u := det.unit(d, p)) is not None]
     near = det.nearest(units)
-    docs = view.documents({k for ks, _, _ in near for k in ks})
+    # Candidates are documents of the tenant: a neighbour elsewhere is never compared.
+    every = {d.dkey: d for d in documents}
+    docs = {k: every[k] for ks, _, _ in near for k in ks if k in every}
     det.prefetch(docs)
     det.read_claims(docs)
     found: dict[tuple[object, ...], Conflict] = {}
     for u, (ranked, nearest, cos) in zip(units, near, strict=True):
         for k in ranked:
             other = docs.get(k)
-            if other is None or other.tenant != tenant:
+            if other is None:
                 continue
-            for q in det.passages(k):
-                claims = det.claims[q.text]
-                if claims is None or u.claimed.isdisjoint(claims.claimed):
+            for q, claims in det.stating(k):
+                if u.claimed.isdisjoint(claims.claimed):
                     continue
                 v = det.unit(other, q)
                 if v is None:
