@@ -304,6 +304,20 @@ class SegmentCache:
                 version))
         self.generation = generation
 
+    def install(self, segment: SegmentArrays, dead: Sequence[int], generation: int,
+                signatures: list[Signature], model: tuple[str, int]) -> bool:
+        """Bring the arrays to ``generation`` from what the write that committed it has in hand
+        (its new segment, the passages it killed, the signature rows as it committed them)
+        instead of reading them back. Only when the cache holds the generation just before
+        that write's: then the write is the whole difference. Otherwise (another write came
+        between, or another model's vectors) nothing changes and the next reader refreshes
+        from the store."""
+        if self.generation != generation - 1 or model[0] != self.vector_model:
+            return False
+        self.refresh(_Written([*self.segments, segment.id], segment, dead, generation, signatures, model),
+                     generation)
+        return True
+
     def _log_deaths(self, dead: np.ndarray) -> None:
         self._deaths.append(np.unique(dead))
         self._deaths_size += len(dead)
@@ -386,6 +400,39 @@ class SegmentCache:
                 _, old = self._postings.popitem(last=False)
                 self._postings_bytes -= sum(p.nbytes + t.nbytes for p, t in old) + 64
         return rows + [hit for seg in self.packed.values() if (hit := seg.get(term)) is not None]
+
+
+@dataclass(frozen=True)
+class _Written:
+    """A ``SegmentSource`` answering from one committed write (``SegmentCache.install``)."""
+
+    live: list[int]
+    segment: SegmentArrays
+    dead: Sequence[int]
+    generation: int
+    signatures: list[Signature]
+    model: tuple[str, int]
+
+    def segment_ids(self) -> list[int]:
+        return self.live
+
+    def segment_arrays(self, ids: Sequence[int]) -> Iterable[SegmentArrays]:
+        assert list(ids) == [self.segment.id], ids  # the write added this one segment
+        return [self.segment]
+
+    def tombstones_after(self, seq: int) -> tuple[np.ndarray, int]:
+        if not self.dead:
+            return _NO_PIDS, seq
+        return np.asarray(self.dead, dtype=np.int64), self.generation
+
+    def all_signatures(self) -> list[Signature]:
+        return self.signatures
+
+    def vector_model(self) -> tuple[str, int]:
+        return self.model
+
+    def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        raise NotImplementedError("a refresh reads no postings rows")
 
 
 #: Passage deaths kept in the log (``SegmentCache.deaths_since``): about 10,000 one-document
