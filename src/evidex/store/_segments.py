@@ -108,6 +108,13 @@ class FlatPostings:
         end = int(self.ends[i])
         return self.pids[start:end], self.tfs[start:end]
 
+    def count(self, term: str) -> int:
+        """``len`` of ``get(term)``'s passage ids (0 when absent), without slicing."""
+        i = bisect_left(self.terms, term)
+        if i == len(self.terms) or self.terms[i] != term:
+            return 0
+        return int(self.ends[i]) - (int(self.ends[i - 1]) if i else 0)
+
     def stored(self) -> tuple[str, bytes, bytes, bytes]:
         """The four values a small segment stores (the layout ``from_stored`` reads)."""
         return "\n".join(self.terms), encode(self.ends, PID), encode(self.pids, PID), encode(self.tfs, TF)
@@ -388,6 +395,17 @@ class SegmentCache:
         return {k: build(row) for k, row in got.items()}
 
     def postings(self, source: SegmentSource, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        return self._large_rows(source, term) + [
+            hit for seg in self.packed.values() if (hit := seg.get(term)) is not None]
+
+    def frequency(self, source: SegmentSource, term: str) -> int:
+        """How many postings ``term`` has (those of ``postings``), counted without slicing the
+        packed segments: conflict detection weighs hundreds of words per write."""
+        return (sum(len(p) for p, _ in self._large_rows(source, term))
+                + sum(seg.count(term) for seg in self.packed.values()))
+
+    def _large_rows(self, source: SegmentSource, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``term``'s postings rows in the large segments (kept in an LRU by size)."""
         rows = self._postings.get(term)
         if rows is not None:
             self._postings.move_to_end(term)
@@ -399,7 +417,7 @@ class SegmentCache:
             while self._postings_bytes > self._max_postings_bytes and len(self._postings) > 1:
                 _, old = self._postings.popitem(last=False)
                 self._postings_bytes -= sum(p.nbytes + t.nbytes for p, t in old) + 64
-        return rows + [hit for seg in self.packed.values() if (hit := seg.get(term)) is not None]
+        return rows
 
 
 @dataclass(frozen=True)

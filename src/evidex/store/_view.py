@@ -92,6 +92,9 @@ class SQLView:
     def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
         return self._s._cache.postings(self, term)
 
+    def frequency(self, term: str) -> int:
+        return self._s._cache.frequency(self, term)
+
     def deaths_since(self, mark: tuple[object, int]) -> np.ndarray | None:
         return self._s._cache.deaths_since(mark)
 
