@@ -77,8 +77,18 @@ _STOP = frozenset(" ".join([
 Terms = Callable[[str], Iterable[str]]
 
 
-def _words(terms_of: Terms, text: str) -> set[str]:
-    return {t for t in terms_of(text) if len(t) > 2 and not t[0].isdigit() and t not in _STOP}
+@functools.lru_cache(maxsize=8192)
+def _words(terms_of: Terms, text: str) -> frozenset[str]:
+    """The words of a sentence (or heading path) that can name its subject. Kept for the
+    process: a candidate passage is compared again after each write of a collection."""
+    return frozenset(t for t in terms_of(text) if len(t) > 2 and not t[0].isdigit() and t not in _STOP)
+
+
+@functools.lru_cache(maxsize=8192)
+def _title_words(terms_of: Terms, title: str) -> frozenset[str]:
+    # Numbers count here: a product number or a year names one thing. Every title of the
+    # tenant is read on each write.
+    return frozenset(_stem(t) for t in terms_of(title) if len(t) > 1 and t not in _STOP)
 
 
 def _stem(term: str) -> str:
@@ -97,7 +107,7 @@ class _Unit:
 
     doc: StoredDocument
     passage: StoredPassage
-    sentences: list[tuple[str, set[str], dict[str, Value]]]
+    sentences: list[tuple[str, frozenset[str], dict[str, Value]]]
     kinds: dict[str, Amounts]
     claimed: frozenset[str]
     #: Per kind claimed, the indices of the sentences claiming it (in order).
@@ -189,9 +199,11 @@ _SEEN_LOCK = threading.Lock()
 
 
 def clear_value_cache() -> None:
-    """Forget the claims kept in this process (the cache file keeps its own)."""
+    """Forget the claims and words kept in this process (the cache file keeps its own)."""
     with _SEEN_LOCK:
         _SEEN.clear()
+    _words.cache_clear()
+    _title_words.cache_clear()
 
 
 def _read_claims(texts: Iterable[str], cache: EmbeddingCache | None, into: dict[str, _Claims | None]) -> None:
@@ -235,7 +247,6 @@ class _Detector:
                  cache: EmbeddingCache | None) -> None:
         self.view, self.tenant, self.terms_of, self.cache = view, tenant, terms_of, cache
         self.claims: dict[str, _Claims | None] = {}
-        self.words: dict[str, set[str]] = {}
         self.n = max(1, sum(s.passages for s in view.signatures(tenant)))
         self.sigs = [s.id for s in view.signatures(tenant)]
         self.df: dict[str, int] = {}
@@ -255,7 +266,7 @@ class _Detector:
     def idf(self, word: str) -> float:
         got = self._idf.get(word)
         if got is None:
-            self.df[word] = sum(len(p) for p, _ in self.view.postings(word))
+            self.df[word] = self.view.frequency(word)
             got = self._idf[word] = math.log(1 + self.n / (1 + self.df[word]))
         return got
 
@@ -268,19 +279,14 @@ class _Detector:
         """Read the claims of these documents' passages, all at once."""
         _read_claims((p.text for k in dkeys for p in self.passages(k)), self.cache, self.claims)
 
-    def sentence_words(self, text: str) -> set[str]:
-        if text not in self.words:
-            self.words[text] = _words(self.terms_of, text)
-        return self.words[text]
-
     def _unit(self, doc: StoredDocument, p: StoredPassage) -> _Unit | None:
         if p.text not in self.claims:
             _read_claims([p.text], self.cache, self.claims)
         claims = self.claims[p.text]
         if claims is None:
             return None
-        heads = self.sentence_words(" ".join(p.heading_path))
-        sents = [(t, self.sentence_words(t) | heads, c) for t, c in claims.sentences]
+        heads = _words(self.terms_of, " ".join(p.heading_path))
+        sents = [(t, _words(self.terms_of, t) | heads, c) for t, c in claims.sentences]
         by_kind: dict[str, list[int]] = {}
         for i, (_, _, c) in enumerate(sents):
             for k in c:
@@ -288,9 +294,8 @@ class _Detector:
         words = set().union(*(w for _, w, _ in sents))
         return _Unit(doc, p, sents, claims.kinds, claims.claimed, by_kind, words)
 
-    def title_words(self, title: str | None) -> set[str]:
-        # Numbers count here: a product number or a year names one thing.
-        return {_stem(t) for t in self.terms_of(title or "") if len(t) > 1 and t not in _STOP}
+    def title_words(self, title: str | None) -> frozenset[str]:
+        return _title_words(self.terms_of, title or "")
 
     def same_entity(self, a: StoredDocument, b: StoredDocument) -> bool:
         return self._names_in(a, b) or self._names_in(b, a)
@@ -305,13 +310,13 @@ class _Detector:
             self.doc_words[b.dkey] = {_stem(t) for t in self.terms_of(self.view.document_text(b.dkey))}
         return 2 * len(names & self.doc_words[b.dkey]) >= len(names)
 
-    def weight(self, words: set[str]) -> float:
+    def weight(self, words: frozenset[str]) -> float:
         key = frozenset(words)
         if key not in self.weights:
             self.weights[key] = sum(self.idf(w) for w in words)
         return self.weights[key]
 
-    def subject(self, x: set[str], y: set[str]) -> tuple[float, list[str]]:
+    def subject(self, x: frozenset[str], y: frozenset[str]) -> tuple[float, list[str]]:
         shared = x & y
         if not shared:
             return 0.0, []
