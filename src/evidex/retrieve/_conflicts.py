@@ -311,17 +311,16 @@ class _Detector:
         return 2 * len(names & self.doc_words[b.dkey]) >= len(names)
 
     def weight(self, words: frozenset[str]) -> float:
-        key = frozenset(words)
-        if key not in self.weights:
-            self.weights[key] = sum(self.idf(w) for w in words)
-        return self.weights[key]
+        if words not in self.weights:
+            self.weights[words] = sum(map(self.idf, words))
+        return self.weights[words]
 
     def subject(self, x: frozenset[str], y: frozenset[str]) -> tuple[float, list[str]]:
         shared = x & y
         if not shared:
             return 0.0, []
         small = min(self.weight(x), self.weight(y))
-        return (sum(self.idf(w) for w in shared) / small if small else 0.0), sorted(shared)
+        return (sum(map(self.idf, shared)) / small if small else 0.0), sorted(shared)
 
     def matrix(self) -> tuple[np.ndarray, np.ndarray]:
         """(pids, vectors) of the tenant's live passages, read once per detection."""
@@ -336,6 +335,8 @@ class _Detector:
         scored as blocks of one matrix product against the tenant's passages (the units' own
         passages among them: they are live passages of the tenant)."""
         out: list[tuple[list[int], int, float]] = [([], -1, 0.0)] * len(units)
+        if not units:
+            return out
         pids, matrix = self.matrix()
         mine = np.asarray([u.passage.pid for u in units], dtype=np.int64)
         at = np.minimum(np.searchsorted(pids, mine), max(len(pids) - 1, 0))
