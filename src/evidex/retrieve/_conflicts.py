@@ -103,13 +103,13 @@ Amounts = tuple[float | tuple[float, ...], ...]
 @dataclass
 class _Unit:
     """One passage's claims: its sentences stating one value of a kind, with the words of each
-    (sentence plus headings) and that value per kind; ``kinds``: every value it states."""
+    (sentence plus headings) and that value per kind; ``claims``: its text's (every value it
+    states, per kind)."""
 
     doc: StoredDocument
     passage: StoredPassage
     sentences: list[tuple[str, frozenset[str], dict[str, Value]]]
-    kinds: dict[str, Amounts]
-    claimed: frozenset[str]
+    claims: _Claims
     #: Per kind claimed, the indices of the sentences claiming it (in order).
     by_kind: dict[str, list[int]]
     #: The words of all its sentences.
@@ -144,6 +144,16 @@ class _Claims:
     sentences: tuple[tuple[str, dict[str, Value]], ...]
     kinds: dict[str, Amounts]
     claimed: frozenset[str]
+    #: Per kind claimed, the amounts its sentences claim (one each).
+    ones: dict[str, Amounts]
+
+    def may_disagree(self, other: _Claims) -> bool:
+        """Whether a sentence of this text and one of ``other`` can state different values of a
+        kind both claim: each must claim an amount the other text states nowhere (``compare``
+        skips every other pair). Amounts only: no words are needed to rule a pair out."""
+        return any(any(not _states(other.kinds[k], x) for x in self.ones[k])
+                   and any(not _states(self.kinds[k], y) for y in other.ones[k])
+                   for k in self.claimed & other.claimed)
 
 
 def _claims(text: str, spans: Spans) -> _Claims | None:
@@ -165,8 +175,12 @@ def _claims(text: str, spans: Spans) -> _Claims | None:
             sentences.append((joined[a:b], one))
     if not sentences:
         return None
-    return _Claims(tuple(sentences), {k: tuple(a) for k, a in kinds.items()},
-                   frozenset(k for _, one in sentences for k in one))
+    ones: dict[str, list[float | tuple[float, ...]]] = {}
+    for _, one in sentences:
+        for k, v in one.items():
+            ones.setdefault(k, []).append(v.amount)
+    return _Claims(tuple(sentences), {k: tuple(a) for k, a in kinds.items()}, frozenset(ones),
+                   {k: tuple(a) for k, a in ones.items()})
 
 
 def _encode(spans: Spans) -> str:
@@ -292,7 +306,7 @@ class _Detector:
             for k in c:
                 by_kind.setdefault(k, []).append(i)
         words = set().union(*(w for _, w, _ in sents))
-        return _Unit(doc, p, sents, claims.kinds, claims.claimed, by_kind, words)
+        return _Unit(doc, p, sents, claims, by_kind, words)
 
     def title_words(self, title: str | None) -> frozenset[str]:
         return _title_words(self.terms_of, title or "")
@@ -407,7 +421,7 @@ class _Detector:
         least = PASSAGE_SHARED if similarity >= PASSAGE_MIN else MIN_SHARED
         # Only sentences claiming one kind meet, in the order of a loop over u's sentences,
         # then v's, then the kinds both claim.
-        pairs = sorted((i, j, kind) for kind in u.claimed & v.claimed
+        pairs = sorted((i, j, kind) for kind in u.claims.claimed & v.claims.claimed
                        for i in u.by_kind[kind] for j in v.by_kind[kind])
         for i, j, kind in pairs:
             s, ws, cs = u.sentences[i]
@@ -415,7 +429,7 @@ class _Detector:
             x, y = cs[kind], ct[kind]
             # Neither passage may also state the other's value.
             if (len(ws & wt) < least or close(x.amount, y.amount)
-                    or _states(u.kinds.get(kind, ()), y.amount) or _states(v.kinds.get(kind, ()), x.amount)):
+                    or _states(u.claims.kinds[kind], y.amount) or _states(v.claims.kinds[kind], x.amount)):
                 continue
             score, shared = self.subject(ws, wt)
             if (score >= SUBJECT_MIN and len(shared) >= MIN_SHARED) or (
@@ -484,7 +498,7 @@ def find_conflicts(view: ReadView, tenant: str, written: Sequence[StoredDocument
             if other is None:
                 continue
             for q, claims in det.stating(k):
-                if u.claimed.isdisjoint(claims.claimed):
+                if not u.claims.may_disagree(claims):
                     continue
                 v = det.unit(other, q)
                 if v is None:
