@@ -366,8 +366,10 @@ def _cache_state(kb: KnowledgeBase) -> dict[str, object]:
                  "matrix": matrix.tolist(), "segments": {s: p.tolist() for s, p in cache.segments.items()},
                  "postings": postings,
                  "signatures": {t: sorted((s.id, s.groups, s.visibility, s.language, s.tags, s.passages,
-                                           s.total_length) for s in sigs) for t, sigs in cache.by_tenant.items()}}
-    state["hits"] = [[(h.document_id, h.passage, h.score) for h in kb.search(Actor("t", ODD_GROUPS), q, mode=m)]
+                                           s.total_length) for s in sigs)
+                                for t, sigs in cache.by_tenant.items()}}
+    actor = Actor("t", ODD_GROUPS)
+    state["hits"] = [[(h.document_id, h.passage, h.score) for h in kb.search(actor, q, mode=m)]
                      for q in ("alpha", "gamma 2", "Teil") for m in ("keyword", "vector")]
     return state
 

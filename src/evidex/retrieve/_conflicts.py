@@ -151,9 +151,11 @@ class _Claims:
         """Whether a sentence of this text and one of ``other`` can state different values of a
         kind both claim: each must claim an amount the other text states nowhere (``compare``
         skips every other pair). Amounts only: no words are needed to rule a pair out."""
-        return any(any(not _states(other.kinds[k], x) for x in self.ones[k])
-                   and any(not _states(self.kinds[k], y) for y in other.ones[k])
-                   for k in self.claimed & other.claimed)
+        for k in self.claimed & other.claimed:
+            if (not all(_states(other.kinds[k], x) for x in self.ones[k])
+                    and not all(_states(self.kinds[k], y) for y in other.ones[k])):
+                return True
+        return False
 
 
 def _claims(text: str, spans: Spans) -> _Claims | None:
