@@ -245,6 +245,9 @@ def test_validation_errors_are_422_with_messages(client: httpx.Client) -> None:
     assert r.status_code == 422
     r = client.post("/v1/answer", json={"question": "\x00\x01"}, headers=h)
     assert r.status_code == 422
+    for blank in ("", "   ", " ?! "):  # a mistake, never a decline offering a person
+        r = client.post("/v1/answer", json={"question": blank}, headers=h)
+        assert r.status_code == 422 and "no words" in r.json()["detail"], (blank, r.text)
 
 
 def test_openapi_bounds_are_the_ones_the_service_applies(client: httpx.Client) -> None:
