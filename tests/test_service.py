@@ -8,7 +8,10 @@ administer the other tenant's data.
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -420,6 +423,24 @@ def test_cli_serve_rate_limit_and_unwired_admin(tmp_path: Path) -> None:
         assert "evidex serving" in server.logs()
     finally:
         server.stop()
+
+
+def test_serve_on_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
+    """Another service on the port: one `error:` line before anything claims to serve (uvicorn
+    alone printed "evidex serving ..." and then its own bind error), exit status 1."""
+    db = tmp_path / "kb.db"
+    build_store(db, tmp_path / "cache")
+    config = write_config(tmp_path / "config.yaml")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config),
+                               "--port", str(port), "--no-schedule"],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "EVIDEX_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode == 1 and proc.stdout == "", (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr.splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"]
 
 
 def test_failed_credentials_are_limited_per_address_before_any_check(tmp_path: Path) -> None:
