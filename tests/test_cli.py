@@ -578,6 +578,20 @@ def test_reading_commands_refuse_a_missing_store_instead_of_creating_one(
     assert not missing.exists()
 
 
+def test_no_arguments_print_the_help_and_no_empty_error_line() -> None:
+    proc = evidex()
+    assert proc.returncode == 2 and "Usage: evidex" in proc.stdout and "search" in proc.stdout
+    assert "error:" not in proc.stderr, proc.stderr
+
+
+def test_runs_on_a_store_without_runs_says_so(examples: SimpleNamespace) -> None:
+    """An empty listing read as "no failures"; runs are only the scheduled ones."""
+    text = evidex("runs", db=examples.db)
+    assert text.returncode == 0 and text.stdout.startswith("no runs recorded: runs are the scheduled"), text
+    assert "of source 'faq'" in evidex("runs", "--source", "faq", db=examples.db).stdout
+    assert ok_json(evidex("runs", "--json", db=examples.db)) == {"runs": []}
+
+
 def test_db_defaults_to_evidex_db_in_the_working_directory(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -612,10 +626,13 @@ ERRORS = {
     "missing-path": (("ingest", "{tmp}/no-such-file.md", "--tenant", "acme"), "no-such-file.md"),
     "missing-beir-folder": (("eval", "--beir", "{tmp}/no-such-beir"), "no-such-beir"),
     "remove-unknown-id": (("remove", "no-such-doc", "--tenant", "acme"), "no-such-doc"),
+    "conflicts-unknown-status": (("conflicts", "--status", "bogus"), "open, closed, dismissed, all"),
+    "dismiss-without-tenant": (("conflicts", "--dismiss", "1"), "--dismiss needs --tenant"),
 }
 
 
-BAD_CITATIONS = {"not-json": ("this is not json", "JSON"), "a-list": ("[1, 2]", "object"), "empty": ("", "")}
+BAD_CITATIONS = {"not-json": ("this is not json", "JSON"), "a-list": ("[1, 2]", "object"),
+                 "empty": ("", "no citation on standard input"), "blank": ("\n  \n", "no citation")}
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ import typer
 
 from . import __version__
 from ._cli_check import check_cmd, reindex_cmd
+from ._cli_findings import conflicts_cmd, runs_cmd
 from ._cli_tools import ClaimOpt, citation_line, pairs, tools_app
 from .config import load_config
 from .console import JsonOpt, print_hits, state
@@ -240,7 +241,10 @@ def resolve(
     as_json: JsonOpt = False,
 ) -> None:
     """Re-check a citation read as JSON from standard input."""
-    citation = json.loads(sys.stdin.read() or "null")
+    text = sys.stdin.read()
+    if not text.strip():
+        raise EvidexError("no citation on standard input: pipe one hit of `evidex search --json` into it")
+    citation = json.loads(text)
     with _open() as kb:
         res = kb.resolve(_actor(tenant, groups, visibilities), citation)
     if as_json:
@@ -462,22 +466,6 @@ def mcp_server(config: ServerConfigOpt = None) -> None:
 # -- end of service commands -------------------------------------------------------------------------
 
 
-@app.command("conflicts")
-@_errors
-def conflicts_cmd(status: Annotated[str, typer.Option(help="open, closed, dismissed or all.")] = "open",
-                  tenant: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
-                  dismiss: Annotated[int | None, typer.Option(help="Dismiss it (and --tenant).")] = None,
-                  as_json: JsonOpt = False) -> None:
-    """Passages of two documents stating different values for one subject (found at ingestion)."""
-    with _open() as kb:
-        by = os.environ.get("USER", "cli")
-        if dismiss is not None and not kb.dismiss_conflict(tenant or "", dismiss, by):
-            raise EvidexError(f"no open conflict {dismiss} in tenant {tenant!r} (give --tenant)")
-        found = kb.conflicts(tenant, None if status == "all" else status)
-    _emit({"conflicts": [c.as_dict() for c in found]}) if as_json else typer.echo(
-        "".join(f"{_safe(c.summary())}\n" for c in found) + f"{len(found)} conflict(s)")
-
-
 def _run_sources(kind: str, source: list[str] | None, show: bool) -> SyncReport:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -613,21 +601,9 @@ def schedule() -> None:
         scheduler.run_forever()
 
 
-@app.command()
-@_errors
-def runs(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many, newest first.")] = 50,
-         source: Annotated[str | None, typer.Option(help="Only this source's runs.")] = None,
-         as_json: JsonOpt = False) -> None:
-    """The latest sync and drift runs recorded in the store: start, end, counts, problems."""
-    with _open() as kb:
-        found = kb.runs(limit, source=source)
-    if as_json:
-        return _emit({"runs": [r.as_dict() for r in found]})
-    for r in found:
-        typer.echo(_safe(r.line()))
-
-
 app.command("check")(check_cmd)
+app.command("conflicts")(conflicts_cmd)
+app.command("runs")(runs_cmd)
 app.command("reindex")(reindex_cmd)
 
 
@@ -638,7 +614,8 @@ def main() -> None:
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.TyperException as exc:  # usage errors: bad option values, missing options
-        typer.echo(f"error: {_safe(exc.format_message())}", err=True)
+        if message := exc.format_message():  # empty when no arguments printed the help
+            typer.echo(f"error: {_safe(message)}", err=True)
         code = exc.exit_code
     except typer.Abort:
         typer.echo("error: aborted", err=True)
