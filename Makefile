@@ -40,7 +40,7 @@ DEMO_TOOLS_TOKEN := evidex-demo-tools-token
 CONFIG := examples/knowledge.config.yaml
 run: install
 	rm -f $(DB) $(DB)-wal $(DB)-shm
-	$(BIN)/python examples/site_server.py --port 8765 & site=$$!; \
+	@$(BIN)/python examples/site_server.py --port 8765 & site=$$!; \
 	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/python examples/tools_service.py --port 8081 & tools=$$!; \
 	  trap 'kill $$site $$tools 2>/dev/null' EXIT INT TERM; \
 	  $(BIN)/python examples/wait_for.py http://127.0.0.1:8765/sitemap.xml || exit 1; \
