@@ -43,6 +43,7 @@ ENDPOINTS: list[tuple[str, str, dict[str, Any] | None]] = [
     ("DELETE", "/v1/documents/no-such-doc", None),
     ("POST", "/v1/sync", {}),
     ("GET", "/v1/drift", None),
+    ("GET", "/v1/session", None),
 ]
 
 
@@ -163,6 +164,14 @@ def test_resolve_follows_the_callers_tenant_and_access(client: httpx.Client) -> 
     # A hit object with score and rank is not a citation: refused rather than half-checked.
     r = client.post("/v1/resolve", json=hit, headers=auth("acme-customer-key"))
     assert r.status_code == 422
+
+
+def test_session_names_the_configured_caller(client: httpx.Client) -> None:
+    """What the page checks a typed key against: the identity the configuration gives it."""
+    assert client.get("/v1/session", headers=auth("acme-customer-key")).json() == {
+        "name": "key:acme-customer", "tenant": "acme", "admin": False}
+    assert client.get("/v1/session", headers=auth("globex-admin-key")).json() == {
+        "name": "key:globex-admin", "tenant": "globex", "admin": True}
 
 
 def test_documents_endpoint(client: httpx.Client) -> None:
