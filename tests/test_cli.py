@@ -659,6 +659,21 @@ def test_errors_are_one_line_and_exit_non_zero(error_runs: dict[str, Any], case:
         assert not (error_runs["tmp"] / "fresh.db").exists(), "a rejected analyzer must not create a store"
 
 
+def test_ingesting_nothing_is_an_error_and_creates_no_store(tmp_path: Path) -> None:
+    """A folder with no file evidex reads (a mistyped path, the wrong folder) said "added 0 ...
+    rejected 0", exit 0, and left an empty store behind."""
+    empty, other = tmp_path / "empty", tmp_path / "spreadsheets"
+    empty.mkdir()
+    other.mkdir()
+    (other / "prices.csv").write_text("sku,price\n1,2\n", encoding="utf-8")
+    (other / "blank.jsonl").write_text("\n\n", encoding="utf-8")
+    for folder in (empty, other):
+        db = tmp_path / f"{folder.name}.db"
+        line = assert_one_error_line(evidex("ingest", folder, "--tenant", "acme", db=db), "nothing to ingest")
+        assert ".md" in line and ".pdf" in line
+        assert not db.exists()
+
+
 def test_store_in_a_missing_folder_is_a_one_line_error(error_runs: dict[str, Any]) -> None:
     assert_one_error_line(error_runs["procs"]["missing-db-folder"], "kb.db")
 

@@ -31,7 +31,7 @@ from .console import fail as _fail
 from .console import need_config as _need_config
 from .console import open_kb as _open
 from .console import safe as _safe
-from .ingest import DEFAULT_MAX_FILE_BYTES, FRONT_MATTER_KEYS, load_paths
+from .ingest import DEFAULT_MAX_FILE_BYTES, FORMATS, FRONT_MATTER_KEYS, load_paths
 from .kb import migrate_store
 from .model import Actor, EvidexError
 
@@ -150,6 +150,9 @@ def ingest(
     if missing:
         raise EvidexError(f"no such file or folder: {_safe(missing[0])}; nothing was ingested")
     loaded = load_paths(list(paths), defaults, max_bytes=int(max_file_mb * 1024 * 1024))
+    if not loaded.documents and not loaded.rejected:  # a wrong folder, not an empty success
+        raise EvidexError(f"nothing to ingest in {_safe(', '.join(map(str, paths)))}: no document in a "
+                          f"{', '.join(sorted(FORMATS))} file; nothing was written")
     with _open(create=True) as kb, _progress("ingesting", show=not as_json) as progress:
         # Large inputs go in batches, each atomic; the whole input is checked before any write.
         report = kb.ingest(loaded.documents, split=split, batch_size=INGEST_BATCH,
