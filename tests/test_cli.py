@@ -578,6 +578,23 @@ def test_reading_commands_refuse_a_missing_store_instead_of_creating_one(
     assert not missing.exists()
 
 
+def test_version_prints_the_version() -> None:
+    """It said "error: Missing command." (click checks for a command before the option runs)."""
+    from evidex import __version__
+
+    proc = evidex("--version")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"{__version__}\n", "")
+
+
+def test_an_invalid_thread_count_is_one_error_line(examples: SimpleNamespace) -> None:
+    """EVIDEX_EMBED_THREADS=abc ended the first embedding with a traceback."""
+    env = clean_env(EVIDEX_EMBED_THREADS="abc", EVIDEX_QUERY_THREADS="abc")
+    proc = evidex("search", "travel", *STAFF, db=examples.db, env=env)  # asserts no traceback
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 1 and len(errors) == 1, proc.stderr
+    assert "THREADS must be a positive integer, got 'abc'" in errors[0]
+
+
 def test_no_arguments_print_the_help_and_no_empty_error_line() -> None:
     proc = evidex()
     assert proc.returncode == 2 and "Usage: evidex" in proc.stdout and "search" in proc.stdout

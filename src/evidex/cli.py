@@ -80,6 +80,13 @@ def _progress(description: str, show: bool) -> Iterator[Callable[[int, int], Non
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
+def _show_version(value: bool) -> None:
+    """Eager: runs while the options are parsed, before click asks for a command."""
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit(0)
+
+
 @app.callback()
 def main_options(
     db: Annotated[
@@ -97,11 +104,9 @@ def main_options(
         typer.Option("--config", help="knowledge.config.yaml: sources and retrieval/answer defaults "
                      "for every command (default: $EVIDEX_CONFIG)."),
     ] = None,
-    version: Annotated[bool, typer.Option("--version", help="Show the version.")] = False,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_show_version,
+                                          help="Show the version.")] = False,
 ) -> None:
-    if version:
-        typer.echo(__version__)
-        raise typer.Exit(0)
     state.db = db or os.environ.get("EVIDEX_DB") or "evidex.db"
     state.analyzer = analyzer
     state.embedder = embedder
