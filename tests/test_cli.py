@@ -643,6 +643,7 @@ ERRORS = {
     "missing-path": (("ingest", "{tmp}/no-such-file.md", "--tenant", "acme"), "no-such-file.md"),
     "missing-beir-folder": (("eval", "--beir", "{tmp}/no-such-beir"), "no-such-beir"),
     "remove-unknown-id": (("remove", "no-such-doc", "--tenant", "acme"), "no-such-doc"),
+    "empty-groups": (("search", "travel", "--tenant", "acme", "--groups", " , "), "--groups names no group"),
     "conflicts-unknown-status": (("conflicts", "--status", "bogus"), "open, closed, dismissed, all"),
     "dismiss-without-tenant": (("conflicts", "--dismiss", "1"), "--dismiss needs --tenant"),
 }
