@@ -223,9 +223,10 @@ def test_make_run_refuses_while_a_port_is_taken_and_deletes_nothing(tmp_path: Pa
             held.listen()
         except OSError:
             pass  # taken already, which is the case under test too
-        # -o install: the installed tree is what runs the tests; nothing is reinstalled.
-        proc = subprocess.run(["make", "-o", "install", "run", f"DB={db}"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)
+        # -o install: the installed tree is what runs the tests; nothing is reinstalled. Under
+        # `make test` this is a sub-make, which would announce the directory it enters.
+        proc = subprocess.run(["make", "--no-print-directory", "-o", "install", "run", f"DB={db}"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert db.read_bytes() == b"the store a running make run serves"
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
