@@ -595,6 +595,18 @@ def test_an_invalid_thread_count_is_one_error_line(examples: SimpleNamespace) ->
     assert "THREADS must be a positive integer, got 'abc'" in errors[0]
 
 
+def test_a_reader_that_stops_early_gets_no_error_line(examples: SimpleNamespace) -> None:
+    """`evidex search ... | head -1` printed "error: Broken pipe": the reader went away, which is
+    no error of the command's (it leaves as cat does, with 128 + SIGPIPE)."""
+    proc = subprocess.Popen([str(EVIDEX), "--db", str(examples.db), "search", "travel", "--mode", "keyword",
+                             *STAFF, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=clean_env())
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the command has written anything: its first write meets no reader
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == "", err
+
+
 def test_no_arguments_print_the_help_and_no_empty_error_line() -> None:
     proc = evidex()
     assert proc.returncode == 2 and "Usage: evidex" in proc.stdout and "search" in proc.stdout
