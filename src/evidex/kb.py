@@ -487,7 +487,10 @@ class KnowledgeBase:
             gen = OpenAIGenerator(openai if isinstance(openai, OpenAIConfig) else OpenAIConfig.from_env())
         mode = st.mode if self.store.embedder != "none" else "keyword"
         _check_actor(actor)
-        parse_query(question, QUESTION_LIMITS)  # a question refused here starts no lookup
+        # A question refused here starts no lookup. One without words is the caller's mistake,
+        # never a question the collection lacks: no decline, no offer of a person.
+        if not parse_query(question, QUESTION_LIMITS):
+            raise QueryError("the question has no words: ask in words what you want to know")
         # The lookups run on the toolbox's threads while the search below runs.
         lookups = self._toolbox.start(self._toolbox.asked(actor, question))
 
