@@ -34,13 +34,16 @@ $(STAMP): pyproject.toml
 # cached, so only the first run embeds), then serves the web page and the API on
 # http://127.0.0.1:8000/ with the file's demo keys (only their SHA-256 is in the file; the keys
 # are printed here for this local demo) until Ctrl-C. evidex and the tools service get the same
-# demo ACME_TOOLS_TOKEN; both helper services stop with evidex.
+# demo ACME_TOOLS_TOKEN; both helper services stop with evidex. It first refuses, changing
+# nothing, when one of its ports is taken (a second `make run` would delete the store the first
+# one serves).
 DEMO_KEY := evidex-demo-customer
 DEMO_TOOLS_TOKEN := evidex-demo-tools-token
 CONFIG := examples/knowledge.config.yaml
 run: install
+	@$(BIN)/python examples/free_ports.py 8000 8765 8081
 	rm -f $(DB) $(DB)-wal $(DB)-shm
-	$(BIN)/python examples/site_server.py --port 8765 & site=$$!; \
+	@$(BIN)/python examples/site_server.py --port 8765 & site=$$!; \
 	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/python examples/tools_service.py --port 8081 & tools=$$!; \
 	  trap 'kill $$site $$tools 2>/dev/null' EXIT INT TERM; \
 	  $(BIN)/python examples/wait_for.py http://127.0.0.1:8765/sitemap.xml || exit 1; \

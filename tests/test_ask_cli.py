@@ -171,6 +171,10 @@ def test_ask_errors_are_one_line(env: dict[str, str], db: Path) -> None:
     cases = [
         (("ask", WORN, *CUSTOMER, "--generator", "magic"), "generator"),
         (("ask", WORN, "--tenant", "acme", "--groups", "customers", "--visibilities", "secret"), "visibilit"),
+        # A question without words is a mistake, not a question the collection lacks the answer to:
+        # never the decline that offers a person.
+        (("ask", "", *CUSTOMER), "no words"),
+        (("ask", "  ?! ", *CUSTOMER), "no words"),
     ]
     procs = run_many(env, [(args, {"db": db}) for args, _ in cases])
     for (_, needle), proc in zip(cases, procs, strict=True):

@@ -578,6 +578,49 @@ def test_reading_commands_refuse_a_missing_store_instead_of_creating_one(
     assert not missing.exists()
 
 
+def test_version_prints_the_version() -> None:
+    """It said "error: Missing command." (click checks for a command before the option runs)."""
+    from evidex import __version__
+
+    proc = evidex("--version")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"{__version__}\n", "")
+
+
+def test_an_invalid_thread_count_is_one_error_line(examples: SimpleNamespace) -> None:
+    """EVIDEX_EMBED_THREADS=abc ended the first embedding with a traceback."""
+    env = clean_env(EVIDEX_EMBED_THREADS="abc", EVIDEX_QUERY_THREADS="abc")
+    proc = evidex("search", "travel", *STAFF, db=examples.db, env=env)  # asserts no traceback
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert proc.returncode == 1 and len(errors) == 1, proc.stderr
+    assert "THREADS must be a positive integer, got 'abc'" in errors[0]
+
+
+def test_a_reader_that_stops_early_gets_no_error_line(examples: SimpleNamespace) -> None:
+    """`evidex search ... | head -1` printed "error: Broken pipe": the reader went away, which is
+    no error of the command's (it leaves as cat does, with 128 + SIGPIPE)."""
+    proc = subprocess.Popen([str(EVIDEX), "--db", str(examples.db), "search", "travel", "--mode", "keyword",
+                             *STAFF, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=clean_env())
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the command has written anything: its first write meets no reader
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == "", err
+
+
+def test_no_arguments_print_the_help_and_no_empty_error_line() -> None:
+    proc = evidex()
+    assert proc.returncode == 2 and "Usage: evidex" in proc.stdout and "search" in proc.stdout
+    assert "error:" not in proc.stderr, proc.stderr
+
+
+def test_runs_on_a_store_without_runs_says_so(examples: SimpleNamespace) -> None:
+    """An empty listing read as "no failures"; runs are only the scheduled ones."""
+    text = evidex("runs", db=examples.db)
+    assert text.returncode == 0 and text.stdout.startswith("no runs recorded: runs are the scheduled"), text
+    assert "of source 'faq'" in evidex("runs", "--source", "faq", db=examples.db).stdout
+    assert ok_json(evidex("runs", "--json", db=examples.db)) == {"runs": []}
+
+
 def test_db_defaults_to_evidex_db_in_the_working_directory(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -612,10 +655,14 @@ ERRORS = {
     "missing-path": (("ingest", "{tmp}/no-such-file.md", "--tenant", "acme"), "no-such-file.md"),
     "missing-beir-folder": (("eval", "--beir", "{tmp}/no-such-beir"), "no-such-beir"),
     "remove-unknown-id": (("remove", "no-such-doc", "--tenant", "acme"), "no-such-doc"),
+    "empty-groups": (("search", "travel", "--tenant", "acme", "--groups", " , "), "--groups names no group"),
+    "conflicts-unknown-status": (("conflicts", "--status", "bogus"), "open, closed, dismissed, all"),
+    "dismiss-without-tenant": (("conflicts", "--dismiss", "1"), "--dismiss needs --tenant"),
 }
 
 
-BAD_CITATIONS = {"not-json": ("this is not json", "JSON"), "a-list": ("[1, 2]", "object"), "empty": ("", "")}
+BAD_CITATIONS = {"not-json": ("this is not json", "JSON"), "a-list": ("[1, 2]", "object"),
+                 "empty": ("", "no citation on standard input"), "blank": ("\n  \n", "no citation")}
 
 
 @pytest.fixture(scope="module")
@@ -640,6 +687,21 @@ def test_errors_are_one_line_and_exit_non_zero(error_runs: dict[str, Any], case:
     assert_one_error_line(error_runs["procs"][case], ERRORS[case][1])
     if case == "unknown-analyzer":
         assert not (error_runs["tmp"] / "fresh.db").exists(), "a rejected analyzer must not create a store"
+
+
+def test_ingesting_nothing_is_an_error_and_creates_no_store(tmp_path: Path) -> None:
+    """A folder with no file evidex reads (a mistyped path, the wrong folder) said "added 0 ...
+    rejected 0", exit 0, and left an empty store behind."""
+    empty, other = tmp_path / "empty", tmp_path / "spreadsheets"
+    empty.mkdir()
+    other.mkdir()
+    (other / "prices.csv").write_text("sku,price\n1,2\n", encoding="utf-8")
+    (other / "blank.jsonl").write_text("\n\n", encoding="utf-8")
+    for folder in (empty, other):
+        db = tmp_path / f"{folder.name}.db"
+        line = assert_one_error_line(evidex("ingest", folder, "--tenant", "acme", db=db), "nothing to ingest")
+        assert ".md" in line and ".pdf" in line
+        assert not db.exists()
 
 
 def test_store_in_a_missing_folder_is_a_one_line_error(error_runs: dict[str, Any]) -> None:

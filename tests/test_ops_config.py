@@ -206,3 +206,29 @@ def test_the_shipped_example_syncs_from_the_example_site(tmp_path: Path) -> None
             assert len(returns.new) == 1 and len(handbook.new) == 6
     finally:
         httpd.shutdown()
+
+
+def test_make_run_refuses_while_a_port_is_taken_and_deletes_nothing(tmp_path: Path) -> None:
+    """A second `make run` deleted the store the first one serves, then failed to serve. With
+    one of its ports held (here by this test, or already by another `make run`), it now stops
+    with one line before touching anything."""
+    import socket
+    import subprocess
+
+    db = tmp_path / "demo.db"
+    db.write_bytes(b"the store a running make run serves")
+    with socket.socket() as held:
+        try:
+            held.bind(("127.0.0.1", 8765))
+            held.listen()
+        except OSError:
+            pass  # taken already, which is the case under test too
+        # -o install: the installed tree is what runs the tests; nothing is reinstalled. Under
+        # `make test` this is a sub-make, which would announce the directory it enters.
+        proc = subprocess.run(["make", "--no-print-directory", "-o", "install", "run", f"DB={db}"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert db.read_bytes() == b"the store a running make run serves"
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "8765" in errors[0] and "nothing was changed" in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == "", proc.stdout

@@ -34,7 +34,7 @@ LAYERS: list[set[str]] = [
     {"__init__", "evaluation", "sources"},
     {"notify"},
     {"server", "console"},
-    {"_cli_tools", "_cli_check"},
+    {"_cli_tools", "_cli_check", "_cli_findings"},
     {"cli"},
 ]
 #: Modules of each extra, which ``import evidex`` must not load.

@@ -368,6 +368,9 @@ def test_large_segment_with_small_writes_on_top(tmp_path: Path) -> None:
         expected = fresh_snapshots(current.values(), *variants)
         for handle in (kb, reader):
             assert [snapshot(handle, **v) for v in variants] == expected, step
+            with handle.store.read() as view:  # counted as the postings, large and packed
+                for term in ("the", "alpha", "w17", "zeta", "absent"):
+                    assert view.frequency(term) == sum(len(p) for p, _ in view.postings(term)), (step, term)
 
     try:
         kb.ingest(list(current.values()))

@@ -8,7 +8,10 @@ administer the other tenant's data.
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +43,7 @@ ENDPOINTS: list[tuple[str, str, dict[str, Any] | None]] = [
     ("DELETE", "/v1/documents/no-such-doc", None),
     ("POST", "/v1/sync", {}),
     ("GET", "/v1/drift", None),
+    ("GET", "/v1/session", None),
 ]
 
 
@@ -162,6 +166,14 @@ def test_resolve_follows_the_callers_tenant_and_access(client: httpx.Client) -> 
     assert r.status_code == 422
 
 
+def test_session_names_the_configured_caller(client: httpx.Client) -> None:
+    """What the page checks a typed key against: the identity the configuration gives it."""
+    assert client.get("/v1/session", headers=auth("acme-customer-key")).json() == {
+        "name": "key:acme-customer", "tenant": "acme", "admin": False}
+    assert client.get("/v1/session", headers=auth("globex-admin-key")).json() == {
+        "name": "key:globex-admin", "tenant": "globex", "admin": True}
+
+
 def test_documents_endpoint(client: httpx.Client) -> None:
     r = client.get("/v1/documents/returns-faq", headers=auth("acme-customer-key"))
     assert r.status_code == 200
@@ -245,6 +257,9 @@ def test_validation_errors_are_422_with_messages(client: httpx.Client) -> None:
     assert r.status_code == 422
     r = client.post("/v1/answer", json={"question": "\x00\x01"}, headers=h)
     assert r.status_code == 422
+    for blank in ("", "   ", " ?! "):  # a mistake, never a decline offering a person
+        r = client.post("/v1/answer", json={"question": blank}, headers=h)
+        assert r.status_code == 422 and "no words" in r.json()["detail"], (blank, r.text)
 
 
 def test_openapi_bounds_are_the_ones_the_service_applies(client: httpx.Client) -> None:
@@ -417,6 +432,24 @@ def test_cli_serve_rate_limit_and_unwired_admin(tmp_path: Path) -> None:
         assert "evidex serving" in server.logs()
     finally:
         server.stop()
+
+
+def test_serve_on_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
+    """Another service on the port: one `error:` line before anything claims to serve (uvicorn
+    alone printed "evidex serving ..." and then its own bind error), exit status 1."""
+    db = tmp_path / "kb.db"
+    build_store(db, tmp_path / "cache")
+    config = write_config(tmp_path / "config.yaml")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config),
+                               "--port", str(port), "--no-schedule"],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "EVIDEX_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode == 1 and proc.stdout == "", (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr.splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"]
 
 
 def test_failed_credentials_are_limited_per_address_before_any_check(tmp_path: Path) -> None:

@@ -76,6 +76,7 @@ def test_tool_arguments_cannot_carry_identity_and_are_validated(setup: dict[str,
         ("search", {"query": "\x00bad"}),
         ("answer", {}),
         ("nope", {}),
+        ("answer", {"question": " ?! "}),  # no words: a mistake, not a decline offering a person
     ])
     msgs = [r["text"] for r in out["results"]]
     assert all(r["error"] for r in out["results"]), msgs
@@ -85,6 +86,7 @@ def test_tool_arguments_cannot_carry_identity_and_are_validated(setup: dict[str,
     assert "control" in msgs[3] or "character" in msgs[3]
     assert "question" in msgs[4]
     assert "unknown tool" in msgs[5]
+    assert "no words" in msgs[6]
 
 
 def test_mcp_needs_a_configured_key(setup: dict[str, Path]) -> None:

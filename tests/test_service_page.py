@@ -101,6 +101,19 @@ def test_nobody_is_signed_in_on_first_load(browser: Any, site: dict[str, Any]) -
         ctx.close()
 
 
+def test_a_key_the_server_does_not_know_is_refused_at_sign_in(page: Page) -> None:
+    """A mistyped key used to show "Signed in" and the question form until the first question."""
+    page.fill("#api-key", "not-a-configured-key")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#signin-error:not([hidden])")
+    assert "not accepted" in page.inner_text("#signin-error")
+    assert not page.locator("#app").is_visible() and not page.locator("#session").is_visible()
+    assert page.evaluate("sessionStorage.getItem('evidex.apiKey')") is None
+    sign_in(page, "acme-customer-key")
+    assert page.locator("#signin-error").is_hidden()
+    assert page.evaluate("sessionStorage.getItem('evidex.apiKey')") == "acme-customer-key"
+
+
 def test_answer_chip_opens_highlighted_quote_with_badge(page: Page) -> None:
     sign_in(page, "acme-customer-key")
     assert page.evaluate("sessionStorage.getItem('evidex.apiKey')") == "acme-customer-key"

@@ -347,3 +347,54 @@ def test_the_same_writes_read_back_the_same_on_both_dialects(tmp_path: Path, pg_
     finally:
         for kb in stores:
             kb.close()
+
+
+def _generation(location: str | Path) -> int:
+    return int(raw(location, "SELECT value FROM meta WHERE key = 'generation'")[0][0])
+
+
+def _cache_state(kb: KnowledgeBase) -> dict[str, object]:
+    """What the readers' cache holds after a read, in comparable form (signature versions left
+    out: they are the generations this handle saw, not the store's state)."""
+    cache = kb.store._cache
+    with kb.store.read() as view:
+        live = np.flatnonzero(view.sig >= 0)
+        pids, matrix = view.passage_matrix(live)
+        terms = ["alpha", "beta", "gamma", "überblick", "teil", "quote"]
+        postings = {t: sorted(int(p) for ps, _ in view.postings(t) for p in ps) for t in terms}
+        state = {"columns": [c.tolist() for c in cache.columns()], "pids": pids.tolist(),
+                 "matrix": matrix.tolist(), "segments": {s: p.tolist() for s, p in cache.segments.items()},
+                 "postings": postings,
+                 "signatures": {t: sorted((s.id, s.groups, s.visibility, s.language, s.tags, s.passages,
+                                           s.total_length) for s in sigs)
+                                for t, sigs in cache.by_tenant.items()}}
+    actor = Actor("t", ODD_GROUPS)
+    state["hits"] = [[(h.document_id, h.passage, h.score) for h in kb.search(actor, q, mode=m)]
+                     for q in ("alpha", "gamma 2", "Teil") for m in ("keyword", "vector")]
+    return state
+
+
+def test_a_write_installs_its_segment_as_a_reader_would_load_it(locate: Locator) -> None:
+    """A write that finds the readers' cache at the generation before its own brings it to its
+    own from what it has in hand (new segment, dead passages, signature counts, vectors): no
+    reader refreshes after it, and the cache then equals what a new handle loads from the
+    database. A write that another write came before leaves the cache to the next reader."""
+    location = locate("kb")
+    with KnowledgeBase.open(location, detect_conflicts=False) as kb:
+        kb.ingest([_odd_document(i, d) for i, d in enumerate(ODD_IDS)], split="heading")
+        _cache_state(kb)  # the cache is loaded
+        # A new version (its old passages die), a new document and a new signature.
+        kb.ingest([_odd_document(1, "a", "2"), _odd_document(20, "new"),
+                   Document("solo", "t", frozenset({"other"}), "1", "alpha beta")], split="heading")
+        assert kb.store._cache.generation == _generation(location)  # installed: no refresh read it
+        installed = _cache_state(kb)
+        with KnowledgeBase.open(location, detect_conflicts=False) as other:
+            assert _cache_state(other) == installed
+            other.ingest(_odd_document(2, "Ä", "2"), split="heading")
+        before = kb.store._cache.generation
+        kb.ingest(_odd_document(3, "a_b", "2"), split="heading")
+        assert kb.store._cache.generation == before  # another write came between: not installed
+        refreshed = _cache_state(kb)
+        assert refreshed["columns"] != installed["columns"]
+    with KnowledgeBase.open(location, detect_conflicts=False) as fresh:
+        assert _cache_state(fresh) == refreshed

@@ -21,6 +21,7 @@ import typer
 
 from . import __version__
 from ._cli_check import check_cmd, reindex_cmd
+from ._cli_findings import conflicts_cmd, runs_cmd
 from ._cli_tools import ClaimOpt, citation_line, pairs, tools_app
 from .config import load_config
 from .console import JsonOpt, print_hits, state
@@ -30,7 +31,7 @@ from .console import fail as _fail
 from .console import need_config as _need_config
 from .console import open_kb as _open
 from .console import safe as _safe
-from .ingest import DEFAULT_MAX_FILE_BYTES, FRONT_MATTER_KEYS, load_paths
+from .ingest import DEFAULT_MAX_FILE_BYTES, FORMATS, FRONT_MATTER_KEYS, load_paths
 from .kb import migrate_store
 from .model import Actor, EvidexError
 
@@ -61,6 +62,8 @@ def _split_csv(value: str | None) -> list[str]:
 
 
 def _actor(tenant: str, groups: str, visibilities: str, claims: list[str] | None = None) -> Actor:
+    if not _split_csv(groups):  # a caller in no group reads nothing: every search would come back empty
+        raise EvidexError("--groups names no group: give the caller's groups, comma-separated")
     return Actor(tenant, frozenset(_split_csv(groups)),
                  visibilities=frozenset(_split_csv(visibilities)), claims=pairs(claims, "--claim"))
 
@@ -77,6 +80,13 @@ def _progress(description: str, show: bool) -> Iterator[Callable[[int, int], Non
     with Progress(transient=True) as bar:
         task = bar.add_task(description, total=None)
         yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def _show_version(value: bool) -> None:
+    """Eager: runs while the options are parsed, before click asks for a command."""
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit(0)
 
 
 @app.callback()
@@ -96,11 +106,9 @@ def main_options(
         typer.Option("--config", help="knowledge.config.yaml: sources and retrieval/answer defaults "
                      "for every command (default: $EVIDEX_CONFIG)."),
     ] = None,
-    version: Annotated[bool, typer.Option("--version", help="Show the version.")] = False,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_show_version,
+                                          help="Show the version.")] = False,
 ) -> None:
-    if version:
-        typer.echo(__version__)
-        raise typer.Exit(0)
     state.db = db or os.environ.get("EVIDEX_DB") or "evidex.db"
     state.analyzer = analyzer
     state.embedder = embedder
@@ -149,6 +157,9 @@ def ingest(
     if missing:
         raise EvidexError(f"no such file or folder: {_safe(missing[0])}; nothing was ingested")
     loaded = load_paths(list(paths), defaults, max_bytes=int(max_file_mb * 1024 * 1024))
+    if not loaded.documents and not loaded.rejected:  # a wrong folder, not an empty success
+        raise EvidexError(f"nothing to ingest in {_safe(', '.join(map(str, paths)))}: no document in a "
+                          f"{', '.join(sorted(FORMATS))} file; nothing was written")
     with _open(create=True) as kb, _progress("ingesting", show=not as_json) as progress:
         # Large inputs go in batches, each atomic; the whole input is checked before any write.
         report = kb.ingest(loaded.documents, split=split, batch_size=INGEST_BATCH,
@@ -240,7 +251,10 @@ def resolve(
     as_json: JsonOpt = False,
 ) -> None:
     """Re-check a citation read as JSON from standard input."""
-    citation = json.loads(sys.stdin.read() or "null")
+    text = sys.stdin.read()
+    if not text.strip():
+        raise EvidexError("no citation on standard input: pipe one hit of `evidex search --json` into it")
+    citation = json.loads(text)
     with _open() as kb:
         res = kb.resolve(_actor(tenant, groups, visibilities), citation)
     if as_json:
@@ -462,22 +476,6 @@ def mcp_server(config: ServerConfigOpt = None) -> None:
 # -- end of service commands -------------------------------------------------------------------------
 
 
-@app.command("conflicts")
-@_errors
-def conflicts_cmd(status: Annotated[str, typer.Option(help="open, closed, dismissed or all.")] = "open",
-                  tenant: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
-                  dismiss: Annotated[int | None, typer.Option(help="Dismiss it (and --tenant).")] = None,
-                  as_json: JsonOpt = False) -> None:
-    """Passages of two documents stating different values for one subject (found at ingestion)."""
-    with _open() as kb:
-        by = os.environ.get("USER", "cli")
-        if dismiss is not None and not kb.dismiss_conflict(tenant or "", dismiss, by):
-            raise EvidexError(f"no open conflict {dismiss} in tenant {tenant!r} (give --tenant)")
-        found = kb.conflicts(tenant, None if status == "all" else status)
-    _emit({"conflicts": [c.as_dict() for c in found]}) if as_json else typer.echo(
-        "".join(f"{_safe(c.summary())}\n" for c in found) + f"{len(found)} conflict(s)")
-
-
 def _run_sources(kind: str, source: list[str] | None, show: bool) -> SyncReport:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -613,21 +611,9 @@ def schedule() -> None:
         scheduler.run_forever()
 
 
-@app.command()
-@_errors
-def runs(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many, newest first.")] = 50,
-         source: Annotated[str | None, typer.Option(help="Only this source's runs.")] = None,
-         as_json: JsonOpt = False) -> None:
-    """The latest sync and drift runs recorded in the store: start, end, counts, problems."""
-    with _open() as kb:
-        found = kb.runs(limit, source=source)
-    if as_json:
-        return _emit({"runs": [r.as_dict() for r in found]})
-    for r in found:
-        typer.echo(_safe(r.line()))
-
-
 app.command("check")(check_cmd)
+app.command("conflicts")(conflicts_cmd)
+app.command("runs")(runs_cmd)
 app.command("reindex")(reindex_cmd)
 
 
@@ -638,7 +624,8 @@ def main() -> None:
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.TyperException as exc:  # usage errors: bad option values, missing options
-        typer.echo(f"error: {_safe(exc.format_message())}", err=True)
+        if message := exc.format_message():  # empty when no arguments printed the help
+            typer.echo(f"error: {_safe(message)}", err=True)
         code = exc.exit_code
     except typer.Abort:
         typer.echo("error: aborted", err=True)

@@ -8,6 +8,7 @@ neither drive the terminal nor forge output lines.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -51,6 +52,11 @@ def errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except EvidexError as exc:
             raise fail(str(exc)) from None
+        except BrokenPipeError:
+            # The reader of stdout went away (`| head`): no error of the command's. Leave as cat
+            # does, and keep the interpreter's last flush from reporting the pipe again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(141) from None  # 128 + SIGPIPE, as a shell reports it
         except OSError as exc:
             raise fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from None
         except json.JSONDecodeError as exc:

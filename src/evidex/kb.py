@@ -287,11 +287,10 @@ class KnowledgeBase:
             for tenant in sorted({t for t, _ in written}):
                 every = {d.id: d for d in view.tenant_documents(tenant)}
                 docs = [every.get(i) for t, i in written if t == tenant]
-                titles = [d.title for d in every.values()]
                 # A keyword-only store opens no cache file unless it was given one.
                 cache = self._embed_cache() if self._cache_arg or self.store.embedder != "none" else None
                 found += retrieve.find_conflicts(view, tenant, [d for d in docs if d is not None],
-                                                 self._analyzer.terms, titles, cache)
+                                                 self._analyzer.terms, list(every.values()), cache)
         return self.store.record_conflicts(found)
 
     def conflicts(self, tenant: str | None = None, status: str | None = None) -> list[Conflict]:
@@ -488,7 +487,10 @@ class KnowledgeBase:
             gen = OpenAIGenerator(openai if isinstance(openai, OpenAIConfig) else OpenAIConfig.from_env())
         mode = st.mode if self.store.embedder != "none" else "keyword"
         _check_actor(actor)
-        parse_query(question, QUESTION_LIMITS)  # a question refused here starts no lookup
+        # A question refused here starts no lookup. One without words is the caller's mistake,
+        # never a question the collection lacks: no decline, no offer of a person.
+        if not parse_query(question, QUESTION_LIMITS):
+            raise QueryError("the question has no words: ask in words what you want to know")
         # The lookups run on the toolbox's threads while the search below runs.
         lookups = self._toolbox.start(self._toolbox.asked(actor, question))
 

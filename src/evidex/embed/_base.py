@@ -18,6 +18,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ..model import ConfigError
+
 #: Environment variable that overrides the number of CPU threads an embedding model may use.
 THREADS_ENV = "EVIDEX_EMBED_THREADS"
 #: Threads for embedding one query, for models that run queries apart from passages (default 1:
@@ -88,7 +90,7 @@ def thread_count(variable: str = THREADS_ENV, default: int | None = None) -> int
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(f"{variable} must be a positive integer, got {raw!r}")
+        raise ConfigError(f"{variable} must be a positive integer, got {raw!r}")
     return value
 
 

@@ -77,31 +77,43 @@ _STOP = frozenset(" ".join([
 Terms = Callable[[str], Iterable[str]]
 
 
-def _words(terms_of: Terms, text: str) -> set[str]:
-    return {t for t in terms_of(text) if len(t) > 2 and not t[0].isdigit() and t not in _STOP}
+@functools.lru_cache(maxsize=8192)
+def _words(terms_of: Terms, text: str) -> frozenset[str]:
+    """The words of a sentence (or heading path) that can name its subject. Kept for the
+    process: a candidate passage is compared again after each write of a collection."""
+    return frozenset(t for t in terms_of(text) if len(t) > 2 and not t[0].isdigit() and t not in _STOP)
+
+
+@functools.lru_cache(maxsize=8192)
+def _title_words(terms_of: Terms, title: str) -> frozenset[str]:
+    # Numbers count here: a product number or a year names one thing. Every title of the
+    # tenant is read on each write.
+    return frozenset(_stem(t) for t in terms_of(title) if len(t) > 1 and t not in _STOP)
 
 
 def _stem(term: str) -> str:
     return term[:-1] if len(term) > 4 and term.endswith("s") and not term.endswith("ss") else term
 
 
+Spans = list[tuple[int, int, tuple[Value, ...]]]
+#: The amounts a text states of one kind, in order.
+Amounts = tuple[float | tuple[float, ...], ...]
+
+
 @dataclass
 class _Unit:
     """One passage's claims: its sentences stating one value of a kind, with the words of each
-    (sentence plus headings) and that value per kind; ``kinds``: every value it states."""
+    (sentence plus headings) and that value per kind; ``claims``: its text's (every value it
+    states, per kind)."""
 
     doc: StoredDocument
     passage: StoredPassage
-    sentences: list[tuple[str, set[str], dict[str, Value]]]
-    kinds: dict[str, list[float | tuple[float, ...]]]
-    claimed: frozenset[str]
+    sentences: list[tuple[str, frozenset[str], dict[str, Value]]]
+    claims: _Claims
     #: Per kind claimed, the indices of the sentences claiming it (in order).
     by_kind: dict[str, list[int]]
     #: The words of all its sentences.
     words: set[str]
-
-
-Spans = list[tuple[int, int, tuple[Value, ...]]]
 
 
 def _joined(text: str) -> str:
@@ -130,8 +142,20 @@ class _Claims:
     kind, and every value the text states, per kind."""
 
     sentences: tuple[tuple[str, dict[str, Value]], ...]
-    kinds: dict[str, list[float | tuple[float, ...]]]
+    kinds: dict[str, Amounts]
     claimed: frozenset[str]
+    #: Per kind claimed, the amounts its sentences claim (one each).
+    ones: dict[str, Amounts]
+
+    def may_disagree(self, other: _Claims) -> bool:
+        """Whether a sentence of this text and one of ``other`` can state different values of a
+        kind both claim: each must claim an amount the other text states nowhere (``compare``
+        skips every other pair). Amounts only: no words are needed to rule a pair out."""
+        for k in self.claimed & other.claimed:
+            if (not all(_states(other.kinds[k], x) for x in self.ones[k])
+                    and not all(_states(self.kinds[k], y) for y in other.ones[k])):
+                return True
+        return False
 
 
 def _claims(text: str, spans: Spans) -> _Claims | None:
@@ -153,7 +177,12 @@ def _claims(text: str, spans: Spans) -> _Claims | None:
             sentences.append((joined[a:b], one))
     if not sentences:
         return None
-    return _Claims(tuple(sentences), kinds, frozenset(k for _, one in sentences for k in one))
+    ones: dict[str, list[float | tuple[float, ...]]] = {}
+    for _, one in sentences:
+        for k, v in one.items():
+            ones.setdefault(k, []).append(v.amount)
+    return _Claims(tuple(sentences), {k: tuple(a) for k, a in kinds.items()}, frozenset(ones),
+                   {k: tuple(a) for k, a in ones.items()})
 
 
 def _encode(spans: Spans) -> str:
@@ -186,9 +215,11 @@ _SEEN_LOCK = threading.Lock()
 
 
 def clear_value_cache() -> None:
-    """Forget the claims kept in this process (the cache file keeps its own)."""
+    """Forget the claims and words kept in this process (the cache file keeps its own)."""
     with _SEEN_LOCK:
         _SEEN.clear()
+    _words.cache_clear()
+    _title_words.cache_clear()
 
 
 def _read_claims(texts: Iterable[str], cache: EmbeddingCache | None, into: dict[str, _Claims | None]) -> None:
@@ -232,7 +263,6 @@ class _Detector:
                  cache: EmbeddingCache | None) -> None:
         self.view, self.tenant, self.terms_of, self.cache = view, tenant, terms_of, cache
         self.claims: dict[str, _Claims | None] = {}
-        self.words: dict[str, set[str]] = {}
         self.n = max(1, sum(s.passages for s in view.signatures(tenant)))
         self.sigs = [s.id for s in view.signatures(tenant)]
         self.df: dict[str, int] = {}
@@ -247,11 +277,12 @@ class _Detector:
         self.names: dict[int, set[str]] = {}
         self.weights: dict[frozenset[str], float] = {}
         self._passages: dict[int, list[StoredPassage]] = {}
+        self._stating: dict[int, list[tuple[StoredPassage, _Claims]]] = {}
 
     def idf(self, word: str) -> float:
         got = self._idf.get(word)
         if got is None:
-            self.df[word] = sum(len(p) for p, _ in self.view.postings(word))
+            self.df[word] = self.view.frequency(word)
             got = self._idf[word] = math.log(1 + self.n / (1 + self.df[word]))
         return got
 
@@ -264,29 +295,23 @@ class _Detector:
         """Read the claims of these documents' passages, all at once."""
         _read_claims((p.text for k in dkeys for p in self.passages(k)), self.cache, self.claims)
 
-    def sentence_words(self, text: str) -> set[str]:
-        if text not in self.words:
-            self.words[text] = _words(self.terms_of, text)
-        return self.words[text]
-
     def _unit(self, doc: StoredDocument, p: StoredPassage) -> _Unit | None:
         if p.text not in self.claims:
             _read_claims([p.text], self.cache, self.claims)
         claims = self.claims[p.text]
         if claims is None:
             return None
-        heads = self.sentence_words(" ".join(p.heading_path))
-        sents = [(t, self.sentence_words(t) | heads, c) for t, c in claims.sentences]
+        heads = _words(self.terms_of, " ".join(p.heading_path))
+        sents = [(t, _words(self.terms_of, t) | heads, c) for t, c in claims.sentences]
         by_kind: dict[str, list[int]] = {}
         for i, (_, _, c) in enumerate(sents):
             for k in c:
                 by_kind.setdefault(k, []).append(i)
         words = set().union(*(w for _, w, _ in sents))
-        return _Unit(doc, p, sents, claims.kinds, claims.claimed, by_kind, words)
+        return _Unit(doc, p, sents, claims, by_kind, words)
 
-    def title_words(self, title: str | None) -> set[str]:
-        # Numbers count here: a product number or a year names one thing.
-        return {_stem(t) for t in self.terms_of(title or "") if len(t) > 1 and t not in _STOP}
+    def title_words(self, title: str | None) -> frozenset[str]:
+        return _title_words(self.terms_of, title or "")
 
     def same_entity(self, a: StoredDocument, b: StoredDocument) -> bool:
         return self._names_in(a, b) or self._names_in(b, a)
@@ -301,18 +326,17 @@ class _Detector:
             self.doc_words[b.dkey] = {_stem(t) for t in self.terms_of(self.view.document_text(b.dkey))}
         return 2 * len(names & self.doc_words[b.dkey]) >= len(names)
 
-    def weight(self, words: set[str]) -> float:
-        key = frozenset(words)
-        if key not in self.weights:
-            self.weights[key] = sum(self.idf(w) for w in words)
-        return self.weights[key]
+    def weight(self, words: frozenset[str]) -> float:
+        if words not in self.weights:
+            self.weights[words] = sum(map(self.idf, words))
+        return self.weights[words]
 
-    def subject(self, x: set[str], y: set[str]) -> tuple[float, list[str]]:
+    def subject(self, x: frozenset[str], y: frozenset[str]) -> tuple[float, list[str]]:
         shared = x & y
         if not shared:
             return 0.0, []
         small = min(self.weight(x), self.weight(y))
-        return (sum(self.idf(w) for w in shared) / small if small else 0.0), sorted(shared)
+        return (sum(map(self.idf, shared)) / small if small else 0.0), sorted(shared)
 
     def matrix(self) -> tuple[np.ndarray, np.ndarray]:
         """(pids, vectors) of the tenant's live passages, read once per detection."""
@@ -327,6 +351,8 @@ class _Detector:
         scored as blocks of one matrix product against the tenant's passages (the units' own
         passages among them: they are live passages of the tenant)."""
         out: list[tuple[list[int], int, float]] = [([], -1, 0.0)] * len(units)
+        if not units:
+            return out
         pids, matrix = self.matrix()
         mine = np.asarray([u.passage.pid for u in units], dtype=np.int64)
         at = np.minimum(np.searchsorted(pids, mine), max(len(pids) - 1, 0))
@@ -367,6 +393,13 @@ class _Detector:
                 votes.update(set(self.view.dkey[live].tolist()))
         return _first(k for k, _ in votes.most_common() if k != u.doc.dkey)
 
+    def stating(self, dkey: int) -> list[tuple[StoredPassage, _Claims]]:
+        """The passages of a document that state values, with their claims (read before)."""
+        if dkey not in self._stating:
+            self._stating[dkey] = [(p, c) for p in self.passages(dkey)
+                                   if (c := self.claims[p.text]) is not None]
+        return self._stating[dkey]
+
     def passages(self, dkey: int) -> list[StoredPassage]:
         if dkey not in self._passages:
             self.prefetch([dkey])
@@ -390,7 +423,7 @@ class _Detector:
         least = PASSAGE_SHARED if similarity >= PASSAGE_MIN else MIN_SHARED
         # Only sentences claiming one kind meet, in the order of a loop over u's sentences,
         # then v's, then the kinds both claim.
-        pairs = sorted((i, j, kind) for kind in u.claimed & v.claimed
+        pairs = sorted((i, j, kind) for kind in u.claims.claimed & v.claims.claimed
                        for i in u.by_kind[kind] for j in v.by_kind[kind])
         for i, j, kind in pairs:
             s, ws, cs = u.sentences[i]
@@ -398,7 +431,7 @@ class _Detector:
             x, y = cs[kind], ct[kind]
             # Neither passage may also state the other's value.
             if (len(ws & wt) < least or close(x.amount, y.amount)
-                    or _states(u.kinds, kind, y.amount) or _states(v.kinds, kind, x.amount)):
+                    or _states(u.claims.kinds[kind], y.amount) or _states(v.claims.kinds[kind], x.amount)):
                 continue
             score, shared = self.subject(ws, wt)
             if (score >= SUBJECT_MIN and len(shared) >= MIN_SHARED) or (
@@ -418,9 +451,11 @@ def _comparable(a: float | tuple[float, ...], b: float | tuple[float, ...]) -> b
     return high <= PASSAGE_RATIO * low
 
 
-def _states(kinds: dict[str, list[float | tuple[float, ...]]], kind: str,
-            amount: float | tuple[float, ...]) -> bool:
-    return any(close(a, amount) for a in kinds.get(kind, ()))
+@functools.lru_cache(maxsize=4096)
+def _states(amounts: Amounts, amount: float | tuple[float, ...]) -> bool:
+    """Whether one of ``amounts`` is ``amount``; asked once per sentence pair, of the same few
+    passages' amounts again and again."""
+    return any(close(a, amount) for a in amounts)
 
 
 def _side(u: _Unit, sentence: str, value: str) -> ConflictSide:
@@ -440,29 +475,32 @@ def _first(dkeys: Iterable[int]) -> list[int]:
 
 
 def find_conflicts(view: ReadView, tenant: str, written: Sequence[StoredDocument], terms_of: Terms,
-                   titles: Sequence[str | None], cache: EmbeddingCache | None = None) -> list[Conflict]:
+                   documents: Sequence[StoredDocument],
+                   cache: EmbeddingCache | None = None) -> list[Conflict]:
     """Conflicts between the passages of ``written`` (documents of ``tenant`` this write added
-    or changed, as now stored) and the tenant's other current documents. ``titles``: the
-    titles of all the tenant's documents (which title words are rare); ``cache``: where the
-    values read from a passage's text are kept for the next time that text is met."""
-    det = _Detector(view, tenant, terms_of, titles, cache)
+    or changed, as now stored) and the tenant's other current documents. ``documents``: all
+    the tenant's documents in ``view`` (the candidates, and which title words are rare);
+    ``cache``: where the values read from a passage's text are kept for the next time that
+    text is met."""
+    det = _Detector(view, tenant, terms_of, [d.title for d in documents], cache)
     det.prefetch(d.dkey for d in written)
     det.read_claims(d.dkey for d in written)
     # Passages stating no value are dropped before any search.
     units = [u for d in written for p in det.passages(d.dkey) if (u := det.unit(d, p)) is not None]
     near = det.nearest(units)
-    docs = view.documents({k for ks, _, _ in near for k in ks})
+    # Candidates are documents of the tenant: a neighbour elsewhere is never compared.
+    every = {d.dkey: d for d in documents}
+    docs = {k: every[k] for ks, _, _ in near for k in ks if k in every}
     det.prefetch(docs)
     det.read_claims(docs)
     found: dict[tuple[object, ...], Conflict] = {}
     for u, (ranked, nearest, cos) in zip(units, near, strict=True):
         for k in ranked:
             other = docs.get(k)
-            if other is None or other.tenant != tenant:
+            if other is None:
                 continue
-            for q in det.passages(k):
-                claims = det.claims[q.text]
-                if claims is None or u.claimed.isdisjoint(claims.claimed):
+            for q, claims in det.stating(k):
+                if not u.claims.may_disagree(claims):
                     continue
                 v = det.unit(other, q)
                 if v is None:

@@ -29,7 +29,19 @@ from ..config import ServerSettings
 from ..kb import KnowledgeBase
 from ..model import EvidexError
 from ..tools import Toolbox
-from . import _admin, _answer, _conflicts, _documents, _handoff, _health, _page, _resolve, _search, _tools
+from . import (
+    _admin,
+    _answer,
+    _conflicts,
+    _documents,
+    _handoff,
+    _health,
+    _page,
+    _resolve,
+    _search,
+    _session,
+    _tools,
+)
 from ._deps import DriftFn, Services, SyncFn
 from ._guard import Guard
 from ._identity import Authenticator, RateLimiter
@@ -40,7 +52,8 @@ from ._schemas import max_quote_chars
 __all__ = ["create_app"]
 
 #: In the order of the OpenAPI document.
-_ROUTERS = (_search, _answer, _resolve, _documents, _admin, _conflicts, _handoff, _tools, _health, _page)
+_ROUTERS = (_search, _answer, _resolve, _documents, _admin, _conflicts, _handoff, _tools, _session,
+            _health, _page)
 
 
 def create_app(

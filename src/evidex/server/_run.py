@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -60,6 +61,21 @@ def require_settings(config: str | Path | Config) -> ServerSettings:
 def _require_store(db: str) -> None:
     if "://" not in db and not Path(db).is_file():
         raise EvidexError(f"no store at {db}; ingest documents first (evidex --db {db} ingest ...)")
+
+
+def _require_free_address(host: str, port: int) -> None:
+    """Refuse an address this process cannot listen on (another service holds the port, the
+    host is not one of this machine's) with one line, before anything says it serves: uvicorn
+    would report serving, then print its bind error and exit with status 3. The probe binds
+    as uvicorn does (``SO_REUSEADDR``), so it refuses exactly what uvicorn would."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            reason = (exc.strerror or str(exc)).lower()
+            raise EvidexError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
 def opener(db: str, cfg: Config) -> Callable[[], KnowledgeBase]:
@@ -207,9 +223,10 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
     limit_malloc_arenas()  # before the scheduler's and the server's threads allocate
     settings = require_settings(config)
     _require_store(db)
-    stop = start_scheduler(db, load_config(config)) if schedule else None
     host = host or settings.host
     port = port or settings.port
+    _require_free_address(host, port)
+    stop = start_scheduler(db, load_config(config)) if schedule else None
     if workers > 1 and THREADS_ENV not in os.environ:
         # Each worker embeds queries with its own OpenMP/onnxruntime thread pool; N pools of
         # all cores oversubscribe the machine and every query waits. Split the cores instead.

@@ -17,6 +17,7 @@ Vocabulary:
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -116,9 +117,16 @@ class StoredDocument:
 def flat_document(r: Sequence[object]) -> tuple[object, ...]:
     """A document row with its meta JSON parsed, as a tuple of strings, numbers and tuples of
     strings: the garbage collector stops tracking such a tuple, unlike an object."""
-    m = json.loads(r[5])  # type: ignore[arg-type]
-    return (r[0], r[1], r[2], r[3], r[4], m["title"], m["source_url"], m["language"],
-            m["visibility"], tuple(sorted(m["groups"])), tuple(m["tags"]), m["published_at"], r[6], r[7])
+    return (r[0], r[1], r[2], r[3], r[4], *_meta(r[5]), r[6], r[7])  # type: ignore[arg-type]
+
+
+@functools.lru_cache(maxsize=4096)
+def _meta(text: str) -> tuple[object, ...]:
+    # Conflict detection reads every document row of the tenant on each write: most are
+    # unchanged, so their meta text is parsed once.
+    m = json.loads(text)
+    return (m["title"], m["source_url"], m["language"], m["visibility"], tuple(sorted(m["groups"])),
+            tuple(m["tags"]), m["published_at"])
 
 
 
@@ -143,10 +151,11 @@ class StoredPassage:
                    _json_tuple(r[9]))
 
 
-def _json_tuple(text: object) -> tuple[str, ...]:
-    # Most passages have no heading path and no flags, and a search decodes two per hit: "[]"
-    # skips the JSON parser.
-    return () if text == "[]" else tuple(json.loads(text))  # type: ignore[arg-type]
+@functools.lru_cache(maxsize=4096)
+def _json_tuple(text: str) -> tuple[str, ...]:
+    # A search decodes two per hit and conflict detection hundreds per write; the passages of a
+    # document repeat a few heading paths, most have no flags, so each text is parsed once.
+    return tuple(json.loads(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +203,10 @@ class ReadView(Protocol):
 
     def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
         """(passage ids, term frequencies) per live segment; may include dead passages."""
+        ...
+
+    def frequency(self, term: str) -> int:
+        """How many passage ids ``postings(term)`` holds in all."""
         ...
 
     def deaths_since(self, mark: tuple[object, int]) -> np.ndarray | None:

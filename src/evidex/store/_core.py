@@ -46,12 +46,13 @@ from ._segments import (
     TF,
     FlatPostings,
     PackedPostings,
+    SegmentArrays,
     SegmentCache,
     decode,
     encode,
     segment_from_rows,
 )
-from ._view import DOC_SELECT, SQLView
+from ._view import DOC_SELECT, SQLView, read_signatures
 
 if TYPE_CHECKING:
     from ._merger import Merges
@@ -206,6 +207,8 @@ class SQLStore(Records):
         gen = self.dialect.bump_generation(c)
         if tx.dead:
             self.dialect.insert_many(c, "tombstones", ("gen", "pid"), [(gen, p) for p in tx.dead])
+        if tx.segment is not None:
+            tx.generation, tx.signatures = gen, read_signatures(c)
 
     def _retrying(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn`` (one whole transaction) again after a deadlock or serialization failure,
@@ -302,11 +305,22 @@ class SQLStore(Records):
             if prows:
                 self.dialect.insert_many(c, "passages", columns("passages"), prows)
                 cols, postings = segment_from_rows(seg_rows)
-                self._insert_segment(c, cols, postings, self._stack(vectors), self.embedder)
+                stacked = self._stack(vectors)
+                seg = self._insert_segment(c, cols, postings, stacked, self.embedder)
+                # As a reader would load it (``SQLView.segment_arrays``).
+                packed = postings if len(prows) <= PACK_LIMIT else None
+                cached = stacked if self._vectors.cache_model()[0] != "none" else None
+                tx.segment = SegmentArrays(seg, *(col.astype(PID) for col in cols), packed=packed,
+                                           vectors=cached)
             self._put_sources(tx, sources)
-        # Committed: the readers' row cache gets the new passages as the database would return
-        # them (a reader after the write, such as conflict detection, then reads no row back).
+        # Committed: the readers' cache gets the new passages' rows as the database would return
+        # them, and the new segment when it held the generation before this write's (a reader
+        # after the write, such as conflict detection, then reads neither back).
         self._cache.remember_passages([(*r[:5], r[10], r[6], r[7], r[8], r[9]) for r in prows])
+        if tx.generation is not None:
+            with self._lock:
+                self._cache.install(tx.segment, tx.dead, tx.generation, tx.signatures or [],
+                                    self._vectors.cache_model())
         return IngestReport(added, superseded, len(writes) - len(changed), written)
 
     def _signatures(self, c: Any, writes: Sequence[DocumentWrite]) -> dict[str, int]:

@@ -142,6 +142,11 @@ class Tx:
     changed: bool = False
     dead: list[int] = field(default_factory=list)
     sig_delta: dict[int, list[int]] = field(default_factory=dict)
+    #: The segment a write of documents adds (``SegmentArrays``), for the readers' cache; with
+    #: it, ``_finish`` records the new generation and the signature rows as committed.
+    segment: Any = None
+    generation: int | None = None
+    signatures: list[Any] | None = None
 
     def add(self, sig: int, passages: int, length: int) -> None:
         d = self.sig_delta.setdefault(sig, [0, 0])

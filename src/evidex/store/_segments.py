@@ -108,6 +108,13 @@ class FlatPostings:
         end = int(self.ends[i])
         return self.pids[start:end], self.tfs[start:end]
 
+    def count(self, term: str) -> int:
+        """``len`` of ``get(term)``'s passage ids (0 when absent), without slicing."""
+        i = bisect_left(self.terms, term)
+        if i == len(self.terms) or self.terms[i] != term:
+            return 0
+        return int(self.ends[i]) - (int(self.ends[i - 1]) if i else 0)
+
     def stored(self) -> tuple[str, bytes, bytes, bytes]:
         """The four values a small segment stores (the layout ``from_stored`` reads)."""
         return "\n".join(self.terms), encode(self.ends, PID), encode(self.pids, PID), encode(self.tfs, TF)
@@ -304,6 +311,20 @@ class SegmentCache:
                 version))
         self.generation = generation
 
+    def install(self, segment: SegmentArrays, dead: Sequence[int], generation: int,
+                signatures: list[Signature], model: tuple[str, int]) -> bool:
+        """Bring the arrays to ``generation`` from what the write that committed it has in hand
+        (its new segment, the passages it killed, the signature rows as it committed them)
+        instead of reading them back. Only when the cache holds the generation just before
+        that write's: then the write is the whole difference. Otherwise (another write came
+        between, or another model's vectors) nothing changes and the next reader refreshes
+        from the store."""
+        if self.generation != generation - 1 or model[0] != self.vector_model:
+            return False
+        self.refresh(_Written([*self.segments, segment.id], segment, dead, generation, signatures, model),
+                     generation)
+        return True
+
     def _log_deaths(self, dead: np.ndarray) -> None:
         self._deaths.append(np.unique(dead))
         self._deaths_size += len(dead)
@@ -374,6 +395,17 @@ class SegmentCache:
         return {k: build(row) for k, row in got.items()}
 
     def postings(self, source: SegmentSource, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        return self._large_rows(source, term) + [
+            hit for seg in self.packed.values() if (hit := seg.get(term)) is not None]
+
+    def frequency(self, source: SegmentSource, term: str) -> int:
+        """How many postings ``term`` has (those of ``postings``), counted without slicing the
+        packed segments: conflict detection weighs hundreds of words per write."""
+        return (sum(len(p) for p, _ in self._large_rows(source, term))
+                + sum(seg.count(term) for seg in self.packed.values()))
+
+    def _large_rows(self, source: SegmentSource, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``term``'s postings rows in the large segments (kept in an LRU by size)."""
         rows = self._postings.get(term)
         if rows is not None:
             self._postings.move_to_end(term)
@@ -385,7 +417,40 @@ class SegmentCache:
             while self._postings_bytes > self._max_postings_bytes and len(self._postings) > 1:
                 _, old = self._postings.popitem(last=False)
                 self._postings_bytes -= sum(p.nbytes + t.nbytes for p, t in old) + 64
-        return rows + [hit for seg in self.packed.values() if (hit := seg.get(term)) is not None]
+        return rows
+
+
+@dataclass(frozen=True)
+class _Written:
+    """A ``SegmentSource`` answering from one committed write (``SegmentCache.install``)."""
+
+    live: list[int]
+    segment: SegmentArrays
+    dead: Sequence[int]
+    generation: int
+    signatures: list[Signature]
+    model: tuple[str, int]
+
+    def segment_ids(self) -> list[int]:
+        return self.live
+
+    def segment_arrays(self, ids: Sequence[int]) -> Iterable[SegmentArrays]:
+        assert list(ids) == [self.segment.id], ids  # the write added this one segment
+        return [self.segment]
+
+    def tombstones_after(self, seq: int) -> tuple[np.ndarray, int]:
+        if not self.dead:
+            return _NO_PIDS, seq
+        return np.asarray(self.dead, dtype=np.int64), self.generation
+
+    def all_signatures(self) -> list[Signature]:
+        return self.signatures
+
+    def vector_model(self) -> tuple[str, int]:
+        return self.model
+
+    def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        raise NotImplementedError("a refresh reads no postings rows")
 
 
 #: Passage deaths kept in the log (``SegmentCache.deaths_since``): about 10,000 one-document

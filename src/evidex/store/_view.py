@@ -20,7 +20,7 @@ from ._segments import PID, TF, FlatPostings, SegmentArrays, decode
 if TYPE_CHECKING:
     from ._core import SQLStore
 
-__all__ = ["DOC_SELECT", "PASSAGE_SELECT", "SQLView"]
+__all__ = ["DOC_SELECT", "PASSAGE_SELECT", "SQLView", "read_signatures"]
 
 #: The column orders ``StoredDocument.from_row`` and ``StoredPassage.from_row`` read.
 DOC_SELECT = "SELECT dkey, tenant, doc_id, version, content_sha256, meta, split, indexed_at FROM documents"
@@ -33,6 +33,15 @@ def _string_set(text: str) -> frozenset[str]:
     """A signature's groups or tags from their JSON: every refresh reads every signature row,
     and most rows repeat a few group and tag lists."""
     return frozenset(json.loads(text))
+
+
+def read_signatures(cur: Any) -> list[Signature]:
+    """The signatures with live passages, as ``cur`` sees them."""
+    return [
+        Signature(r[0], r[1], _string_set(r[2]), r[3], r[4], _string_set(r[5]), int(r[6]), int(r[7]))
+        for r in cur.execute("SELECT id, tenant, groups, visibility, language, tags, passages, "
+                             "total_length FROM signatures WHERE passages > 0")
+    ]
 
 
 class SQLView:
@@ -67,11 +76,7 @@ class SQLView:
         return np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)), max(r[0] for r in rows)
 
     def all_signatures(self) -> list[Signature]:
-        return [
-            Signature(r[0], r[1], _string_set(r[2]), r[3], r[4], _string_set(r[5]), int(r[6]), int(r[7]))
-            for r in self._c.execute("SELECT id, tenant, groups, visibility, language, tags, passages, "
-                                     "total_length FROM signatures WHERE passages > 0")
-        ]
+        return read_signatures(self._c)
 
     def vector_model(self) -> tuple[str, int]:
         return self._s._vectors.cache_model()
@@ -86,6 +91,9 @@ class SQLView:
 
     def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
         return self._s._cache.postings(self, term)
+
+    def frequency(self, term: str) -> int:
+        return self._s._cache.frequency(self, term)
 
     def deaths_since(self, mark: tuple[object, int]) -> np.ndarray | None:
         return self._s._cache.deaths_since(mark)

@@ -76,7 +76,7 @@
     try { data = await resp.json(); } catch (_) { data = null; }
     if (resp.status === 401) {
       sessionStorage.removeItem(KEY);
-      showSignIn("The key was not accepted. Please sign in again.");
+      showSignIn("The key was not accepted. Please sign in with a key this server knows.");
       throw new ApiError(401, "not signed in");
     }
     if (resp.status === 429) {
@@ -113,10 +113,22 @@
     ev.preventDefault();
     const key = $("api-key").value.trim();
     if (!key) return;
-    sessionStorage.setItem(KEY, key);
     $("api-key").value = "";
-    showApp();
+    signIn(key);
   });
+  // A key is checked when it is typed (GET /v1/session), so a mistyped one never shows as signed in.
+  async function signIn(key) {
+    sessionStorage.setItem(KEY, key);
+    try {
+      await api("GET", "/v1/session");
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) return;  // api() showed the sign-in form
+      sessionStorage.removeItem(KEY);
+      showSignIn(err.message || "The key could not be checked.");
+      return;
+    }
+    showApp();
+  }
   $("sign-out").addEventListener("click", () => {
     sessionStorage.removeItem(KEY);
     clear($("answer")); clear($("hits")); closePassage();

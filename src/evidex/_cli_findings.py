@@ -1,0 +1,56 @@
+"""``evidex conflicts`` and ``evidex runs``: what the store recorded about its sources (conflicts
+found at ingestion, scheduled sync and drift runs), listed for an operator.
+
+``cli`` adds ``conflicts_cmd`` and ``runs_cmd`` to its commands.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from .console import JsonOpt, emit, errors, open_kb, safe
+from .model import EvidexError
+
+__all__ = ["conflicts_cmd", "runs_cmd"]
+
+STATUSES = ("open", "closed", "dismissed", "all")
+
+
+@errors
+def conflicts_cmd(status: Annotated[str, typer.Option(help="open, closed, dismissed or all.")] = "open",
+                  tenant: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+                  dismiss: Annotated[int | None, typer.Option(help="Dismiss it (and --tenant).")] = None,
+                  as_json: JsonOpt = False) -> None:
+    """Passages of two documents stating different values for one subject (found at ingestion)."""
+    if status not in STATUSES:
+        raise EvidexError(f"--status must be one of {', '.join(STATUSES)}, got {status!r}")
+    if dismiss is not None and not tenant:
+        raise EvidexError("--dismiss needs --tenant: the tenant whose conflict it is")
+    with open_kb() as kb:
+        by = os.environ.get("USER", "cli")
+        if dismiss is not None and not kb.dismiss_conflict(tenant or "", dismiss, by):
+            raise EvidexError(f"no open conflict {dismiss} in tenant {tenant!r}")
+        found = kb.conflicts(tenant, None if status == "all" else status)
+    emit({"conflicts": [c.as_dict() for c in found]}) if as_json else typer.echo(
+        "".join(f"{safe(c.summary())}\n" for c in found) + f"{len(found)} conflict(s)")
+
+
+@errors
+def runs_cmd(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many, newest first.")] = 50,
+             source: Annotated[str | None, typer.Option(help="Only this source's runs.")] = None,
+             as_json: JsonOpt = False) -> None:
+    """The latest sync and drift runs recorded in the store: start, end, counts, problems."""
+    with open_kb() as kb:
+        found = kb.runs(limit, source=source)
+    if as_json:
+        return emit({"runs": [r.as_dict() for r in found]})
+    for r in found:
+        typer.echo(safe(r.line()))
+    if not found:
+        # An empty listing would read as a store without a schedule's failures; say why it is empty.
+        of = f" of source {safe(source)!r}" if source else ""
+        typer.echo(f"no runs{of} recorded: runs are the scheduled syncs and drift checks of "
+                   "evidex schedule and evidex serve (evidex sync and drift are not recorded)")
