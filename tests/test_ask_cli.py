@@ -175,6 +175,8 @@ def test_ask_errors_are_one_line(env: dict[str, str], db: Path) -> None:
         # never the decline that offers a person.
         (("ask", "", *CUSTOMER), "no words"),
         (("ask", "  ?! ", *CUSTOMER), "no words"),
+        # OpenAI's service without a key would decline every question: a configuration error.
+        (("ask", WORN, *CUSTOMER, "--generator", "openai"), "EVIDEX_OPENAI_API_KEY"),
     ]
     procs = run_many(env, [(args, {"db": db}) for args, _ in cases])
     for (_, needle), proc in zip(cases, procs, strict=True):

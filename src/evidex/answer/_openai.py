@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..model import GeneratorError
+from ..model import ConfigError, GeneratorError
 
 if TYPE_CHECKING:  # httpx loads on first use: its import pulls in click and rich
     import httpx
@@ -56,6 +56,11 @@ class OpenAIGenerator:
     def __init__(self, config: OpenAIConfig, client: httpx.Client | None = None) -> None:
         import httpx
 
+        # OpenAI's own service refuses every request without a key; a local server (vLLM,
+        # llama.cpp, Ollama) may need none. Asking without one would only decline every question.
+        if not config.api_key and config.base_url.rstrip("/") == OpenAIConfig.base_url:
+            raise ConfigError(f"the openai generator calls {OpenAIConfig.base_url} and needs an API key: "
+                              "set EVIDEX_OPENAI_API_KEY (or EVIDEX_OPENAI_BASE_URL for another server)")
         self.config = config
         self._client = client or httpx.Client(timeout=config.timeout_s)
 
