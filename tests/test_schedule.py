@@ -6,6 +6,8 @@ and ``GET /v1/runs``."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -157,6 +159,26 @@ def test_nothing_scheduled_is_a_clear_error(tmp_path: Path) -> None:
     done = subprocess.run([str(EVIDEX), "--db", str(tmp_path / "kb.db"), "--config", str(config),
                            "schedule"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "error: nothing is scheduled" in done.stderr
+
+
+def test_schedule_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    """A service manager stops the scheduler with SIGTERM: exit 0 once the run in progress ended,
+    not death by the signal (143)."""
+    write(tmp_path / "faq" / "a.md", "# A\n\nSomething to sync.\n")
+    config = write(tmp_path / "k.yaml", "sources:\n  - {id: faq, type: files, path: ./faq, "
+                   "tenant: acme, schedule: hourly}\n")
+    proc = subprocess.Popen([str(EVIDEX), "--db", str(tmp_path / "kb.db"), "--config", str(config),
+                             "schedule"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "EVIDEX_EMBEDDER": "none"})
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("scheduled: sync faq")  # waiting for its minute
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, (out, err)
+    assert "Traceback" not in err
 
 
 def test_the_run_log_on_every_backend(any_kb: KnowledgeBase) -> None:

@@ -596,6 +596,9 @@ def schedule() -> None:
     """Run each source's sync at its schedule: and the drift check at freshness.drift_check,
     one at a time, until interrupted; every run is recorded (evidex runs). evidex serve does the
     same alongside the service."""
+    import signal
+    import threading
+
     from .notify import owners_hook
     from .sources import Scheduler
 
@@ -607,8 +610,12 @@ def schedule() -> None:
     for job in scheduler.jobs:
         typer.echo(f"scheduled: {job.name} ({_safe(job.cadence.text)}), first {scheduler.next_due[job]}",
                    err=True)
+    # SIGTERM (a service manager stopping it) lets the run in progress finish, then exits 0;
+    # Ctrl-C stops at once (a store write is atomic either way).
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with contextlib.suppress(KeyboardInterrupt):
-        scheduler.run_forever()
+        scheduler.run_forever(stop)
 
 
 app.command("check")(check_cmd)
