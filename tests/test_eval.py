@@ -123,6 +123,8 @@ def test_human_output_lists_the_metrics(tmp_path: Path) -> None:
     lines = dict(line.split(": ", 1) for line in proc.stdout.splitlines())
     assert set(lines) >= KEYS
     assert float(lines["ndcg@10"]) == approx(1.0) and lines["queries"] == "1"
+    # Building the index can take minutes (embedding a corpus): it says how far it got.
+    assert "indexed 1/1 documents" in proc.stderr.splitlines()
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str], needle: str) -> None:

@@ -400,7 +400,9 @@ def evaluate(
         return
     assert beir is not None
     result = evaluate_beir(beir, mode=mode, analyzer=analyzer or state.analyzer or "english",
-                           embedder=embedder, fusion=fusion or state.cfg.retrieval.fuse, alpha=alpha)
+                           embedder=embedder, fusion=fusion or state.cfg.retrieval.fuse, alpha=alpha,
+                           progress=lambda done, total: typer.echo(f"indexed {done}/{total} documents",
+                                                                   err=True))
     if as_json:
         _emit(result)
     else:

@@ -152,7 +152,8 @@ def evaluate_beir(
                                 max_limit=100, query_limits=EVAL_LIMITS)
         try:
             docs = list(corpus_documents(beir))
-            step = 2000
+            # Embedding batches are smaller so that ``progress`` reports every minute or so.
+            step = 2000 if model == "none" else 500
             for i in range(0, len(docs), step):
                 kb.ingest(docs[i : i + step], split="document")
                 if progress:
