@@ -452,6 +452,20 @@ def test_serve_on_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
     assert proc.stderr.splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"]
 
 
+def test_serve_refuses_a_bad_thread_count_at_start(tmp_path: Path) -> None:
+    """EVIDEX_EMBED_THREADS=abc is the deployment's mistake: one line at start, not an error shown
+    to the first client who asks."""
+    db = tmp_path / "kb.db"
+    build_store(db, tmp_path / "cache")
+    config = write_config(tmp_path / "config.yaml")
+    proc = subprocess.run([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config),
+                           "--port", "0", "--no-schedule"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "EVIDEX_CACHE_DIR": str(tmp_path / "cache"),
+                               "EVIDEX_EMBED_THREADS": "abc"})
+    assert proc.returncode == 1 and proc.stdout == "", (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr.splitlines() == ["error: EVIDEX_EMBED_THREADS must be a positive integer, got 'abc'"]
+
+
 def test_failed_credentials_are_limited_per_address_before_any_check(tmp_path: Path) -> None:
     """Past the budget of failed credential checks, an address gets 429 for every /v1 request,
     also with a valid key: answering a guess with 200 or 401 would let guessing go on."""

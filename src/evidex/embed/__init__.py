@@ -26,7 +26,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from evidex.embed._base import QUERY_THREADS_ENV, THREADS_ENV, Embedder, MissingDependencyError
+from evidex.embed._base import (
+    QUERY_THREADS_ENV,
+    THREADS_ENV,
+    Embedder,
+    MissingDependencyError,
+    thread_count,
+)
 from evidex.embed._cache import CACHE_ENV, EmbeddingCache, default_cache_path
 from evidex.embed._e5 import E5Embedder
 from evidex.embed._e5_int8 import E5Int8Embedder
@@ -47,6 +53,7 @@ __all__ = [
     "default_cache_path",
     "get_embedder",
     "query_vectors",
+    "thread_count",
 ]
 
 #: The model used unless configured otherwise: the only one here that handles German as well as

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, ServerSettings, load_config
-from ..embed import THREADS_ENV
+from ..embed import QUERY_THREADS_ENV, THREADS_ENV, thread_count
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
 from ..notify import owners_hook
@@ -61,6 +61,13 @@ def require_settings(config: str | Path | Config) -> ServerSettings:
 def _require_store(db: str) -> None:
     if "://" not in db and not Path(db).is_file():
         raise EvidexError(f"no store at {db}; ingest documents first (evidex --db {db} ingest ...)")
+
+
+def _require_thread_settings() -> None:
+    """A bad thread count is the deployment's mistake: refuse it at start, not at a client's
+    first question (where it would look like a fault of the request)."""
+    thread_count(THREADS_ENV)
+    thread_count(QUERY_THREADS_ENV, 1)
 
 
 def _require_free_address(host: str, port: int) -> None:
@@ -223,6 +230,7 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
     limit_malloc_arenas()  # before the scheduler's and the server's threads allocate
     settings = require_settings(config)
     _require_store(db)
+    _require_thread_settings()
     host = host or settings.host
     port = port or settings.port
     _require_free_address(host, port)
@@ -251,6 +259,7 @@ def run_mcp(db: str, config: str | Path) -> None:
     from ._mcp import run_stdio
 
     _require_store(db)
+    _require_thread_settings()
     cfg = load_config(config)
     run_stdio(db, require_settings(cfg), tools=cfg.tools, answer_settings=cfg.answer_settings(),
               generator=cfg.answer.generator)
