@@ -604,6 +604,11 @@ def schedule() -> None:
     from .notify import owners_hook
     from .sources import Scheduler
 
+    # SIGTERM (a service manager stopping it) lets the run in progress finish, then exits 0;
+    # Ctrl-C stops at once (a store write is atomic either way). Installed before anything is
+    # printed, so whoever saw the first line may stop it.
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     opener = functools.partial(_open, create=True)  # its syncs fill a new store
     scheduler = Scheduler(opener, _need_config(), after_drift=[owners_hook(opener)],
                           on_run=lambda run: typer.echo(_safe(run.line())))
@@ -612,10 +617,6 @@ def schedule() -> None:
     for job in scheduler.jobs:
         typer.echo(f"scheduled: {job.name} ({_safe(job.cadence.text)}), first {scheduler.next_due[job]}",
                    err=True)
-    # SIGTERM (a service manager stopping it) lets the run in progress finish, then exits 0;
-    # Ctrl-C stops at once (a store write is atomic either way).
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with contextlib.suppress(KeyboardInterrupt):
         scheduler.run_forever(stop)
 
