@@ -42,7 +42,7 @@ DEMO_TOOLS_TOKEN := evidex-demo-tools-token
 CONFIG := examples/knowledge.config.yaml
 run: install
 	@$(BIN)/python examples/free_ports.py 8000 8765 8081
-	rm -f $(DB) $(DB)-wal $(DB)-shm
+	@rm -f $(DB) $(DB)-wal $(DB)-shm
 	@$(BIN)/python examples/site_server.py --port 8765 & site=$$!; \
 	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/python examples/tools_service.py --port 8081 & tools=$$!; \
 	  trap 'kill $$site $$tools 2>/dev/null' EXIT INT TERM; \
