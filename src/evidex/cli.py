@@ -62,10 +62,11 @@ def _split_csv(value: str | None) -> list[str]:
 
 
 def _actor(tenant: str, groups: str, visibilities: str, claims: list[str] | None = None) -> Actor:
-    if not _split_csv(groups):  # a caller in no group reads nothing: every search would come back empty
+    named = frozenset(_split_csv(groups))
+    if not named:  # a caller in no group reads nothing: every search would come back empty
         raise EvidexError("--groups names no group: give the caller's groups, comma-separated")
-    return Actor(tenant, frozenset(_split_csv(groups)),
-                 visibilities=frozenset(_split_csv(visibilities)), claims=pairs(claims, "--claim"))
+    return Actor(tenant, named, visibilities=frozenset(_split_csv(visibilities)),
+                 claims=pairs(claims, "--claim"))
 
 
 @contextmanager
