@@ -17,9 +17,9 @@ the default embedder and keyword-only, on the check set and on the first 1,500 S
 (with the default embedder and keyword-only, four batches), each once more with loose rules
 (lower subject and similarity thresholds, no ratio limit: many more pairs reach every test):
 run once per tree and compare the files, to show a change to detection finds exactly what the
-other tree finds. ``--cache DIR`` keeps the embedding cache between runs. Fix the hash seed:
-with string hashing randomised, ties between equally rare words (keyword-only stores) can
-fall either way from one process to the next, in either tree.
+other tree finds. ``--cache DIR`` keeps the embedding cache between runs. Fix the hash seed
+when comparing with a tree older than 2026-12-02: there, ties between equally rare words
+(keyword-only stores) followed string hashing, so fell either way from one process to the next.
 
     export PYTHONHASHSEED=0
     PYTHONPATH=/tmp/base/src .venv/bin/python benchmarks/notify_conflicts.py --dump /tmp/main.json

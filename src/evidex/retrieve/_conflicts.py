@@ -387,7 +387,9 @@ class _Detector:
         # Rare words only: a key term names a subject, and a common one's postings would
         # make every passage cost a pass over the collection.
         rare = [w for w in words if self.idf(w) and self.df[w] <= max(50, self.n // 100)]
-        for w in sorted(rare, key=self.idf, reverse=True)[:8]:
+        # Ties between equally rare words go by the word: the set's order follows string
+        # hashing, which differs from one process to the next.
+        for w in sorted(rare, key=lambda w: (-self.idf(w), w))[:8]:
             for pids, _ in self.view.postings(w):
                 live = pids[self.view.sig[pids] >= 0]
                 votes.update(set(self.view.dkey[live].tolist()))
