@@ -27,6 +27,12 @@ when comparing with a tree older than 2026-12-02: there, ties between equally ra
     cmp /tmp/main.json /tmp/branch.json
 
 ``--postgres URL`` keeps the --dump stores in that PostgreSQL server instead (one schema each).
+
+``--sync`` measures what `make run` does instead: a sync of examples/knowledge.config.yaml from
+the example site (examples/site_server.py, in a thread on a free port), its PDF and its wiki
+folder into a fresh store, detection off and on alternating, the embedding cache warm.
+
+    .venv/bin/python benchmarks/notify_conflicts.py --sync --runs 6
 """
 
 from __future__ import annotations
@@ -135,6 +141,60 @@ def ingest(folder: Path, detect: bool, cache: Path) -> tuple[float, float, float
         return first, time.perf_counter() - t0, cpu, own, reading, found
 
 
+def sync_runs(runs: int) -> None:
+    """``--sync``: detection's share of `make run`'s sync of the example configuration."""
+    import importlib.util
+    import socket
+    import threading
+
+    from evidex.config import load_config
+    from evidex.sources import sync
+
+    examples = SHOP.parent
+    spec = importlib.util.spec_from_file_location("site_server", examples / "site_server.py")
+    assert spec and spec.loader
+    site = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    httpd = site.server(port)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    times: dict[bool, list[tuple[float, float, float]]] = {False: [], True: []}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            text = (examples / "knowledge.config.yaml").read_text(encoding="utf-8")
+            text = text.replace("127.0.0.1:8765", f"127.0.0.1:{port}").replace(
+                "path: shop/", f"path: {examples / 'shop'}/")
+            (folder / "knowledge.config.yaml").write_text(text, encoding="utf-8")
+            config = load_config(folder / "knowledge.config.yaml")
+            cache = folder / "cache"
+            for i in range(runs + 1):  # the first pair fills the cache
+                for detect in (False, True) if i % 2 else (True, False):
+                    clear_memory()
+                    with KnowledgeBase.open(folder / f"sync-{i}-{detect}.db", detect_conflicts=detect,
+                                            embed_cache=cache) as kb:
+                        DETECT_CPU[0] = 0.0
+                        t0, c0 = time.perf_counter(), time.process_time()
+                        report = sync(kb, config)
+                        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                    assert all(not r.errors for r in report.sources)
+                    if i:
+                        times[detect].append((wall, cpu, DETECT_CPU[0]))
+                        print(f"run {i} detection {'on' if detect else 'off'}: sync {wall:.2f} s "
+                              f"(CPU {cpu:.3f} s, detection's own {DETECT_CPU[0]:.3f} s)")
+    finally:
+        httpd.shutdown()
+    for name, stat in (("medians", statistics.median), ("minima", min)):
+        off = stat(t[0] for t in times[False])
+        on = stat(t[0] for t in times[True])
+        own = stat(t[2] for t in times[True])
+        print(f"sync ({name}): detection off {1000 * off:.0f} ms, on {1000 * on:.0f} ms (wall, "
+              f"+{100 * (on - off) / off:.0f} %); detection's own CPU {1000 * own:.0f} ms, "
+              f"{100 * own / off:.0f} % of the sync without it")
+
+
 def check_set() -> tuple[list, list]:
     """Conflicts found in the check set: (true ones, others)."""
     docs = load_paths([SET], {"tenant": "northwind", "groups": ["staff"], "visibility": None,
@@ -201,7 +261,11 @@ def main() -> None:
     ap.add_argument("--dump", type=Path, help="write every conflict found on the test collections here")
     ap.add_argument("--cache", type=Path, help="the embedding cache of --dump (default: a new one)")
     ap.add_argument("--postgres", help="the --dump stores in this PostgreSQL server (a schema each)")
+    ap.add_argument("--sync", action="store_true", help="make run's sync of the example configuration")
     args = ap.parse_args()
+    if args.sync:
+        sync_runs(args.runs)
+        return
     if args.dump:
         dump(args.dump, args.cache, args.postgres)
         return
