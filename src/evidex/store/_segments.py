@@ -12,7 +12,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -78,7 +78,6 @@ class FlatPostings:
     ends: np.ndarray  # int64, cumulative
     pids: np.ndarray  # int32
     tfs: np.ndarray  # uint16
-    _counts: dict[str, int] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_dict(cls, postings: PackedPostings) -> FlatPostings:
@@ -111,17 +110,10 @@ class FlatPostings:
 
     def count(self, term: str) -> int:
         """``len`` of ``get(term)``'s passage ids (0 when absent), without slicing."""
-        return self.counts().get(term, 0)
-
-    def counts(self) -> dict[str, int]:
-        """Every term's number of postings, built on first use and kept: the segment never
-        changes, and conflict detection weighs hundreds of words per write against the same
-        segments (one lookup each instead of a binary search)."""
-        if self._counts is None:
-            object.__setattr__(self, "_counts", dict(zip(
-                self.terms, np.diff(self.ends, prepend=0).tolist(), strict=True)))
-        assert self._counts is not None
-        return self._counts
+        i = bisect_left(self.terms, term)
+        if i == len(self.terms) or self.terms[i] != term:
+            return 0
+        return int(self.ends[i]) - (int(self.ends[i - 1]) if i else 0)
 
     def stored(self) -> tuple[str, bytes, bytes, bytes]:
         """The four values a small segment stores (the layout ``from_stored`` reads)."""
@@ -410,7 +402,7 @@ class SegmentCache:
         """How many postings ``term`` has (those of ``postings``), counted without slicing the
         packed segments: conflict detection weighs hundreds of words per write."""
         return (sum(len(p) for p, _ in self._large_rows(source, term))
-                + sum(seg.counts().get(term, 0) for seg in self.packed.values()))
+                + sum(seg.count(term) for seg in self.packed.values()))
 
     def _large_rows(self, source: SegmentSource, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
         """``term``'s postings rows in the large segments (kept in an LRU by size)."""
