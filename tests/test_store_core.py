@@ -374,31 +374,6 @@ def _cache_state(kb: KnowledgeBase) -> dict[str, object]:
     return state
 
 
-def test_the_first_write_to_a_new_store_installs_its_segment(locate: Locator) -> None:
-    """A store is created empty at generation 0, so the write that makes generation 1 is the
-    whole store: a cache that never loaded takes it from what the write has in hand (no reader
-    loads the store after it) and equals what a new handle loads. A handle that never loaded
-    and writes second (generation 2: not the whole store) leaves its cache to its next reader,
-    which then sees both writes."""
-    location = locate("kb")
-    with KnowledgeBase.open(location, detect_conflicts=False) as kb, \
-            KnowledgeBase.open(location, detect_conflicts=False) as late:
-        assert kb.store._cache.generation is None and late.store._cache.generation is None
-        kb.ingest([_odd_document(i, d) for i, d in enumerate(ODD_IDS)], split="heading")
-        assert kb.store._cache.generation == _generation(location) == 1  # installed, nothing read
-        installed = _cache_state(kb)
-        with KnowledgeBase.open(location, detect_conflicts=False) as fresh:
-            assert _cache_state(fresh) == installed
-        late.ingest([_odd_document(1, "a", "2"), _odd_document(20, "new")], split="heading")
-        assert late.store._cache.generation is None  # not installed
-        late.store.settle()
-        both = _cache_state(late)
-        assert both["columns"] != installed["columns"]
-        with KnowledgeBase.open(location, detect_conflicts=False) as fresh:
-            assert _cache_state(fresh) == both
-        assert _cache_state(kb) == both  # the first handle refreshes from the store
-
-
 def test_a_write_installs_its_segment_as_a_reader_would_load_it(locate: Locator) -> None:
     """A write that finds the readers' cache at the generation before its own brings it to its
     own from what it has in hand (new segment, dead passages, signature counts, vectors): no

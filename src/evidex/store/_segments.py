@@ -318,15 +318,8 @@ class SegmentCache:
         instead of reading them back. Only when the cache holds the generation just before
         that write's: then the write is the whole difference. Otherwise (another write came
         between, or another model's vectors) nothing changes and the next reader refreshes
-        from the store.
-
-        A cache that never loaded holds the store at generation 0 when the write made generation
-        1: a store is created empty at generation 0, and every change to what the cache mirrors
-        moves the generation. So the first write to a new store is installed too (the reader
-        after it, such as conflict detection, does not load the store)."""
-        if self.generation is None and generation == 1:
-            pass  # the refresh starts from scratch, with the write's model
-        elif self.generation != generation - 1 or model[0] != self.vector_model:
+        from the store."""
+        if self.generation != generation - 1 or model[0] != self.vector_model:
             return False
         self.refresh(_Written([*self.segments, segment.id], segment, dead, generation, signatures, model),
                      generation)
