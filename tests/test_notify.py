@@ -134,7 +134,10 @@ server:
         ("Product team", "webhook"),
     ]
     [mail] = inbox.mails
-    assert "Conflict" in mail.get_payload() and "drifted" not in mail.get_payload()
+    # The care team's source did not change (its file, just written, is read again): a conflict
+    # to tell them about, no drift.
+    assert "Conflict" in mail.get_payload() and "Source care" not in mail.get_payload()
+    assert mail["Subject"].startswith("evidex: 0 drifted source(s)")
     payload = hooks.json()
     assert payload["owner"] == "Product team" and payload["drift"][0]["new"] == ["products/gloves.md"]
     assert [c["id"] for c in payload["conflicts"]] == [conflict.id]
