@@ -126,6 +126,40 @@ def test_a_simulated_day_runs_exactly_the_expected_runs(tmp_path: Path, setup: P
     assert dict(next_due)["sync faq"] == END + timedelta(hours=1)
 
 
+def test_a_failing_store_loses_its_due_runs_and_stops_nothing(tmp_path: Path, setup: Path) -> None:
+    """The store itself failing (it cannot be opened to claim or record a run: a database
+    restarting) is not a source's failure, and it does not end the scheduler either: in `evidex
+    serve` that was a dead scheduler thread under a running service. The runs due meanwhile are
+    lost and reported; the next due minutes run."""
+    import sqlite3
+
+    def store() -> KnowledgeBase:
+        if START + timedelta(hours=9) <= now[0] < START + timedelta(hours=10):
+            raise sqlite3.OperationalError("unable to open database file")
+        return KnowledgeBase.open(tmp_path / "kb.db")
+
+    now = [START]
+    stop = threading.Event()
+
+    def sleep(seconds: float) -> None:
+        now[0] += timedelta(seconds=seconds)
+        if now[0] > END:
+            stop.set()
+
+    told: list[tuple[str, datetime, str]] = []
+    scheduler = Scheduler(store, load_config(setup), clock=lambda: now[0], sleep=sleep,
+                          after_drift=[], on_failure=lambda job, due, exc: told.append(
+                              (job.name, due, type(exc).__name__)))
+    scheduler.run_forever(stop)
+    lost = [(j.name, due) for due, j, _ in scheduler.failures]
+    assert lost == [("sync faq", START + timedelta(hours=9)), *[
+        ("sync broken", START + timedelta(hours=9, minutes=m)) for m in (0, 20, 40)]]
+    assert [(n, d) for n, d, _ in told] == lost and {e for *_, e in told} == {"OperationalError"}
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        faq = [r for r in kb.runs(1000) if r.kind == "sync" and r.source == "faq"]
+    assert len(faq) == 23 and faq[0].scheduled_for == END.isoformat()  # every hour but 09:00
+
+
 def test_runs_are_listed_by_the_cli_and_by_admins_of_their_tenant(tmp_path: Path, setup: Path) -> None:
     simulated_day(tmp_path, setup, [])
     db = str(tmp_path / "kb.db")
