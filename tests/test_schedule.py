@@ -251,6 +251,28 @@ def test_serve_starts_the_scheduler_only_when_something_is_scheduled(tmp_path: P
     assert not worker.is_alive()
 
 
+def test_the_service_scheduler_calls_the_registered_drift_hooks(tmp_path: Path, setup: Path) -> None:
+    """README: after each drift check every hook in ``evidex.sources.DRIFT_HOOKS`` is called;
+    the service's scheduler (and `evidex schedule`) call them besides telling the owners."""
+    import evidex.sources
+    from evidex.server._run import service_scheduler
+
+    seen: list[list[str]] = []
+
+    def hook(report: SyncReport, config: object) -> None:
+        seen.append([s.source for s in report.sources])
+
+    evidex.sources.DRIFT_HOOKS.append(hook)  # registered as an extension would
+    try:
+        scheduler = service_scheduler(str(tmp_path / "kb.db"), load_config(setup))
+    finally:
+        evidex.sources.DRIFT_HOOKS.remove(hook)
+    job = next(j for j in scheduler.jobs if j.kind == "drift")
+    scheduler.next_due = {job: datetime.now(UTC) - timedelta(minutes=1)}  # the drift check is due
+    scheduler.run_pending()
+    assert seen == [["faq", "broken", "handbook", "catalogue", "manual"]]
+
+
 def test_two_schedulers_on_one_store_run_each_due_job_once(
     tmp_path: Path, setup: Path, locate: Any
 ) -> None:

@@ -603,7 +603,7 @@ def schedule() -> None:
     import threading
 
     from .notify import owners_hook
-    from .sources import Scheduler
+    from .sources import DRIFT_HOOKS, Scheduler
 
     # SIGTERM (a service manager stopping it) lets the run in progress finish, then exits 0;
     # Ctrl-C stops at once (a store write is atomic either way). Installed before anything is
@@ -611,7 +611,7 @@ def schedule() -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     opener = functools.partial(_open, create=True)  # its syncs fill a new store
-    scheduler = Scheduler(opener, _need_config(), after_drift=[owners_hook(opener)],
+    scheduler = Scheduler(opener, _need_config(), after_drift=[owners_hook(opener), *DRIFT_HOOKS],
                           on_run=lambda run: typer.echo(_safe(run.line())))
     if not scheduler.jobs:
         raise EvidexError("nothing is scheduled: no source has a schedule: and there is no drift check")

@@ -45,8 +45,8 @@ __all__ = ["DRIFT_HOOKS", "DriftHook", "Job", "Scheduler"]
 
 #: Called after each scheduled drift check with its report (every source) and the configuration.
 DriftHook = Callable[[SyncReport, Config], None]
-#: Hooks every ``Scheduler`` calls unless given its own list (e.g. owner notification, which
-#: registers itself here).
+#: Hooks every ``Scheduler`` calls unless given its own list; ``evidex serve`` and ``evidex
+#: schedule`` call these after the owners' notification.
 DRIFT_HOOKS: list[DriftHook] = []
 #: The longest the scheduler sleeps between looks at the clock (a changed wall clock is seen).
 MAX_SLEEP_SECONDS = 60.0
