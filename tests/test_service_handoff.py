@@ -36,6 +36,19 @@ SHELL = Document(
     visibility="internal",
     language="en",
 )
+#: A restricted document of a group the tenant's admin key is not in: its conflict with the
+#: care page is listed to that admin, its sentence is not.
+MEMO = Document(
+    "board-memo",
+    "acme",
+    frozenset({"board"}),
+    "1",
+    "# Re-proofing costs\n\nRe-proof your waterproof shell jacket every 24 months with the "
+    "spray-on product, the board decided in secret.\n",
+    title="Board memo",
+    visibility="restricted",
+    language="en",
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +58,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     build_store(db, tmp / "cache")
     with KnowledgeBase.open(db, embed_cache=tmp / "cache" / "embeddings.sqlite") as kb:
         kb.ingest([CARE, SHELL], split="heading")
+        kb.ingest([MEMO], split="heading")
     config = write_config(tmp / "config.yaml")
     with webhook_receiver() as (hooks, url):
         data = yaml.safe_load(config.read_text(encoding="utf-8"))
@@ -153,6 +167,23 @@ def test_conflicts_are_listed_and_dismissed_by_the_tenants_admin(service: dict[s
         f"{url}/v1/conflicts?status=dismissed", headers=auth("acme-admin-key"), timeout=30
     ).json()
     assert [x["id"] for x in left["conflicts"]] == [c["id"]]
+
+
+def test_an_admin_sees_the_sentences_of_the_documents_it_may_read_only(service: dict[str, Any]) -> None:
+    """An admin key is an actor too: GET /v1/documents/board-memo is 404 for it, so the
+    conflicts listing must not quote that document either (ids and values only, as owners get)."""
+    url = service["url"]
+    admin = auth("acme-admin-key")
+    assert httpx.get(f"{url}/v1/documents/board-memo", headers=admin, timeout=30).status_code == 404
+    listed = httpx.get(f"{url}/v1/conflicts?status=all", headers=admin, timeout=30).json()["conflicts"]
+    with_memo = [c for c in listed if "board-memo" in {s["document_id"] for s in c["sides"]}]
+    assert with_memo, listed
+    for c in with_memo:
+        memo, other = sorted(c["sides"], key=lambda s: s["document_id"] != "board-memo")
+        assert memo["value"] == "every 24 months" and memo["sentence"] is None
+        assert other["sentence"] and "secret" not in str(c) and c["subject"] == []
+    readable = [c for c in listed if c not in with_memo]
+    assert readable and all(s["sentence"] for c in readable for s in c["sides"])
 
 
 def test_the_page_button_sends_the_conversation_and_shows_the_reference(service: dict[str, Any]) -> None:
