@@ -188,6 +188,24 @@ def test_handoff_goes_to_the_route_and_fails_loudly_when_nothing_took_it() -> No
         )
 
 
+def test_a_question_of_several_lines_is_handed_off_on_every_route(tmp_path: Path) -> None:
+    """The e-mail subject quotes the question; a question with line breaks (typed over two
+    lines) was an invalid header, an internal error, and the webhook was not tried either."""
+    question = "My tent pole snapped.\r\nBcc: someone@example.com\nWho repairs it?"
+    with smtp_server() as (inbox, port, _), webhook_receiver() as (hooks, url):
+        smtp = SmtpSettings(host="127.0.0.1", port=port, starttls=False, sender="evidex@example.com")
+        sent = send_handoff(HandoffRoute(email="support@example.com", webhook=url), smtp,
+                            tenant="acme", caller="web", question=question, conversation=[],
+                            trace_ids=[], attempts=1)
+    assert [(d.route, d.ok) for d in sent.deliveries] == [("email", True), ("webhook", True)]
+    [mail] = inbox.mails
+    subject = " ".join(str(mail["Subject"]).split())  # unfolded
+    assert subject == (f"evidex handoff {sent.reference}: My tent pole snapped. "
+                       "Bcc: someone@example.com Who repairs it?")
+    assert mail["Bcc"] is None and "Who repairs it?" in mail.get_payload()
+    assert hooks.json()["question"] == question  # the asker's words, as written
+
+
 def test_the_scheduler_hook_tells_owners_and_raises_when_a_route_failed(tmp_path: Path) -> None:
     from evidex.notify import owners_hook
 
