@@ -117,6 +117,8 @@ def test_declined_answer_offers_a_handoff_that_reaches_the_route(service: dict[s
         {"question": ""},
         {"question": "q", "tenant": "globex"},
         {"question": "q", "trace_ids": ["x"] * 51},
+        {"question": "q", "trace_ids": ["z" * 32]},  # not a trace id: refused, not passed on
+        {"question": "q", "trace_ids": ["abc"]},  # nor dropped unsaid
     ):
         assert (
             httpx.post(
