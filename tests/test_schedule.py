@@ -160,6 +160,38 @@ def test_a_failing_store_loses_its_due_runs_and_stops_nothing(tmp_path: Path, se
     assert len(faq) == 23 and faq[0].scheduled_for == END.isoformat()  # every hour but 09:00
 
 
+def test_an_overrun_skips_its_own_missed_minutes_and_others_catch_up_once(
+        tmp_path: Path, setup: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The faq sync (hourly) takes 90 minutes: its 02:00 is skipped (next: 03:00, the first due
+    minute after it ended). The catalogue's half-hourly sync due at 01:00 waits for it and runs
+    at 02:30; its 01:30, 02:00 and 02:30, which passed meanwhile, are not run one by one."""
+    import evidex.sources._schedule as schedule_module
+
+    setup.write_text(setup.read_text(encoding="utf-8").replace(
+        "schedule: daily}", 'schedule: "*/30 * * * *"}'), encoding="utf-8")
+    now = [START]
+    real = schedule_module.sync
+
+    def slow_faq(kb: KnowledgeBase, config: Any, source: str) -> SyncReport:
+        if source == "faq":
+            now[0] += timedelta(minutes=90)
+        return real(kb, config, source)
+
+    monkeypatch.setattr(schedule_module, "sync", slow_faq)
+    cfg = load_config(setup)
+    scheduler = Scheduler(lambda: KnowledgeBase.open(tmp_path / "kb.db"), cfg, clock=lambda: now[0],
+                          after_drift=[])
+    while now[0] < START + timedelta(hours=4):
+        scheduler.run_pending()
+        now[0] = max(now[0], min(scheduler.next_due.values()))
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        runs = [(r.source, r.scheduled_for[11:16], r.started_at[11:16])
+                for r in reversed(kb.runs(1000)) if r.source in ("faq", "catalogue")]
+    assert runs == [("catalogue", "00:30", "00:30"), ("faq", "01:00", "01:00"),
+                    ("catalogue", "01:00", "02:30"), ("faq", "03:00", "03:00"),
+                    ("catalogue", "03:00", "04:30")]
+
+
 def test_runs_are_listed_by_the_cli_and_by_admins_of_their_tenant(tmp_path: Path, setup: Path) -> None:
     simulated_day(tmp_path, setup, [])
     db = str(tmp_path / "kb.db")
