@@ -206,6 +206,29 @@ def test_a_question_of_several_lines_is_handed_off_on_every_route(tmp_path: Path
     assert hooks.json()["question"] == question  # the asker's words, as written
 
 
+def test_cli_drift_tells_the_owners_when_the_drift_webhook_fails(tmp_path: Path) -> None:
+    """`evidex drift` with a freshness webhook that fails: the owners are still told (a failing
+    route never blocks the others), and the exit status says a route failed."""
+    import subprocess
+    import sys
+
+    _write(tmp_path / "care", "a.md", "# A\n\nalpha\n")
+    with webhook_receiver() as (hooks, url):
+        config = tmp_path / "k.yaml"
+        config.write_text(
+            "sources:\n  - {id: care, type: files, path: care, tenant: acme, groups: [staff],\n"
+            f"     owner: {{name: Care, webhook: '{url}/owner'}}}}\n"
+            f"freshness:\n  notify: {{webhook: 'http://127.0.0.1:{free_port()}/down'}}\n",
+            encoding="utf-8")
+        evidex = Path(sys.executable).parent / "evidex"
+        done = subprocess.run([str(evidex), "--db", str(tmp_path / "kb.db"), "--config", str(config),
+                               "drift"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "the drift webhook" in done.stderr and "notify Care by webhook: sent" in done.stderr
+    assert [h[0] for h in hooks.received] == ["/owner"]
+    assert hooks.json()["drift"][0]["new"] == ["care/a.md"]
+
+
 def test_the_scheduler_hook_tells_owners_and_raises_when_a_route_failed(tmp_path: Path) -> None:
     from evidex.notify import owners_hook
 

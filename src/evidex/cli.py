@@ -573,21 +573,21 @@ def drift_cmd(
         typer.echo(("drifted: " if report.drifted else "in sync: ")
                    + f"{t['new']} new, {t['changed']} changed, {t['removed']} removed")
     hook = state.cfg.freshness.notify  # "content_owner" (a name) has no webhook of its own
+    failed = False  # a failing route is reported and never keeps the owners from being told
     if notify and report.drifted and getattr(hook, "webhook", None):
         try:
             notify_webhook(hook.webhook, report, timeout=hook.timeout_seconds)
         except EvidexError as exc:
             typer.echo(f"error: {_safe(str(exc))}", err=True)
-            raise typer.Exit(2) from None
+            failed = True
     if notify:  # each source owner hears about their drift and open conflicts
         from .notify import notify_owners
 
         with _open() as kb:
             sent = notify_owners(kb, _need_config(), report)
         typer.echo("".join(_safe(x) + "\n" for x in sent.lines(failures_only=as_json)), nl=False, err=True)
-        if not sent.ok:
-            raise typer.Exit(2)
-    if not report.ok:
+        failed = failed or not sent.ok
+    if failed or not report.ok:
         raise typer.Exit(2)
     if report.drifted:
         raise typer.Exit(1)
