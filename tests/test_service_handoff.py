@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -186,6 +187,27 @@ def test_an_admin_sees_the_sentences_of_the_documents_it_may_read_only(service: 
         assert other["sentence"] and "secret" not in str(c) and c["subject"] == []
     readable = [c for c in listed if c not in with_memo]
     assert readable and all(s["sentence"] for c in readable for s in c["sides"])
+
+
+def test_a_configuration_that_offers_nobody_shows_no_handoff_button(tmp_path: Path) -> None:
+    """`when_no_evidence: say_so` (decline, offer no person) with a handoff route configured: a
+    declined answer offers no handoff, so the page must not show the button either."""
+    db = tmp_path / "kb.db"
+    build_store(db, tmp_path / "cache")
+    config = write_config(tmp_path / "config.yaml")
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["answer"] = {"when_no_evidence": "say_so",
+                      "handoff": {"webhook": "http://127.0.0.1:9/unused", "message": "A person can help."}}
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+    server = Server([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config)],
+                    {"EVIDEX_CACHE_DIR": str(tmp_path / "cache")}, tmp_path / "serve.log")
+    try:
+        ans = httpx.post(f"{server.url}/v1/answer", json={"question": DECLINED},
+                         headers=auth("acme-customer-key"), timeout=60).json()
+    finally:
+        server.stop()
+    assert ans["status"] == "declined" and ans["handoff"] is None
+    assert ans["handoff_available"] is False
 
 
 def test_the_page_button_sends_the_conversation_and_shows_the_reference(service: dict[str, Any]) -> None:
