@@ -81,7 +81,7 @@ Terms = Callable[[str], Iterable[str]]
 def _words(terms_of: Terms, text: str) -> frozenset[str]:
     """The words of a sentence (or heading path) that can name its subject. Kept for the
     process: a candidate passage is compared again after each write of a collection."""
-    return frozenset(t for t in terms_of(text) if len(t) > 2 and not t[0].isdigit() and t not in _STOP)
+    return frozenset(t for t in set(terms_of(text)) - _STOP if len(t) > 2 and not t[0].isdigit())
 
 
 @functools.lru_cache(maxsize=8192)
@@ -162,7 +162,6 @@ def _claims(text: str, spans: Spans) -> _Claims | None:
     """``text``'s claims from its value sentences (``_scan``); None when it has none."""
     if not spans:
         return None
-    joined = _joined(text)
     kinds: dict[str, list[float | tuple[float, ...]]] = {}
     sentences = []
     for a, b, vs in spans:
@@ -174,7 +173,8 @@ def _claims(text: str, spans: Spans) -> _Claims | None:
         # day, per item) and never one side of a conflict over that kind.
         one = {v.kind: v for v in vs if counts[v.kind] == 1}
         if one:
-            sentences.append((joined[a:b], one))
+            # ``_joined`` looks one character ahead: the sentence as cut from the joined text.
+            sentences.append((_joined(text[a:b + 1])[:b - a], one))
     if not sentences:
         return None
     ones: dict[str, list[float | tuple[float, ...]]] = {}
@@ -387,7 +387,9 @@ class _Detector:
         # Rare words only: a key term names a subject, and a common one's postings would
         # make every passage cost a pass over the collection.
         rare = [w for w in words if self.idf(w) and self.df[w] <= max(50, self.n // 100)]
-        for w in sorted(rare, key=self.idf, reverse=True)[:8]:
+        # Ties between equally rare words go by the word: the set's order follows string
+        # hashing, which differs from one process to the next.
+        for w in sorted(rare, key=lambda w: (-self.idf(w), w))[:8]:
             for pids, _ in self.view.postings(w):
                 live = pids[self.view.sig[pids] >= 0]
                 votes.update(set(self.view.dkey[live].tolist()))

@@ -204,9 +204,11 @@ class VectorBlocks:
         pids, blk = pids[blk >= 0], blk[blk >= 0]
         rows = self._row[pids]
         out = np.empty((len(pids), self.dim), dtype=np.float32)
-        for sig in np.unique(blk).tolist():
-            at = np.flatnonzero(blk == sig)
-            out[at] = self.blocks[sig].vecs[rows[at]]
+        # The rows grouped by block with one sort (a pass per block would scan every row).
+        order = np.argsort(blk, kind="stable")
+        cuts = np.flatnonzero(np.diff(blk[order])) + 1
+        for at in np.split(order, cuts) if len(order) else ():
+            out[at] = self.blocks[int(blk[at[0]])].vecs[rows[at]]
         return pids, out
 
     def rows(self) -> int:
