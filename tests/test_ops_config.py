@@ -127,6 +127,38 @@ def test_a_bad_cadence_is_one_line_with_file_and_line(tmp_path: Path, value: str
     assert line.startswith(f"{path}:2: freshness.drift_check: ") and message in line
 
 
+@pytest.mark.parametrize(("source", "message"), [
+    # A files pattern is relative to the folder: with a leading "/" this exclude excluded
+    # nothing, and the drafts were indexed for the source's readers.
+    ('{id: h, type: files, path: ./help, exclude: ["/drafts/**"]}',
+     "exclude: '/drafts/**' never matches: patterns are relative to path (write 'drafts/**')"),
+    ('{id: p, type: pdf, path: ./pdf, include: ["/forms/*.pdf"]}',
+     "include: '/forms/*.pdf' never matches: patterns are relative to path (write 'forms/*.pdf')"),
+    # A web pattern is a URL path, which starts with "/": this include dropped every page, and
+    # a sync then removed the source's documents.
+    ('{id: w, type: web, sitemap: "http://127.0.0.1:1/sitemap.xml", include: ["help/**"]}',
+     "include: 'help/**' never matches: URL paths start with '/' (write '/help/**')"),
+])
+def test_a_glob_that_can_never_match_is_an_error_at_its_line(tmp_path: Path, source: str,
+                                                             message: str) -> None:
+    path = write(tmp_path / "k.yaml",
+                 f"defaults: {{tenant: acme, groups: [staff]}}\nsources:\n  - {source}\n")
+    (line,) = errors(path)
+    assert line.startswith(f"{path}:3: sources[0].") and message in line, line
+
+
+def test_globs_that_can_match_are_accepted(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path / "k.yaml", """\
+defaults: {tenant: acme, groups: [staff]}
+sources:
+  - {id: h, type: files, path: ./help, include: ["*.md", "drafts/**", "**/*.html"],
+     exclude: ["[_]*"]}
+  - {id: w, type: web, url: "http://127.0.0.1:1/help/",
+     include: ["/help/**", "*.html", "**/*.pdf", "*/x/**"]}
+"""))
+    assert [len(s.include) for s in cfg.sources] == [3, 4]
+
+
 def test_cadences_name_the_minutes_they_are_due() -> None:
     from datetime import UTC, datetime
     t = datetime(2026, 12, 4, 23, 59, tzinfo=UTC)  # a Friday
