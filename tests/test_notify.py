@@ -11,7 +11,7 @@ import pytest
 
 from evidex import KnowledgeBase
 from evidex.config import load_config
-from evidex.model import ConfigError
+from evidex.model import ConfigError, EvidexError
 from evidex.notify import SIGNATURE_HEADER, Delivery, Message, deliver, notify_owners, send_handoff
 from evidex.routes import HandoffRoute, Owner, Route, SmtpSettings, owner_route
 from evidex.sources import drift, sync
@@ -204,6 +204,27 @@ def test_a_question_of_several_lines_is_handed_off_on_every_route(tmp_path: Path
                        "Bcc: someone@example.com Who repairs it?")
     assert mail["Bcc"] is None and "Who repairs it?" in mail.get_payload()
     assert hooks.json()["question"] == question  # the asker's words, as written
+
+
+def test_the_drift_webhook_is_retried_like_the_owners_routes(tmp_path: Path) -> None:
+    """The freshness webhook is tried up to three times, as each owner route is; after the last
+    failure it raises, naming the attempts."""
+    from evidex.sources import notify_webhook
+
+    _write(tmp_path / "care", "a.md", "# A\n\nalpha\n")
+    config = tmp_path / "k.yaml"
+    config.write_text("sources:\n  - {id: care, type: files, path: care, tenant: acme, groups: [staff]}\n",
+                      encoding="utf-8")
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        report = drift(kb, load_config(config))
+    pauses: list[float] = []
+    with webhook_receiver() as (hooks, url):
+        hooks.fail_first = 2  # 503 twice, then accepted
+        assert notify_webhook(url + "/drift", report, pause=0.25, sleep=pauses.append) == 204
+        assert pauses == [0.25, 0.5] and hooks.json()["sources"][0]["new"] == ["care/a.md"]
+        hooks.fail_first = 3
+        with pytest.raises(EvidexError, match=r"answered HTTP 503 \(3 attempts\)"):
+            notify_webhook(url + "/drift", report, sleep=pauses.append)
 
 
 def test_cli_drift_tells_the_owners_when_the_drift_webhook_fails(tmp_path: Path) -> None:
