@@ -240,6 +240,53 @@ def test_the_shipped_example_syncs_from_the_example_site(tmp_path: Path) -> None
         httpd.shutdown()
 
 
+def test_the_example_inbox_takes_what_evidex_signs_and_nothing_else(tmp_path: Path) -> None:
+    """`make run`'s support inbox (examples/inbox_server.py, a real HTTP server): the example
+    configuration's handoff route and an owner's route deliver to it with the demo secret; a
+    message signed with another key is refused and never shown."""
+    import importlib.util
+    import io
+    import threading
+
+    import httpx
+
+    from evidex.notify import Message, deliver, send_handoff
+    from service_helpers import free_port
+
+    spec = importlib.util.spec_from_file_location("inbox_server", ROOT / "examples" / "inbox_server.py")
+    assert spec and spec.loader
+    inbox = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(inbox)
+    port, printed = free_port(), io.StringIO()
+    httpd, kept = inbox.server(port, "demo-secret", out=printed)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        text = (ROOT / "examples" / "knowledge.config.yaml").read_text(encoding="utf-8")
+        text = text.replace("127.0.0.1:8082", f"127.0.0.1:{port}").replace(
+            "path: shop/", f"path: {ROOT / 'examples' / 'shop'}/")
+        cfg = load_config(write(tmp_path / "knowledge.config.yaml", text))
+        env = {"ACME_INBOX_SECRET": "demo-secret"}
+        sent = send_handoff(cfg.answer.handoff, None, tenant="acme", caller="demo-customer",
+                            question="Can I return\na worn jacket?", conversation=[], trace_ids=[], env=env)
+        owner = cfg.sources[0].owner
+        notice = {"type": "evidex.owner_findings", "owner": owner.name, "drift": [{"new": ["a"]}],
+                  "conflicts": []}
+        [done] = deliver(owner.name, owner, Message("notice", "text", notice), smtp=None, env=env)
+        assert done.ok
+        [bad] = deliver(owner.name, owner, Message("forged", "text", {"type": "evidex.handoff"}), smtp=None,
+                        env={"ACME_INBOX_SECRET": "another key"}, attempts=1)
+        assert not bad.ok and "401" in (bad.error or "")
+        lines = printed.getvalue().splitlines()
+        assert lines == [
+            f"inbox /handoff: handoff {sent.reference} from demo-customer: Can I return a worn jacket?",
+            "inbox /owners/help-centre: to Help centre team: 1 drifted document(s), 0 open conflict(s)"]
+        listed = httpx.get(f"http://127.0.0.1:{port}/").json()
+        assert [m["path"] for m in listed] == ["/handoff", "/owners/help-centre"] and len(kept) == 2
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_make_run_refuses_while_a_port_is_taken_and_deletes_nothing(tmp_path: Path) -> None:
     """A second `make run` deleted the store the first one serves, then failed to serve. With
     one of its ports held (here by this test, or already by another `make run`), it now stops
