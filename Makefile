@@ -28,24 +28,27 @@ $(STAMP): pyproject.toml
 
 # Runs the reference configuration, examples/knowledge.config.yaml: starts the shop's help
 # centre (examples/site_server.py, http://127.0.0.1:8765/help/, with a sitemap) for its web
-# source and the shop's order and stock service (examples/tools_service.py,
-# http://127.0.0.1:8081/) for its live tools, rebuilds ./evidex.db by syncing the file's three
+# source, the shop's order and stock service (examples/tools_service.py, http://127.0.0.1:8081/)
+# for its live tools and its support inbox (examples/inbox_server.py, http://127.0.0.1:8082/:
+# handoffs and owner notices print there), rebuilds ./evidex.db by syncing the file's three
 # sources (help centre, returns policy PDF, staff wiki; embedded with the default model, vectors
 # cached, so only the first run embeds), then serves the web page and the API on
 # http://127.0.0.1:8000/ with the file's demo keys (only their SHA-256 is in the file; the keys
 # are printed here for this local demo) until Ctrl-C. evidex and the tools service get the same
-# demo ACME_TOOLS_TOKEN; both helper services stop with evidex. It first refuses, changing
-# nothing, when one of its ports is taken (a second `make run` would delete the store the first
-# one serves).
+# demo ACME_TOOLS_TOKEN, evidex and the inbox the same demo ACME_INBOX_SECRET; the helper
+# services stop with evidex. It first refuses, changing nothing, when one of its ports is taken
+# (a second `make run` would delete the store the first one serves).
 DEMO_KEY := evidex-demo-customer
 DEMO_TOOLS_TOKEN := evidex-demo-tools-token
+DEMO_INBOX_SECRET := evidex-demo-inbox-secret
 CONFIG := examples/knowledge.config.yaml
 run: install
-	@$(BIN)/python examples/free_ports.py 8000 8765 8081
+	@$(BIN)/python examples/free_ports.py 8000 8765 8081 8082
 	@rm -f $(DB) $(DB)-wal $(DB)-shm
 	@$(BIN)/python examples/site_server.py --port 8765 & site=$$!; \
 	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/python examples/tools_service.py --port 8081 & tools=$$!; \
-	  trap 'kill $$site $$tools 2>/dev/null' EXIT INT TERM; \
+	  ACME_INBOX_SECRET=$(DEMO_INBOX_SECRET) $(BIN)/python examples/inbox_server.py --port 8082 & inbox=$$!; \
+	  trap 'kill $$site $$tools $$inbox 2>/dev/null' EXIT INT TERM; \
 	  $(BIN)/python examples/wait_for.py http://127.0.0.1:8765/sitemap.xml || exit 1; \
 	  $(BIN)/evidex --db $(DB) --config $(CONFIG) sync || exit 1; \
 	  echo; \
@@ -55,8 +58,10 @@ run: install
 	  echo "try: curl -s -H 'Authorization: Bearer $(DEMO_KEY)' -H 'Content-Type: application/json' \\"; \
 	  echo "       -d '{\"question\": \"Do my points ever expire?\"}' http://127.0.0.1:8000/v1/answer"; \
 	  echo "a live lookup (the demo customer's order): the same with \"Where is my order 12345?\""; \
+	  echo "the support inbox (handoffs from the page's Ask a person button, owner notices) prints below"; \
 	  echo; \
-	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/evidex --db $(DB) --config $(CONFIG) serve
+	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) ACME_INBOX_SECRET=$(DEMO_INBOX_SECRET) \
+	    $(BIN)/evidex --db $(DB) --config $(CONFIG) serve
 
 # The whole suite, including the shipped evaluation set's gate (tests/test_eval_shipped.py).
 test: install

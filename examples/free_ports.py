@@ -1,7 +1,7 @@
 """Refuse to start `make run` while its ports are taken (most often by a `make run` already
 running, whose store the new run would delete before failing to serve).
 
-    python examples/free_ports.py 8000 8765 8081
+    python examples/free_ports.py 8000 8765 8081 8082
 
 Exits 0 when this machine can listen on every port on 127.0.0.1 (probed as uvicorn and
 http.server bind, with SO_REUSEADDR), else 1 with one line naming the ports in use. Only the

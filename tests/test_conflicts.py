@@ -225,6 +225,7 @@ def test_cli_lists_conflicts_as_json(tmp_path: Path) -> None:
         text=True,
     )
     assert human.returncode == 0 and "dismissed" in human.stdout and "1 conflict(s)" in human.stdout
+    assert f"dismissed conflict {found['id']} of tenant acme" in human.stderr
 
 
 @pytest.mark.slow

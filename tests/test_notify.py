@@ -11,7 +11,7 @@ import pytest
 
 from evidex import KnowledgeBase
 from evidex.config import load_config
-from evidex.model import ConfigError
+from evidex.model import ConfigError, EvidexError
 from evidex.notify import SIGNATURE_HEADER, Delivery, Message, deliver, notify_owners, send_handoff
 from evidex.routes import HandoffRoute, Owner, Route, SmtpSettings, owner_route
 from evidex.sources import drift, sync
@@ -134,7 +134,10 @@ server:
         ("Product team", "webhook"),
     ]
     [mail] = inbox.mails
-    assert "Conflict" in mail.get_payload() and "drifted" not in mail.get_payload()
+    # The care team's source did not change (its file, just written, is read again): a conflict
+    # to tell them about, no drift.
+    assert "Conflict" in mail.get_payload() and "Source care" not in mail.get_payload()
+    assert mail["Subject"].startswith("evidex: 0 drifted source(s)")
     payload = hooks.json()
     assert payload["owner"] == "Product team" and payload["drift"][0]["new"] == ["products/gloves.md"]
     assert [c["id"] for c in payload["conflicts"]] == [conflict.id]
@@ -183,6 +186,68 @@ def test_handoff_goes_to_the_route_and_fails_loudly_when_nothing_took_it() -> No
             trace_ids=[],
             attempts=1,
         )
+
+
+def test_a_question_of_several_lines_is_handed_off_on_every_route(tmp_path: Path) -> None:
+    """The e-mail subject quotes the question; a question with line breaks (typed over two
+    lines) was an invalid header, an internal error, and the webhook was not tried either."""
+    question = "My tent pole snapped.\r\nBcc: someone@example.com\nWho repairs it?"
+    with smtp_server() as (inbox, port, _), webhook_receiver() as (hooks, url):
+        smtp = SmtpSettings(host="127.0.0.1", port=port, starttls=False, sender="evidex@example.com")
+        sent = send_handoff(HandoffRoute(email="support@example.com", webhook=url), smtp,
+                            tenant="acme", caller="web", question=question, conversation=[],
+                            trace_ids=[], attempts=1)
+    assert [(d.route, d.ok) for d in sent.deliveries] == [("email", True), ("webhook", True)]
+    [mail] = inbox.mails
+    subject = " ".join(str(mail["Subject"]).split())  # unfolded
+    assert subject == (f"evidex handoff {sent.reference}: My tent pole snapped. "
+                       "Bcc: someone@example.com Who repairs it?")
+    assert mail["Bcc"] is None and "Who repairs it?" in mail.get_payload()
+    assert hooks.json()["question"] == question  # the asker's words, as written
+
+
+def test_the_drift_webhook_is_retried_like_the_owners_routes(tmp_path: Path) -> None:
+    """The freshness webhook is tried up to three times, as each owner route is; after the last
+    failure it raises, naming the attempts."""
+    from evidex.sources import notify_webhook
+
+    _write(tmp_path / "care", "a.md", "# A\n\nalpha\n")
+    config = tmp_path / "k.yaml"
+    config.write_text("sources:\n  - {id: care, type: files, path: care, tenant: acme, groups: [staff]}\n",
+                      encoding="utf-8")
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        report = drift(kb, load_config(config))
+    pauses: list[float] = []
+    with webhook_receiver() as (hooks, url):
+        hooks.fail_first = 2  # 503 twice, then accepted
+        assert notify_webhook(url + "/drift", report, pause=0.25, sleep=pauses.append) == 204
+        assert pauses == [0.25, 0.5] and hooks.json()["sources"][0]["new"] == ["care/a.md"]
+        hooks.fail_first = 3
+        with pytest.raises(EvidexError, match=r"answered HTTP 503 \(3 attempts\)"):
+            notify_webhook(url + "/drift", report, sleep=pauses.append)
+
+
+def test_cli_drift_tells_the_owners_when_the_drift_webhook_fails(tmp_path: Path) -> None:
+    """`evidex drift` with a freshness webhook that fails: the owners are still told (a failing
+    route never blocks the others), and the exit status says a route failed."""
+    import subprocess
+    import sys
+
+    _write(tmp_path / "care", "a.md", "# A\n\nalpha\n")
+    with webhook_receiver() as (hooks, url):
+        config = tmp_path / "k.yaml"
+        config.write_text(
+            "sources:\n  - {id: care, type: files, path: care, tenant: acme, groups: [staff],\n"
+            f"     owner: {{name: Care, webhook: '{url}/owner'}}}}\n"
+            f"freshness:\n  notify: {{webhook: 'http://127.0.0.1:{free_port()}/down'}}\n",
+            encoding="utf-8")
+        evidex = Path(sys.executable).parent / "evidex"
+        done = subprocess.run([str(evidex), "--db", str(tmp_path / "kb.db"), "--config", str(config),
+                               "drift"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "the drift webhook" in done.stderr and "notify Care by webhook: sent" in done.stderr
+    assert [h[0] for h in hooks.received] == ["/owner"]
+    assert hooks.json()["drift"][0]["new"] == ["care/a.md"]
 
 
 def test_the_scheduler_hook_tells_owners_and_raises_when_a_route_failed(tmp_path: Path) -> None:

@@ -127,6 +127,38 @@ def test_a_bad_cadence_is_one_line_with_file_and_line(tmp_path: Path, value: str
     assert line.startswith(f"{path}:2: freshness.drift_check: ") and message in line
 
 
+@pytest.mark.parametrize(("source", "message"), [
+    # A files pattern is relative to the folder: with a leading "/" this exclude excluded
+    # nothing, and the drafts were indexed for the source's readers.
+    ('{id: h, type: files, path: ./help, exclude: ["/drafts/**"]}',
+     "exclude: '/drafts/**' never matches: patterns are relative to path (write 'drafts/**')"),
+    ('{id: p, type: pdf, path: ./pdf, include: ["/forms/*.pdf"]}',
+     "include: '/forms/*.pdf' never matches: patterns are relative to path (write 'forms/*.pdf')"),
+    # A web pattern is a URL path, which starts with "/": this include dropped every page, and
+    # a sync then removed the source's documents.
+    ('{id: w, type: web, sitemap: "http://127.0.0.1:1/sitemap.xml", include: ["help/**"]}',
+     "include: 'help/**' never matches: URL paths start with '/' (write '/help/**')"),
+])
+def test_a_glob_that_can_never_match_is_an_error_at_its_line(tmp_path: Path, source: str,
+                                                             message: str) -> None:
+    path = write(tmp_path / "k.yaml",
+                 f"defaults: {{tenant: acme, groups: [staff]}}\nsources:\n  - {source}\n")
+    (line,) = errors(path)
+    assert line.startswith(f"{path}:3: sources[0].") and message in line, line
+
+
+def test_globs_that_can_match_are_accepted(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path / "k.yaml", """\
+defaults: {tenant: acme, groups: [staff]}
+sources:
+  - {id: h, type: files, path: ./help, include: ["*.md", "drafts/**", "**/*.html"],
+     exclude: ["[_]*"]}
+  - {id: w, type: web, url: "http://127.0.0.1:1/help/",
+     include: ["/help/**", "*.html", "**/*.pdf", "*/x/**"]}
+"""))
+    assert [len(s.include) for s in cfg.sources] == [3, 4]
+
+
 def test_cadences_name_the_minutes_they_are_due() -> None:
     from datetime import UTC, datetime
     t = datetime(2026, 12, 4, 23, 59, tzinfo=UTC)  # a Friday
@@ -206,6 +238,53 @@ def test_the_shipped_example_syncs_from_the_example_site(tmp_path: Path) -> None
             assert len(returns.new) == 1 and len(handbook.new) == 6
     finally:
         httpd.shutdown()
+
+
+def test_the_example_inbox_takes_what_evidex_signs_and_nothing_else(tmp_path: Path) -> None:
+    """`make run`'s support inbox (examples/inbox_server.py, a real HTTP server): the example
+    configuration's handoff route and an owner's route deliver to it with the demo secret; a
+    message signed with another key is refused and never shown."""
+    import importlib.util
+    import io
+    import threading
+
+    import httpx
+
+    from evidex.notify import Message, deliver, send_handoff
+    from service_helpers import free_port
+
+    spec = importlib.util.spec_from_file_location("inbox_server", ROOT / "examples" / "inbox_server.py")
+    assert spec and spec.loader
+    inbox = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(inbox)
+    port, printed = free_port(), io.StringIO()
+    httpd, kept = inbox.server(port, "demo-secret", out=printed)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        text = (ROOT / "examples" / "knowledge.config.yaml").read_text(encoding="utf-8")
+        text = text.replace("127.0.0.1:8082", f"127.0.0.1:{port}").replace(
+            "path: shop/", f"path: {ROOT / 'examples' / 'shop'}/")
+        cfg = load_config(write(tmp_path / "knowledge.config.yaml", text))
+        env = {"ACME_INBOX_SECRET": "demo-secret"}
+        sent = send_handoff(cfg.answer.handoff, None, tenant="acme", caller="demo-customer",
+                            question="Can I return\na worn jacket?", conversation=[], trace_ids=[], env=env)
+        owner = cfg.sources[0].owner
+        notice = {"type": "evidex.owner_findings", "owner": owner.name, "drift": [{"new": ["a"]}],
+                  "conflicts": []}
+        [done] = deliver(owner.name, owner, Message("notice", "text", notice), smtp=None, env=env)
+        assert done.ok
+        [bad] = deliver(owner.name, owner, Message("forged", "text", {"type": "evidex.handoff"}), smtp=None,
+                        env={"ACME_INBOX_SECRET": "another key"}, attempts=1)
+        assert not bad.ok and "401" in (bad.error or "")
+        lines = printed.getvalue().splitlines()
+        assert lines == [
+            f"inbox /handoff: handoff {sent.reference} from demo-customer: Can I return a worn jacket?",
+            "inbox /owners/help-centre: to Help centre team: 1 drifted document(s), 0 open conflict(s)"]
+        listed = httpx.get(f"http://127.0.0.1:{port}/").json()
+        assert [m["path"] for m in listed] == ["/handoff", "/owners/help-centre"] and len(kept) == 2
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def test_make_run_refuses_while_a_port_is_taken_and_deletes_nothing(tmp_path: Path) -> None:

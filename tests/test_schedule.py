@@ -126,6 +126,72 @@ def test_a_simulated_day_runs_exactly_the_expected_runs(tmp_path: Path, setup: P
     assert dict(next_due)["sync faq"] == END + timedelta(hours=1)
 
 
+def test_a_failing_store_loses_its_due_runs_and_stops_nothing(tmp_path: Path, setup: Path) -> None:
+    """The store itself failing (it cannot be opened to claim or record a run: a database
+    restarting) is not a source's failure, and it does not end the scheduler either: in `evidex
+    serve` that was a dead scheduler thread under a running service. The runs due meanwhile are
+    lost and reported; the next due minutes run."""
+    import sqlite3
+
+    def store() -> KnowledgeBase:
+        if START + timedelta(hours=9) <= now[0] < START + timedelta(hours=10):
+            raise sqlite3.OperationalError("unable to open database file")
+        return KnowledgeBase.open(tmp_path / "kb.db")
+
+    now = [START]
+    stop = threading.Event()
+
+    def sleep(seconds: float) -> None:
+        now[0] += timedelta(seconds=seconds)
+        if now[0] > END:
+            stop.set()
+
+    told: list[tuple[str, datetime, str]] = []
+    scheduler = Scheduler(store, load_config(setup), clock=lambda: now[0], sleep=sleep,
+                          after_drift=[], on_failure=lambda job, due, exc: told.append(
+                              (job.name, due, type(exc).__name__)))
+    scheduler.run_forever(stop)
+    lost = [(j.name, due) for due, j, _ in scheduler.failures]
+    assert lost == [("sync faq", START + timedelta(hours=9)), *[
+        ("sync broken", START + timedelta(hours=9, minutes=m)) for m in (0, 20, 40)]]
+    assert [(n, d) for n, d, _ in told] == lost and {e for *_, e in told} == {"OperationalError"}
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        faq = [r for r in kb.runs(1000) if r.kind == "sync" and r.source == "faq"]
+    assert len(faq) == 23 and faq[0].scheduled_for == END.isoformat()  # every hour but 09:00
+
+
+def test_an_overrun_skips_its_own_missed_minutes_and_others_catch_up_once(
+        tmp_path: Path, setup: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The faq sync (hourly) takes 90 minutes: its 02:00 is skipped (next: 03:00, the first due
+    minute after it ended). The catalogue's half-hourly sync due at 01:00 waits for it and runs
+    at 02:30; its 01:30, 02:00 and 02:30, which passed meanwhile, are not run one by one."""
+    import evidex.sources._schedule as schedule_module
+
+    setup.write_text(setup.read_text(encoding="utf-8").replace(
+        "schedule: daily}", 'schedule: "*/30 * * * *"}'), encoding="utf-8")
+    now = [START]
+    real = schedule_module.sync
+
+    def slow_faq(kb: KnowledgeBase, config: Any, source: str) -> SyncReport:
+        if source == "faq":
+            now[0] += timedelta(minutes=90)
+        return real(kb, config, source)
+
+    monkeypatch.setattr(schedule_module, "sync", slow_faq)
+    cfg = load_config(setup)
+    scheduler = Scheduler(lambda: KnowledgeBase.open(tmp_path / "kb.db"), cfg, clock=lambda: now[0],
+                          after_drift=[])
+    while now[0] < START + timedelta(hours=4):
+        scheduler.run_pending()
+        now[0] = max(now[0], min(scheduler.next_due.values()))
+    with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+        runs = [(r.source, r.scheduled_for[11:16], r.started_at[11:16])
+                for r in reversed(kb.runs(1000)) if r.source in ("faq", "catalogue")]
+    assert runs == [("catalogue", "00:30", "00:30"), ("faq", "01:00", "01:00"),
+                    ("catalogue", "01:00", "02:30"), ("faq", "03:00", "03:00"),
+                    ("catalogue", "03:00", "04:30")]
+
+
 def test_runs_are_listed_by_the_cli_and_by_admins_of_their_tenant(tmp_path: Path, setup: Path) -> None:
     simulated_day(tmp_path, setup, [])
     db = str(tmp_path / "kb.db")
@@ -215,6 +281,28 @@ def test_serve_starts_the_scheduler_only_when_something_is_scheduled(tmp_path: P
     worker = next(t for t in threading.enumerate() if t.name == "evidex-scheduler")
     worker.join(timeout=10)
     assert not worker.is_alive()
+
+
+def test_the_service_scheduler_calls_the_registered_drift_hooks(tmp_path: Path, setup: Path) -> None:
+    """README: after each drift check every hook in ``evidex.sources.DRIFT_HOOKS`` is called;
+    the service's scheduler (and `evidex schedule`) call them besides telling the owners."""
+    import evidex.sources
+    from evidex.server._run import service_scheduler
+
+    seen: list[list[str]] = []
+
+    def hook(report: SyncReport, config: object) -> None:
+        seen.append([s.source for s in report.sources])
+
+    evidex.sources.DRIFT_HOOKS.append(hook)  # registered as an extension would
+    try:
+        scheduler = service_scheduler(str(tmp_path / "kb.db"), load_config(setup))
+    finally:
+        evidex.sources.DRIFT_HOOKS.remove(hook)
+    job = next(j for j in scheduler.jobs if j.kind == "drift")
+    scheduler.next_due = {job: datetime.now(UTC) - timedelta(minutes=1)}  # the drift check is due
+    scheduler.run_pending()
+    assert seen == [["faq", "broken", "handbook", "catalogue", "manual"]]
 
 
 def test_two_schedulers_on_one_store_run_each_due_job_once(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -36,6 +37,19 @@ SHELL = Document(
     visibility="internal",
     language="en",
 )
+#: A restricted document of a group the tenant's admin key is not in: its conflict with the
+#: care page is listed to that admin, its sentence is not.
+MEMO = Document(
+    "board-memo",
+    "acme",
+    frozenset({"board"}),
+    "1",
+    "# Re-proofing costs\n\nRe-proof your waterproof shell jacket every 24 months with the "
+    "spray-on product, the board decided in secret.\n",
+    title="Board memo",
+    visibility="restricted",
+    language="en",
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +59,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     build_store(db, tmp / "cache")
     with KnowledgeBase.open(db, embed_cache=tmp / "cache" / "embeddings.sqlite") as kb:
         kb.ingest([CARE, SHELL], split="heading")
+        kb.ingest([MEMO], split="heading")
     config = write_config(tmp / "config.yaml")
     with webhook_receiver() as (hooks, url):
         data = yaml.safe_load(config.read_text(encoding="utf-8"))
@@ -103,6 +118,8 @@ def test_declined_answer_offers_a_handoff_that_reaches_the_route(service: dict[s
         {"question": ""},
         {"question": "q", "tenant": "globex"},
         {"question": "q", "trace_ids": ["x"] * 51},
+        {"question": "q", "trace_ids": ["z" * 32]},  # not a trace id: refused, not passed on
+        {"question": "q", "trace_ids": ["abc"]},  # nor dropped unsaid
     ):
         assert (
             httpx.post(
@@ -153,6 +170,44 @@ def test_conflicts_are_listed_and_dismissed_by_the_tenants_admin(service: dict[s
         f"{url}/v1/conflicts?status=dismissed", headers=auth("acme-admin-key"), timeout=30
     ).json()
     assert [x["id"] for x in left["conflicts"]] == [c["id"]]
+
+
+def test_an_admin_sees_the_sentences_of_the_documents_it_may_read_only(service: dict[str, Any]) -> None:
+    """An admin key is an actor too: GET /v1/documents/board-memo is 404 for it, so the
+    conflicts listing must not quote that document either (ids and values only, as owners get)."""
+    url = service["url"]
+    admin = auth("acme-admin-key")
+    assert httpx.get(f"{url}/v1/documents/board-memo", headers=admin, timeout=30).status_code == 404
+    listed = httpx.get(f"{url}/v1/conflicts?status=all", headers=admin, timeout=30).json()["conflicts"]
+    with_memo = [c for c in listed if "board-memo" in {s["document_id"] for s in c["sides"]}]
+    assert with_memo, listed
+    for c in with_memo:
+        memo, other = sorted(c["sides"], key=lambda s: s["document_id"] != "board-memo")
+        assert memo["value"] == "every 24 months" and memo["sentence"] is None
+        assert other["sentence"] and "secret" not in str(c) and c["subject"] == []
+    readable = [c for c in listed if c not in with_memo]
+    assert readable and all(s["sentence"] for c in readable for s in c["sides"])
+
+
+def test_a_configuration_that_offers_nobody_shows_no_handoff_button(tmp_path: Path) -> None:
+    """`when_no_evidence: say_so` (decline, offer no person) with a handoff route configured: a
+    declined answer offers no handoff, so the page must not show the button either."""
+    db = tmp_path / "kb.db"
+    build_store(db, tmp_path / "cache")
+    config = write_config(tmp_path / "config.yaml")
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["answer"] = {"when_no_evidence": "say_so",
+                      "handoff": {"webhook": "http://127.0.0.1:9/unused", "message": "A person can help."}}
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+    server = Server([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config)],
+                    {"EVIDEX_CACHE_DIR": str(tmp_path / "cache")}, tmp_path / "serve.log")
+    try:
+        ans = httpx.post(f"{server.url}/v1/answer", json={"question": DECLINED},
+                         headers=auth("acme-customer-key"), timeout=60).json()
+    finally:
+        server.stop()
+    assert ans["status"] == "declined" and ans["handoff"] is None
+    assert ans["handoff_available"] is False
 
 
 def test_the_page_button_sends_the_conversation_and_shows_the_reference(service: dict[str, Any]) -> None:

@@ -226,6 +226,27 @@ def test_a_file_written_just_before_a_sync_is_read_again_next_time(
     assert generation(kb) == gen
 
 
+def test_a_reread_file_whose_language_was_identified_is_unchanged(
+        tmp_path: Path, kb: KnowledgeBase, reads: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that states no language gets the identified one when written; read again (its
+    stamp not trusted, as after a `touch`), it is the same document: drift reports no change
+    (owners would be told of a drift that is none) and sync writes nothing."""
+    monkeypatch.setattr(items_module, "RACY_SECONDS", 3600.0)
+    write(tmp_path / "help" / "returns.md",
+          "# Returns\n\nYou can return unworn items within 30 days of delivery for a full refund.\n")
+    cfg = help_config(tmp_path)
+    sync(kb, cfg)
+    assert kb.search(CUSTOMER, "refund", mode="keyword")[0].language == "en"
+    gen = generation(kb)
+    reads.clear()
+    checked = drift(kb, cfg)
+    assert reads == ["help/returns.md"]  # read again, compared
+    assert not checked.drifted and totals(checked)["unchanged"] == 1
+    again = sync(kb, cfg)
+    assert totals(again)["unchanged"] == 1 and totals(again)["superseded"] == 0
+    assert generation(kb) == gen
+
+
 def test_deleted_and_renamed_files_leave_no_stale_passage(
         tmp_path: Path, kb: KnowledgeBase, trusted_stamps: None) -> None:
     seed_help(tmp_path)

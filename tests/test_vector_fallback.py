@@ -155,6 +155,24 @@ def test_sentence_vectors_past_the_deadline_fall_back_and_finish_into_the_cache(
     assert not any(tag in t for t in asked), "the late sentence vectors did not reach the cache"
 
 
+def test_an_answer_past_the_deadline_says_so_in_its_trace(
+        store: KnowledgeBase, slow_embedder: list[float]) -> None:
+    """The answer's trace (``ask --json``, ``POST /v1/answer``) says the keyword fallback and
+    why, as the search does: an answer decided on keyword signals alone is not mistaken for a
+    fused one."""
+    slow_embedder[0] = 3.0
+    store.vector_timeout_ms = 100
+    ans = store.answer(STAFF, fresh("Can unworn boots be returned for a refund?"))
+    assert ans.trace is not None and ans.trace["signals"]["similarity"] is None
+    assert ans.trace["fallback"] == {"fallback": "keyword", "reason": "vector_timeout",
+                                     "detail": "the query embedding did not finish within "
+                                               "retrieval.vector.timeout_ms (100 ms)"}
+    slow_embedder[0] = 0.0
+    store.vector_timeout_ms = 30_000
+    fused = store.answer(STAFF, fresh("Can unworn boots be returned for a refund?"))
+    assert fused.trace is not None and fused.trace["fallback"] is None
+
+
 def test_the_vector_mode_is_not_bounded_and_raises_nothing(
         store: KnowledgeBase, slow_embedder: list[float]) -> None:
     slow_embedder[0] = 0.3

@@ -31,8 +31,12 @@ def conflicts_cmd(status: Annotated[str, typer.Option(help="open, closed, dismis
         raise EvidexError("--dismiss needs --tenant: the tenant whose conflict it is")
     with open_kb() as kb:
         by = os.environ.get("USER", "cli")
-        if dismiss is not None and not kb.dismiss_conflict(tenant or "", dismiss, by):
-            raise EvidexError(f"no open conflict {dismiss} in tenant {tenant!r}")
+        if dismiss is not None:
+            if not kb.dismiss_conflict(tenant or "", dismiss, by):
+                raise EvidexError(f"no open conflict {dismiss} in tenant {tenant!r}")
+            # On stderr: the listing that follows (open ones by default) no longer shows it.
+            typer.echo(f"dismissed conflict {dismiss} of tenant {safe(tenant or '')} (by {safe(by)})",
+                       err=True)
         found = kb.conflicts(tenant, None if status == "all" else status)
     emit({"conflicts": [c.as_dict() for c in found]}) if as_json else typer.echo(
         "".join(f"{safe(c.summary())}\n" for c in found) + f"{len(found)} conflict(s)")

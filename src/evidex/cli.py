@@ -573,21 +573,21 @@ def drift_cmd(
         typer.echo(("drifted: " if report.drifted else "in sync: ")
                    + f"{t['new']} new, {t['changed']} changed, {t['removed']} removed")
     hook = state.cfg.freshness.notify  # "content_owner" (a name) has no webhook of its own
+    failed = False  # a failing route is reported and never keeps the owners from being told
     if notify and report.drifted and getattr(hook, "webhook", None):
         try:
             notify_webhook(hook.webhook, report, timeout=hook.timeout_seconds)
         except EvidexError as exc:
             typer.echo(f"error: {_safe(str(exc))}", err=True)
-            raise typer.Exit(2) from None
+            failed = True
     if notify:  # each source owner hears about their drift and open conflicts
         from .notify import notify_owners
 
         with _open() as kb:
             sent = notify_owners(kb, _need_config(), report)
         typer.echo("".join(_safe(x) + "\n" for x in sent.lines(failures_only=as_json)), nl=False, err=True)
-        if not sent.ok:
-            raise typer.Exit(2)
-    if not report.ok:
+        failed = failed or not sent.ok
+    if failed or not report.ok:
         raise typer.Exit(2)
     if report.drifted:
         raise typer.Exit(1)
@@ -603,7 +603,7 @@ def schedule() -> None:
     import threading
 
     from .notify import owners_hook
-    from .sources import Scheduler
+    from .sources import DRIFT_HOOKS, Scheduler
 
     # SIGTERM (a service manager stopping it) lets the run in progress finish, then exits 0;
     # Ctrl-C stops at once (a store write is atomic either way). Installed before anything is
@@ -611,7 +611,7 @@ def schedule() -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     opener = functools.partial(_open, create=True)  # its syncs fill a new store
-    scheduler = Scheduler(opener, _need_config(), after_drift=[owners_hook(opener)],
+    scheduler = Scheduler(opener, _need_config(), after_drift=[owners_hook(opener), *DRIFT_HOOKS],
                           on_run=lambda run: typer.echo(_safe(run.line())))
     if not scheduler.jobs:
         raise EvidexError("nothing is scheduled: no source has a schedule: and there is no drift check")

@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from . import routes as _routes
 from . import tools as _tools
 from .answer import AnswerSettings
 from .cadence import check_cadence
@@ -184,6 +185,7 @@ class FilesSource(_Source):
     base_url: str | None = None
 
     _p = field_validator("path")(resolve_path)
+    _g = field_validator("include", "exclude")(_routes.file_globs)
 
     @field_validator("base_url")
     @classmethod
@@ -206,6 +208,8 @@ class WebSource(_Source):
     split: Split = "heading"
     timeout_seconds: float = Field(default=20.0, gt=0, le=600)
     max_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
+
+    _g = field_validator("include", "exclude")(_routes.url_path_globs)
 
     @field_validator("urls")
     @classmethod
@@ -255,6 +259,7 @@ class RecordsSource(_Source):
     max_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024)
 
     _p = field_validator("path")(resolve_path)
+    _g = field_validator("include", "exclude")(_routes.file_globs)
 
 
 # -- knowledge operations: the reference file's pdf and wiki source types ---------------------

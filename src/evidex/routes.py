@@ -3,8 +3,9 @@ handoff route (the ``owner``, ``server.smtp`` and ``answer.handoff`` settings of
 ``knowledge.config.yaml``; ``config`` validates the file with these models, ``notify`` sends).
 
 Secrets never sit in the file: a webhook's signing key and the mail server's credentials are
-named by environment variable. Also the two checks every configured location goes through
-(``check_url``, ``resolve_path``), so a route's webhook and a source's URL are checked alike.
+named by environment variable. Also the checks every configured location goes through
+(``check_url``, ``resolve_path``, and for a source's include/exclude globs ``file_globs`` and
+``url_path_globs``), so a route's webhook and a source's URL are checked alike.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-__all__ = ["HandoffRoute", "Owner", "Route", "SmtpSettings", "check_url", "handoff_text", "owner_name",
-           "owner_route", "resolve_path"]
+__all__ = ["HandoffRoute", "Owner", "Route", "SmtpSettings", "check_url", "file_globs", "handoff_text",
+           "owner_name", "owner_route", "resolve_path", "url_path_globs"]
 
 _URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
 
@@ -35,6 +36,24 @@ def resolve_path(value: str, info: ValidationInfo) -> str:
     base = (info.context or {}).get("base")
     p = Path(value).expanduser()
     return str(p if p.is_absolute() or base is None else (Path(base) / p))
+
+
+def file_globs(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """Globs over paths relative to a source's folder: one with a leading "/" can never match,
+    and an exclude that silently excludes nothing indexes what it was meant to keep out."""
+    for p in patterns:
+        if p.startswith("/"):
+            raise ValueError(f"{p!r} never matches: patterns are relative to path (write {p.lstrip('/')!r})")
+    return patterns
+
+
+def url_path_globs(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """Globs over URL paths, which start with "/": a pattern with a "/" that starts otherwise
+    (not "/", "*" or a class) can never match, and an include matching nothing empties the source."""
+    for p in patterns:
+        if "/" in p and p[0] not in "/*[":
+            raise ValueError(f"{p!r} never matches: URL paths start with '/' (write {'/' + p!r})")
+    return patterns
 
 
 _EMAIL = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;.]+$")

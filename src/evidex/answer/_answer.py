@@ -74,6 +74,9 @@ def answer_question(
     trace: dict[str, Any] = {
         "searched": {"mode": settings.mode, "terms": list(results.terms), "top_k": settings.top_k,
                      "fusion": settings.fusion.method, "reranked": True},
+        # The keyword fallback (and why) when the vector leg missed its deadline or the store
+        # has no vectors; None when the legs were fused.
+        "fallback": results.fallback,
         "evidence": results.evidence,
         "signals": results.signals,
         "available": [],

@@ -50,7 +50,10 @@ def send_handoff(route: HandoffRoute, smtp: SmtpSettings | None, *, tenant: str,
     payload = {"type": "evidex.handoff", "reference": reference, "tenant": tenant, "caller": caller,
                "question": question, "conversation": turns, "trace_ids": list(trace_ids),
                "sent_at": datetime.now(UTC).isoformat(timespec="seconds")}
-    message = Message(f"evidex handoff {reference}: {question[:80]}", "\n".join(lines) + "\n", payload)
+    # A subject is one line: the question's line breaks (an asker may type several lines)
+    # become spaces there; the body and the payload keep the question as written.
+    subject = f"evidex handoff {reference}: {' '.join(question.split())[:80]}"
+    message = Message(subject, "\n".join(lines) + "\n", payload)
     done = deliver(caller, route, message, smtp=smtp, env=env, attempts=attempts, pause=pause)
     if not any(d.ok for d in done):
         raise NotifyError("the handoff could not be delivered: "

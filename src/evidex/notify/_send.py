@@ -88,7 +88,10 @@ def _email(route: Route, message: Message, smtp: SmtpSettings | None, env: Mappi
         raise NotifyError("no mail server configured (server.smtp)")
     assert route.email is not None
     mail = EmailMessage()
-    mail["From"], mail["To"], mail["Subject"] = smtp.sender, route.email, message.subject
+    try:
+        mail["From"], mail["To"], mail["Subject"] = smtp.sender, route.email, message.subject
+    except ValueError as exc:  # a header with a line break: this route fails, the others go
+        raise NotifyError(f"the e-mail cannot be built: {exc}") from None
     mail["User-Agent"] = _USER_AGENT
     mail.set_content(message.text)
     try:

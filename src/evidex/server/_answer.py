@@ -23,7 +23,10 @@ def answer(body: AnswerRequest, who: Caller, svc: Svc) -> Response:
         out = _operations.answer(kb, who.actor, body, svc.answer_settings, svc.generator)
     # The id a handoff (and an operator reading the log) names this answer by.
     out["trace_id"] = uuid.uuid4().hex
-    out["handoff_available"] = out["status"] == "declined" and svc.handoff is not None
+    # The button needs a route and an answer that offers a person (answer.when_no_evidence:
+    # say_so declines without offering one).
+    out["handoff_available"] = (out["status"] == "declined" and svc.handoff is not None
+                                and bool(out.get("handoff")))
     log_event("answer", trace_id=out["trace_id"], status=out["status"], key=who.label,
               reason=out.get("reason"))
     return JSONResponse(out)

@@ -17,10 +17,30 @@ router = APIRouter(tags=["admin"])
 @router.get("/v1/conflicts", responses=ADMIN_ERRORS)
 def list_conflicts(who: Admin, svc: Svc,
                    status: Literal["open", "closed", "dismissed", "all"] = "open") -> dict[str, Any]:
-    """Conflicts of the admin key's tenant, newest first: both citations and their values."""
+    """Conflicts of the admin key's tenant, newest first: both citations and their values; a
+    side's sentence only when the key may read its document (null otherwise, and the subject
+    words are left out), as its GET /v1/documents would decide."""
     with svc.pool.handle() as kb:
         found = kb.conflicts(who.actor.tenant, None if status == "all" else status)
-    return {"conflicts": [c.as_dict() for c in found]}
+        readable: dict[str, bool] = {}
+        for c in found:
+            for side in (c.a, c.b):
+                if side.document_id not in readable:
+                    readable[side.document_id] = kb.document(who.actor, side.document_id) is not None
+    return {"conflicts": [_listed(c.as_dict(), readable) for c in found]}
+
+
+def _listed(conflict: dict[str, Any], readable: dict[str, bool]) -> dict[str, Any]:
+    """An admin key is an actor too: ids and values of every side (what owners are sent), the
+    text of a side only when the key may read that document."""
+    hidden = False
+    for side in conflict["sides"]:
+        if not readable[side["document_id"]]:
+            side["sentence"] = None
+            hidden = True
+    if hidden:
+        conflict["subject"] = []  # the words the two sentences share
+    return conflict
 
 
 @router.post("/v1/conflicts/{conflict_id}/dismiss",

@@ -24,8 +24,9 @@ from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
 from ..notify import owners_hook
 from ..routes import HandoffRoute
-from ..sources import Scheduler, drift, sync
+from ..sources import DRIFT_HOOKS, Scheduler, drift, sync
 from ..tools import Toolbox
+from ._logging import log_failure, setup_logging
 
 __all__ = [
     "app_from_env",
@@ -94,9 +95,13 @@ def opener(db: str, cfg: Config) -> Callable[[], KnowledgeBase]:
 
 def service_scheduler(db: str, cfg: Config) -> Scheduler:
     """The scheduler of the configuration's syncs and drift checks; after each run it hands the
-    memory the run freed back to the system (see ``release_freed_memory``)."""
-    return Scheduler(opener(db, cfg), cfg, after_drift=[owners_hook(opener(db, cfg))],
-                     on_run=lambda _record: release_freed_memory())
+    memory the run freed back to the system (see ``release_freed_memory``). A due run the store
+    failed is logged as a failure (class and place, no message) and the scheduler carries on."""
+    setup_logging()
+    return Scheduler(opener(db, cfg), cfg, after_drift=[owners_hook(opener(db, cfg)), *DRIFT_HOOKS],
+                     on_run=lambda _record: release_freed_memory(),
+                     on_failure=lambda job, due, exc: log_failure(
+                         "scheduled run failed", exc, job=job.name, due=due.isoformat()))
 
 
 def start_scheduler(db: str, cfg: Config) -> threading.Event | None:

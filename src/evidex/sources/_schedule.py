@@ -7,7 +7,10 @@ overruns later due minutes makes up for them once, not once per minute missed. J
 same minute run in configuration order (syncs before the drift check, which then sees them).
 
 A run never stops the scheduler: a source that cannot be listed, an item that cannot be read,
-even an unexpected exception, becomes the run's ``problems`` and the next job runs. Each source
+even an unexpected exception, becomes the run's ``problems`` and the next job runs. When the
+store itself fails (it cannot be opened to claim or record a run), there is nowhere to record
+it: that occurrence is lost, as when a process dies while running it, ``on_failure`` is told
+(by default one line on stderr), and the scheduler carries on with the next due minute. Each source
 gets its own run record (start, end, counts, problems) in the store's run log (``KnowledgeBase.
 runs``, ``evidex runs``, ``GET /v1/runs``).
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,8 +45,8 @@ __all__ = ["DRIFT_HOOKS", "DriftHook", "Job", "Scheduler"]
 
 #: Called after each scheduled drift check with its report (every source) and the configuration.
 DriftHook = Callable[[SyncReport, Config], None]
-#: Hooks every ``Scheduler`` calls unless given its own list (e.g. owner notification, which
-#: registers itself here).
+#: Hooks every ``Scheduler`` calls unless given its own list; ``evidex serve`` and ``evidex
+#: schedule`` call these after the owners' notification.
 DRIFT_HOOKS: list[DriftHook] = []
 #: The longest the scheduler sleeps between looks at the clock (a changed wall clock is seen).
 MAX_SLEEP_SECONDS = 60.0
@@ -54,6 +58,12 @@ def _utcnow() -> datetime:
 
 def _iso(t: datetime) -> str:
     return t.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def _print_failure(job: Job, due: datetime, exc: Exception) -> None:
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    print(f"evidex scheduler: {job.name} due {_iso(due)} did not run, the store failed: "
+          f"{type(exc).__name__}: {first}", file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)
@@ -97,6 +107,7 @@ class Scheduler:
                  sleep: Callable[[float], object] | None = None,
                  after_drift: Sequence[DriftHook] | None = None,
                  on_run: Callable[[RunRecord], object] | None = None,
+                 on_failure: Callable[[Job, datetime, Exception], object] | None = None,
                  holder: str | None = None) -> None:
         self.open_kb = open_kb
         self.config = config
@@ -106,6 +117,10 @@ class Scheduler:
         self.after_drift = after_drift
         #: Called with each run record once it is stored (e.g. to print it).
         self.on_run = on_run
+        #: Called when the store failed a due run (it could not be claimed, run or recorded).
+        self.on_failure = on_failure or _print_failure
+        #: Due runs lost to a failing store: (due minute, job, the error).
+        self.failures: list[tuple[datetime, Job, Exception]] = []
         self.jobs = jobs_of(config)
         #: Names this scheduler in its claims on due runs (see ``run_pending``).
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
@@ -126,12 +141,16 @@ class Scheduler:
         processes on one PostgreSQL database), only the first to claim it runs it."""
         done: list[RunRecord] = []
         for due, job in self.pending(self.clock()):
-            with self.open_kb() as kb:
-                mine = kb.store.claim_run(job.kind, job.source or "*", _iso(due), self.holder)
-            if mine:
-                done += self._run(job, due)
-            else:
-                self.left_to_others.append((due, job))
+            try:
+                with self.open_kb() as kb:
+                    mine = kb.store.claim_run(job.kind, job.source or "*", _iso(due), self.holder)
+                if mine:
+                    done += self._run(job, due)
+                else:
+                    self.left_to_others.append((due, job))
+            except Exception as exc:  # the store, not a source: see the module docstring
+                self.failures.append((due, job, exc))
+                self.on_failure(job, due, exc)
             # From the later of the due minute and the end of the run: an overrun catches up once.
             self.next_due[job] = job.cadence.next_after(max(due, self.clock()))
         return done

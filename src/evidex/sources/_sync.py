@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._batch import checked_batch
 from ..config import Config, FilesSource, RecordsSource, SourceDefaults, WebSource
 from ..kb import KnowledgeBase
 from ..model import Document, EvidexError
@@ -277,7 +278,10 @@ class _Run:
                rep: SourceReport) -> None:
         if not batch:
             return
-        docs = [d for d, _ in batch]
+        # Languages first, as the write identifies them: a document stored with its identified
+        # language compares equal to the same text read again, so neither drift nor sync takes a
+        # re-read (a touched file, a page without validators) for a change.
+        docs = checked_batch([d for d, _ in batch], identify_languages=True)
         same = self.kb.unchanged(docs, source.split, max_section_chars=source.max_section_chars)
         for d in docs:
             key = (d.tenant, d.id)
@@ -289,8 +293,7 @@ class _Run:
                 rep.new.append(d.id)
         if self.write:
             written = self.kb.ingest(docs, source.split, max_section_chars=source.max_section_chars,
-                                     keep_history=source.supersede, sources=[e for _, e in batch],
-                                     identify_languages=True)
+                                     keep_history=source.supersede, sources=[e for _, e in batch])
             rep.conflicts += [c.id for c in written.conflicts]
             for d, e in batch:
                 self.stored[(d.tenant, d.id)] = d.content_sha256

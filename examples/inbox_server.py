@@ -1,0 +1,116 @@
+"""The Acme Outdoor support inbox: where the example's handoffs and owner notices arrive.
+
+A webhook receiver for `make run`: examples/knowledge.config.yaml sends `answer.handoff` (a
+declined answer's "Ask a person" button, `POST /v1/handoff`) to /handoff and each source
+owner's drift and conflict notices to /owners/<source>. Each POST must carry evidex's
+signature (`X-Evidex-Signature: sha256=<HMAC-SHA256 of the raw body>`) under the secret in
+ACME_INBOX_SECRET; an unsigned or wrongly signed one is refused (401). Each accepted message is
+printed as one line, as a person on the support team would see it arrive, and kept: `GET /`
+lists the last 100 as JSON.
+
+Standard library only.
+
+    ACME_INBOX_SECRET=... python examples/inbox_server.py [--port 8082]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import signal
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SECRET_ENV = "ACME_INBOX_SECRET"
+MAX_BODY = 1024 * 1024
+
+
+def summary(path: str, message: dict[str, Any]) -> str:
+    """One line for a person reading the inbox (control characters of the sender's text shown
+    as spaces: a question may span lines)."""
+    kind = message.get("type")
+    if kind == "evidex.handoff":
+        text = f"handoff {message.get('reference')} from {message.get('caller')}: {message.get('question')}"
+    elif kind == "evidex.owner_findings":
+        drift = sum(len(s.get(k, [])) for s in message.get("drift", [])
+                    for k in ("new", "changed", "removed"))
+        text = (f"to {message.get('owner')}: {drift} drifted document(s), "
+                f"{len(message.get('conflicts', []))} open conflict(s)")
+    else:
+        text = f"a message of type {kind!r}"
+    return f"inbox {path}: " + "".join(c if c.isprintable() else " " for c in text)
+
+
+def server(port: int, secret: str, host: str = "127.0.0.1",
+           out: Any = sys.stdout) -> tuple[ThreadingHTTPServer, collections.deque[dict[str, Any]]]:
+    """The inbox on ``host:port``, not yet serving (call ``serve_forever``), and what it keeps."""
+    kept: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if not 0 < length <= MAX_BODY:
+                return self._reply(413 if length else 400)
+            body = self.rfile.read(length)
+            want = "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+            if not hmac.compare_digest(self.headers.get("X-Evidex-Signature", ""), want):
+                return self._reply(401)
+            try:
+                message = json.loads(body)
+            except ValueError:
+                return self._reply(400)
+            if not isinstance(message, dict):
+                return self._reply(400)
+            with lock:
+                kept.append({"path": self.path, "message": message})
+                print(summary(self.path, message), file=out, flush=True)
+            return self._reply(204)
+
+        def do_GET(self) -> None:
+            if self.path != "/":
+                return self._reply(404)
+            with lock:
+                body = json.dumps(list(kept), ensure_ascii=False).encode("utf-8")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return None
+
+        def _reply(self, status: int) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    return ThreadingHTTPServer((host, port), Handler), kept
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=8082)
+    args = ap.parse_args()
+    secret = os.environ.get(SECRET_ENV)
+    if not secret:
+        sys.exit(f"error: set {SECRET_ENV} (the key evidex signs what it sends with)")
+    httpd, _ = server(args.port, secret)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    print(f"support inbox on http://127.0.0.1:{args.port}/ (handoffs and owner notices print here)",
+          flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
