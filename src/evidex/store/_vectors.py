@@ -17,6 +17,7 @@ is measured in benchmarks/RESULTS.md.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 import numkong
@@ -206,9 +207,11 @@ class VectorBlocks:
         out = np.empty((len(pids), self.dim), dtype=np.float32)
         # The rows grouped by block with one sort (a pass per block would scan every row).
         order = np.argsort(blk, kind="stable")
-        cuts = np.flatnonzero(np.diff(blk[order])) + 1
-        for at in np.split(order, cuts) if len(order) else ():
-            out[at] = self.blocks[int(blk[at[0]])].vecs[rows[at]]
+        ordered = blk[order]
+        cuts = [0, *(np.flatnonzero(np.diff(ordered)) + 1).tolist(), len(order)]
+        for lo, hi in itertools.pairwise(cuts) if len(order) else ():
+            at = order[lo:hi]
+            out[at] = self.blocks[int(ordered[lo])].vecs[rows[at]]
         return pids, out
 
     def rows(self) -> int:
