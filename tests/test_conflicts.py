@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import evidex.ingest
 import evidex.retrieve
 from evidex import Document, KnowledgeBase
 from evidex.ingest import load_paths
@@ -135,6 +136,38 @@ def test_template_siblings_and_agreeing_pages_are_not_conflicts(kb: KnowledgeBas
         title="Acme Outdoor Berlin: reopening",
     )
     assert kb.ingest([berlin, cologne, flyer], split="heading").conflicts == ()
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("The tent weighs 2.1 kg packed.", [("quantity:mass", 2100.0, "2.1 kg")]),
+    ("Rated 20,000 mm, it sleeps 2 persons.", [("quantity:length", 20000.0, "20,000 mm"),
+                                              ("quantity:people", 2.0, "2 persons")]),
+    ("A 65 L rucksack holds 0.5 l bottles.", [("quantity:volume", 65000.0, "65 L"),
+                                             ("quantity:volume", 500.0, "0.5 l")]),
+    ("0.125 kg of down", [("quantity:mass", 125.0, "0.125 kg")]),
+    # A one-letter unit stands apart from its number: "3L" names three layers.
+    ("The Stormline 3L Jacket and a 3G phone", []),
+])
+def test_measured_quantities_are_values(text: str, found: list[tuple[str, float, str]]) -> None:
+    got = [(v.kind, v.amount, text[v.start:v.end]) for v in evidex.ingest.values(text)]
+    assert got == found
+
+
+def test_a_quantity_stated_twice_differently_is_a_conflict_but_sibling_products_are_not(
+    kb: KnowledgeBase,
+) -> None:
+    page = doc("tent", "# Weight\n\nThe Basecamp 4 family tent weighs 14.5 kg packed.\n",
+               title="Basecamp 4 Family Tent (TN-9004)")
+    sibling = doc("tent-6", "# Weight\n\nThe Basecamp 6 family tent weighs 24 kg packed.\n",
+                  title="Basecamp 6 Family Tent (TN-9006)")
+    # One template, two products: titles naming different product numbers are two things.
+    assert kb.ingest([page, sibling], split="heading").conflicts == ()
+    catalogue = doc("catalogue/TN-9004", "# Basecamp 4\n\nThe Basecamp 4 family tent weighs 12.5 kg "
+                    "packed.\n", title="Catalogue: Basecamp 4 Family Tent (TN-9004)")
+    [c] = kb.ingest([catalogue], split="heading").conflicts
+    assert c.kind == "quantity:mass"
+    assert {(c.a.document_id, c.a.value), (c.b.document_id, c.b.value)} == {
+        ("catalogue/TN-9004", "12.5 kg"), ("tent", "14.5 kg")}
 
 
 def test_keyword_only_store_finds_conflicts_by_shared_terms(tmp_path: Path) -> None:

@@ -392,9 +392,10 @@ class ConflictSide:
 @dataclass(frozen=True, slots=True)
 class Conflict:
     """Two current passages of different documents about one subject stating different values
-    of one kind (``kind``: duration, period, time, date, percent or ``price:<currency>``).
-    ``status`` is "open" while both passages are current, "closed" once either changed or its
-    document was removed (``reason`` says which), "dismissed" when an admin dismissed it."""
+    of one kind (``kind``: duration, period, time, date, percent, ``price:<currency>`` or
+    ``quantity:<dimension>``). ``status`` is "open" while both passages are current, "closed"
+    once either changed or its document was removed (``reason`` says which), "dismissed" when an
+    admin dismissed it."""
 
     id: int
     tenant: str

@@ -27,8 +27,8 @@ sentences and how much of the question each covers, idf-weighted) and quotes, ve
    sentence per source" answer this replaces;
 3. when another supporting passage's best sentence is about the same thing (its own words hold
    the most informative question word that the first quote's own words hold) and states a
-   different value of the same kind (a duration, period, time, price, percentage or date:
-   ``_values``), the answer says "Sources disagree." and quotes both.
+   different value of the same kind (a duration, period, time, price, percentage, date or
+   measured quantity: ``_values``), the answer says "Sources disagree." and quotes both.
 
 Heading lines and title lines are never quoted (``retrieve._support``), nor a table's header
 row, nor sentences with markup, links or bracketed numbers, which the output contract would

@@ -11,7 +11,11 @@ kind and a normalised amount:
 * ``price``: an amount with a currency ("€6.95", "6,95 EUR", "12 euros"), in that currency's
   units (the currency is part of the kind, so euros never meet francs);
 * ``percent``: "10 %", "10 percent", "zehn Prozent";
-* ``date``: a day and a month ("15 January", "15. Januar", "January 15"), as (month, day).
+* ``date``: a day and a month ("15 January", "15. Januar", "January 15"), as (month, day);
+* ``quantity:<dimension>``: a measured quantity in digits with its unit ("2.1 kg", "30 cm",
+  "65 L", "2 persons"), in grams, millimetres, millilitres or persons (the dimension is part
+  of the kind, so a weight never meets a length). A one-letter unit ("g", "m", "l") must stand
+  apart from its number: "3L" in a product name is three layers, not three litres.
 
 Bare numbers and years are not values here: two sentences that answer one question often
 mention different years of different events, and a conflict must be about one thing.
@@ -58,6 +62,20 @@ _MONTHS = {m: i for i, names in enumerate([
     ("august", "aug"), ("september", "sep", "sept"), ("october", "oktober", "oct", "okt"),
     ("november", "nov"), ("december", "dezember", "dec", "dez")], start=1) for m in names}
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+#: Units of measured quantities: (dimension, size in the dimension's base unit).
+_QUANTITY = {
+    "mg": ("mass", 0.001), "g": ("mass", 1.0), "gram": ("mass", 1.0), "grams": ("mass", 1.0),
+    "gramm": ("mass", 1.0), "kg": ("mass", 1000.0), "kilogram": ("mass", 1000.0),
+    "kilograms": ("mass", 1000.0), "kilogramm": ("mass", 1000.0),
+    "mm": ("length", 1.0), "cm": ("length", 10.0), "m": ("length", 1000.0), "km": ("length", 1e6),
+    "metre": ("length", 1000.0), "metres": ("length", 1000.0), "meter": ("length", 1000.0),
+    "meters": ("length", 1000.0), "ml": ("volume", 1.0), "l": ("volume", 1000.0),
+    "litre": ("volume", 1000.0), "litres": ("volume", 1000.0), "liter": ("volume", 1000.0),
+    "liters": ("volume", 1000.0), "person": ("people", 1.0), "persons": ("people", 1.0),
+    "people": ("people", 1.0), "personen": ("people", 1.0),
+}
+_ONE_LETTER = "|".join(u for u in _QUANTITY if len(u) == 1)
+_UNITS = "|".join(sorted((u for u in _QUANTITY if len(u) > 1), key=len, reverse=True))
 _PATTERNS = {
     "every": rf"\b(?:every|alle|jede[nmrs]?)\s+(?:{_NUM}\s+)?({_UNIT})\b",
     "once": rf"\b(?:once|twice|einmal|zweimal)\s+(?:a|an|per|im|pro|in\s+the)\s+({_UNIT})\b",
@@ -69,6 +87,7 @@ _PATTERNS = {
     "time": rf"\b{_CLOCK}\s*(?:[-–—]|to|until|till|bis)\s*{_CLOCK}\s*(?:uhr|h\b)?"
             rf"|\b([01]?\d|2[0-3]):([0-5]\d)\b|\b([01]?\d|2[0-3])\s*uhr\b",
     "date": rf"\b(\d{{1,2}})\.?\s+({_MONTH})\b|\b({_MONTH})\s+(\d{{1,2}})\b",
+    "quantity": rf"{_AMOUNT}(?:[\s-]?({_UNITS})|\s({_ONE_LETTER}))\b(?![.,]?\d)",
 }
 # The characters a match can start with (lower case). Python's engine tries a pattern at every
 # position; a leading look-ahead over these lets it give up at once at all the others, and on
@@ -78,6 +97,7 @@ _FIRST = {
     "price": r"€$£eugc\d", "percent": r"\d" + "".join({w[0] for w in _NUMBER_WORDS}),
     "duration": r"\d" + "".join({w[0] for w in _NUMBER_WORDS}), "time": r"\d",
     "date": r"\d" + "".join({m[0] for m in _MONTHS}),
+    "quantity": r"\d",
 }
 
 
@@ -90,7 +110,7 @@ _NEEDS = {
     "percent": ("%", "percent", "per cent", "prozent"),
     "duration": ("min", "hour", "hr", "stunde", "day", "tag", "week", "woche", "month", "monat",
                  "year", "jahr"),
-    "time": (":", ".", "h"), "date": tuple(_MONTHS),
+    "time": (":", ".", "h"), "date": tuple(_MONTHS), "quantity": ("g", "m", "l", "person", "people"),
 }
 
 
@@ -189,6 +209,12 @@ def values(text: str) -> list[Value]:
         day, month = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
         if 1 <= int(day) <= 31:
             add("date", (float(_MONTHS[month.lower()]), float(day)), m)
+    for m in found("quantity"):
+        dimension, size = _QUANTITY[(m.group(2) or m.group(3)).lower()]
+        # "0.125 kg" is a decimal, never 125 grouped in thousands.
+        number = m.group(1)
+        amount = float(number.replace(",", ".")) if re.fullmatch(r"0[.,]\d+", number) else _money(number)
+        add(f"quantity:{dimension}", amount * size, m)
     out.sort(key=lambda v: v.start)
     return out
 

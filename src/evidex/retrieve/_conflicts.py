@@ -314,17 +314,31 @@ class _Detector:
         return _title_words(self.terms_of, title or "")
 
     def same_entity(self, a: StoredDocument, b: StoredDocument) -> bool:
+        # Titles naming different codes (a rare title word with a digit: a product number, a
+        # year), neither named in the other document, are two things: sibling products of one
+        # template share most other title words ("Fjell Down Jacket, men (JK-1310)", "...,
+        # women (JK-1311)").
+        ca, cb = self._codes(a), self._codes(b)
+        if ca and cb and not ca & (cb | self._text_words(b)) and not cb & self._text_words(a):
+            return False
         return self._names_in(a, b) or self._names_in(b, a)
 
-    def _names_in(self, a: StoredDocument, b: StoredDocument) -> bool:
+    def _names(self, a: StoredDocument) -> set[str]:
         if a.dkey not in self.names:
             self.names[a.dkey] = {w for w in self.title_words(a.title) if self.title_df[w] <= self.rare_title}
-        names = self.names[a.dkey]
-        if not names:
-            return True
+        return self.names[a.dkey]
+
+    def _codes(self, a: StoredDocument) -> set[str]:
+        return {w for w in self._names(a) if any(c.isdigit() for c in w)}
+
+    def _text_words(self, b: StoredDocument) -> set[str]:
         if b.dkey not in self.doc_words:
             self.doc_words[b.dkey] = {_stem(t) for t in self.terms_of(self.view.document_text(b.dkey))}
-        return 2 * len(names & self.doc_words[b.dkey]) >= len(names)
+        return self.doc_words[b.dkey]
+
+    def _names_in(self, a: StoredDocument, b: StoredDocument) -> bool:
+        names = self._names(a)
+        return not names or 2 * len(names & self._text_words(b)) >= len(names)
 
     def weight(self, words: frozenset[str]) -> float:
         if words not in self.weights:
