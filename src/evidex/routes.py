@@ -5,20 +5,43 @@ handoff route (the ``owner``, ``server.smtp`` and ``answer.handoff`` settings of
 Secrets never sit in the file: a webhook's signing key and the mail server's credentials are
 named by environment variable. Also the checks every configured location goes through
 (``check_url``, ``resolve_path``, and for a source's include/exclude globs ``file_globs`` and
-``url_path_globs``), so a route's webhook and a source's URL are checked alike.
+``url_path_globs``), so a route's webhook and a source's URL are checked alike; and how every
+route is tried (``try_route``).
 """
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from .model import NotifyError
+
 __all__ = ["HandoffRoute", "Owner", "Route", "SmtpSettings", "check_url", "file_globs", "handoff_text",
-           "owner_name", "owner_route", "resolve_path", "url_path_globs"]
+           "owner_name", "owner_route", "resolve_path", "try_route", "url_path_globs"]
 
 _URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
+
+
+def try_route(send: Callable[[], None], attempts: int = 3, pause: float = 0.5,
+              sleep: Callable[[float], None] = time.sleep) -> tuple[int, str | None]:
+    """Call ``send`` until it does not raise ``NotifyError``, up to ``attempts`` times, pausing
+    ``pause``, 2x``pause``, ... in between. Every route (an owner's, a handoff's, the drift
+    webhook) is tried alike, so a receiver restarting loses nothing. Returns (the attempts made,
+    the last error, or None once one went through)."""
+    error = None
+    for n in range(1, max(1, attempts) + 1):
+        try:
+            send()
+            return n, None
+        except NotifyError as exc:
+            error = str(exc)
+            if n < attempts:
+                sleep(pause * 2 ** (n - 1))
+    return max(1, attempts), error
 
 
 class _Strict(BaseModel):

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from ..model import NotifyError
-from ..routes import Route, SmtpSettings
+from ..routes import Route, SmtpSettings, try_route
 
 __all__ = ["SIGNATURE_HEADER", "Delivery", "Message", "deliver", "sign"]
 
@@ -121,16 +121,7 @@ def deliver(to: str, route: Route, message: Message, *, smtp: SmtpSettings | Non
     out = []
     for kind, target, send in jobs:
         d = Delivery(to, kind, target)
-        for n in range(1, max(1, attempts) + 1):
-            d.attempts = n
-            try:
-                send()
-            except NotifyError as exc:
-                d.error = str(exc)
-                if n < attempts:
-                    sleep(pause * 2 ** (n - 1))
-                continue
-            d.ok, d.error = True, None
-            break
+        d.attempts, d.error = try_route(send, attempts, pause, sleep)
+        d.ok = d.error is None
         out.append(d)
     return out

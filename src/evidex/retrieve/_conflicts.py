@@ -315,9 +315,9 @@ class _Detector:
 
     def same_entity(self, a: StoredDocument, b: StoredDocument) -> bool:
         # Titles naming different codes (a rare title word with a digit: a product number, a
-        # year), neither named in the other document, are two things: sibling products of one
-        # template share most other title words ("Fjell Down Jacket, men (JK-1310)", "...,
-        # women (JK-1311)").
+        # year), neither named in the other's title or text, are two things: sibling products
+        # of one template share most other title words ("Fjell Down Jacket, men (JK-1310)",
+        # "..., women (JK-1311)").
         ca, cb = self._codes(a), self._codes(b)
         if ca and cb and not ca & (cb | self._text_words(b)) and not cb & self._text_words(a):
             return False
