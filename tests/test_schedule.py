@@ -155,6 +155,8 @@ def test_a_failing_store_loses_its_due_runs_and_stops_nothing(tmp_path: Path, se
     assert lost == [("sync faq", START + timedelta(hours=9)), *[
         ("sync broken", START + timedelta(hours=9, minutes=m)) for m in (0, 20, 40)]]
     assert [(n, d) for n, d, _ in told] == lost and {e for *_, e in told} == {"OperationalError"}
+    # Months of a failing store must not grow the scheduler: it keeps the latest few.
+    assert scheduler.failures.maxlen == scheduler.left_to_others.maxlen == 1000
     with KnowledgeBase.open(tmp_path / "kb.db") as kb:
         faq = [r for r in kb.runs(1000) if r.kind == "sync" and r.source == "faq"]
     assert len(faq) == 23 and faq[0].scheduled_for == END.isoformat()  # every hour but 09:00
@@ -323,7 +325,7 @@ def test_two_schedulers_on_one_store_run_each_due_job_once(
         runs = kb.runs(1000)
     keys = Counter((r.kind, r.source, r.scheduled_for) for r in runs)
     assert len(runs) == 37 and set(keys.values()) == {1}  # as one scheduler's day, no run twice
-    left = pair[0].left_to_others + pair[1].left_to_others
+    left = [*pair[0].left_to_others, *pair[1].left_to_others]
     assert len(left) == 24 + 6 + 1 + 1 + 1 and pair[0].left_to_others and pair[1].left_to_others
 
 

@@ -28,6 +28,7 @@ import os
 import socket
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -48,6 +49,8 @@ DriftHook = Callable[[SyncReport, Config], None]
 #: Hooks every ``Scheduler`` calls unless given its own list; ``evidex serve`` and ``evidex
 #: schedule`` call these after the owners' notification.
 DRIFT_HOOKS: list[DriftHook] = []
+#: How many lost and left-to-others due runs a scheduler remembers (for tests and callers).
+KEPT_NOTES = 1000
 #: The longest the scheduler sleeps between looks at the clock (a changed wall clock is seen).
 MAX_SLEEP_SECONDS = 60.0
 
@@ -119,13 +122,15 @@ class Scheduler:
         self.on_run = on_run
         #: Called when the store failed a due run (it could not be claimed, run or recorded).
         self.on_failure = on_failure or _print_failure
-        #: Due runs lost to a failing store: (due minute, job, the error).
-        self.failures: list[tuple[datetime, Job, Exception]] = []
+        #: Due runs lost to a failing store: (due minute, job, the error), the latest
+        #: ``KEPT_NOTES`` (a scheduler runs for months: it must not grow with them).
+        self.failures: deque[tuple[datetime, Job, Exception]] = deque(maxlen=KEPT_NOTES)
         self.jobs = jobs_of(config)
         #: Names this scheduler in its claims on due runs (see ``run_pending``).
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
-        #: Due runs another scheduler on the same store claimed first, and so ran instead.
-        self.left_to_others: list[tuple[datetime, Job]] = []
+        #: Due runs another scheduler on the same store claimed first, and so ran instead (the
+        #: latest ``KEPT_NOTES``).
+        self.left_to_others: deque[tuple[datetime, Job]] = deque(maxlen=KEPT_NOTES)
         start = clock()
         self.next_due: dict[Job, datetime] = {j: j.cadence.next_after(start) for j in self.jobs}
 
