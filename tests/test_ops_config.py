@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,6 +68,27 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def example_module(name: str) -> Any:
+    """One of examples/'s standalone scripts (a helper service of `make run`), imported."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def example_config(tmp_path: Path, ports: dict[int, int]) -> Path:
+    """examples/knowledge.config.yaml in ``tmp_path`` with its helper services on other ports
+    (``make run``'s port -> the test's) and its paths absolute."""
+    text = (ROOT / "examples" / "knowledge.config.yaml").read_text(encoding="utf-8")
+    for theirs, ours in ports.items():
+        text = text.replace(f"127.0.0.1:{theirs}", f"127.0.0.1:{ours}")
+    return write(tmp_path / "knowledge.config.yaml",
+                 text.replace("path: shop/", f"path: {ROOT / 'examples' / 'shop'}/"))
 
 
 def errors(path: Path) -> list[str]:
@@ -211,25 +233,18 @@ sources:
 def test_the_shipped_example_syncs_from_the_example_site(tmp_path: Path) -> None:
     """What `make run` does before serving: examples/site_server.py (a real HTTP server with a
     sitemap) for help-centre, then a sync of the file's three sources."""
-    import importlib.util
     import threading
 
     from service_helpers import free_port
 
-    spec = importlib.util.spec_from_file_location("site_server", ROOT / "examples" / "site_server.py")
-    assert spec and spec.loader
-    site = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(site)
+    site = example_module("site_server")
     port = free_port()
     httpd = site.server(port)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        text = (ROOT / "examples" / "knowledge.config.yaml").read_text(encoding="utf-8")
-        text = text.replace("127.0.0.1:8765", f"127.0.0.1:{port}").replace(
-            "path: shop/", f"path: {ROOT / 'examples' / 'shop'}/")
         pages = [p for p in site.SITE.rglob("*") if p.suffix in site.PAGES]
         with KnowledgeBase.open(tmp_path / "kb.db") as kb:
-            report = sync(kb, load_config(write(tmp_path / "knowledge.config.yaml", text)))
+            report = sync(kb, load_config(example_config(tmp_path, {8765: port})))
             help_centre, returns, handbook = report.sources
             assert not any(s.errors or s.skipped for s in report.sources)
             # Every page of the sitemap but the return form, which returns-policy owns.
@@ -244,7 +259,6 @@ def test_the_example_inbox_takes_what_evidex_signs_and_nothing_else(tmp_path: Pa
     """`make run`'s support inbox (examples/inbox_server.py, a real HTTP server): the example
     configuration's handoff route and an owner's route deliver to it with the demo secret; a
     message signed with another key is refused and never shown."""
-    import importlib.util
     import io
     import threading
 
@@ -253,18 +267,12 @@ def test_the_example_inbox_takes_what_evidex_signs_and_nothing_else(tmp_path: Pa
     from evidex.notify import Message, deliver, send_handoff
     from service_helpers import free_port
 
-    spec = importlib.util.spec_from_file_location("inbox_server", ROOT / "examples" / "inbox_server.py")
-    assert spec and spec.loader
-    inbox = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(inbox)
+    inbox = example_module("inbox_server")
     port, printed = free_port(), io.StringIO()
     httpd, kept = inbox.server(port, "demo-secret", out=printed)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        text = (ROOT / "examples" / "knowledge.config.yaml").read_text(encoding="utf-8")
-        text = text.replace("127.0.0.1:8082", f"127.0.0.1:{port}").replace(
-            "path: shop/", f"path: {ROOT / 'examples' / 'shop'}/")
-        cfg = load_config(write(tmp_path / "knowledge.config.yaml", text))
+        cfg = load_config(example_config(tmp_path, {8082: port}))
         env = {"ACME_INBOX_SECRET": "demo-secret"}
         sent = send_handoff(cfg.answer.handoff, None, tenant="acme", caller="demo-customer",
                             question="Can I return\na worn jacket?", conversation=[], trace_ids=[], env=env)
