@@ -33,8 +33,7 @@ LAYERS: list[set[str]] = [
     {"kb", "config"},
     {"__init__", "evaluation", "sources"},
     {"notify"},
-    {"server", "console"},
-    {"_cli_tools", "_cli_check", "_cli_findings"},
+    {"server"},
     {"cli"},
 ]
 #: Modules of each extra, which ``import evidex`` must not load.

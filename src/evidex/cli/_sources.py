@@ -1,0 +1,162 @@
+"""The configured sources: ``evidex sync``, ``drift`` and ``schedule`` (``sources``), and who is
+told after a drift check (``notify``)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..model import EvidexError
+from ._output import JsonOpt, emit, errors, safe
+from ._settings import need_config, open_kb, state
+
+if TYPE_CHECKING:  # the sources layer loads lazily: a fast start for every command
+    from ..sources import SyncReport
+
+__all__ = ["COMMANDS"]
+
+SourceOpt = Annotated[
+    list[str] | None, typer.Option("--source", help="Only this source id (repeatable).")
+]
+
+
+def _run_sources(kind: str, source: list[str] | None, show: bool) -> SyncReport:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..sources import drift, sync
+
+    config = need_config()
+    run = sync if kind == "sync" else drift
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), disable=not (show and sys.stderr.isatty()), transient=True)
+    # The configuration names the store its sources fill: before the first sync, drift
+    # reports every source document as new.
+    with open_kb(create=True) as kb, bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(what: str, done: int, total: int) -> None:
+            if what not in tasks:
+                tasks[what] = bar.add_task(safe(what), total=total)
+            bar.update(tasks[what], completed=done, total=total)
+
+        return run(kb, config, source or None, progress=progress)
+
+
+def _print_problems(rep: Any) -> None:
+    if rep.failed:
+        typer.echo(f"  failed: {safe(rep.failed)}", err=True)
+    for s in rep.skipped:
+        typer.echo(f"  skipped {safe(s.item)}: {safe(s.reason)}", err=True)
+    for s in rep.errors:
+        typer.echo(f"  kept (not readable now) {safe(s.item)}: {safe(s.reason)}", err=True)
+
+
+@errors
+def sync(source: SourceOpt = None, as_json: JsonOpt = False) -> None:
+    """Bring the index in line with the configured sources: add new documents, supersede
+    changed ones, skip unchanged ones without writing, remove documents gone from the source.
+
+    Exit status 1 when a source or an item could not be read (its indexed documents are kept).
+    """
+    report = _run_sources("sync", source, show=not as_json)
+    if as_json:
+        emit(report.as_dict())
+    else:
+        for rep in report.sources:
+            owner = f" (owner {safe(rep.owner)})" if rep.owner else ""
+            d = rep.as_dict("sync")
+            typer.echo(f"{safe(rep.source)}{owner}: added {len(d['added'])}, superseded "
+                       f"{len(d['superseded'])}, unchanged {d['unchanged']}, removed "
+                       f"{len(d['removed'])}, skipped {len(d['skipped'])}, conflicts {len(d['conflicts'])}")
+            _print_problems(rep)
+        totals = ", ".join(f"{k} {v}" for k, v in report.totals().items())
+        typer.echo(f"total: {totals} ({report.seconds:.1f} s)")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@errors
+def drift(
+    source: SourceOpt = None,
+    notify: Annotated[bool, typer.Option("--notify/--no-notify",
+                                         help="POST the report to the configured webhook when "
+                                              "something drifted.")] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare each source with the index without writing: new, changed and removed documents
+    per source and owner.
+
+    Exit status 0: in sync; 1: something drifted; 2: a source could not be checked or the
+    webhook failed.
+    """
+    from ..sources import notify_webhook
+
+    report = _run_sources("drift", source, show=not as_json)
+    if as_json:
+        emit(report.as_dict())
+    else:
+        for rep in report.sources:
+            owner = f" (owner {safe(rep.owner)})" if rep.owner else ""
+            typer.echo(f"{safe(rep.source)}{owner}: {len(rep.new)} new, {len(rep.changed)} "
+                       f"changed, {len(rep.removed)} removed, {rep.unchanged} unchanged")
+            for kind, ids in (("new", rep.new), ("changed", rep.changed), ("removed", rep.removed)):
+                for doc_id in sorted(ids):
+                    typer.echo(f"  {kind:<8} {safe(doc_id)}")
+            _print_problems(rep)
+        t = report.totals()
+        typer.echo(("drifted: " if report.drifted else "in sync: ")
+                   + f"{t['new']} new, {t['changed']} changed, {t['removed']} removed")
+    hook = state.cfg.freshness.notify  # "content_owner" (a name) has no webhook of its own
+    failed = False  # a failing route is reported and never keeps the owners from being told
+    if notify and report.drifted and getattr(hook, "webhook", None):
+        try:
+            notify_webhook(hook.webhook, report, timeout=hook.timeout_seconds)
+        except EvidexError as exc:
+            typer.echo(f"error: {safe(str(exc))}", err=True)
+            failed = True
+    if notify:  # each source owner hears about their drift and open conflicts
+        from ..notify import notify_owners
+
+        with open_kb() as kb:
+            sent = notify_owners(kb, need_config(), report)
+        typer.echo("".join(safe(x) + "\n" for x in sent.lines(failures_only=as_json)), nl=False, err=True)
+        failed = failed or not sent.ok
+    if failed or not report.ok:
+        raise typer.Exit(2)
+    if report.drifted:
+        raise typer.Exit(1)
+
+
+@errors
+def schedule() -> None:
+    """Run each source's sync at its schedule: and the drift check at freshness.drift_check,
+    one at a time, until interrupted; every run is recorded (evidex runs). evidex serve does the
+    same alongside the service."""
+    import signal
+    import threading
+
+    from ..notify import owners_hook
+    from ..sources import DRIFT_HOOKS, Scheduler
+
+    # SIGTERM (a service manager stopping it) lets the run in progress finish, then exits 0;
+    # Ctrl-C stops at once (a store write is atomic either way). Installed before anything is
+    # printed, so whoever saw the first line may stop it.
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    opener = functools.partial(open_kb, create=True)  # its syncs fill a new store
+    scheduler = Scheduler(opener, need_config(), after_drift=[owners_hook(opener), *DRIFT_HOOKS],
+                          on_run=lambda run: typer.echo(safe(run.line())))
+    if not scheduler.jobs:
+        raise EvidexError("nothing is scheduled: no source has a schedule: and there is no drift check")
+    for job in scheduler.jobs:
+        typer.echo(f"scheduled: {job.name} ({safe(job.cadence.text)}), first {scheduler.next_due[job]}",
+                   err=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        scheduler.run_forever(stop)
+
+
+COMMANDS = {"sync": sync, "drift": drift, "schedule": schedule}
