@@ -3,8 +3,11 @@ which ends every failure with one ``error:`` line."""
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 import sys
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -19,10 +22,14 @@ from ._tools import tools_app
 
 __all__ = ["app", "main"]
 
+# Help is click's plain text (``rich_markup_mode=None``): it rewraps each paragraph to the
+# terminal, so a description breaks only where the width needs it, never where the docstring
+# happened to, and it shows a flag as a flag, never with a ``<bool>`` value.
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     help="evidex: retrieval where every passage traces back to its source.",
 )
 
@@ -30,10 +37,20 @@ app = typer.Typer(
 SUBJECTS = (_documents, _search, _store, _eval, _service, _sources, _findings)
 
 
+def summary(command: Callable[..., object]) -> str:
+    """The first sentence of a command's docstring, as ``evidex --help`` lists it: whole, where
+    click would cut its own summary off at a fixed length, mid-sentence."""
+    first = " ".join(inspect.cleandoc(command.__doc__ or "").split("\n\n")[0].split())
+    found = re.match(r"(.+?[.!?])(?=\s|$)", first)
+    return found.group(1) if found else first
+
+
 def _register() -> None:
     for subject in SUBJECTS:
         for name, command in subject.COMMANDS.items():
-            app.command(name)(command)
+            app.command(name, short_help=summary(command))(command)
+    for info in tools_app.registered_commands:
+        info.short_help = summary(info.callback) if info.callback else None
     app.add_typer(tools_app, name="tools")
 
 
@@ -91,8 +108,10 @@ def main() -> None:
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.TyperException as exc:  # usage errors: bad option values, missing options
-        if message := exc.format_message():  # empty when no arguments printed the help
-            typer.echo(f"error: {safe(message)}", err=True)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # no arguments: the help is the message
+            typer.echo(exc.format_message())
+        else:
+            typer.echo(f"error: {safe(exc.format_message())}", err=True)
         code = exc.exit_code
     except typer.Abort:
         typer.echo("error: aborted", err=True)

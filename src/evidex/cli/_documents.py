@@ -11,7 +11,7 @@ import typer
 from ..ingest import DEFAULT_MAX_FILE_BYTES, FORMATS, load_paths
 from ..model import EvidexError
 from ._output import JsonOpt, emit, errors, fail, progress, safe
-from ._settings import TenantOpt, open_kb, split_csv
+from ._settings import AsOpt, TenantOpt, open_kb, split_csv, tenant_of
 
 __all__ = ["COMMANDS", "INGEST_BATCH"]
 
@@ -71,10 +71,12 @@ def ingest(
 @errors
 def remove(
     document_id: Annotated[str, typer.Argument(help="Document id.")],
-    tenant: TenantOpt,
+    tenant: TenantOpt = None,
+    as_name: AsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Delete a document with all its passages and history."""
+    tenant = tenant_of(tenant, as_name)
     with open_kb() as kb:
         existed = kb.remove(tenant, document_id)
     if as_json:

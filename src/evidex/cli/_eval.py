@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from ..model import EvidexError
-from ._output import JsonOpt, emit, errors, progress, safe
-from ._settings import VisOpt, actor, open_kb, state
+from ._output import JsonOpt, UsageError, emit, errors, progress, safe
+from ._settings import AsOpt, GroupsOpt, TenantOpt, VisOpt, caller, open_kb, state
 
 __all__ = ["COMMANDS"]
 
@@ -40,9 +40,10 @@ def evaluate(
     case_id: Annotated[
         list[str] | None, typer.Option("--id", help="Only the case with this id (repeatable).")
     ] = None,
-    tenant: Annotated[str | None, typer.Option(help="Caller tenant (--qa).")] = None,
-    groups: Annotated[str | None, typer.Option(help="Caller groups (--qa).")] = None,
-    visibilities: VisOpt = "public",
+    tenant: TenantOpt = None,
+    groups: GroupsOpt = None,
+    visibilities: VisOpt = None,
+    as_name: AsOpt = None,
     generator: Annotated[str | None, typer.Option(help="extractive or openai (--qa, --cases).")] = None,
     mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "keyword",
     analyzer: Annotated[str | None, typer.Option("--analyzer", help="Analyzer (default: english).")] = None,
@@ -53,14 +54,16 @@ def evaluate(
     alpha: Annotated[float, typer.Option(help="Vector weight of convex fusion.")] = 0.5,
     as_json: JsonOpt = False,
 ) -> None:
-    """Measure nDCG@10, Recall@100 and MRR@10 on a BEIR-format set (temporary store; passage
-    vectors come from the embedding cache when they were computed before), answer a question
-    set, or run a case file (exit status 0: its gate passed, 1: the gate failed, 2: the case
-    file or its collection is invalid)."""
+    """Measure retrieval on a BEIR-format set, answer a question set, or run a case file.
+
+    A BEIR set gives nDCG@10, Recall@100 and MRR@10 (in a temporary store; passage vectors come
+    from the embedding cache when they were computed before). A case file exits with status 0
+    when its gate passed, 1 when the gate failed, 2 when the case file or its collection is
+    invalid."""
     from ..evaluation import evaluate_beir, evaluate_qa
 
     if sum(x is not None for x in (beir, qa, cases)) != 1:
-        raise EvidexError("give exactly one of --beir DIR, --qa FILE or --cases FILE")
+        raise UsageError("give exactly one of --beir DIR, --qa FILE or --cases FILE")
     if cases is not None:
         explicit_db = ctx.parent.params.get("db") if ctx.parent is not None else None
         _eval_cases(cases, db=explicit_db, html=html, categories=tuple(category or ()),
@@ -70,10 +73,9 @@ def evaluate(
                     tools=state.cfg.tools)
         return
     if qa is not None:
-        if not tenant or not groups:
-            raise EvidexError("--qa needs --tenant and --groups (the caller the questions come from)")
+        who = caller(tenant, groups, visibilities, as_name)  # whom the questions come from
         with open_kb() as kb:
-            result = evaluate_qa(kb, qa, actor(tenant, groups, visibilities),
+            result = evaluate_qa(kb, qa, who,
                                  generator=generator or state.cfg.answer.generator)
         if as_json:
             emit(result)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..model import EvidexError
-from ._output import JsonOpt, emit, errors, safe
+from ._output import JsonOpt, UsageError, emit, errors, safe
 from ._settings import open_kb
 
 __all__ = ["COMMANDS"]
@@ -24,9 +24,9 @@ def conflicts(status: Annotated[str, typer.Option(help="open, closed, dismissed 
               as_json: JsonOpt = False) -> None:
     """Passages of two documents stating different values for one subject (found at ingestion)."""
     if status not in STATUSES:
-        raise EvidexError(f"--status must be one of {', '.join(STATUSES)}, got {status!r}")
+        raise UsageError(f"--status must be one of {', '.join(STATUSES)}, got {status!r}")
     if dismiss is not None and not tenant:
-        raise EvidexError("--dismiss needs --tenant: the tenant whose conflict it is")
+        raise UsageError("--dismiss needs --tenant: the tenant whose conflict it is")
     with open_kb() as kb:
         by = os.environ.get("USER", "cli")
         if dismiss is not None:

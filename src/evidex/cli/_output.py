@@ -20,7 +20,8 @@ import typer
 
 from ..model import EvidexError
 
-__all__ = ["JsonOpt", "citation_line", "emit", "errors", "fail", "print_hits", "progress", "safe"]
+__all__ = ["JsonOpt", "UsageError", "citation_line", "emit", "errors", "fail", "print_hits", "progress",
+           "safe"]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
@@ -37,17 +38,29 @@ def emit(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-def fail(message: str) -> typer.Exit:
+#: Exit status of a command called wrongly (missing, conflicting or malformed options), as
+#: click gives its own usage errors; 1 is a command that was called right and failed.
+USAGE_STATUS = 2
+
+
+class UsageError(EvidexError):
+    """The command was called wrongly: nothing was done (exit status 2, as click's own)."""
+
+
+def fail(message: str, status: int = 1) -> typer.Exit:
     typer.echo(f"error: {message.splitlines()[0] if message else 'failed'}", err=True)
-    return typer.Exit(1)
+    return typer.Exit(status)
 
 
 def errors(fn: F) -> F:
-    """A command whose library errors end it with one ``error:`` line and exit status 1."""
+    """A command whose library errors end it with one ``error:`` line and exit status 1 (2 for
+    a ``UsageError``)."""
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except UsageError as exc:
+            raise fail(str(exc), USAGE_STATUS) from None
         except EvidexError as exc:
             raise fail(str(exc)) from None
         except BrokenPipeError:
@@ -93,8 +106,11 @@ def print_hits(hits: Any, explain: bool) -> None:
             typer.echo(f"   {reason}")
     for h in hits:
         where = " > ".join(h.heading_path) or f"passage {h.passage}"
+        # A flagged passage is searchable and citable but reads as data, never as instructions:
+        # its mark is on the hit's own line, so no one reads the quote without it.
+        flagged = f"  [flagged: {safe(', '.join(h.flags))}]" if h.flags else ""
         typer.echo(f"{h.rank}. [{safe(h.document_id)} v{safe(h.version)} #{h.passage}] "
-                   f"{safe(h.title or '')}  ({safe(where)}; score {h.score:.3f})")
+                   f"{safe(h.title or '')}  ({safe(where)}; score {h.score:.3f}){flagged}")
         quote = " ".join(safe(h.quote).split())
         typer.echo(f"   {quote[:300]}{'…' if len(quote) > 300 else ''}")
         if h.explain:

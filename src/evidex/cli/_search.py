@@ -11,7 +11,7 @@ import typer
 
 from ..model import EvidexError
 from ._output import JsonOpt, citation_line, emit, errors, print_hits, safe
-from ._settings import ClaimOpt, GroupsOpt, TenantOpt, VisOpt, actor, open_kb, state
+from ._settings import AsOpt, ClaimOpt, GroupsOpt, TenantOpt, VisOpt, caller, open_kb, state
 
 __all__ = ["COMMANDS"]
 
@@ -19,24 +19,25 @@ __all__ = ["COMMANDS"]
 @errors
 def search(
     query: Annotated[str, typer.Argument(help="Words to search for (no operators).")],
-    tenant: TenantOpt,
-    groups: GroupsOpt,
-    visibilities: VisOpt = "public",
+    tenant: TenantOpt = None,
+    groups: GroupsOpt = None,
+    visibilities: VisOpt = None,
+    as_name: AsOpt = None,
     limit: Annotated[int | None, typer.Option(help="Number of passages (config top_k, else 6).")] = None,
     match: Annotated[str | None, typer.Option(help="any or all query words.")] = None,
     mode: Annotated[str | None, typer.Option(help="hybrid, keyword or vector.")] = None,
     fusion: Annotated[str | None, typer.Option(help="adaptive, convex or rrf (hybrid mode).")] = None,
-    explain: Annotated[bool, typer.Option(help="Show each leg's rank and score.")] = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show each leg's rank and score.")] = False,
     language: Annotated[str | None, typer.Option(help="Only documents in this language.")] = None,
     tag: Annotated[list[str] | None, typer.Option(help="Only documents with this tag.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Search the passages the caller may read (defaults from --config's retrieval section)."""
-    caller = actor(tenant, groups, visibilities)
+    who = caller(tenant, groups, visibilities, as_name)
     filters = {"language": language, "tags": tag or []}
     r = state.cfg.retrieval
     with open_kb() as kb:
-        hits = kb.search(caller, query, limit=r.top_k if limit is None else limit,
+        hits = kb.search(who, query, limit=r.top_k if limit is None else limit,
                          match=r.match if match is None else match, filters=filters,
                          mode=r.mode if mode is None else mode, explain=explain,
                          fusion=r.fuse if fusion is None else fusion, rrf_k=r.rrf_k,
@@ -51,9 +52,10 @@ def search(
 @errors
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    tenant: TenantOpt,
-    groups: GroupsOpt,
-    visibilities: VisOpt = "public",
+    tenant: TenantOpt = None,
+    groups: GroupsOpt = None,
+    visibilities: VisOpt = None,
+    as_name: AsOpt = None,
     generator: Annotated[str | None, typer.Option(help="extractive or openai.")] = None,
     handoff: Annotated[str | None, typer.Option(help="How to reach a person when declining.")] = None,
     claim: ClaimOpt = None,
@@ -61,7 +63,7 @@ def ask(
 ) -> None:
     """Answer from the passages the caller may read and its live lookups, citing every claim, or decline."""
     with open_kb() as kb:
-        ans = kb.answer(actor(tenant, groups, visibilities, claim), question,
+        ans = kb.answer(caller(tenant, groups, visibilities, as_name, claim), question,
                         generator=generator or state.cfg.answer.generator,
                         settings=state.cfg.answer_settings(handoff))
     if as_json:
@@ -78,18 +80,20 @@ def ask(
 
 @errors
 def resolve(
-    tenant: TenantOpt,
-    groups: GroupsOpt,
-    visibilities: VisOpt = "public",
+    tenant: TenantOpt = None,
+    groups: GroupsOpt = None,
+    visibilities: VisOpt = None,
+    as_name: AsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Re-check a citation read as JSON from standard input."""
+    who = caller(tenant, groups, visibilities, as_name)
     text = sys.stdin.read()
     if not text.strip():
         raise EvidexError("no citation on standard input: pipe one hit of `evidex search --json` into it")
     citation = json.loads(text)
     with open_kb() as kb:
-        res = kb.resolve(actor(tenant, groups, visibilities), citation)
+        res = kb.resolve(who, citation)
     if as_json:
         emit(res.as_dict())
     else:

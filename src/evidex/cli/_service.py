@@ -8,8 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..model import EvidexError
-from ._output import errors
+from ._output import UsageError, errors
 from ._settings import state
 
 __all__ = ["COMMANDS"]
@@ -24,7 +23,7 @@ ServerConfigOpt = Annotated[
 def _server_config(config: Path | None) -> str:
     chosen = config or state.config_path
     if not chosen:
-        raise EvidexError("the service needs a configuration with a server: section: give --config FILE")
+        raise UsageError("the service needs a configuration with a server: section: give --config FILE")
     return str(chosen)
 
 
@@ -45,8 +44,9 @@ def serve(
 
 @errors
 def mcp(config: ServerConfigOpt = None) -> None:
-    """Serve the MCP tools search, resolve and answer over stdio, as the API key in
-    $EVIDEX_API_KEY (one of the configuration's server.api_keys)."""
+    """Serve the MCP tools search, resolve and answer over stdio.
+
+    The caller is the API key in $EVIDEX_API_KEY (one of the configuration's server.api_keys)."""
     from ..server import run_mcp
 
     run_mcp(state.db, _server_config(config))

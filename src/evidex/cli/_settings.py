@@ -1,31 +1,45 @@
 """The command line's settings and the caller it acts for.
 
 ``state`` holds what the global options set (--db, --analyzer, --embedder, --config), read by
-every command; ``open_kb`` opens the store they name. The caller of a search or an answer is
-built here from the command's options (``actor``), so every command reads it alike.
+every command; ``open_kb`` opens the store they name.
+
+The caller of a search, an answer or a resolve (``caller``) comes, in this order, from ``--as
+NAME`` (a caller the configuration names in ``server.api_keys``: its tenant, groups,
+visibilities and claims), else from ``--tenant``, ``--groups`` and ``--visibilities``, each of
+which defaults to ``$EVIDEX_TENANT``, ``$EVIDEX_GROUPS`` and ``$EVIDEX_VISIBILITIES``. A
+caller is never guessed: with none of these the command stops with a usage error. The local
+operator running the command is trusted to say whom it acts for, as with ``--claim``.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..config import Config
+from ..config import ApiKey, Config
 from ..kb import KnowledgeBase
 from ..model import Actor, EvidexError
 from ..store import is_postgres_url
+from ._output import UsageError
 
-__all__ = ["ClaimOpt", "GroupsOpt", "State", "TenantOpt", "VisOpt", "actor", "need_config", "open_kb",
-           "pairs", "split_csv", "state"]
+__all__ = ["AsOpt", "ClaimOpt", "GroupsOpt", "State", "TenantOpt", "VisOpt", "caller", "need_config",
+           "open_kb", "pairs", "split_csv", "state", "tenant_of"]
 
-TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant of the caller.")]
-GroupsOpt = Annotated[str, typer.Option("--groups", help="Comma-separated groups of the caller.")]
-VisOpt = Annotated[
-    str, typer.Option("--visibilities", help="Comma-separated visibilities the caller may read "
-                      "(default: public only; add internal, confidential, restricted explicitly).")
-]
+TENANT_ENV, GROUPS_ENV, VISIBILITIES_ENV = "EVIDEX_TENANT", "EVIDEX_GROUPS", "EVIDEX_VISIBILITIES"
+
+TenantOpt = Annotated[str | None, typer.Option(
+    "--tenant", help=f"Tenant of the caller (default: ${TENANT_ENV}).")]
+GroupsOpt = Annotated[str | None, typer.Option(
+    "--groups", help=f"Comma-separated groups of the caller (default: ${GROUPS_ENV}).")]
+VisOpt = Annotated[str | None, typer.Option(
+    "--visibilities", help="Comma-separated visibilities the caller may read (default: "
+    f"public only, or ${VISIBILITIES_ENV}; add internal, confidential, restricted explicitly).")]
+AsOpt = Annotated[str | None, typer.Option(
+    "--as", help="Act as this caller of the configuration's server.api_keys (by its name, e.g. "
+    "demo-customer): its tenant, groups, visibilities and claims.")]
 ClaimOpt = Annotated[
     list[str] | None,
     typer.Option("--claim", help="A verified attribute of the caller, NAME=VALUE (repeatable), e.g. "
@@ -70,7 +84,7 @@ def open_kb(create: bool = False) -> KnowledgeBase:
 def need_config() -> Config:
     """The --config file's settings, for commands that cannot run on defaults."""
     if state.config is None:
-        raise EvidexError("this command reads the sources of a configuration: give --config FILE "
+        raise UsageError("this command reads the sources of a configuration: give --config FILE "
                           "(or set EVIDEX_CONFIG)")
     return state.config
 
@@ -86,16 +100,65 @@ def pairs(values: list[str] | None, option: str) -> dict[str, str]:
     for item in values or ():
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise EvidexError(f"{option} takes NAME=VALUE, got {item!r}")
+            raise UsageError(f"{option} takes NAME=VALUE, got {item!r}")
         if key.strip() in out:
-            raise EvidexError(f"{option} {key.strip()!r} is given twice")
+            raise UsageError(f"{option} {key.strip()!r} is given twice")
         out[key.strip()] = value
     return out
 
 
-def actor(tenant: str, groups: str, visibilities: str, claims: list[str] | None = None) -> Actor:
+def caller(tenant: str | None, groups: str | None, visibilities: str | None, as_name: str | None,
+           claims: list[str] | None = None) -> Actor:
+    """The caller the options name (see the module docstring); ``claims`` are ``--claim`` values,
+    which add to (and override) a configured caller's claims."""
+    extra = pairs(claims, "--claim")
+    if as_name is not None:
+        if tenant is not None or groups is not None or visibilities is not None:
+            raise UsageError("--as names the whole caller: leave out --tenant, --groups and --visibilities")
+        key = _configured(as_name)
+        return _actor(key.tenant, ",".join(key.groups), ",".join(key.visibilities), {**key.claims, **extra},
+                      f"--as {as_name!r} has no groups in the configuration: it could read nothing")
+    tenant = tenant if tenant is not None else os.environ.get(TENANT_ENV)
+    groups = groups if groups is not None else os.environ.get(GROUPS_ENV)
+    if not tenant and not groups:
+        raise UsageError(f"no caller: give --tenant and --groups (or set ${TENANT_ENV} and ${GROUPS_ENV}), "
+                         "or --as NAME, a caller of the configuration's server.api_keys")
+    if not tenant:
+        raise UsageError(f"no tenant for the caller: give --tenant (or set ${TENANT_ENV})")
+    if groups is None:
+        raise UsageError(f"no groups for the caller: give --groups (or set ${GROUPS_ENV})")
+    if visibilities is None:
+        visibilities = os.environ.get(VISIBILITIES_ENV) or "public"
+    return _actor(tenant, groups, visibilities, extra,
+                  "--groups names no group: give the caller's groups, comma-separated")
+
+
+def tenant_of(tenant: str | None, as_name: str | None) -> str:
+    """The tenant a command acts in: ``--tenant``, else ``--as``'s, else ``$EVIDEX_TENANT``."""
+    if as_name is not None:
+        if tenant is not None:
+            raise UsageError("--as names the caller's tenant: leave out --tenant")
+        return _configured(as_name).tenant
+    chosen = tenant if tenant is not None else os.environ.get(TENANT_ENV)
+    if not chosen:
+        raise UsageError(f"no tenant: give --tenant (or set ${TENANT_ENV}), or --as NAME")
+    return chosen
+
+
+def _configured(name: str) -> ApiKey:
+    if state.config is None:
+        raise UsageError("--as NAME is a caller of a configuration's server.api_keys: give --config FILE "
+                         "(or set EVIDEX_CONFIG)")
+    keys = state.config.server.api_keys if state.config.server else ()
+    for key in keys:
+        if key.name == name:
+            return key
+    names = ", ".join(k.name for k in keys if k.name) or "none (give the keys a name:)"
+    raise UsageError(f"--as {name!r} is no caller of {state.config_path}; server.api_keys names: {names}")
+
+
+def _actor(tenant: str, groups: str, visibilities: str, claims: dict[str, str], no_group: str) -> Actor:
     named = frozenset(split_csv(groups))
     if not named:  # a caller in no group reads nothing: every search would come back empty
-        raise EvidexError("--groups names no group: give the caller's groups, comma-separated")
-    return Actor(tenant, named, visibilities=frozenset(split_csv(visibilities)),
-                 claims=pairs(claims, "--claim"))
+        raise UsageError(no_group)
+    return Actor(tenant, named, visibilities=frozenset(split_csv(visibilities)), claims=claims)

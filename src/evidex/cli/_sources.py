@@ -12,10 +12,11 @@ import typer
 
 from ..model import EvidexError
 from ._output import JsonOpt, emit, errors, safe
-from ._settings import need_config, open_kb, state
+from ._settings import need_config, open_kb
 
 if TYPE_CHECKING:  # the sources layer loads lazily: a fast start for every command
-    from ..sources import SyncReport
+    from ..config import Config
+    from ..sources import DriftHook, SyncReport
 
 __all__ = ["COMMANDS"]
 
@@ -57,8 +58,10 @@ def _print_problems(rep: Any) -> None:
 
 @errors
 def sync(source: SourceOpt = None, as_json: JsonOpt = False) -> None:
-    """Bring the index in line with the configured sources: add new documents, supersede
-    changed ones, skip unchanged ones without writing, remove documents gone from the source.
+    """Bring the index in line with the configured sources.
+
+    New documents are added, changed ones supersede, unchanged ones are skipped without
+    writing, documents gone from the source are removed.
 
     Exit status 1 when a source or an item could not be read (its indexed documents are kept).
     """
@@ -82,19 +85,17 @@ def sync(source: SourceOpt = None, as_json: JsonOpt = False) -> None:
 @errors
 def drift(
     source: SourceOpt = None,
-    notify: Annotated[bool, typer.Option("--notify/--no-notify",
-                                         help="POST the report to the configured webhook when "
-                                              "something drifted.")] = True,
+    notify: Annotated[bool, typer.Option("--notify/--no-notify", help=(
+        "Run what follows a drift check: the configured webhook (when something drifted), the "
+        "source owners' notices and the registered hooks."))] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Compare each source with the index without writing: new, changed and removed documents
     per source and owner.
 
-    Exit status 0: in sync; 1: something drifted; 2: a source could not be checked or the
-    webhook failed.
+    Exit status 0: in sync; 1: something drifted; 2: a source could not be checked or one of
+    the steps after the check (the webhook, an owner's route, a hook) failed.
     """
-    from ..sources import notify_webhook
-
     report = _run_sources("drift", source, show=not as_json)
     if as_json:
         emit(report.as_dict())
@@ -110,37 +111,48 @@ def drift(
         t = report.totals()
         typer.echo(("drifted: " if report.drifted else "in sync: ")
                    + f"{t['new']} new, {t['changed']} changed, {t['removed']} removed")
-    hook = state.cfg.freshness.notify  # "content_owner" (a name) has no webhook of its own
-    failed = False  # a failing route is reported and never keeps the owners from being told
-    if notify and report.drifted and getattr(hook, "webhook", None):
-        try:
-            notify_webhook(hook.webhook, report, timeout=hook.timeout_seconds)
-        except EvidexError as exc:
-            typer.echo(f"error: {safe(str(exc))}", err=True)
-            failed = True
-    if notify:  # each source owner hears about their drift and open conflicts
-        from ..notify import notify_owners
+    failed = False
+    if notify:  # the webhook, the source owners, the registered hooks: a failure stops none
+        from ..sources import after_drift, run_after_drift
 
-        with open_kb() as kb:
-            sent = notify_owners(kb, need_config(), report)
-        typer.echo("".join(safe(x) + "\n" for x in sent.lines(failures_only=as_json)), nl=False, err=True)
-        failed = failed or not sent.ok
+        problems = run_after_drift(after_drift(_owners_step(as_json)), report, need_config())
+        typer.echo("".join(f"error: {safe(p)}\n" for p in problems), nl=False, err=True)
+        failed = bool(problems)
     if failed or not report.ok:
         raise typer.Exit(2)
     if report.drifted:
         raise typer.Exit(1)
 
 
+def _owners_step(as_json: bool) -> DriftHook:
+    """``notify``'s owners step for a person at a terminal: every delivery is printed (with
+    --json the failed ones only), and a failed route makes the step fail."""
+    from ..model import NotifyError
+    from ..notify import notify_owners
+
+    def notify_owners_step(report: SyncReport, config: Config) -> None:
+        with open_kb() as kb:
+            sent = notify_owners(kb, config, report)
+        typer.echo("".join(safe(x) + "\n" for x in sent.lines(failures_only=as_json)), nl=False, err=True)
+        if not sent.ok:
+            raise NotifyError("an owner was not reached (the FAILED line above)")
+
+    notify_owners_step.__name__ = "notify_owners"
+    return notify_owners_step
+
+
 @errors
 def schedule() -> None:
-    """Run each source's sync at its schedule: and the drift check at freshness.drift_check,
-    one at a time, until interrupted; every run is recorded (evidex runs). evidex serve does the
-    same alongside the service."""
+    """Run the configured syncs and drift checks at their times until interrupted.
+
+    Each source's sync runs at its schedule: and the drift check at freshness.drift_check, one
+    at a time; every run is recorded (evidex runs). evidex serve does the same alongside the
+    service."""
     import signal
     import threading
 
     from ..notify import owners_hook
-    from ..sources import DRIFT_HOOKS, Scheduler
+    from ..sources import Scheduler, after_drift
 
     # SIGTERM (a service manager stopping it) lets the run in progress finish, then exits 0;
     # Ctrl-C stops at once (a store write is atomic either way). Installed before anything is
@@ -148,7 +160,7 @@ def schedule() -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     opener = functools.partial(open_kb, create=True)  # its syncs fill a new store
-    scheduler = Scheduler(opener, need_config(), after_drift=[owners_hook(opener), *DRIFT_HOOKS],
+    scheduler = Scheduler(opener, need_config(), after_drift=after_drift(owners_hook(opener)),
                           on_run=lambda run: typer.echo(safe(run.line())))
     if not scheduler.jobs:
         raise EvidexError("nothing is scheduled: no source has a schedule: and there is no drift check")

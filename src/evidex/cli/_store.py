@@ -28,8 +28,10 @@ def stats(as_json: JsonOpt = False) -> None:
 
 @errors
 def check(as_json: JsonOpt = False) -> None:
-    """Verify the store end to end (fingerprints, postings, vectors, history, the database's
-    own checks); print each problem with its ids and exit 1 when there is any."""
+    """Verify the store end to end.
+
+    Fingerprints, postings, vectors, history and the database's own checks: each problem is
+    printed with its ids, and the exit status is 1 when there is any."""
     with open_kb() as kb:
         report = kb.check()
     if as_json:
@@ -78,8 +80,9 @@ def migrate(
     target: Annotated[str, typer.Option("--to", help="Empty store to create or fill.")],
     as_json: JsonOpt = False,
 ) -> None:
-    """Copy a store with its history to another backend, then verify every document by its
-    fingerprint, passage count and history in the target."""
+    """Copy a store with its history to another backend and verify the copy.
+
+    Every document is verified by its fingerprint, passage count and history in the target."""
     report = migrate_store(source, target)
     if as_json:
         emit({"from": source, "to": target, **report.as_dict()})

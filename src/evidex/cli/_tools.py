@@ -15,7 +15,8 @@ from ._settings import ClaimOpt, need_config, pairs
 
 __all__ = ["tools_app"]
 
-tools_app = typer.Typer(no_args_is_help=True, help="The live tools of --config (operators).")
+tools_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                        help="The live tools of --config (operators).")
 
 
 def _toolbox() -> Toolbox:
