@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"extras"},
     {"query", "ingest", "embed", "cadence", "routes"},
     {"store"},
-    {"retrieve", "cite", "tools", "check", "_batch"},
+    {"retrieve", "conflicts", "cite", "tools", "check", "_batch"},
     {"answer"},
     {"kb", "config"},
     {"__init__", "evaluation", "sources"},

@@ -19,7 +19,6 @@ from ._scan import DOCUMENT_FLAG, FLAGS, scan, scan_document
 from ._sentences import sentence_spans
 from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
-from ._values import Value, close, disagree, disagreement, values
 from ._yaml import YamlRefused, compose_yaml
 
 __all__ = [
@@ -34,12 +33,8 @@ __all__ = [
     "Extracted",
     "LoadResult",
     "Rejected",
-    "Value",
     "YamlRefused",
-    "close",
     "compose_yaml",
-    "disagree",
-    "disagreement",
     "iter_files",
     "load_document",
     "load_paths",
@@ -50,5 +45,4 @@ __all__ = [
     "slugify",
     "split_key",
     "split_text",
-    "values",
 ]
