@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -16,7 +17,7 @@ from ._settings import need_config, open_kb
 
 if TYPE_CHECKING:  # the sources layer loads lazily: a fast start for every command
     from ..config import Config
-    from ..sources import DriftHook, SyncReport
+    from ..sources import DriftHook, SourceReport, SyncReport
 
 __all__ = ["COMMANDS"]
 
@@ -47,6 +48,34 @@ def _run_sources(kind: str, source: list[str] | None, show: bool) -> SyncReport:
         return run(kb, config, source or None, progress=progress)
 
 
+def _show(report: SyncReport, as_json: bool, lines: Callable[[SourceReport], list[str]], total: str) -> None:
+    """``report`` as JSON, or for a reader: per source its ``lines`` (the first after its name
+    and owner) and what could not be read, then ``total``."""
+    if as_json:
+        emit(report.as_dict())
+        return
+    for rep in report.sources:
+        owner = f" (owner {safe(rep.owner)})" if rep.owner else ""
+        first, *more = lines(rep)
+        typer.echo(f"{safe(rep.source)}{owner}: {first}" + "".join(f"\n{line}" for line in more))
+        _print_problems(rep)
+    typer.echo(total)
+
+
+def _synced(rep: SourceReport) -> list[str]:
+    d = rep.as_dict("sync")
+    return [f"added {len(d['added'])}, superseded {len(d['superseded'])}, unchanged {d['unchanged']}, "
+            f"removed {len(d['removed'])}, skipped {len(d['skipped'])}, conflicts {len(d['conflicts'])}"]
+
+
+def _drifted(rep: SourceReport) -> list[str]:
+    listed = [f"  {kind:<8} {safe(doc_id)}"
+              for kind, ids in (("new", rep.new), ("changed", rep.changed), ("removed", rep.removed))
+              for doc_id in sorted(ids)]
+    return [f"{len(rep.new)} new, {len(rep.changed)} changed, {len(rep.removed)} removed, "
+            f"{rep.unchanged} unchanged", *listed]
+
+
 def _print_problems(rep: Any) -> None:
     if rep.failed:
         typer.echo(f"  failed: {safe(rep.failed)}", err=True)
@@ -66,18 +95,8 @@ def sync(source: SourceOpt = None, as_json: JsonOpt = False) -> None:
     Exit status 1 when a source or an item could not be read (its indexed documents are kept).
     """
     report = _run_sources("sync", source, show=not as_json)
-    if as_json:
-        emit(report.as_dict())
-    else:
-        for rep in report.sources:
-            owner = f" (owner {safe(rep.owner)})" if rep.owner else ""
-            d = rep.as_dict("sync")
-            typer.echo(f"{safe(rep.source)}{owner}: added {len(d['added'])}, superseded "
-                       f"{len(d['superseded'])}, unchanged {d['unchanged']}, removed "
-                       f"{len(d['removed'])}, skipped {len(d['skipped'])}, conflicts {len(d['conflicts'])}")
-            _print_problems(rep)
-        totals = ", ".join(f"{k} {v}" for k, v in report.totals().items())
-        typer.echo(f"total: {totals} ({report.seconds:.1f} s)")
+    totals = ", ".join(f"{k} {v}" for k, v in report.totals().items())
+    _show(report, as_json, _synced, f"total: {totals} ({report.seconds:.1f} s)")
     if not report.ok:
         raise typer.Exit(1)
 
@@ -97,20 +116,9 @@ def drift(
     the steps after the check (the webhook, an owner's route, a hook) failed.
     """
     report = _run_sources("drift", source, show=not as_json)
-    if as_json:
-        emit(report.as_dict())
-    else:
-        for rep in report.sources:
-            owner = f" (owner {safe(rep.owner)})" if rep.owner else ""
-            typer.echo(f"{safe(rep.source)}{owner}: {len(rep.new)} new, {len(rep.changed)} "
-                       f"changed, {len(rep.removed)} removed, {rep.unchanged} unchanged")
-            for kind, ids in (("new", rep.new), ("changed", rep.changed), ("removed", rep.removed)):
-                for doc_id in sorted(ids):
-                    typer.echo(f"  {kind:<8} {safe(doc_id)}")
-            _print_problems(rep)
-        t = report.totals()
-        typer.echo(("drifted: " if report.drifted else "in sync: ")
-                   + f"{t['new']} new, {t['changed']} changed, {t['removed']} removed")
+    t = report.totals()
+    _show(report, as_json, _drifted, ("drifted: " if report.drifted else "in sync: ")
+          + f"{t['new']} new, {t['changed']} changed, {t['removed']} removed")
     failed = False
     if notify:  # the webhook, the source owners, the registered hooks: a failure stops none
         from ..sources import after_drift, run_after_drift
