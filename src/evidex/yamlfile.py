@@ -26,7 +26,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from types import UnionType
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -135,8 +136,9 @@ class _Loader(yaml.SafeLoader):
         try:
             return super().construct_object(node, deep=deep)
         except (ValueError, OverflowError) as exc:  # int("9" * 5000), date(2026, 13, 45)
+            # Python's own advice after the ";" (sys.set_int_max_str_digits) is not the reader's.
             raise YamlRefused(_line(node), f"cannot read the value {_short(node)}: "
-                                           f"{_one_line(str(exc))}") from None
+                                           f"{_one_line(str(exc).split(';')[0])}") from None
 
 
 def _short(node: yaml.Node) -> str:
@@ -209,27 +211,31 @@ class YamlFile:
         union member pydantic tried) are skipped, except the last part of a ``missing``
         location: the key the reader has to add. ``label``: a sequence item that is a mapping
         with this key is named by its value too (``cases[3] returns-04``)."""
-        node: yaml.Node | None = self.root
-        line = _line(self.root)
+        node, line = self.root, _line(self.root)
         names: list[str] = []
         for i, part in enumerate(loc):
-            if isinstance(node, yaml.MappingNode):
-                hit = next(((k, v) for k, v in node.value if k.value == str(part)), None)
-                if hit is not None:
-                    line, node = _line(hit[0]), hit[1]
-                    names.append(str(part))
-                    continue
-            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-                node = node.value[part]
-                line = _line(node)
-                names.append(f"[{part}]" + _label(node, label))
-                continue
-            if i == len(loc) - 1 and missing:
+            step = _child(node, part, label)
+            if step is not None:
+                line, node, name = step
+                names.append(name)
+            elif i == len(loc) - 1 and missing:
                 names.append(str(part))
         return line, ".".join(names).replace(".[", "[") or "(top level)"
 
     def line(self, loc: Sequence[str | int]) -> int:
         return self.locate(loc)[0]
+
+    def key_lines(self, loc: Sequence[str | int], prefix: str = "") -> dict[str, int]:
+        """The line of each key of the mapping at ``loc`` (none when there is no mapping)."""
+        node = self.root
+        for part in loc:
+            step = _child(node, part, None)
+            if step is None:
+                return {}
+            node = step[1]
+        if not isinstance(node, yaml.MappingNode):
+            return {}
+        return {prefix + str(k.value): _line(k) for k, _ in node.value}
 
     def fail(self, loc: Sequence[str | int], what: str) -> ConfigError:
         """The error for one problem at ``loc``."""
@@ -247,9 +253,24 @@ class YamlFile:
             p = Problems(self.name)
             for err in exc.errors(include_url=False, include_input=False):
                 loc, missing, what = _explain(err)
+                if err["type"] == "extra_forbidden":
+                    allowed = sorted({k for m in _models_at(model, loc[:-1]) for k in _keys(m)})
+                    what += f"; allowed: {', '.join(allowed)}" if allowed else ""
                 p.add(*self.locate(loc, missing=missing, label=label), what)
             p.raise_any()
             raise  # unreachable: a ValidationError has at least one error
+
+
+def _child(node: yaml.Node, part: str | int, label: str | None) -> tuple[int, yaml.Node, str] | None:
+    """(line, node, name) of ``part`` (a key or an index) below ``node``, or None."""
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if k.value == str(part):
+                return _line(k), v, str(part)
+    elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+        item = node.value[part]
+        return _line(item), item, f"[{part}]{_label(item, label)}"
+    return None
 
 
 def _label(node: yaml.Node, label: str | None) -> str:
@@ -260,6 +281,54 @@ def _label(node: yaml.Node, label: str | None) -> str:
         return ""
     text = _one_line(value.value)
     return " " + (text[:60] + "..." if len(text) > 60 else text)
+
+
+def _members(tp: Any) -> list[Any]:
+    """The types ``tp`` may be: Annotated unwrapped, unions split."""
+    if get_origin(tp) is Annotated:
+        return _members(get_args(tp)[0])
+    if get_origin(tp) in (Union, UnionType):
+        return [m for a in get_args(tp) for m in _members(a)]
+    return [tp]
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _keys(model: type[BaseModel]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _models_at(model: type[BaseModel], loc: Sequence[Any]) -> list[type[BaseModel]]:
+    """The models a pydantic error location can be inside (to name the keys allowed there).
+    A part that is no key or index (a union member pydantic names: a tag, a class name)
+    selects the members it names, or is passed over."""
+    current: list[Any] = [model]
+    for part in loc:
+        named = [m for m in current if _is_model(m) and (m.__name__ == part or _tag_of(m) == part)]
+        if named:
+            current = named
+            continue
+        below: list[Any] = []
+        for m in current:
+            origin, args = get_origin(m), get_args(m)
+            if _is_model(m):
+                below += [a for name, f in m.model_fields.items() if (f.alias or name) == part
+                          for a in _members(f.annotation)]
+            elif origin in (list, tuple) and isinstance(part, int) and args:
+                below += _members(args[0])
+            elif origin is dict and len(args) == 2:
+                below += _members(args[1])
+        current = below or current
+    return [m for m in current if _is_model(m)]
+
+
+def _tag_of(model: type[BaseModel]) -> Any:
+    """The literal ``type`` of a model in a discriminated union (None for others)."""
+    f = model.model_fields.get("type")
+    args = get_args(f.annotation) if f is not None and get_origin(f.annotation) is Literal else ()
+    return args[0] if len(args) == 1 else None
 
 
 def _tags(text: str) -> str:
