@@ -85,7 +85,27 @@ def _line(node_or_mark: Any) -> int:
     return int(mark.line) + 1
 
 
-class _Loader(yaml.SafeLoader):
+if yaml.__with_libyaml__:
+    from yaml.composer import Composer
+    from yaml.constructor import SafeConstructor
+    from yaml.cyaml import CParser
+    from yaml.resolver import Resolver
+
+    class _Safe(Composer, CParser, SafeConstructor, Resolver):  # type: ignore[misc]
+        """PyYAML's safe loader with libyaml's scanner and parser under Python's composer (the
+        events are the same; the scanning is three times faster, and the composer stays where
+        the rules below hook in)."""
+
+        def __init__(self, text: str) -> None:
+            CParser.__init__(self, text)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+else:  # pragma: no cover - PyYAML built without libyaml
+    _Safe = yaml.SafeLoader  # type: ignore[misc,assignment]
+
+
+class _Loader(_Safe):
     def __init__(self, text: str, max_depth: int, max_nodes: int) -> None:
         super().__init__(text)
         self._max_depth, self._max_nodes = max_depth, max_nodes
