@@ -187,8 +187,11 @@ def yaml_problem(exc: yaml.YAMLError, hint: str = "") -> tuple[int | None, str]:
     if isinstance(exc, YamlRefused):
         return exc.line, exc.problem + (hint if "YAML a" in exc.problem else "")
     mark = getattr(exc, "problem_mark", None)
+    line = _line(mark) if mark is not None else None
     problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["unreadable"])[0]
-    return (_line(mark) if mark is not None else None), f"invalid YAML: {_one_line(str(problem))}"
+    if "maximum nesting depth" in str(problem):  # libyaml's own bound (1,000), met while scanning
+        return line, f"YAML nested deeper than {MAX_YAML_DEPTH} levels"
+    return line, f"invalid YAML: {_one_line(str(problem))}"
 
 
 # -- problems as file:line: where: what --------------------------------------------------------
