@@ -327,6 +327,8 @@ SPECIAL: dict[tuple[str, str], Callable[[], bytes]] = {
     ("casefile", "symlinked-folder"): lambda: CASEFILE.replace(b"path: docs", b"path: docs_link"),
     ("casefile", "symlinked-file"): lambda: CASEFILE.replace(b"ingest: changes/returns-2.md",
                                                              b"ingest: secret_link.md"),
+    ("casefile", "link-loop"): lambda: CASEFILE.replace(b"path: docs", b"path: loop/x"),
+    ("casefile", "long-name"): lambda: CASEFILE.replace(b"path: docs", b"path: " + b"n" * 300),
     ("casefile", "many-cases"): lambda: CASEFILE + b"".join(
         b"  - {id: n%d, category: c, type: unanswerable, question: q}\n" % i for i in range(15_000)),
 }
@@ -366,7 +368,8 @@ def _config(data: bytes) -> object:
 def casefile_folder() -> Path:
     """``<tmp>/set``, the case files' folder: the seed's ``docs/`` and ``changes/``, and links
     out of it (``docs_link`` to a folder, ``secret_link.md`` to a file) beside ``<tmp>/outside``,
-    which no case file in ``set`` may read. Made once per process."""
+    which no case file in ``set`` may read, and ``loop``, a link to itself. Made once per
+    process."""
     top = Path(tempfile.mkdtemp(prefix="evidex-fuzz-cases-"))
     atexit.register(shutil.rmtree, top, True)
     (top / "outside").mkdir()
@@ -377,6 +380,7 @@ def casefile_folder() -> Path:
         (folder / name).write_text("---\nid: shop/returns\n---\n# Returns\n\n30 days.\n")
     (folder / "docs_link").symlink_to(top / "outside", target_is_directory=True)
     (folder / "secret_link.md").symlink_to(top / "outside" / "secret.md")
+    (folder / "loop").symlink_to(folder / "loop")
     return folder
 
 
@@ -551,7 +555,7 @@ _CASE_WORDS = ["version", "collection", "ingest", "path", "tenant", "groups", "v
                "acme", "public", "internal", "en", "de", "shop/returns", "docs", "changes/returns-2.md",
                "../outside", "../outside/secret.md", "/etc", "/etc/passwd", "docs_link",
                "docs_link/secret.md", "secret_link.md", "..", ".", "docs/../..", "docs/../../outside",
-               "~", "", " "]
+               "~", "", " ", "loop", "loop/x", "n" * 300, "docs/" + "x/" * 2_100]
 _CASE_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
     | st.sampled_from(_CASE_WORDS),

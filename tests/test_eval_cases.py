@@ -465,6 +465,21 @@ def test_a_collection_path_leading_outside_the_case_files_folder_is_refused(
     assert ("absolute path" if how == "absolute" else f"outside {folder.resolve()}") in line
 
 
+@pytest.mark.parametrize(("written", "needle"), [
+    ("loop/x", "cannot read loop/x: Symlink loop from"),
+    ("n" * 300, "cannot read " + "n" * 97 + "...: File name too long"),
+])
+def test_a_path_the_system_cannot_resolve_is_one_line(folder: Path, written: str, needle: str) -> None:
+    """A name longer than the system allows was an OSError from ``load_cases``; a loop of links,
+    which resolving a path meets (a RuntimeError), is one line as well."""
+    (folder / "loop").symlink_to(folder / "loop")
+    path = write(folder, HEAD.replace("path: docs", f"path: {written}") + ONE)
+    with pytest.raises(ConfigError) as exc:
+        load_cases(path)
+    assert str(exc.value).startswith(f"{path}:4: collection.ingest[0].path: {needle}")
+    assert "\n" not in str(exc.value)
+
+
 def test_a_symlink_inside_a_collection_folder_leading_out_is_refused(folder: Path, outside: Path) -> None:
     """The probe's folder holding ``passwd.txt -> /etc/passwd``: the folder is inside, the
     file it links to is not. The entry is an error naming the link, and nothing is ingested;

@@ -331,14 +331,19 @@ class CaseFile:
 def confine(written: str, base: Path, root: Path) -> Path:
     """The file or folder ``written`` names (relative to ``base``), resolved with every symbolic
     link followed; ``ValueError`` when it is absolute, leads outside ``root`` or does not exist."""
+    shown = written if len(written) <= 100 else written[:97] + "..."
     if Path(written).is_absolute():
-        raise ValueError(f"{written} is an absolute path; a case file names files relative to its "
+        raise ValueError(f"{shown} is an absolute path; a case file names files relative to its "
                          "own folder")
-    target = (base / written).resolve()
+    try:
+        target = (base / written).resolve()
+        exists = target.exists()
+    except (OSError, RuntimeError) as exc:  # a name too long, a loop of links (RuntimeError)
+        raise ValueError(f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}") from None
     if not target.is_relative_to(root):
-        raise ValueError(f"{written} resolves to {target}, outside {root}: a case file reads only "
+        raise ValueError(f"{shown} resolves to {target}, outside {root}: a case file reads only "
                          "below its own folder or the root given (--root)")
-    if not target.exists():
+    if not exists:
         raise ValueError(f"no such file or folder: {base / written}")
     return target
 
