@@ -329,6 +329,9 @@ SPECIAL: dict[tuple[str, str], Callable[[], bytes]] = {
                                                              b"ingest: secret_link.md"),
     ("casefile", "link-loop"): lambda: CASEFILE.replace(b"path: docs", b"path: loop/x"),
     ("casefile", "long-name"): lambda: CASEFILE.replace(b"path: docs", b"path: " + b"n" * 300),
+    ("casefile", "line-break-key"): lambda: CASEFILE.replace(b"cases:", b'"a\\nb": 1\ncases:'),
+    ("casefile", "line-break-duplicate"): lambda: CASEFILE.replace(b"cases:",
+                                                                   b'"a\\nb": 1\n"a\\nb": 2\ncases:'),
     ("casefile", "many-cases"): lambda: CASEFILE + b"".join(
         b"  - {id: n%d, category: c, type: unanswerable, question: q}\n" % i for i in range(15_000)),
 }

@@ -75,6 +75,7 @@ class YamlRefused(yaml.YAMLError):
     duplicate key); ``line`` is 1-based."""
 
     def __init__(self, line: int, problem: str) -> None:
+        problem = _one_line(problem)  # a key or value quoted in it may hold line breaks
         super().__init__(problem)
         self.line = line
         self.problem = problem
@@ -147,8 +148,8 @@ class _Loader(_Safe):
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
             if key in first:
-                raise YamlRefused(_line(key_node), f"{key}: duplicate key (first on line "
-                                                   f"{first[key]})")
+                raise YamlRefused(_line(key_node), f"{_shorten(str(key))}: duplicate key (first on "
+                                                   f"line {first[key]})")
             first[key] = _line(key_node)
         return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
@@ -161,9 +162,12 @@ class _Loader(_Safe):
                                            f"{_one_line(str(exc).split(';')[0])}") from None
 
 
+def _shorten(text: str, most: int = 60) -> str:
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
 def _short(node: yaml.Node) -> str:
-    value = node.value if isinstance(node.value, str) else ""
-    return repr(value[:40] + ("..." if len(value) > 40 else ""))
+    return repr(_shorten(node.value if isinstance(node.value, str) else "", 43))
 
 
 def _one_line(text: str) -> str:
@@ -206,7 +210,7 @@ class Problems:
         self.found: list[tuple[int, str]] = []
 
     def add(self, line: int, where: str, what: str) -> None:
-        self.found.append((line, f"{self.file}:{line}: {where}: {_one_line(what)}"))
+        self.found.append((line, f"{self.file}:{line}: {_one_line(where)}: {_one_line(what)}"))
 
     def lines(self) -> list[str]:
         """Every problem in line order."""
@@ -302,8 +306,7 @@ def _label(node: yaml.Node, label: str | None) -> str:
     value = next((v for k, v in node.value if k.value == label), None)
     if not isinstance(value, yaml.ScalarNode) or not value.value:
         return ""
-    text = _one_line(value.value)
-    return " " + (text[:60] + "..." if len(text) > 60 else text)
+    return " " + _shorten(_one_line(value.value))
 
 
 def _members(tp: Any) -> list[Any]:
