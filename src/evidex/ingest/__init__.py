@@ -19,7 +19,6 @@ from ._scan import DOCUMENT_FLAG, FLAGS, scan, scan_document
 from ._sentences import sentence_spans
 from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
-from ._yaml import YamlRefused, compose_yaml
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
@@ -33,8 +32,6 @@ __all__ = [
     "Extracted",
     "LoadResult",
     "Rejected",
-    "YamlRefused",
-    "compose_yaml",
     "iter_files",
     "load_document",
     "load_paths",
