@@ -94,7 +94,7 @@ server:
     ("sources:\n  - id: a\n    type: files\n    path: x\n    visibilty: public\n",
      ":5: sources[0].visibilty: unknown key"),
     ("retrieval:\n  top_k: 0\n", ":2: retrieval.top_k: Input should be greater than or equal to 1"),
-    ("retrieval: {fuse: max}\n", ":1: retrieval.fuse: Input should be 'adaptive', 'rrf' or 'convex'"),
+    ("retrieval: {fuse: max}\n", ":1: retrieval.fuse: Input should be 'adaptive', 'weighted_rrf', 'rrf' or 'convex'"),
     ("sources:\n  - id: a\n    type: files\n    path: x\n    visibility: pubic\n",
      ":5: sources[0].visibility: Input should be"),
     ("sources:\n  - id: a\n    type: ftp\n", ":2: sources[0]: Input tag 'ftp'"),
