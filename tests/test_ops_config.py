@@ -288,7 +288,7 @@ def test_the_example_inbox_takes_what_evidex_signs_and_nothing_else(tmp_path: Pa
         assert lines == [
             f"inbox /handoff: handoff {sent.reference} from demo-customer: Can I return a worn jacket?",
             "inbox /owners/help-centre: to Help centre team: 1 drifted document(s), 0 open conflict(s)"]
-        listed = httpx.get(f"http://127.0.0.1:{port}/").json()
+        listed = httpx.get(f"http://127.0.0.1:{port}/messages.json").json()
         assert [m["path"] for m in listed] == ["/handoff", "/owners/help-centre"] and len(kept) == 2
     finally:
         httpd.shutdown()
