@@ -87,7 +87,7 @@ test: install browser
 # page or anchor fails it). `python docs/gen_reference.py` rewrites the references.
 docs: install
 	$(BIN)/python docs/gen_reference.py --check
-	$(BIN)/python -m mkdocs build --strict --quiet --site-dir build/site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir build/site
 
 # The full report of the shipped evaluation set (examples/eval/cases.yaml on examples/shop) on a
 # temporary store; also as one HTML file. Exit status 1 when the set's gate fails.

@@ -34,6 +34,15 @@ class Demo:
     inbox_url: str
     inbox_log: Path
     env: dict[str, str]
+    #: `make run`'s port -> this demo's (the example site, tools service and inbox).
+    ports: dict[int, int]
+
+    def as_make_run(self, text: str) -> str:
+        """``text`` with this demo's ports as `make run`'s: document ids and links of the help
+        centre name the site's port, and that is the only difference."""
+        for theirs, ours in self.ports.items():
+            text = text.replace(f"127.0.0.1:{ours}", f"127.0.0.1:{theirs}")
+        return text
 
     def evidex(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """`evidex --db DB --config CONFIG ARGS` as `make run`'s user would type it."""
@@ -78,7 +87,7 @@ def running_demo(tmp: Path) -> Iterator[Demo]:
                        env=full, check=True, capture_output=True, timeout=900)
         server = Server([str(BIN / "evidex"), "--db", str(db), "--config", str(config), "serve"],
                         env, tmp / "serve.log")
-        yield Demo(server.url, db, config, f"http://127.0.0.1:{ports[8082]}", inbox_log, env)
+        yield Demo(server.url, db, config, f"http://127.0.0.1:{ports[8082]}", inbox_log, env, ports)
     finally:
         if server is not None:
             server.stop()

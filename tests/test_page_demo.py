@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +42,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
         "--font-render-hinting=none"]
 ARTIFACTS = ROOT / "test-artifacts"
 LAYOUTS = Path(__file__).resolve().parent / "data" / "page-layout"
+SCREENSHOT = ROOT / "docs" / "assets" / "page.png"
 RAW_MARKDOWN = re.compile(r"(^|\n)#{1,6} |\*\*|__")
 
 
@@ -215,6 +218,11 @@ def test_a_live_lookup_shows_what_it_looked_up_never_its_url(page: Page, demo: D
         assert never not in panel and never not in line, never
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "demo-live-lookup.png"), full_page=True)
+    # The README's screenshot is this one (EVIDEX_UPDATE_DOCS=1 takes it again).
+    if os.environ.get("EVIDEX_UPDATE_DOCS") == "1":
+        shutil.copy(ARTIFACTS / "demo-live-lookup.png", SCREENSHOT)
+    png = SCREENSHOT.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">I", png[16:20])[0] == 1100
 
 
 # -- declined answers: the handoff button, related passages ---------------------------------------
