@@ -38,8 +38,8 @@ from service_helpers import BIN, ROOT
 DOCS = ROOT / "docs"
 FILES = [ROOT / "README.md", *sorted(p for p in DOCS.rglob("*.md") if "reference" not in p.parts)]
 FENCE = re.compile(
-    r"(?:^[ ]*<!-- (?P<kind>run|not run): ?(?P<arg>[^\n]*?) -->\n)?^(?P<indent>[ ]*)```(?P<lang>[\w-]*)[^\n]*\n"
-    r"(?P<body>.*?)^(?P=indent)```[ ]*$", re.M | re.S)
+    r"(?:^[ ]*<!-- (?P<kind>run|not run): ?(?P<arg>[^\n]*?) -->\n)?"
+    r"^(?P<indent>[ ]*)```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ ]*$", re.M | re.S)
 KINDS = {"python", "config", "demo", "demo-sh"}
 
 

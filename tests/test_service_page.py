@@ -92,7 +92,9 @@ def test_nobody_is_signed_in_on_first_load(browser: Any, site: dict[str, Any]) -
         assert not pg.locator("#sign-out").is_visible()
         assert not pg.locator("#app").is_visible()
         assert "Signed in" not in pg.inner_text("header")
+        assert not pg.locator("#demo-hint").is_visible()  # not the demo: no key is suggested
         sign_in(pg, "acme-customer-key")
+        assert pg.inner_text("#session-label") == "Signed in as acme-customer (acme)"
         assert pg.locator("#session").is_visible() and pg.locator("#sign-out").is_visible()
         pg.click("#sign-out")
         assert not pg.locator("#session").is_visible()
