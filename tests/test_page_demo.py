@@ -29,17 +29,15 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, Route, sync_playwright
+from playwright.sync_api import Page, Route
 
+import page_helpers
 from demo_helpers import DEMO_KEYS, Demo, running_demo
+from page_helpers import ask, chromium, tab
 from service_helpers import ROOT
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--font-render-hinting=none"]
 ARTIFACTS = ROOT / "test-artifacts"
 LAYOUTS = Path(__file__).resolve().parent / "data" / "page-layout"
 SCREENSHOT = ROOT / "docs" / "assets" / "page.png"
@@ -54,35 +52,18 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: run `make browser`"
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
 def page(browser: Any, demo: Demo) -> Iterator[Page]:
-    ctx = browser.new_context(viewport={"width": 1100, "height": 900})
-    pg = ctx.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(demo.url + "/")
-    yield pg
-    ctx.close()
-    assert errors == []
+    with tab(browser, demo.url + "/", height=900) as pg:
+        yield pg
 
 
 def sign_in(page: Page, key: str = DEMO_KEYS["customer"]) -> None:
-    page.fill("#api-key", key)
-    page.keyboard.press("Enter")
-    page.wait_for_selector("#app:not([hidden])")
-
-
-def ask(page: Page, question: str) -> None:
-    page.fill("#question", question)
-    page.keyboard.press("Enter")
-    page.wait_for_selector("#answer [data-status]")
+    page_helpers.sign_in(page, key)
 
 
 def boxes(page: Page, selectors: dict[str, str]) -> dict[str, list[int]]:

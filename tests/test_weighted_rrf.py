@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from actors import PUBLIC_INTERNAL
-from evidex import Actor, Document, KnowledgeBase
+from evidex import Actor
 from evidex.config import load_config
 from evidex.retrieve import Fusion, Leg, fuse
 from evidex.retrieve._adaptive import LegWeights
 from evidex.retrieve._fusion import rrf_contributions
+from test_adaptive import _store
 
 A = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 KW = Leg("keyword", np.array([1, 2, 3]), np.array([9.0, 5.0, 1.0]))
@@ -57,17 +58,6 @@ def test_weighted_rrf_needs_the_query_weights() -> None:
     assert not Fusion("rrf").weighted and not Fusion("convex").weighted
     with pytest.raises(ValueError, match="weighted_rrf fusion needs the query's leg weights"):
         fuse([KW, VEC], Fusion("weighted_rrf"))
-
-
-def _store(tmp_path: Path) -> KnowledgeBase:
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
-    kb.ingest([
-        Document("returns", "acme", {"staff"}, "1", "You can return most items within 30 days.\n\n"
-                 "Worn jackets can be returned only when they are faulty.", language="en"),
-        Document("reisen", "acme", {"staff"}, "1", "Belege sind innerhalb von 30 Tagen einzureichen.",
-                 language="de"),
-    ])
-    return kb
 
 
 def test_a_search_with_weighted_rrf_weighs_the_legs_and_says_so(tmp_path: Path) -> None:
