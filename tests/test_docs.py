@@ -214,3 +214,37 @@ def test_a_broken_link_or_a_stale_reference_fails_the_build(tmp_path: Path) -> N
     check = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_reference.py"), "--check",
                             "--docs", str(site / "docs")], capture_output=True, text=True, timeout=600)
     assert check.returncode == 1 and "docs/reference/cli.md" in check.stderr
+
+
+# -- the front door and the figures -------------------------------------------------------------------
+def test_the_readme_first_screen_gets_a_newcomer_to_an_answer() -> None:
+    """Issue 39: the README was 1,432 lines opening with a paragraph of internals. Its first
+    screen (40 lines) now holds the command, the address, the demo key and questions to try."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = "\n".join(text.splitlines()[:40])
+    for needed in ("make run", "http://127.0.0.1:8000/", "evidex-demo-customer", "Ask a person",
+                   "docs/assets/page.png", "make test"):
+        assert needed in first, needed
+    commands = [b for b in blocks(ROOT / "README.md") if b.lang == "sh" and b.start < len(first)]
+    assert sum(len(b.body.split("\n")) for b in commands[:1]) <= 3  # to an answered question
+    for internal in ("SQLite", "BM25", "embedding", "onnx", "tokenizer", "pydantic", "fusion", "WAL"):
+        assert internal.lower() not in first.lower(), internal
+    assert len(text.splitlines()) <= 120
+    assert (ROOT / "docs" / "assets" / "page.png").stat().st_size > 10_000
+
+
+def test_results_show_current_figures_first_and_keep_every_run() -> None:
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    history = (ROOT / "benchmarks" / "RESULTS-history.md").read_text(encoding="utf-8")
+    assert len(results.splitlines()) <= 300
+    table = results.split("## Every target, newest figure first", 1)[1].split("\n## ", 1)[0]
+    rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith("| issue")]
+    assert len(rows) >= 20
+    for row in rows:  # issue, target, figure, state, command, date
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
+        assert len(cells) == 6 and re.fullmatch(r"2026-\d\d-\d\d", cells[5]) and cells[4], row
+    # Sections moved out of RESULTS.md by issue 39 are all in the history, unchanged.
+    for heading in ("Lead, session 19 (2026-12-02)", "Soak (issue 27): what grew, and the fix",
+                    "Sync and re-sync of 10,000 documents (issue 5)",
+                    "1,000,000 passages, keyword (issue 2) — session 11"):
+        assert heading in history, heading
