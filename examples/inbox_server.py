@@ -23,6 +23,7 @@ import hmac
 import html
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -60,7 +61,8 @@ def page(kept: list[dict[str, Any]]) -> str:
     for item in reversed(kept):
         m = item["message"]
         if m.get("type") == "evidex.handoff":
-            kind, who = "Ask a person", m.get("caller", "")
+            # The caller's log label ("key:demo-customer") names the key; the page shows the name.
+            kind, who = "Ask a person", re.sub(r"^[a-z]+:", "", str(m.get("caller", "")))
             what = m.get("question", "")
             ref = m.get("reference", "")
         else:

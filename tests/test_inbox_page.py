@@ -30,7 +30,7 @@ def test_the_inbox_lists_handoffs_and_notices_as_a_table(tmp_path: Path) -> None
         assert "Nothing has arrived yet." in empty.text
         cfg = load_config(example_config(tmp_path, {8082: port}))
         env = {"ACME_INBOX_SECRET": "demo-secret"}
-        sent = send_handoff(cfg.answer.handoff, None, tenant="acme", caller="demo-customer",
+        sent = send_handoff(cfg.answer.handoff, None, tenant="acme", caller="key:demo-customer",
                             question="Can I return <b>worn</b> boots?", conversation=[], trace_ids=[],
                             env=env)
         owner = cfg.sources[0].owner
