@@ -17,6 +17,7 @@ import numpy as np
 from ._contract import HistoryEntry, Signature, StoredDocument, StoredPassage
 from ._dialect import Dialect, VectorStorage
 from ._segments import PID, TF, FlatPostings, SegmentArrays, SegmentCache, decode
+from ._tenants import Mark, marks
 
 __all__ = ["DOC_SELECT", "PASSAGE_SELECT", "SQLView", "read_signatures"]
 
@@ -83,9 +84,15 @@ class SQLView:
         return [(decode(p, PID), decode(t, TF)) for p, t in self._c.execute(
             "SELECT pids, tfs FROM postings WHERE term = ? ORDER BY segment", (term,))]
 
+    def tenant_moves(self) -> dict[str, Mark]:
+        return marks(self._c, None)
+
     # -- ReadView -------------------------------------------------------------------------------
     def signatures(self, tenant: str) -> Sequence[Signature]:
         return self._cache.by_tenant.get(tenant, ())
+
+    def moved(self, tenant: str) -> Mark | None:
+        return self._cache.moves.get(tenant)
 
     def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
         return self._cache.postings(self, term)
