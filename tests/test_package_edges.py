@@ -31,6 +31,7 @@ LAYERS: list[set[str]] = [
     {"retrieve", "conflicts", "cite", "tools", "check", "_batch"},
     {"answer"},
     {"kb", "config"},
+    {"placement"},
     {"__init__", "evaluation", "sources"},
     {"notify"},
     {"server"},

@@ -80,6 +80,7 @@ from .store import (
     is_postgres_url,
     open_store,
     read_session,
+    redacted,
 )
 from .tools import LIVE_KIND, LiveSource, Toolbox, ToolConfig
 
@@ -659,6 +660,14 @@ class KnowledgeBase:
             for lineage, gen in s.written.items():
                 outer.wrote(lineage, gen)
             outer.served.extend(s.served)
+
+    def for_tenant(self, tenant: str) -> KnowledgeBase:
+        """The handle that serves ``tenant``: this one (tenants on several servers: theirs)."""
+        return self
+
+    def server_of(self, tenant: str) -> str:
+        """Where ``tenant``'s data is, for messages (never a password)."""
+        return redacted(str(getattr(self.store, "url", None) or self.store.label))
 
     def servers(self) -> list[dict[str, object]]:
         """The servers behind this store: the primary and its replicas with their state,

@@ -25,10 +25,11 @@ from ._contract import (
     StoredPassage,
 )
 from ._copy import CopyReport, copy_store, verify_copy
-from ._location import is_postgres_url
+from ._location import is_postgres_url, redacted, without_password
 from ._runs import RunRecord
 from ._session import ReadSession, RecentWrites, Served, current_session, read_session
 from ._sqlite import SQLiteStore
+from ._tenant_copy import TenantCounts, TenantSync, clear_tenant, compare_tenant, copy_records, sync_tenant
 from ._tenants import Mark
 
 if TYPE_CHECKING:
@@ -56,12 +57,20 @@ __all__ = [
     "Store",
     "StoredDocument",
     "StoredPassage",
+    "TenantCounts",
+    "TenantSync",
+    "clear_tenant",
+    "compare_tenant",
+    "copy_records",
     "copy_store",
     "current_session",
     "is_postgres_url",
     "open_store",
     "read_session",
+    "redacted",
+    "sync_tenant",
     "verify_copy",
+    "without_password",
 ]
 
 def _load_postgres() -> Any:

@@ -240,6 +240,18 @@ class ReadView(Protocol):
         """The document's live passages in passage order (for copying a store)."""
         ...
 
+    def passages_of(self, dkeys: Sequence[int]) -> dict[int, list[StoredPassage]]:
+        """``document_passages`` of many documents in one read (copying and comparing a tenant)."""
+        ...
+
+    def texts_of(self, dkeys: Sequence[int]) -> dict[int, str]:
+        """``document_text`` of many documents in one read."""
+        ...
+
+    def histories_of(self, tenant: str, doc_ids: Sequence[str]) -> dict[str, list[HistoryEntry]]:
+        """``history`` of many documents of one tenant in one read (each newest first)."""
+        ...
+
     def passage_vectors(self, pids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored vectors of live passages (empty for a keyword-only store)."""
         ...
@@ -287,11 +299,14 @@ class Store(Protocol):
         ...
 
     def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool,
-              sources: Sequence[SourceEntry] = (), moving: bool = False) -> IngestReport:
+              sources: Sequence[SourceEntry] = (), moving: bool = False,
+              history: Sequence[tuple[str, str, HistoryEntry]] = ()) -> IngestReport:
         """Write ``writes`` and upsert ``sources`` (keyed by tenant and doc_id; one entry per
         document of the batch) in one transaction. An entry equal to the stored one writes
         nothing, so an unchanged re-sync leaves the store untouched. A tenant marked as moving
-        or moved away is refused (``TenantMoved``) unless ``moving``: the move's own writes."""
+        or moved away is refused (``TenantMoved``) unless ``moving``: the move's own writes.
+        ``history``: (tenant, document id, entry) appended verbatim in the same transaction
+        (a copy's superseded versions, timestamps included)."""
         ...
 
     def remove_documents(self, tenant: str, doc_ids: Sequence[str], *, moving: bool = False) -> int:
@@ -323,6 +338,18 @@ class Store(Protocol):
 
     def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
         """Mark a conflict of ``tenant`` dismissed; False when there is no such open one."""
+        ...
+
+    def conflict_rows(self, tenant: str) -> list[tuple[object, ...]]:
+        """``tenant``'s recorded conflicts as stored, oldest first (for copying them)."""
+        ...
+
+    def restore_conflicts(self, rows: list[tuple[object, ...]]) -> int:
+        """Record another store's ``conflict_rows`` verbatim (dismissals included)."""
+        ...
+
+    def remove_records(self, tenant: str) -> None:
+        """Delete ``tenant``'s recorded conflicts and runs."""
         ...
 
     def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:

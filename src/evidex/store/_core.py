@@ -274,20 +274,22 @@ class SQLStore(Records):
             raise MissingVectors(f"the store now uses the model {self.embedder!r}")
 
     def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool = True,
-              sources: Sequence[SourceEntry] = (), moving: bool = False) -> IngestReport:
-        if not writes and not sources:
+              sources: Sequence[SourceEntry] = (), moving: bool = False,
+              history: Sequence[tuple[str, str, HistoryEntry]] = ()) -> IngestReport:
+        if not writes and not sources and not history:
             return IngestReport()
         keys = [(w.document.tenant, w.document.id) for w in writes]
         if len(set(keys)) != len(keys):
             raise StoreError("a document appears twice in the batch; nothing was written")
         self._merges.check()  # a failed background merge is reported before writing more
-        report: IngestReport = self._retrying(self._apply, writes, keep_history, sources, moving)
+        report: IngestReport = self._retrying(self._apply, writes, keep_history, sources, moving, history)
         if report.passages_written:
             self._merges.request(merge_budget(report.passages_written, self._merge_policy))
         return report
 
     def _apply(self, writes: Sequence[DocumentWrite], keep_history: bool,
-               sources: Sequence[SourceEntry], moving: bool) -> IngestReport:
+               sources: Sequence[SourceEntry], moving: bool,
+               history: Sequence[tuple[str, str, HistoryEntry]]) -> IngestReport:
         added = superseded = written = 0
         with self._write() as tx:
             c = tx.cur
@@ -356,6 +358,8 @@ class SQLStore(Records):
                 tx.segment = SegmentArrays(seg, *(col.astype(PID) for col in cols), packed=packed,
                                            vectors=cached)
             self._put_sources(tx, sources)
+            if history:
+                self._put_history(tx, history)
         # Committed: the readers' cache gets the new passages' rows as the database would return
         # them, and the new segment when it held the generation before this write's (a reader
         # after the write, such as conflict detection, then reads neither back).
@@ -587,7 +591,10 @@ class SQLStore(Records):
                 keys = [(tenant, d) for d in doc_ids]
                 self.dialect.lock_documents(c, keys)
                 rows = self.dialect.by_document(c, "SELECT dkey, sig, doc_id FROM documents", keys)
-                if not rows:
+                # History and sync records go with the ids, whether or not a document is left.
+                loose = {(t, d) for table in ("history", "source_documents") for t, d in
+                         self.dialect.by_document(c, f"SELECT tenant, doc_id FROM {table}", keys)}
+                if not rows and not loose:
                     return 0
                 dkeys = [int(r[0]) for r in rows]
                 sig_of = {int(r[0]): int(r[1]) for r in rows}
@@ -600,9 +607,8 @@ class SQLStore(Records):
                             tx.add(sig_of[int(r[2])], -1, -int(r[1]))
                     c.execute(f"DELETE FROM document_texts WHERE {cond}", params)
                     c.execute(f"DELETE FROM documents WHERE {cond}", params)
-                gone = [(tenant, str(r[2])) for r in rows]
                 for table in ("history", "source_documents"):
-                    _tenants.delete_by_document(c, table, gone)
+                    _tenants.delete_by_document(c, table, sorted(loose))
                 tx.changed = True
                 return len(rows)
 
@@ -629,10 +635,14 @@ class SQLStore(Records):
         if not entries:
             return
         with self._write() as tx:
-            self.dialect.insert_many(tx.cur, "history", columns("history")[1:], [
-                (t, d, e.version, e.content_sha256, e.meta, e.split, e.text, e.superseded_at)
-                for t, d, e in entries])
-            tx.changed = True
+            self._put_history(tx, entries)
+
+    def _put_history(self, tx: Tx, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:
+        """Append (tenant, document id, entry) to the history verbatim, oldest first."""
+        self.dialect.insert_many(tx.cur, "history", columns("history")[1:], [
+            (t, d, e.version, e.content_sha256, e.meta, e.split, e.text, e.superseded_at)
+            for t, d, e in entries])
+        tx.changed = True
 
     # -- merging --------------------------------------------------------------------------------
     def _merge_due(self, conn: Any, budget: int) -> None:

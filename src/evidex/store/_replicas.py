@@ -465,9 +465,10 @@ class ReplicatedStore:
             raise self._down_error(_first_line(exc)) from None
 
     def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool = True,
-              sources: Sequence[SourceEntry] = (), moving: bool = False) -> IngestReport:
+              sources: Sequence[SourceEntry] = (), moving: bool = False,
+              history: Sequence[tuple[str, str, HistoryEntry]] = ()) -> IngestReport:
         return self._on_primary(lambda s: s.apply(writes, keep_history=keep_history, sources=sources,
-                                                  moving=moving))
+                                                  moving=moving, history=history))
 
     def remove(self, tenant: str, doc_id: str) -> bool:
         return self._on_primary(lambda s: s.remove(tenant, doc_id))
@@ -505,6 +506,15 @@ class ReplicatedStore:
 
     def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
         return self._on_primary(lambda s: s.dismiss_conflict(tenant, conflict_id, by))
+
+    def conflict_rows(self, tenant: str) -> list[tuple[Any, ...]]:
+        return self._on_primary(lambda s: s.conflict_rows(tenant))
+
+    def restore_conflicts(self, rows: list[tuple[Any, ...]]) -> int:
+        return self._on_primary(lambda s: s.restore_conflicts(rows))
+
+    def remove_records(self, tenant: str) -> None:
+        self._on_primary(lambda s: s.remove_records(tenant))
 
     def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:
         self._on_primary(lambda s: s.restore_history(entries))

@@ -140,6 +140,25 @@ class SQLView:
         rows = self._c.execute(f"{PASSAGE_SELECT} WHERE dkey = ? ORDER BY number", (dkey,)).fetchall()
         return [StoredPassage.from_row(r) for r in rows]
 
+    def passages_of(self, dkeys: Sequence[int]) -> dict[int, list[StoredPassage]]:
+        out: dict[int, list[StoredPassage]] = {int(k): [] for k in dkeys}
+        for r in sorted(self._rows(f"{PASSAGE_SELECT} WHERE", "dkey", list(out)), key=lambda r: (r[1], r[2])):
+            out[int(r[1])].append(StoredPassage.from_row(r))
+        return out
+
+    def texts_of(self, dkeys: Sequence[int]) -> dict[int, str]:
+        return {int(r[0]): r[1] for r in self._rows("SELECT dkey, text FROM document_texts WHERE", "dkey",
+                                                      [int(k) for k in dkeys])}
+
+    def histories_of(self, tenant: str, doc_ids: Sequence[str]) -> dict[str, list[HistoryEntry]]:
+        out: dict[str, list[HistoryEntry]] = {d: [] for d in doc_ids}
+        rows = self._dialect.by_document(
+            self._c, "SELECT id, doc_id, version, content_sha256, text, split, superseded_at, meta FROM history",
+            [(tenant, d) for d in doc_ids])
+        for r in sorted(rows, key=lambda r: -int(r[0])):
+            out[r[1]].append(HistoryEntry(*r[2:]))
+        return out
+
     def passage_vectors(self, pids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored vectors of live passages (empty for a keyword-only store)."""
         return self._vectors.get(self._c, pids)
