@@ -16,6 +16,10 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import yaml
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,6 +29,7 @@ from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, ServerUnavailable
 from evidex.store import ReplicaSettings
 from pgcluster import Cluster, PgServer, wait_replayed
+from service_helpers import BIN, Server, auth, sha
 from test_permission_exact import Scenario, ref_bm25, results, scenarios, visible
 
 pytestmark = pytest.mark.usefixtures("pg_url")  # skips with the other PostgreSQL tests
@@ -460,3 +465,69 @@ def test_a_supersede_is_never_seen_half_applied_on_a_replica(servers: tuple[PgSe
             for t in threads:
                 t.join()
         assert torn == [] and reads[0] > 10
+
+
+# -- the service ----------------------------------------------------------------------------------
+def test_the_service_reads_each_keys_own_writes_on_any_replica(servers: tuple[PgServer, ...],
+                                                              tmp_path: Path) -> None:
+    """``evidex serve`` over a primary and two replicas: an admin key syncs a changed file and
+    reads the document back, replay paused on both replicas at random; it never reads the old
+    version, and the response names the server and generation. Another key's reads, which wrote
+    nothing, are served by a replica, as old as it is."""
+    p, r1, r2 = servers
+    schema = _schema()
+    KnowledgeBase.open(p.url(schema), embedder="hash-test").close()
+    wait_replayed(p, r1), wait_replayed(p, r2)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    policy = docs / "policy.md"
+    keys = {"admin-key": {"admin": True}, "reader-key": {}}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "sources": [{"id": "docs", "type": "files", "path": str(docs), "tenant": "acme", "groups": ["staff"],
+                     "visibility": "internal"}],
+        "store": {"default": {"url": p.url(schema), "replicas": [r1.url(schema), r2.url(schema)]},
+                  "replica_wait_ms": 300},
+        "server": {"api_keys": [{"key_sha256": sha(k), "name": k, "tenant": "acme", "groups": ["staff"],
+                                 "visibilities": ["public", "internal"], **v} for k, v in keys.items()]},
+    }), encoding="utf-8")
+    policy.write_text("---\nid: policy\nversion: '0'\n---\n# Policy\n\nReturns within 10 days.\n")
+    server = Server([str(BIN / "evidex"), "--config", str(config), "serve", "--no-schedule"],
+                    {"EVIDEX_CACHE_DIR": str(tmp_path / "cache"), "EVIDEX_EMBEDDER": "hash-test"},
+                    tmp_path / "server.log")
+    rnd = random.Random(3)
+    paused = 0
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as c:
+            assert c.post("/v1/sync", json={}, headers=auth("admin-key")).status_code == 200  # version 0
+            wait_replayed(p, r1), wait_replayed(p, r2)
+            for i in range(1, 11):
+                if rnd.random() < 0.6:
+                    r1.pause_replay(), r2.pause_replay()
+                    paused += 1
+                try:
+                    policy.write_text(f"---\nid: policy\nversion: '{i}'\n---\n# Policy\n\nReturns within "
+                                      f"{i + 10} days.\n")
+                    synced = c.post("/v1/sync", json={}, headers=auth("admin-key"))
+                    assert synced.status_code == 200, synced.text
+                    written = int(synced.headers["x-evidex-written-generation"])
+                    read = c.get("/v1/documents/policy", headers=auth("admin-key"))
+                    assert read.status_code == 200 and read.json()["version"] == str(i), (i, read.text)
+                    assert int(read.headers["x-evidex-generation"]) >= written
+                    role = read.headers["x-evidex-server"].split()[0]
+                    other = c.get("/v1/documents/policy", headers=auth("reader-key"))
+                    if r1.sql("SELECT pg_is_wal_replay_paused()")[0][0]:
+                        assert role == "primary"  # no replica had the write: the primary answered
+                        assert other.headers["x-evidex-server"].startswith("replica")
+                        assert other.json()["version"] == str(i - 1)  # the other key: as old as it is
+                finally:
+                    _resumed(r1, r2)
+            health = c.get("/v1/health", headers=auth("admin-key"))
+            assert health.status_code == 200
+            ids = {s["id"] for s in health.json()["servers"]}
+            assert {s["role"] for s in health.json()["servers"]} == {"primary", "replica"} and len(ids) == 3
+            assert c.get("/v1/health", headers=auth("reader-key")).status_code == 403
+        assert paused >= 3
+    finally:
+        _resumed(r1, r2)
+        server.stop()

@@ -140,8 +140,12 @@ class KnowledgeBase:
         vector_timeout_ms: int | None = 4000,
         detect_conflicts: bool = True,
         tools: Toolbox | Sequence[ToolConfig] = (),
+        serve_moved_tenants: bool = False,
     ) -> None:
         self.store = store
+        #: Read a tenant this store marks as moved to another server as if it were not: only
+        #: for verifying a move back to a store the tenant once left (``placement``).
+        self.serve_moved_tenants = serve_moved_tenants
         self.keep_history = keep_history
         self.max_limit = max_limit
         self.query_limits = query_limits
@@ -478,7 +482,7 @@ class KnowledgeBase:
         for attempt in range(2):
             try:
                 with self.store.read(at_least=at_least, latest=latest) as view:
-                    if tenant is not None:
+                    if tenant is not None and not self.serve_moved_tenants:
                         mark = view.moved(tenant)
                         if mark is not None and mark.state == "moved":
                             raise TenantMoved(tenant, mark.state, mark.location, mark.replicas)

@@ -6,11 +6,12 @@ documents, statistics, records and citations live on its server only, so permiss
 statistics never cross servers: a search is answered by the one server that holds everything
 the actor may read.
 
-``open_knowledge`` opens what the configuration names: a plain ``KnowledgeBase`` for one
-location (nothing in the way of a single server), a ``PlacedKnowledgeBase`` for several. That
-one is a ``KnowledgeBase`` whose every call goes to the caller's tenant's server (a handle per
-server, opened on first use); calls that span tenants (stats, check, listings) ask every server
-and say which one answered what.
+``open_knowledge`` opens what the configuration names as a ``PlacedKnowledgeBase``: a
+``KnowledgeBase`` whose every call goes to the caller's tenant's server (a handle per server,
+opened on first use); calls that span tenants (stats, check, listings) ask every server and
+say which one answered what (with one location, they are that store's own). It does so for a
+single location too, so that a process configured before a move follows the tenant to its new
+server instead of failing.
 
 ``move_tenant`` moves a tenant to another server while the old one keeps serving it:
 
@@ -103,16 +104,17 @@ class Placement:
     store: StoreConfig | None = None
 
     @classmethod
-    def of(cls, store: StoreConfig | None, db: str | None, replicas: Sequence[str] = ()) -> Placement:
+    def of(cls, store: StoreConfig | None, db: str | None, replicas: Sequence[str] = (),
+           fallback: str = "evidex.db") -> Placement:
         """The configuration's placement, with ``db`` (and its ``replicas``) as the default
-        location when the configuration names none."""
+        location when the configuration names none, else ``fallback``. Naming it both ways is
+        an error: which one would be meant?"""
         default = store.default if store is not None else None
         if default is None:
-            if not db:
-                raise EvidexError("no store: give --db (or $EVIDEX_DB) or the configuration's store.default")
-            default = StoreLocation.model_construct(url=db, replicas=tuple(replicas))
-        elif replicas:
-            raise EvidexError("the replicas are the configuration's (store.default.replicas); leave out --replica")
+            default = StoreLocation.model_construct(url=db or fallback, replicas=tuple(replicas))
+        elif db or replicas:
+            raise EvidexError("the configuration's store.default names the store: leave out --db, "
+                              "$EVIDEX_DB and --replica")
         return cls(default, dict(store.tenants) if store is not None else {}, store)
 
     def location(self, tenant: str) -> StoreLocation:
@@ -148,11 +150,9 @@ def open_location(location: StoreLocation, store: StoreConfig | None, **settings
     return KnowledgeBase.open(location.url, **settings)
 
 
-def open_knowledge(placement: Placement, **settings: Any) -> KnowledgeBase:
-    """One location: a plain handle on it. Several: a ``PlacedKnowledgeBase``. ``settings`` go
-    to ``KnowledgeBase.open`` for every location."""
-    if not placement.tenants:
-        return open_location(placement.default, placement.store, **settings)
+def open_knowledge(placement: Placement, **settings: Any) -> PlacedKnowledgeBase:
+    """The knowledge base of ``placement``; ``settings`` go to ``KnowledgeBase.open`` for every
+    location."""
     return PlacedKnowledgeBase(placement, **settings)
 
 
@@ -239,6 +239,11 @@ class PlacedKnowledgeBase(KnowledgeBase):
             if _key(loc) not in seen:
                 seen.add(_key(loc))
                 yield loc, self._at(loc)
+
+    def _single(self) -> KnowledgeBase | None:
+        """The one store's handle when there is only one (its own stats, check, servers)."""
+        stores = list(self._each())
+        return stores[0][1] if len(stores) == 1 else None
 
     def _placed(self, location: StoreLocation) -> list[str]:
         """The tenants served from ``location`` (``(default)``: every tenant placed nowhere else)."""
@@ -358,11 +363,15 @@ class PlacedKnowledgeBase(KnowledgeBase):
             yield s
 
     def servers(self) -> list[dict[str, object]]:
+        if (one := self._single()) is not None:
+            return one.servers()
         return [{**s, "location": redacted(loc.url), "placed": self._placed(loc)}
                 for loc, kb in self._each() for s in kb.servers()]
 
     def stats(self) -> dict[str, object]:
         """Per server: where, which tenants are placed there, its counts; and the totals."""
+        if (one := self._single()) is not None:
+            return one.stats()
         per = []
         totals: dict[str, int] = {}
         for loc, kb in self._each():
@@ -374,6 +383,8 @@ class PlacedKnowledgeBase(KnowledgeBase):
 
     def check(self) -> CheckReport:
         """Every server checked; each problem names its server."""
+        if (one := self._single()) is not None:
+            return one.check()
         out = CheckReport()
         started = time.perf_counter()
         for loc, kb in self._each():
@@ -458,7 +469,10 @@ def move_tenant(tenant: str, source: StoreLocation, target: StoreLocation, *, ke
 
     src = open_location(source, store, **settings)
     try:
+        # The target may still mark the tenant as moved away (it left this store once): its
+        # copy is read for verification all the same.
         dst = open_location(target, store, analyzer=src.store.analyzer, embedder=src.store.embedder,
+                            serve_moved_tenants=True,
                             **{k: v for k, v in settings.items() if k not in ("analyzer", "embedder")})
     except BaseException:
         src.close()

@@ -78,10 +78,10 @@ state = State()
 def placement() -> Placement:
     """Where the stores are: the configuration's ``store:`` section, with --db (and --replica)
     as its default location when the section names none."""
-    store = state.cfg.store
-    if store is not None and store.default is not None and state.db_given:
-        raise UsageError("the configuration's store.default names the store: leave out --db (and $EVIDEX_DB)")
-    return Placement.of(store, state.db, state.replicas)
+    try:
+        return Placement.of(state.cfg.store, state.db if state.db_given else None, state.replicas)
+    except EvidexError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def open_kb(create: bool = False) -> KnowledgeBase:
