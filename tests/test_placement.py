@@ -90,7 +90,8 @@ def test_each_tenant_lives_on_its_own_server_only(urls: tuple[str, str]) -> None
         assert kb.document(_actor("acme"), "d3") is not None
         assert kb.remove("globex", "d4") and raw(a, "SELECT count(*) FROM documents") == [(4,)]
         stats = kb.stats()
-        assert stats["documents"] == 9 and [s["placed"] for s in stats["servers"]] == [["(default)"], ["acme"]]
+        assert stats["documents"] == 9
+        assert [s["placed"] for s in stats["servers"]] == [["(default)"], ["acme"]]
         assert kb.check().ok
         assert {d.tenant for d in kb.documents()} == {"acme", "globex"}
         assert kb.server_of("acme") == redacted(b) and kb.server_of("globex") == redacted(a)
@@ -130,7 +131,8 @@ class Load:
                 elif op < 0.85:
                     victim = self.rnd.choice(sorted(self.expected))
                     v = str(int(self.expected[victim]) + 1)
-                    self.kb.ingest(Document(victim, self.tenant, frozenset({"g"}), v, f"superseded {v} alpha"))
+                    self.kb.ingest(Document(victim, self.tenant, frozenset({"g"}), v,
+                                            f"superseded {v} alpha"))
                     self.expected[victim] = v
                 else:
                     victim = self.rnd.choice(sorted(self.expected))
@@ -184,7 +186,8 @@ def test_a_move_with_reads_and_writes_going_on_loses_and_duplicates_nothing(urls
     assert got == load.expected
     assert raw(b, "SELECT count(*), count(DISTINCT doc_id) FROM documents") == [(len(got), len(got))]
     assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(0,)]
-    assert raw(a, "SELECT count(*) FROM passages p JOIN documents d USING (dkey) WHERE d.tenant = 'acme'") == [(0,)]
+    assert raw(a, "SELECT count(*) FROM passages p JOIN documents d USING (dkey) "
+                  "WHERE d.tenant = 'acme'") == [(0,)]
     assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'globex'") == [(150,)]
     assert raw(b, "SELECT count(*) FROM runs WHERE tenant = 'acme'") == [(1,)]
     assert raw(a, "SELECT state FROM tenant_moves WHERE tenant = 'acme'") == [("moved",)]
@@ -243,9 +246,8 @@ def test_an_interrupted_move_finishes_when_run_again(urls: tuple[str, str], cras
     # Writes the interruption let through (a frozen tenant waits; these go to whichever server
     # the mark names) are not lost either.
     with open_knowledge(_placement(a)) as kb:
-        if crash in ("copy", "verify", "freeze"):
-            if crash != "verify":
-                kb.ingest(_doc("acme", 99, "1", "written after the interruption"))
+        if crash in ("copy", "freeze"):
+            kb.ingest(_doc("acme", 99, "1", "written after the interruption"))
         report = move_tenant("acme", source, target)
     assert report.state == "done"
     n = 31 if crash in ("copy", "freeze") else 30
@@ -261,7 +263,7 @@ def test_a_move_refuses_a_store_that_indexes_otherwise(urls: tuple[str, str]) ->
     with KnowledgeBase.open(a) as kb:
         kb.ingest(_doc("acme", 1))
     KnowledgeBase.open(b, analyzer="exact").close()
-    with pytest.raises(StoreError, match="analyzer .exact."):
+    with pytest.raises(StoreError, match=r"analyzer 'exact'"):
         move_tenant("acme", StoreLocation(url=a), StoreLocation(url=b))
     assert raw(a, "SELECT count(*) FROM tenant_moves") == [(0,)]
 
@@ -304,13 +306,15 @@ def test_move_tenant_command_writes_the_configuration_and_stats_summarise_all(ur
     moved = evidex("move-tenant", "acme", "--to", b, "--write-config", "--json")
     assert moved.returncode == 0, moved.stderr
     out = json.loads(moved.stdout)
-    assert out["state"] == "done" and out["verified"]["documents"] == 4 and out["verified"]["mismatches"] == []
+    assert out["state"] == "done"
+    assert out["verified"]["documents"] == 4 and out["verified"]["mismatches"] == []
     text = config.read_text()
     assert "# where the stores are" in text and "# the main one" in text
     assert load_config(config).store.tenants["acme"].url == b  # type: ignore[union-attr]
     stats = evidex("stats", "--json")
     data = json.loads(stats.stdout)
-    assert data["documents"] == 4 and [s["placed"] for s in data["servers"]] == [["(default)", "globex"], ["acme"]]
+    assert data["documents"] == 4
+    assert [s["placed"] for s in data["servers"]] == [["(default)", "globex"], ["acme"]]
     one = evidex("stats", "--tenant", "acme")
     assert one.returncode == 0 and "server: " in one.stderr and "documents: 4" in one.stdout
     checked = evidex("check")

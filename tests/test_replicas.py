@@ -19,9 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import yaml
-
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -507,7 +507,8 @@ class StoreLocation(_Strict):
     def _replicas(self) -> StoreLocation:
         for r in self.replicas:
             if not _is_postgres(r):
-                raise ValueError(f"replica {r!r} is not a postgresql:// URL (replicas are PostgreSQL standbys)")
+                raise ValueError(f"replica {r!r} is not a postgresql:// URL (replicas are PostgreSQL "
+                                 "standbys)")
         if self.replicas and not _is_postgres(self.url):
             raise ValueError("replicas need a PostgreSQL primary: url is not a postgresql:// URL")
         if len(set(self.replicas)) != len(self.replicas) or self.url in self.replicas:

@@ -316,7 +316,8 @@ class PlacedKnowledgeBase(KnowledgeBase):
     def answer(self, actor: Actor, question: str, generator: str = "extractive", **options: Any) -> Answer:
         return self._routed(actor.tenant, lambda kb: kb.answer(actor, question, generator, **options))
 
-    def resolve(self, actor: Actor, citation: Mapping[str, Any], *, at_least: int | None = None) -> Resolution:
+    def resolve(self, actor: Actor, citation: Mapping[str, Any], *,
+                at_least: int | None = None) -> Resolution:
         return self._routed(actor.tenant, lambda kb: kb.resolve(actor, citation, at_least=at_least))
 
     def document(self, actor: Actor, document_id: str, *, at_least: int | None = None) -> DocumentView | None:
@@ -325,20 +326,22 @@ class PlacedKnowledgeBase(KnowledgeBase):
     def documents(self, tenant: str | None = None) -> list[StoredDocument]:
         if tenant is not None:
             return self._routed(tenant, lambda kb: kb.documents(tenant))
-        return sorted((d for loc, kb in self._each() for d in kb.documents() if self._lives_at(d.tenant, loc)),
-                      key=lambda d: (d.tenant, d.id))
+        found = [d for loc, kb in self._each() for d in kb.documents() if self._lives_at(d.tenant, loc)]
+        return sorted(found, key=lambda d: (d.tenant, d.id))
 
     def source_entries(self, source: str | None = None) -> list[SourceEntry]:
-        return sorted(e for loc, kb in self._each() for e in kb.source_entries(source)
-                      if self._lives_at(e.tenant, loc))
+        return sorted((e for loc, kb in self._each() for e in kb.source_entries(source)
+                       if self._lives_at(e.tenant, loc)), key=lambda e: (e.tenant, e.doc_id))
 
     def conflicts(self, tenant: str | None = None, status: str | None = None) -> list[Conflict]:
         if tenant is not None:
             return self._routed(tenant, lambda kb: kb.conflicts(tenant, status))
-        found = [c for loc, kb in self._each() for c in kb.conflicts(None, status) if self._lives_at(c.tenant, loc)]
+        found = [c for loc, kb in self._each() for c in kb.conflicts(None, status)
+                 if self._lives_at(c.tenant, loc)]
         return sorted(found, key=lambda c: (c.detected_at, c.tenant, c.id), reverse=True)
 
-    def runs(self, limit: int = 100, *, source: str | None = None, tenant: str | None = None) -> list[RunRecord]:
+    def runs(self, limit: int = 100, *, source: str | None = None,
+             tenant: str | None = None) -> list[RunRecord]:
         if tenant is not None:
             return self._routed(tenant, lambda kb: kb.runs(limit, source=source, tenant=tenant))
         found = [r for loc, kb in self._each() for r in kb.runs(limit, source=source)
@@ -539,7 +542,8 @@ def _same_model(src: KnowledgeBase, dst: KnowledgeBase) -> None:
                          f"{a.analyzer!r} and {a.embedder!r}: a tenant moves between stores that index alike")
 
 
-def _same_answers(src: KnowledgeBase, dst: KnowledgeBase, tenant: str, samples: int, seed: int) -> tuple[int, int]:
+def _same_answers(src: KnowledgeBase, dst: KnowledgeBase, tenant: str, samples: int,
+                  seed: int) -> tuple[int, int]:
     """A sample of the tenant's passages cited and resolved on both servers, and searched for
     on both (keyword, and hybrid when the store has vectors) as an actor who may read the whole
     tenant: identical resolutions and identical hits with identical scores, or StoreError."""
@@ -561,8 +565,8 @@ def _same_answers(src: KnowledgeBase, dst: KnowledgeBase, tenant: str, samples: 
                      "start": p.start, "end": p.end, "heading_path": list(p.heading_path), "anchor": p.anchor}
             a, b = src.resolve(actor, cited, at_least=None), dst.resolve(actor, cited)
             if a != b or not a.ok:
-                raise StoreError(f"the citation of {tenant}/{d.id} passage {p.number} resolves differently on "
-                                 f"the target ({b.reason}) than on the source ({a.reason})")
+                raise StoreError(f"the citation of {tenant}/{d.id} passage {p.number} resolves "
+                                 f"differently on the target ({b.reason}) than on the source ({a.reason})")
             citations += 1
             words = re.findall(r"\w{4,}", p.text)[:4]
             if words:
@@ -571,8 +575,8 @@ def _same_answers(src: KnowledgeBase, dst: KnowledgeBase, tenant: str, samples: 
     searches = 0
     for q in queries[:20]:
         for mode in modes:
-            a_hits = [(h.document_id, h.version, h.passage, h.score) for h in src.search(actor, q, 10, mode=mode)]
-            b_hits = [(h.document_id, h.version, h.passage, h.score) for h in dst.search(actor, q, 10, mode=mode)]
+            a_hits, b_hits = ([(h.document_id, h.version, h.passage, h.score)
+                               for h in kb.search(actor, q, 10, mode=mode)] for kb in (src, dst))
             if a_hits != b_hits:
                 raise StoreError(f"a {mode} search for {q!r} in {tenant!r} ranks differently on the target")
             searches += 1
@@ -583,7 +587,8 @@ def _same_answers(src: KnowledgeBase, dst: KnowledgeBase, tenant: str, samples: 
 def _location_yaml(location: StoreLocation) -> str:
     if not location.replicas:
         return _scalar(location.url)
-    return "{url: " + _scalar(location.url) + ", replicas: [" + ", ".join(_scalar(r) for r in location.replicas) + "]}"
+    replicas = ", ".join(_scalar(r) for r in location.replicas)
+    return "{url: " + _scalar(location.url) + ", replicas: [" + replicas + "]}"
 
 
 def _scalar(value: str) -> str:
@@ -669,8 +674,9 @@ def _with_tenant(text: str, tenant: str, location: StoreLocation) -> str:
 
 def _empty(node: yaml.Node) -> bool:
     """A key with no value (``store:`` on its own), or an empty flow mapping (``{}``)."""
-    return (isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null") and node.value in ("", "~", "null")
-            ) or (isinstance(node, yaml.MappingNode) and not node.value)
+    if isinstance(node, yaml.ScalarNode):
+        return node.tag.endswith(":null") and node.value in ("", "~", "null")
+    return isinstance(node, yaml.MappingNode) and not node.value
 
 
 def _child(node: yaml.Node | None, name: str) -> yaml.Node | None:

@@ -20,7 +20,8 @@ __all__ = ["COMMANDS"]
 @errors
 def move_tenant_command(
     tenant: Annotated[str, typer.Argument(help="The tenant to move.")],
-    to: Annotated[str, typer.Option("--to", help="The store to move it to (postgresql:// URL or SQLite file).")],
+    to: Annotated[str, typer.Option(
+        "--to", help="The store to move it to (postgresql:// URL or SQLite file).")],
     to_replica: Annotated[list[str] | None, typer.Option(
         "--to-replica", help="A streaming replica of --to (repeatable), for the configuration line.")] = None,
     source: Annotated[str | None, typer.Option(

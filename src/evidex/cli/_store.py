@@ -29,7 +29,8 @@ def _print_stats(data: dict[str, object], indent: str = "") -> None:
             for s in v:
                 if "location" in s:  # a store of the placement, with its own counts
                     typer.echo(f"{indent}server {s['location']} [{', '.join(s['placed'])}]:")
-                    _print_stats({x: y for x, y in s.items() if x not in ("location", "placed")}, indent + "  ")
+                    own = {x: y for x, y in s.items() if x not in ("location", "placed")}
+                    _print_stats(own, indent + "  ")
                 else:  # a primary or replica of one store
                     lag = f", lag {s['lag_s']} s" if s.get("lag_s") is not None else ""
                     error = f": {s['error']}" if s.get("error") else ""

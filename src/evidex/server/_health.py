@@ -34,6 +34,7 @@ def health(who: Admin, svc: Svc) -> Response:
     (reads then go to the others, writes fail while a primary is down)."""
     with svc.pool.handle() as kb:
         servers = kb.servers()
-    shown = [{"id": server_id(str(s["server"])), **{k: v for k, v in s.items() if k != "url"}} for s in servers]
+    shown = [{"id": server_id(str(s["server"])), **{k: v for k, v in s.items() if k != "url"}}
+             for s in servers]
     status = "ok" if all(s.get("state") == "ok" for s in servers) else "degraded"
     return JSONResponse({"status": status, "servers": shown})

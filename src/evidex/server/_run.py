@@ -18,8 +18,7 @@ import socket
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -278,7 +277,8 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
     stores = redacted(str(Path(where.default.url).resolve()) if not is_postgres_url(where.default.url)
                       else where.default.url)
     others = len(where.locations()) - 1
-    print(f"evidex serving {stores}{f' and {others} more stores' if others else ''} at http://{shown}:{port}/ "
+    more = f" and {others} more stores" if others else ""
+    print(f"evidex serving {stores}{more} at http://{shown}:{port}/ "
           f"({workers} worker{'s' if workers != 1 else ''})", file=sys.stderr, flush=True)
     try:
         uvicorn.run("evidex.server._run:app_from_env", factory=True, host=host, port=port,

@@ -153,9 +153,9 @@ def compare_tenant(source: Store, target: Store, tenant: str, *, batch: int = 50
         out.signatures = len(mine)
         if mine != theirs:
             bad.append(f"{tenant}: per-signature passage counts or lengths differ (statistics)")
-    entries = sorted(e for e in source.source_entries() if e.tenant == tenant)
+    entries = [e for e in source.source_entries() if e.tenant == tenant]  # ordered by tenant, doc_id
     out.sync_records = len(entries)
-    if entries != sorted(e for e in target.source_entries() if e.tenant == tenant):
+    if entries != [e for e in target.source_entries() if e.tenant == tenant]:
         bad.append(f"{tenant}: sync records differ")
     conflicts = source.conflict_rows(tenant)
     out.conflicts = len(conflicts)
@@ -170,8 +170,8 @@ def compare_tenant(source: Store, target: Store, tenant: str, *, batch: int = 50
 
 def _statistics(view: ReadView, tenant: str) -> dict[tuple[object, ...], tuple[int, int]]:
     """Per access signature (by its attributes: ids differ between stores): passages, length."""
-    return {(tuple(sorted(s.groups)), s.visibility, s.language, tuple(sorted(s.tags))): (s.passages, s.total_length)
-            for s in view.signatures(tenant) if s.passages}
+    return {(tuple(sorted(s.groups)), s.visibility, s.language, tuple(sorted(s.tags))):
+            (s.passages, s.total_length) for s in view.signatures(tenant) if s.passages}
 
 
 def _compare_documents(sv: ReadView, tv: ReadView, tenant: str, mine: list[StoredDocument],
@@ -209,7 +209,8 @@ def _passage(p: object) -> tuple[object, ...]:
 
 
 def _entry(e: object) -> tuple[object, ...]:
-    return tuple(getattr(e, f) for f in ("version", "content_sha256", "text", "split", "superseded_at", "meta"))
+    return tuple(getattr(e, f) for f in ("version", "content_sha256", "text", "split", "superseded_at",
+                                         "meta"))
 
 
 def clear_tenant(store: Store, tenant: str) -> int:

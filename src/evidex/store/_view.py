@@ -153,7 +153,8 @@ class SQLView:
     def histories_of(self, tenant: str, doc_ids: Sequence[str]) -> dict[str, list[HistoryEntry]]:
         out: dict[str, list[HistoryEntry]] = {d: [] for d in doc_ids}
         rows = self._dialect.by_document(
-            self._c, "SELECT id, doc_id, version, content_sha256, text, split, superseded_at, meta FROM history",
+            self._c, "SELECT id, doc_id, version, content_sha256, text, split, superseded_at, meta "
+            "FROM history",
             [(tenant, d) for d in doc_ids])
         for r in sorted(rows, key=lambda r: -int(r[0])):
             out[r[1]].append(HistoryEntry(*r[2:]))
