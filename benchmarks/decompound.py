@@ -94,7 +94,7 @@ class _IndexOnly(_analyzers.Analyzer):
 def german_variant(table: dict, threshold: float, deep: bool = True,
                    index_only: bool = False) -> Callable[[], _analyzers.Analyzer]:
     def factory() -> _analyzers.Analyzer:
-        stop = _analyzers._stopwords("de")
+        stop = _analyzers.stopwords("de")
         stem_words = _analyzers.Stemmer.Stemmer("german").stemWords
 
         def terms_of(ws: list[str]) -> list[str]:

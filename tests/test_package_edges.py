@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
     {"query", "ingest", "embed", "cadence", "routes"},
     {"store"},
     {"retrieve", "cite", "tools", "check", "_batch"},
+    {"decide"},
     {"answer"},
     {"kb", "config"},
     {"__init__", "evaluation", "sources"},

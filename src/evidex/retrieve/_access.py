@@ -8,7 +8,7 @@ either.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +17,7 @@ from ..model import Actor, Filters, can_access
 from ..query import language_key
 from ..store import ReadView, Signature
 
-__all__ = ["Allowed", "allowed_signatures"]
+__all__ = ["Access", "Allowed", "access", "allowed_signatures"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,40 +41,49 @@ class Allowed:
         return self.table.take(np.minimum(sigs + 1, len(self.table) - 1))
 
 
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What one search may read, worked out once per search from one snapshot's signatures: the
+    allowed signatures as a whole, and under the ``auto`` analyzer per language of the passages
+    (each part of the keyword query is ranked with its own language's statistics)."""
+
+    allowed: Allowed
+    #: Language key ("" for none) -> the allowed signatures of passages in that language, for
+    #: every language the actor can read passages in (empty unless asked for).
+    by_language: Mapping[str, Allowed]
+    #: Signature id -> its language tag, for the allowed signatures (adaptive fusion reads the
+    #: language of the vector leg's best passages; nothing about other passages reaches it).
+    language_of_sig: Mapping[int, str | None]
+    #: Language keys of the passages the actor may read ("" for none).
+    languages: frozenset[str]
+
+    def of(self, language: str | None) -> Allowed:
+        """The allowed signatures of passages in ``language`` (None: all of them)."""
+        return self.allowed if language is None else self.by_language[language]
+
+
+def access(view: ReadView, actor: Actor, filters: Filters, by_language: bool = False) -> Access:
+    """The actor's allowed signatures under ``filters`` in ``view`` (``by_language``: also per
+    language of the readable passages, what the ``auto`` analyzer ranks each language with)."""
+    sigs = view.signatures(actor.tenant)
+    allowed = _allowed(sigs, actor, filters, None)
+    table = allowed.table
+    readable = [s for s in sigs if s.id + 1 < len(table) and table[s.id + 1]]
+    languages = frozenset(language_key(s.language) for s in readable if s.passages)
+    # "" (passages without a language) stands in when nothing is readable: the keyword query
+    # then has that one part, matching nothing.
+    keys = sorted(languages) or [""]
+    parts = {k: _allowed(sigs, actor, filters, k) for k in keys} if by_language else {}
+    return Access(allowed, parts, {s.id: s.language for s in readable}, languages)
+
+
 def allowed_signatures(view: ReadView, actor: Actor, filters: Filters,
                        language: str | None = None) -> Allowed:
     """The actor's allowed signatures under ``filters`` in ``view``; with ``language`` (a
     language key, "" for none) only those of passages in that language, whose statistics are
-    then that language's (what the ``auto`` analyzer ranks each language with).
-
-    Remembered per signature list, so a query does not rebuild the table its predecessor
-    built: a store builds a new list for a tenant whenever any of its signatures changes (a
-    write that adds or removes passages gives the signature a new version), so the same list
-    object means the same answer. The entry holds the list, so its id is not reused while the
-    entry lives, and the entry is used only for that very object."""
-    sigs = view.signatures(actor.tenant)
-    key = (id(sigs), actor, filters, language)
-    hit = _memo.get(key)
-    if hit is not None and hit[0] is sigs:
-        return hit[1]
-    allowed = _allowed(sigs, actor, filters, language)
-    if len(_memo) >= _MEMO_LIMIT:
-        _memo.clear()
-        _latest.clear()
-    # A caller's entry for an older signature list (before a write, or of a closed store) is
-    # never hit again: it goes now, so stale lists are not kept alive until the memo is full.
-    _memo.pop(_latest.get((actor, filters, language), key), None)
-    _latest[(actor, filters, language)] = key
-    _memo[key] = (sigs, allowed)
-    return allowed
-
-
-#: (id of a signature list, actor, filters, language) -> (that list, its Allowed); cleared when
-#: full.
-_memo: dict[tuple[int, Actor, Filters, str | None], tuple[Sequence[Signature], Allowed]] = {}
-#: (actor, filters, language) -> its latest key in ``_memo``.
-_latest: dict[tuple[Actor, Filters, str | None], tuple[int, Actor, Filters, str | None]] = {}
-_MEMO_LIMIT = 1024
+    then that language's. (A search works them out once, in its ``Access``; this is for a
+    caller that needs one table.)"""
+    return _allowed(view.signatures(actor.tenant), actor, filters, language)
 
 
 def _allowed(sigs: Sequence[Signature], actor: Actor, filters: Filters, language: str | None) -> Allowed:
@@ -85,6 +94,9 @@ def _allowed(sigs: Sequence[Signature], actor: Actor, filters: Filters, language
         and (language is None or language_key(s.language) == language)
     ]
     # One spare slot at the end stands for every signature id beyond the table: never allowed.
+    # (Rebuilt per search: a tenant's signatures are few, one per combination of groups,
+    # visibility, language and tags, so this is a short loop; the ranking caches are keyed by
+    # ``key``'s bytes, not by this object.)
     size = max((s.id for s in ok), default=0) + 3
     table = np.zeros(size, dtype=bool)
     for s in ok:
