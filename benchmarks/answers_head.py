@@ -14,7 +14,7 @@ elementwise product of the two vectors with equal weights; a head that weighs th
 a whole (``q*p``) can, in principle, tell a sentence that answers from one on the topic. This
 script fits such heads on the candidate sentences the decision reads (the
 ``SENTENCES_PER_PASSAGE`` best-covering sentences of each of the ``DECIDE_DEPTH`` best
-passages, embedded with their title and heading path as ``retrieve._meaning`` embeds them; the
+passages, embedded with their title and heading path as ``decide._meaning`` embeds them; the
 vectors come from the embedding cache, so nothing is embedded again).
 
 Labels, per candidate sentence: positive when its passage is an expected one of an answerable
@@ -69,14 +69,14 @@ import time
 import warnings
 
 import numpy as np
+from evidex.decide._meaning import SENTENCES_PER_PASSAGE, in_context
 from scipy.optimize import minimize
 
 from answers_learn import COVERAGE_WEIGHTS, FLOORS, FOLDS, OFFSETS, THRESHOLDS, Data, out_of_fold, qtype
 from answers_sets import HERE, WORK
 from evidex.embed import get_embedder
 from evidex.embed._cache import EmbeddingCache
-from evidex.retrieve import DECIDE_DEPTH
-from evidex.retrieve._meaning import SENTENCES_PER_PASSAGE, in_context
+from evidex.decide import DECIDE_DEPTH
 
 K, S = DECIDE_DEPTH, SENTENCES_PER_PASSAGE
 SCALARS = ("cos_s", "cos_p", "cov_s", "cov_best", "kw", "rank2", "rank3", "cross")

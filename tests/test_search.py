@@ -202,10 +202,10 @@ def test_keyword_evidence_counts_the_query_words_the_hits_contain(tmp_path) -> N
         Document("d3", "t", ("other",), "1", "delta"),  # not readable by a
         Document("d4", "t", ("g",), "1", "epsilon omega"),  # the highest ids
     ], split="paragraph")
-    res = kb.search(a, "alpha beta gamma delta", mode="keyword", match="any")
+    res = kb.search(a, "alpha beta gamma delta", mode="keyword", match="any", evidence=True)
     assert {h.document_id for h in res} == {"d1", "d2"}
     assert res.signals["coverage"] == 0.75  # delta exists only where a cannot read
-    both = kb.search(a, "alpha beta", mode="keyword", match="all")
+    both = kb.search(a, "alpha beta", mode="keyword", match="all", evidence=True)
     assert [h.document_id for h in both] == ["d1"] and both.signals["coverage"] == 1.0
-    one = kb.search(a, "alpha omega", mode="keyword", match="any", limit=1)
+    one = kb.search(a, "alpha omega", mode="keyword", match="any", limit=1, evidence=True)
     assert len(one) == 1 and one.signals["coverage"] == 0.5
