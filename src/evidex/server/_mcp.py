@@ -35,7 +35,8 @@ KEY_ENV = "EVIDEX_API_KEY"
 
 _TOOLS: dict[str, tuple[type[BaseModel], str]] = {
     "search": (SearchRequest, "Search the passages this server's key may read. Returns hits with "
-                              "citation fields; scores only order one result list."),
+                              "citation fields; scores only order one result list. evidence: true "
+                              "also says whether they cover the question (none, weak, strong)."),
     "resolve": (ResolveBody, "Re-check a citation (as returned by search or answer, without score, "
                              "rank, n, sentence_start or sentence_end) now: ok, or unavailable / "
                              "source_changed / quote_mismatch. A live citation (kind live) is "
@@ -43,7 +44,8 @@ _TOOLS: dict[str, tuple[type[BaseModel], str]] = {
     "answer": (AnswerRequest, "Answer a question from the passages this key may read and the live "
                               "lookups (order status, stock) it may make: every sentence carries a "
                               "[n] citation (kind passage or live), or the answer is declined with a "
-                              "reason (tool_unavailable when a lookup failed)."),
+                              "reason (tool_unavailable when a lookup failed); a declined answer "
+                              "lists related passages in related (not an answer, never cited)."),
 }
 
 

@@ -22,7 +22,7 @@ def search(kb: KnowledgeBase, actor: Actor, body: SearchRequest, fusion: Fusion)
     hits = kb.search(actor, body.query, limit=body.top_k, match=body.match, mode=body.mode,
                      filters=body.filters.model_dump() if body.filters else None,
                      max_per_document=body.max_per_document, explain=body.explain,
-                     fusion=body.fusion_over(fusion))
+                     fusion=body.fusion_over(fusion), evidence=body.evidence)
     return {"hits": [h.as_dict() for h in hits], "evidence": hits.evidence, "fallback": hits.fallback}
 
 
