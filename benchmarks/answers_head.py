@@ -69,14 +69,14 @@ import time
 import warnings
 
 import numpy as np
-from evidex.decide._meaning import SENTENCES_PER_PASSAGE, in_context
 from scipy.optimize import minimize
 
 from answers_learn import COVERAGE_WEIGHTS, FLOORS, FOLDS, OFFSETS, THRESHOLDS, Data, out_of_fold, qtype
 from answers_sets import HERE, WORK
+from evidex.decide import DECIDE_DEPTH
+from evidex.decide._meaning import SENTENCES_PER_PASSAGE, in_context
 from evidex.embed import get_embedder
 from evidex.embed._cache import EmbeddingCache
-from evidex.decide import DECIDE_DEPTH
 
 K, S = DECIDE_DEPTH, SENTENCES_PER_PASSAGE
 SCALARS = ("cos_s", "cos_p", "cov_s", "cov_best", "kw", "rank2", "rank3", "cross")

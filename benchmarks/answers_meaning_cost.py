@@ -27,11 +27,11 @@ import numpy as np
 import yaml
 
 from evidex import Actor, KnowledgeBase
+from evidex.decide import in_context, passage_support
 from evidex.embed import EmbeddingCache, default_cache_path, get_embedder
 from evidex.ingest import load_paths
 from evidex.kb import QUESTION_LIMITS
 from evidex.query import get_analyzer
-from evidex.decide import in_context, passage_support
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "examples" / "eval" / "cases.yaml"

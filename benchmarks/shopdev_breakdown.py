@@ -39,8 +39,8 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from answers_sets import build, load
-from evidex.kb import QUESTION_LIMITS
 from evidex.decide import DECIDE_DEPTH, EVIDENCE_THRESHOLDS, answer_score, supports
+from evidex.kb import QUESTION_LIMITS
 
 
 def main() -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_answer import FakeLLM, completion
 
 from evidex import Actor, Document, KnowledgeBase
 from evidex.decide import EVIDENCE_THRESHOLDS, on_topic
 from evidex.tools import LiveSource
+from test_answer import FakeLLM, completion
 
 CUSTOMER = Actor("acme", frozenset({"customers"}), visibilities=frozenset({"public"}))
 #: On topic, but its only sentence holds a link, which an extractive answer never quotes (the
