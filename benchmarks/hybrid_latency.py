@@ -2,6 +2,13 @@
 
     EVIDEX_EMBED_THREADS=1 .venv/bin/python benchmarks/hybrid_latency.py \
         [--embedders all-minilm-l6-v2,multilingual-e5-small-int8] [--queries 100]
+    EVIDEX_EMBED_THREADS=1 .venv/bin/python benchmarks/hybrid_latency.py --set encyclopedia
+
+``--set NAME`` measures on a question set of benchmarks/answers_sets.py instead (development
+questions over its collection, passage vectors from the embedding cache, so no corpus is
+embedded): each search's question is one never seen before, timed alternately with the query
+embedding alone of another never-seen question of the set, so machine noise hits both; then
+the same searches with ``evidence=True`` (the answer decision), on questions never seen either.
 
 For each embedder: builds the SciFact store (english analyzer, corpus vectors from the embedding
 cache), then times ``kb.search(actor, query, limit=10)`` with the default mode and fusion

@@ -8,7 +8,7 @@ import dataclasses
 from answer_helpers import extract
 from evidex.answer import Source, sentences
 from evidex.decide import PassageSupport, passage_support, term_weights
-from evidex.decide._bearing import asks_number
+from evidex.decide._support import asks_number
 from evidex.ingest import sentence_spans
 from evidex.query import get_analyzer
 

@@ -454,6 +454,7 @@ class KnowledgeBase:
         assert isinstance(found, decide.Evidence)  # without a query vector, never a fallback
         res = _results(q, ranking, found.hits, found.level)
         res.signals, res.support, res.topic = found.signals, found.support, found.topic
+        res.question = found.question
         return res
 
     def _query_vector_for(self, mode: str, query: str
@@ -541,7 +542,7 @@ class KnowledgeBase:
         if generator == "extractive":
             similar = None if mode == "keyword" else self._similar(question)
             bearing = decide.answer_bearing([s.citation["quote"] for s in gated.kept],
-                                            gated.kept_support, question, similar,
+                                            gated.kept_support, results.question, similar,
                                             st.max_sentences)
         output = answer.generate(gated, bearing, gen)
         if isinstance(output, Answer):

@@ -595,6 +595,9 @@ class SearchResults(list[Hit]):
         #: The on-topic decision with each passage's scores and thresholds
         #: (``decide.OnTopic``); None when not computed.
         self.topic: Any = None
+        #: The question's facts the decision computed once (``decide.Question``: language,
+        #: whether it asks for a number, idf weights); None when not computed.
+        self.question: Any = None
         #: Set when a hybrid search returned the keyword ranking instead: {"fallback":
         #: "keyword", "reason": "no_vectors" | "vector_timeout", "detail": ...}.
         self.fallback: dict[str, Any] | None = None

@@ -41,10 +41,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..ingest import disagreement, sentence_spans, values
-from ._support import PassageSupport, SentenceMatch, coverage, has_number, wants_number
+from ..ingest import disagreement, values
+from ._decide import Question
+from ._support import PassageSupport, SentenceMatch, coverage, has_number
 
-__all__ = ["AnswerBearing", "Quote", "answer_bearing", "asks_number", "choose_sentences"]
+__all__ = ["AnswerBearing", "Quote", "answer_bearing", "choose_sentences"]
 
 #: Markup and links would break the output contract, and so would a bracketed number quoted
 #: from the source (reference lists such as "... since 1979 [14]."): the contract reads it as
@@ -69,12 +70,6 @@ _MIN_GAIN = 0.2
 _LIST = 2
 #: Below this coverage a sentence shares no informative word with the question.
 _NO_OVERLAP = 0.15
-
-
-def asks_number(question: str) -> bool:
-    """Some sentence of the question asks for a quantity or a time: "I'm locked out after a few
-    tries. How long do I have to wait?" asks in its second."""
-    return any(wants_number(question[s:e]) for s, e in sentence_spans(question))
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,11 +267,11 @@ class AnswerBearing:
                 "quotes": [{"source": q.source, "start": q.start, "end": q.end} for q in self.quotes]}
 
 
-def answer_bearing(texts: Sequence[str], support: Sequence[PassageSupport], question: str,
+def answer_bearing(texts: Sequence[str], support: Sequence[PassageSupport], question: Question,
                    similar: Callable[[list[str]], Sequence[float]] | None = None,
                    max_sentences: int = 3) -> AnswerBearing:
     """Does a sentence of the on-topic passages (``texts``, ``support`` aligned with them)
     state what ``question`` asks, and which sentences answer it (``choose_sentences``)?"""
     quotes, disagree = choose_sentences(texts, support, similar, max_sentences,
-                                        number=asks_number(question))
+                                        number=question.asks_number)
     return AnswerBearing(bool(quotes), tuple(quotes), disagree)

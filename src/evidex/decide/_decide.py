@@ -34,7 +34,7 @@ from ._evidence import DECIDE_DEPTH, EvidenceThresholds, OnTopic, on_topic, term
 from ._language import guess_language
 from ._meaning import SentenceVectors, with_meaning
 from ._rerank import RERANK_DEPTH, rank_score, rerank_order
-from ._support import PassageSupport, passage_support, term_weights, wants_number
+from ._support import PassageSupport, asks_number, passage_support, term_weights, wants_number
 
 __all__ = ["Evidence", "Question", "depth", "evidence", "question"]
 
@@ -51,6 +51,9 @@ class Question:
     #: The question opens by asking for a quantity or a time (``wants_number``): a passage whose
     #: best sentences hold no number does not state what is asked.
     wants_number: bool
+    #: Some sentence of it asks for one (``asks_number``): the sentence choice prefers a
+    #: sentence holding a number.
+    asks_number: bool
     #: The analysed query terms the weights are over.
     terms: tuple[str, ...]
     #: Light stem -> idf weight among the passages the actor may read (``term_weights``).
@@ -86,8 +89,14 @@ def question(view: ReadView, query: Query, ranking: Ranking, analyze: Analyze) -
     term_pids = ranking.term_pids
     df = {t: len(term_pids[t]) for t in terms} if term_pids is not None else {
         t: sum(int(allowed.mask(view.sig, p).sum()) for p, _ in view.postings(t)) for t in terms}
-    return Question(query.text, guess_language(query.text), wants_number(query.text), tuple(terms),
-                    term_weights(terms, df, allowed.passages, analyze), analyze)
+    return _facts(query, tuple(terms), term_weights(terms, df, allowed.passages, analyze), analyze)
+
+
+def _facts(query: Query, terms: tuple[str, ...], weights: dict[str, float],
+           analyze: Analyze) -> Question:
+    text = query.text
+    return Question(text, guess_language(text), wants_number(text), asks_number(text), terms,
+                    weights, analyze)
 
 
 def evidence(view: ReadView, query: Query, ranking: Ranking, thresholds: EvidenceThresholds,
@@ -98,9 +107,8 @@ def evidence(view: ReadView, query: Query, ranking: Ranking, thresholds: Evidenc
     hits = ranking.hits
     # A keyword fallback has no similarity, whatever vector the query had.
     qvec = query.query_vector if ranking.fallback is None else None
-    facts = question(view, query, ranking, analyze) if hits else Question(
-        query.text, guess_language(query.text), wants_number(query.text),
-        tuple(query.keyword.terms), {}, analyze)
+    facts = (question(view, query, ranking, analyze) if hits
+             else _facts(query, tuple(query.keyword.terms), {}, analyze))
     # Without the ranker only the passages the decision reads are measured (DECIDE_DEPTH): a
     # search for 10 or 100 hits need not read every passage again sentence by sentence.
     measured = hits if query.rerank else hits[:min(query.limit, DECIDE_DEPTH)]

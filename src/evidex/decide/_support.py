@@ -40,7 +40,7 @@ from ..ingest import sentence_spans
 from ..query import FUNCTION_WORDS, stem
 from ..retrieve import idf as bm25_idf
 
-__all__ = ["PassageSupport", "SentenceMatch", "coverage", "has_number", "is_title_line",
+__all__ = ["PassageSupport", "SentenceMatch", "asks_number", "coverage", "has_number", "is_title_line",
            "passage_support", "term_weights", "wants_number"]
 
 Analyze = Callable[[str], list[str]]
@@ -71,6 +71,12 @@ _NUMBER = re.compile(
 def wants_number(question: str) -> bool:
     """The question asks for a quantity, an amount, a duration or a time (English or German)."""
     return bool(_NUMBER_QUESTION.search(question))
+
+
+def asks_number(question: str) -> bool:
+    """Some sentence of the question asks for a quantity or a time: "I'm locked out after a few
+    tries. How long do I have to wait?" asks in its second."""
+    return any(wants_number(question[s:e]) for s, e in sentence_spans(question))
 
 
 def has_number(text: str) -> bool:
