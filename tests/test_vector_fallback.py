@@ -222,3 +222,27 @@ def test_a_timeout_is_not_a_silent_change_of_results_when_fast(store: KnowledgeB
     bounded = store.search(STAFF, query, evidence=True)
     assert ranking(bounded) == ranking(unbounded) and bounded.fallback is None
     assert np.isclose(bounded.signals["similarity"], unbounded.signals["similarity"])
+
+
+def test_a_cached_query_vector_needs_no_embedding_thread(
+        store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A question embedded before (asked again, or searched by an answer) is not handed to the
+    embedding thread; the vector search still has its deadline."""
+    import evidex.retrieve._deadline as deadline_module
+
+    store.vector_timeout_ms = 30_000
+    query = fresh("return boots refund")
+    first = store.search(STAFF, query)
+    calls: list[object] = []
+    real = deadline_module._POOL.submit
+
+    def counted(*a: object, **kw: object) -> object:
+        calls.append(a)
+        return real(*a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(deadline_module._POOL, "submit", counted)
+    again = store.search(STAFF, query)
+    assert calls == [] and again.fallback is None
+    assert [h.as_dict() for h in again] == [h.as_dict() for h in first]
+    store.search(STAFF, fresh("return boots refund"))
+    assert len(calls) == 1  # a new question is embedded on the thread, within the deadline

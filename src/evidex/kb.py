@@ -467,6 +467,12 @@ class KnowledgeBase:
             return Fallback("no_vectors", "this store is keyword-only (embedding model none)"), None
         if mode == "vector":
             return self._query_vector(query), None
+        cache = self._query_vectors
+        if (self.vector_timeout_ms is not None and isinstance(cache, QueryVectorCache)
+                and (self.store.embedder, query) in cache):
+            # Already embedded (asked before, or the search an answer ran): nothing to wait
+            # for, so no hop to the embedding thread; the vector search keeps its deadline.
+            return self._query_vector(query), Deadline.start(self.vector_timeout_ms)
         return retrieve.embed_within(self.store.embedder, lambda: self._query_vector(query),
                                      self.vector_timeout_ms)
 
