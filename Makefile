@@ -72,7 +72,7 @@ test: install
 EVAL_HTML ?= test-artifacts/eval-report.html
 eval: install
 	@mkdir -p $(dir $(EVAL_HTML))
-	$(BIN)/evidex eval --cases examples/eval/cases.yaml --html $(EVAL_HTML); status=$$?; \
+	$(BIN)/evidex eval --cases examples/eval/cases.yaml --root examples --html $(EVAL_HTML); status=$$?; \
 	  echo "HTML report: $(EVAL_HTML)"; exit $$status
 
 lint: install

@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from .model import NotifyError
+from .yamlfile import StrictModel
 
 __all__ = ["HandoffRoute", "Owner", "Route", "SmtpSettings", "check_url", "file_globs", "handoff_text",
            "owner_name", "owner_route", "resolve_path", "try_route", "url_path_globs"]
@@ -44,8 +45,7 @@ def try_route(send: Callable[[], None], attempts: int = 3, pause: float = 0.5,
     return max(1, attempts), error
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+_Strict = StrictModel
 
 
 def check_url(value: str) -> str:

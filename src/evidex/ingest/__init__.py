@@ -20,7 +20,6 @@ from ._sentences import sentence_spans
 from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
 from ._values import Value, close, disagree, disagreement, values
-from ._yaml import YamlRefused, compose_yaml
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
@@ -35,9 +34,7 @@ __all__ = [
     "LoadResult",
     "Rejected",
     "Value",
-    "YamlRefused",
     "close",
-    "compose_yaml",
     "disagree",
     "disagreement",
     "iter_files",
