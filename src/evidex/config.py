@@ -89,8 +89,10 @@ def _alias(aliases: dict[str, str]) -> BeforeValidator:
 #: ``by_heading`` is the reference file's name for ``heading``.
 Split = Annotated[Literal["heading", "paragraph", "document"],
                   _alias({"by_heading": "heading", "by_paragraph": "paragraph"})]
-#: ``reciprocal_rank`` is the reference file's name for ``rrf`` (reciprocal rank fusion).
-FuseMethod = Annotated[Literal["adaptive", "rrf", "convex"], _alias({"reciprocal_rank": "rrf"})]
+#: ``reciprocal_rank`` is the reference file's name for ``rrf`` (reciprocal rank fusion), and
+#: ``weighted_reciprocal_rank`` for ``weighted_rrf`` (RRF with the adaptive leg weights per query).
+FuseMethod = Annotated[Literal["adaptive", "weighted_rrf", "rrf", "convex"],
+                       _alias({"reciprocal_rank": "rrf", "weighted_reciprocal_rank": "weighted_rrf"})]
 #: ``say_so_and_offer_a_person`` / ``say_so`` are the reference file's names for the declines.
 WhenNoEvidence = Annotated[Literal["decline_and_offer_person", "decline"],
                            _alias({"say_so_and_offer_a_person": "decline_and_offer_person",

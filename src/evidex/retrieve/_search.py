@@ -4,8 +4,8 @@
   under the cap, which lets BM25 prune.
 * ``vector``: the most similar readable passages.
 * ``hybrid``: both legs, each a window of its best candidates (``Fusion.window``, at least
-  ``depth``), fused (``_fusion``); adaptive fusion first weighs the legs for this query
-  (``_signals`` reads the evidence, ``_adaptive`` turns it into weights). A long document can
+  ``depth``), fused (``_fusion``); adaptive fusion and weighted RRF first weigh the legs for
+  this query (``_signals`` reads the evidence, ``_adaptive`` turns it into weights). A long document can
   fill a window with passages the cap then drops, so when the capped list is short and a leg
   filled its window, the windows grow (x4) until the list is full or the legs are exhausted.
   Vector mode grows the same way.
@@ -99,7 +99,7 @@ def search(view: ReadView, bm25: BM25, query: Query) -> Ranking:
         best_similarity = float(vc.scores.max()) if len(vc.scores) else None
         legs.append(_ranked(view, vc, "vector", window))
         weights = None
-        if mode == "hybrid" and fusion.method == "adaptive":
+        if mode == "hybrid" and fusion.weighted:
             weights = _weigh(view, query, legs, kc.term_pids if kc is not None else None)
         hits = _capped_hits(view, legs, mode, fusion, depth, query.max_per_document,
                             query.explain, weights)
