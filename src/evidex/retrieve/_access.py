@@ -64,17 +64,19 @@ class Access:
 
 def access(view: ReadView, actor: Actor, filters: Filters, by_language: bool = False) -> Access:
     """The actor's allowed signatures under ``filters`` in ``view`` (``by_language``: also per
-    language of the readable passages, what the ``auto`` analyzer ranks each language with)."""
-    sigs = view.signatures(actor.tenant)
-    allowed = _allowed(sigs, actor, filters, None)
-    table = allowed.table
-    readable = [s for s in sigs if s.id + 1 < len(table) and table[s.id + 1]]
+    language of the readable passages, what the ``auto`` analyzer ranks each language with).
+    Each signature is checked once; the per-language tables are cut from the readable ones."""
+    readable = _readable(view.signatures(actor.tenant), actor, filters)
     languages = frozenset(language_key(s.language) for s in readable if s.passages)
-    # "" (passages without a language) stands in when nothing is readable: the keyword query
-    # then has that one part, matching nothing.
-    keys = sorted(languages) or [""]
-    parts = {k: _allowed(sigs, actor, filters, k) for k in keys} if by_language else {}
-    return Access(allowed, parts, {s.id: s.language for s in readable}, languages)
+    parts: dict[str, Allowed] = {}
+    if by_language:
+        by_key: dict[str, list[Signature]] = {}
+        for s in readable:
+            by_key.setdefault(language_key(s.language), []).append(s)
+        # "" (passages without a language) stands in when nothing is readable: the keyword
+        # query then has that one part, matching nothing.
+        parts = {k: _table(by_key.get(k, [])) for k in sorted(languages) or [""]}
+    return Access(_table(readable), parts, {s.id: s.language for s in readable}, languages)
 
 
 def allowed_signatures(view: ReadView, actor: Actor, filters: Filters,
@@ -83,25 +85,25 @@ def allowed_signatures(view: ReadView, actor: Actor, filters: Filters,
     language key, "" for none) only those of passages in that language, whose statistics are
     then that language's. (A search works them out once, in its ``Access``; this is for a
     caller that needs one table.)"""
-    return _allowed(view.signatures(actor.tenant), actor, filters, language)
+    readable = _readable(view.signatures(actor.tenant), actor, filters)
+    return _table([s for s in readable if language is None or language_key(s.language) == language])
 
 
-def _allowed(sigs: Sequence[Signature], actor: Actor, filters: Filters, language: str | None) -> Allowed:
-    ok = [
-        s
-        for s in sigs
-        if can_access(actor, s.tenant, s.groups, s.visibility) and filters.admits(s.language, s.tags)
-        and (language is None or language_key(s.language) == language)
-    ]
+def _readable(sigs: Sequence[Signature], actor: Actor, filters: Filters) -> list[Signature]:
+    return [s for s in sigs
+            if can_access(actor, s.tenant, s.groups, s.visibility) and filters.admits(s.language, s.tags)]
+
+
+def _table(ok: Sequence[Signature]) -> Allowed:
+    """The lookup table and statistics of exactly the signatures ``ok``. (Rebuilt per search: a
+    tenant's signatures are one per combination of groups, visibility, language and tags, a
+    short loop; the ranking caches are keyed by ``key``'s bytes, not by this object.)"""
     # One spare slot at the end stands for every signature id beyond the table: never allowed.
-    # (Rebuilt per search: a tenant's signatures are few, one per combination of groups,
-    # visibility, language and tags, so this is a short loop; the ranking caches are keyed by
-    # ``key``'s bytes, not by this object.)
     size = max((s.id for s in ok), default=0) + 3
     table = np.zeros(size, dtype=bool)
     for s in ok:
         table[s.id + 1] = True
-    table.flags.writeable = False  # shared by every query that reuses this Allowed
+    table.flags.writeable = False  # shared by every step of the search that holds this Allowed
     state = np.array(sorted((s.id, s.version) for s in ok), dtype=np.int64)
     return Allowed(table, sum(s.passages for s in ok), sum(s.total_length for s in ok),
                    table.tobytes() + state.tobytes())
