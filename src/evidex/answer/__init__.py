@@ -1,6 +1,6 @@
 """Answers that cite or decline, as stages the facade calls in order (see ``_answer``)."""
 
-from ..ingest import Value, disagree, values
+from ..conflicts import Value, disagree, values
 from ._answer import (
     GENERATORS,
     RELATED,

@@ -41,7 +41,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..ingest import disagreement, values
+from ..conflicts import disagreement, values
 from ._decide import Question
 from ._support import PassageSupport, SentenceMatch, coverage, has_number
 

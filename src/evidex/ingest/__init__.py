@@ -19,7 +19,6 @@ from ._scan import DOCUMENT_FLAG, FLAGS, scan, scan_document
 from ._sentences import sentence_spans
 from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
-from ._values import Value, close, disagree, disagreement, values
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
@@ -33,10 +32,6 @@ __all__ = [
     "Extracted",
     "LoadResult",
     "Rejected",
-    "Value",
-    "close",
-    "disagree",
-    "disagreement",
     "iter_files",
     "load_document",
     "load_paths",
@@ -47,5 +42,4 @@ __all__ = [
     "slugify",
     "split_key",
     "split_text",
-    "values",
 ]

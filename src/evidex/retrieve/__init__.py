@@ -7,7 +7,6 @@ inside a read view and returns a ``Ranking``; whether the passages answer the qu
 
 from ._access import Access, Allowed, access, allowed_signatures
 from ._bm25 import BM25, BM25Params, idf
-from ._conflicts import conflict_status, find_conflicts
 from ._deadline import Deadline, Fallback, embed_within, within
 from ._fusion import DEFAULT_FUSION, FUSIONS, Fusion, Leg, fuse
 from ._keyword_leg import Candidates, hits_from, keyword_candidates
@@ -35,9 +34,7 @@ __all__ = [
     "Ranking",
     "access",
     "allowed_signatures",
-    "conflict_status",
     "embed_within",
-    "find_conflicts",
     "fuse",
     "hits_from",
     "idf",

@@ -1,8 +1,9 @@
 """Configured sources kept in sync with the index, and drift checks against them."""
 
+from ._after_drift import DRIFT_HOOKS, DriftHook, after_drift, drift_webhook, run_after_drift
 from ._items import RACY_SECONDS, FetchError, SourceError, glob_match
 from ._notify import NotifyError, notify_webhook
-from ._schedule import DRIFT_HOOKS, DriftHook, Job, Scheduler
+from ._schedule import Job, Scheduler
 from ._sync import BATCH_DOCUMENTS, LOADER_VERSION, Skipped, SourceReport, SyncReport, drift, sync
 
 __all__ = [
@@ -19,8 +20,11 @@ __all__ = [
     "SourceError",
     "SourceReport",
     "SyncReport",
+    "after_drift",
     "drift",
+    "drift_webhook",
     "glob_match",
     "notify_webhook",
+    "run_after_drift",
     "sync",
 ]
