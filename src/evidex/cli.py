@@ -581,7 +581,7 @@ def drift_cmd(
             typer.echo(f"error: {_safe(str(exc))}", err=True)
             failed = True
     if notify:  # each source owner hears about their drift and open conflicts
-        from .notify import notify_owners
+        from .sources import notify_owners
 
         with _open() as kb:
             sent = notify_owners(kb, _need_config(), report)
@@ -602,8 +602,7 @@ def schedule() -> None:
     import signal
     import threading
 
-    from .notify import owners_hook
-    from .sources import DRIFT_HOOKS, Scheduler
+    from .sources import DRIFT_HOOKS, Scheduler, owners_hook
 
     # SIGTERM (a service manager stopping it) lets the run in progress finish, then exits 0;
     # Ctrl-C stops at once (a store write is atomic either way). Installed before anything is

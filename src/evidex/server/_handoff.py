@@ -17,8 +17,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..model import NotifyError
-from ..notify import send_handoff
-from ..routes import HandoffRoute, SmtpSettings
+from ..notify import HandoffRoute, SmtpSettings, send_handoff
 from ._deps import ERRORS, Caller, Svc
 from ._identity import Principal
 from ._schemas import Problem

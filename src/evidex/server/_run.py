@@ -22,9 +22,8 @@ from ..config import Config, ServerSettings, load_config
 from ..embed import QUERY_THREADS_ENV, THREADS_ENV, thread_count
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
-from ..notify import owners_hook
-from ..routes import HandoffRoute
-from ..sources import DRIFT_HOOKS, Scheduler, drift, sync
+from ..notify import HandoffRoute
+from ..sources import DRIFT_HOOKS, Scheduler, drift, owners_hook, sync
 from ..tools import Toolbox
 from ._logging import log_failure, setup_logging
 

@@ -1,7 +1,7 @@
 """Configured sources kept in sync with the index, and drift checks against them."""
 
 from ._items import RACY_SECONDS, FetchError, SourceError, glob_match
-from ._notify import NotifyError, notify_webhook
+from ._owners import NotifyReport, OwnerFindings, findings_by_owner, notify_owners, notify_webhook, owners_hook
 from ._schedule import DRIFT_HOOKS, DriftHook, Job, Scheduler
 from ._sync import BATCH_DOCUMENTS, LOADER_VERSION, Skipped, SourceReport, SyncReport, drift, sync
 
@@ -13,14 +13,18 @@ __all__ = [
     "DriftHook",
     "FetchError",
     "Job",
-    "NotifyError",
+    "NotifyReport",
+    "OwnerFindings",
     "Scheduler",
     "Skipped",
     "SourceError",
     "SourceReport",
     "SyncReport",
     "drift",
+    "findings_by_owner",
     "glob_match",
+    "notify_owners",
     "notify_webhook",
+    "owners_hook",
     "sync",
 ]

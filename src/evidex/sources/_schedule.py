@@ -39,7 +39,7 @@ from ..config import Config, Notify
 from ..kb import KnowledgeBase
 from ..store import RunRecord
 from ._items import effective
-from ._notify import notify_webhook
+from ._owners import notify_webhook
 from ._sync import SourceReport, SyncReport, drift, sync
 
 __all__ = ["DRIFT_HOOKS", "DriftHook", "Job", "Scheduler"]

@@ -25,7 +25,7 @@ from .._batch import checked_batch
 from ..config import Config, FilesSource, RecordsSource, SourceDefaults, WebSource
 from ..kb import KnowledgeBase
 from ..model import Document, EvidexError
-from ..routes import owner_name
+from ..notify import owner_name
 from ..store import SourceEntry
 from ._items import (
     Content,
