@@ -119,7 +119,8 @@ def _post(url: str, payload: Mapping[str, Any], secret: str | None, timeout: flo
 
 def send_webhook(url: str, payload: Mapping[str, Any], *, secret_env: str | None = None,
                  env: Mapping[str, str] | None = None, timeout: float = 10.0, attempts: int = 3,
-                 pause: float = 0.5, sleep: Callable[[float], None] = time.sleep) -> tuple[int, str | None, int]:
+                 pause: float = 0.5,
+                 sleep: Callable[[float], None] = time.sleep) -> tuple[int, str | None, int]:
     """POST ``payload`` as JSON to ``url`` (signed with the secret in ``secret_env``), tried
     as every route is: (attempts made, the last error or None, the HTTP status of the attempt
     that went through or 0). A missing secret is an error of every attempt: never sent unsigned."""
