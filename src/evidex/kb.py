@@ -473,6 +473,7 @@ class KnowledgeBase:
         filters: Filters | Mapping[str, Any] | None = None,
         settings: AnswerSettings | None = None,
         openai: OpenAIGenerator | OpenAIConfig | None = None,
+        live: Sequence[LiveSource] | None = None,
     ) -> Answer:
         """Answer from the passages ``actor`` may read and the live lookups (tools) it may
         make, citing every claim, or decline (``tool_unavailable`` when a lookup the question
@@ -480,6 +481,9 @@ class KnowledgeBase:
 
         ``generator``: "extractive" (default; quotes sentences, no model) or "openai" (any
         OpenAI-compatible server, configured by ``openai`` or EVIDEX_OPENAI_* variables).
+        ``live``: the question's lookups, already made (``toolbox.start(toolbox.asked(actor,
+        question))`` and waited for), so that a caller (the service) waits for them without
+        holding this handle; None: they are made here, beside the search.
         """
         st = settings or self.answer_settings
         gen = openai if isinstance(openai, OpenAIGenerator) else None
@@ -491,8 +495,12 @@ class KnowledgeBase:
         # never a question the collection lacks: no decline, no offer of a person.
         if not parse_query(question, QUESTION_LIMITS):
             raise QueryError("the question has no words: ask in words what you want to know")
-        # The lookups run on the toolbox's threads while the search below runs.
-        lookups = self._toolbox.start(self._toolbox.asked(actor, question))
+        wait: Callable[[], list[LiveSource]] | None = None
+        if live is None:  # the lookups run on the toolbox's threads while the search below runs
+            pending = self._toolbox.start(self._toolbox.asked(actor, question))
+            wait = pending.wait if len(pending) else None
+        elif live:
+            wait = list(live).copy
 
         def search(q: str) -> SearchResults:
             return self.search(actor, q, limit=st.top_k, mode=mode, filters=filters,
@@ -508,7 +516,7 @@ class KnowledgeBase:
             terms_of=self._analyzer.terms, generator=generator,
             settings=st if mode == st.mode else dataclasses.replace(st, mode=mode), openai=gen,
             similar=similar if mode != "keyword" else None,
-            live=lookups.wait if len(lookups) else None,
+            live=wait,
         )
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any]) -> Resolution:
@@ -524,6 +532,11 @@ class KnowledgeBase:
             return resolve_citation(view, actor, citation)
 
     # -- live tools ---------------------------------------------------------------------------
+    @property
+    def toolbox(self) -> Toolbox:
+        """The live tools with their threads and connections (shared by a service's handles)."""
+        return self._toolbox
+
     def tools(self, actor: Actor | None = None) -> list[ToolConfig]:
         """The configured live tools; with ``actor``, those it may use."""
         if actor is None:

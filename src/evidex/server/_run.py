@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -25,6 +26,7 @@ from ..model import ConfigError, EvidexError
 from ..notify import HandoffRoute
 from ..sources import DRIFT_HOOKS, Scheduler, drift, owners_hook, sync
 from ..tools import Toolbox
+from ._handoff import TRACE_KEY_ENV
 from ._logging import log_failure, setup_logging
 
 __all__ = [
@@ -245,6 +247,9 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
         os.environ[THREADS_ENV] = str(max(1, (os.cpu_count() or 1) // workers))
     os.environ[DB_ENV] = str(Path(db).resolve()) if "://" not in db else db
     os.environ[CONFIG_ENV] = str(Path(config).resolve())
+    # One key for the trace ids of every worker: a handoff may reach another worker than the
+    # answer it names.
+    os.environ.setdefault(TRACE_KEY_ENV, secrets.token_hex(32))
     shown = f"[{host}]" if ":" in host else host
     print(f"evidex serving {os.environ[DB_ENV]} at http://{shown}:{port}/ "
           f"({workers} worker{'s' if workers != 1 else ''})", file=sys.stderr, flush=True)
