@@ -169,6 +169,40 @@ def docx_bomb(unpacked_mib: int = 1024) -> bytes:
     return buf.getvalue()
 
 
+def docx_paragraphs(n: int = 2_000_000) -> bytes:
+    """A valid Word package of ``n`` one-word paragraphs (issue 37: 2 million make 321 KB that
+    unpack to 110 MB; python-docx took over 1.4 GB and two minutes on it)."""
+    parts = _docx_parts()
+    body = parts["word/document.xml"]
+    cut = body.index(b"<w:body>") + len(b"<w:body>")
+    para = b'<w:p><w:r><w:t xml:space="preserve">word </w:t></w:r></w:p>'
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        for name, data in parts.items():
+            if name != "word/document.xml":
+                z.writestr(name, data)
+        info = zipfile.ZipInfo("word/document.xml")
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with z.open(info, "w", force_zip64=True) as w:
+            w.write(body[:cut])
+            for _ in range(n // 10_000):
+                w.write(para * 10_000)
+            w.write(para * (n % 10_000) + body[cut:])
+    return buf.getvalue()
+
+
+def tiny_words(megabytes: int = 10, paragraph_words: int = 0) -> bytes:
+    """``megabytes`` MB of one-letter words (issue 37: 10 MB took 1.43 GB through the CLI, and
+    more than 1.4 GB through a service's sync), in paragraphs of ``paragraph_words`` words (0:
+    one paragraph)."""
+    letters = b"abcdefghijklmnopqrstuvwxyz"
+    words = [letters[i % 26:i % 26 + 1] for i in range(megabytes * 500_000)]
+    if not paragraph_words:
+        return b" ".join(words)
+    return b"\n\n".join(b" ".join(words[i:i + paragraph_words])
+                         for i in range(0, len(words), paragraph_words))
+
+
 def docx_deep(depth: int = 100_000) -> bytes:
     parts = _docx_parts()
     body = parts["word/document.xml"]
@@ -233,6 +267,8 @@ SPECIAL: dict[tuple[str, str], Callable[[], bytes]] = {
     ("markdown", "front-matter-bomb"): lambda: b"---\n" + yaml_alias_bomb() + b"---\nbody\n",
     ("markdown", "front-matter-deep"): lambda: b"---\ntags: " + b"[" * 5_000 + b"]" * 5_000 + b"\n---\nx\n",
     ("markdown", "nul-and-surrogate-escapes"): lambda: b"text \x00 more \xed\xa0\x80 end",
+    ("markdown", "tiny-words"): tiny_words,
+    ("markdown", "tiny-words-paragraphs"): lambda: tiny_words(paragraph_words=5_000),
     ("html", "deep-divs"): lambda: b"<main>" + b"<div>" * 100_000 + b"x" + b"</div>" * 100_000,
     ("html", "deep-inline"): lambda: b"<p>" + b"<b>" * 100_000 + b"x",
     ("html", "deep-lists"): lambda: b"<ul>" + b"<li><ul>" * 50_000 + b"x",
@@ -248,6 +284,8 @@ SPECIAL: dict[tuple[str, str], Callable[[], bytes]] = {
     ("docx", "zip-bomb"): docx_bomb,
     ("docx", "zip-bomb-under-limit"): lambda: docx_bomb(120),
     ("docx", "deep-xml"): docx_deep,
+    ("docx", "many-paragraphs"): docx_paragraphs,
+    ("docx", "many-paragraphs-small"): lambda: docx_paragraphs(200_000),
     ("docx", "billion-laughs"): docx_entities,
     ("docx", "many-entries"): docx_many_entries,
     ("docx", "not-a-zip"): lambda: b"PK\x03\x04" + b"\x00" * 100,
@@ -258,6 +296,7 @@ SPECIAL: dict[tuple[str, str], Callable[[], bytes]] = {
     ("jsonl", "huge-int"): lambda: b'{"id": "x", "text": "t", "version": ' + b"9" * 100_000 + b"}\n",
     ("jsonl", "lone-surrogate"): lambda: b'{"id": "x", "text": "bad \\ud800 text"}\n',
     ("jsonl", "nan"): lambda: b'{"id": NaN, "text": Infinity}\n',
+    ("jsonl", "tiny-words-line"): lambda: b'{"id": "x", "text": "' + tiny_words() + b'"}\n',
     ("jsonl", "many-lines"): lambda: b"".join(b'{"id": "r%d", "text": "t %d"}\n' % (i, i)
                                               for i in range(50_000)),
     ("config", "alias-bomb"): yaml_alias_bomb,

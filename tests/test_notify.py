@@ -241,7 +241,7 @@ def test_the_drift_webhook_is_retried_like_the_owners_routes(tmp_path: Path) -> 
         assert notify_webhook(url + "/drift", report, pause=0.25, sleep=pauses.append) == 204
         assert pauses == [0.25, 0.5] and hooks.json()["sources"][0]["new"] == ["care/a.md"]
         hooks.fail_first = 3
-        with pytest.raises(EvidexError, match=r"failed: HTTP 503 \(3 attempts\)"):
+        with pytest.raises(EvidexError, match=r"answered HTTP 503 \(3 attempts\)"):
             notify_webhook(url + "/drift", report, sleep=pauses.append)
 
 

@@ -15,9 +15,10 @@ from ._files import (
     load_paths,
     read_file,
 )
+from ._limits import LIMITS, Limit, check_text, check_words
 from ._scan import DOCUMENT_FLAG, FLAGS, scan, scan_document
 from ._sentences import sentence_spans
-from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
+from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, markdown_sections, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
 from ._values import Value, close, disagree, disagreement, values
 from ._yaml import YamlRefused, compose_yaml
@@ -29,13 +30,17 @@ __all__ = [
     "FLAGS",
     "FORMATS",
     "FRONT_MATTER_KEYS",
+    "LIMITS",
     "NO_TEXT_LAYER",
     "SPLITS",
     "Extracted",
+    "Limit",
     "LoadResult",
     "Rejected",
     "Value",
     "YamlRefused",
+    "check_text",
+    "check_words",
     "close",
     "compose_yaml",
     "disagree",
@@ -43,6 +48,7 @@ __all__ = [
     "iter_files",
     "load_document",
     "load_paths",
+    "markdown_sections",
     "read_file",
     "scan",
     "scan_document",

@@ -150,5 +150,6 @@ def notify_webhook(url: str, report: SyncReport, *, timeout: float = 10.0, attem
                                        pause=pause, sleep=sleep)
     if error is not None:
         tries = f" ({made} attempts)" if made > 1 else ""
-        raise NotifyError(f"the drift webhook {url} failed: {error}{tries}")
+        said = f"answered {error}" if error.startswith("HTTP ") else f"failed: {error}"
+        raise NotifyError(f"the drift webhook {url} {said}{tries}")
     return status
