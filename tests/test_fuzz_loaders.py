@@ -9,6 +9,8 @@ memory-hungry ones in a process of their own whose peak memory is bounded.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -64,3 +66,36 @@ def test_bombs_are_refused_in_bounded_memory(fmt: str, name: str) -> None:
     assert row["kind"] != "failure", row["detail"]
     grew = float(row["peak_rss_mb"]) - float(row["base_rss_mb"])  # type: ignore[arg-type]
     assert grew < MEMORY[(fmt, name)], row
+
+
+# -- tool responses (issue 37): lookups never raise, the service never answers 500 ---------------
+TOOL_EXAMPLES = settings(max_examples=300, derandomize=True, deadline=None, database=None,
+                         suppress_health_check=list(HealthCheck))
+
+
+def test_tool_responses_are_lookups_that_never_raise() -> None:
+    @TOOL_EXAMPLES
+    @given(fz.tool_inputs())
+    def run(data: bytes) -> None:
+        outcome = fz.run_one(fz.TOOL, data, budget_s=10)
+        assert outcome.kind == "ok", outcome.detail
+
+    run()
+
+
+def test_tool_responses_through_the_service_are_never_a_500(tmp_path: Path) -> None:
+    app = fz.ToolApp(tmp_path)
+
+    @settings(max_examples=60, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(fz.tool_inputs())
+    def run(data: bytes) -> None:
+        for send in (app.call, app.answer):
+            code, body = send(data)
+            assert code == 200, body
+        fz.check_tool_result(app.call(data)[1])
+
+    run()
+    # The hostile responses of the issue, each through both endpoints.
+    for data in (b"\x00" + b"[" * 30_000, b"\x01" + b'{"status": "' + b"0" * 60_000_000 + b'"}'):
+        assert [send(data)[0] for send in (app.call, app.answer)] == [200, 200]
