@@ -6,6 +6,7 @@ expect (issue 37, findings 2, 6, 7, 8, 9, 14, 15)."""
 
 from __future__ import annotations
 
+import json
 import time
 import tracemalloc
 from typing import Any
@@ -159,3 +160,23 @@ def test_patterns_match_ascii_digits_unless_they_say_otherwise(server: ToolServe
         "customer_id": {"from": "actor", "claim": "customer_id"}})
     [src] = ask([wide], f"Where is my order {digits}?")
     assert src.parameters == {"order_id": digits}
+
+
+def test_a_configured_url_with_a_line_break_is_an_error_at_its_line(server: ToolServer,
+                                                                    tmp_path: Any) -> None:
+    """Finding 14 through the file: the error names the file and the url's line; a source's
+    or a webhook's URL ending in a line break is refused the same way (re's $ let it through)."""
+    from evidex.config import load_config
+    from evidex.model import ConfigError
+
+    tool = order_tool(server).model_dump(by_alias=True, exclude_none=True, mode="json")
+    lines = [f"server: {{tool_hosts: ['{server.base}']}}", "tools:",
+             "  - " + json.dumps({**tool, "url": tool["url"] + "\n"})]
+    path = tmp_path / "k.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"{path}:3: tools\[0\]\.url: must be a URL without spaces"):
+        load_config(path)
+    path.write_text("sources:\n  - id: site\n    type: web\n    tenant: acme\n    groups: [g]\n"
+                    '    url: "https://example.com/a\\n"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"{path}:6: sources\[0\]\.url: must be a URL without spaces"):
+        load_config(path)
