@@ -147,12 +147,13 @@ def _docx_parts() -> dict[str, bytes]:
         return {n: z.read(n) for n in z.namelist()}
 
 
-def docx_bomb(unpacked_mib: int = 1024) -> bytes:
-    """A valid Word package whose document part inflates from about a megabyte to
-    ``unpacked_mib`` MiB of XML white space."""
+def _docx_streamed(body: Callable[[bytes, bytes, Callable[[bytes], object]], None]) -> bytes:
+    """The seed's Word package with its document part written by ``body(head, tail, write)``
+    in pieces (``head`` and ``tail``: the seed's part before and after ``<w:body>``'s content),
+    so a part of gigabytes is never held whole."""
     parts = _docx_parts()
-    body = parts["word/document.xml"]
-    filler = b" " * (1024 * 1024)
+    seed_body = parts["word/document.xml"]
+    cut = seed_body.index(b"<w:body>") + len(b"<w:body>")
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
         for name, data in parts.items():
@@ -161,34 +162,34 @@ def docx_bomb(unpacked_mib: int = 1024) -> bytes:
         info = zipfile.ZipInfo("word/document.xml")
         info.compress_type = zipfile.ZIP_DEFLATED  # a ZipInfo alone means stored, not a bomb
         with z.open(info, "w", force_zip64=True) as w:
-            cut = body.index(b"<w:body>")
-            w.write(body[:cut])
-            for _ in range(unpacked_mib):
-                w.write(filler)
-            w.write(body[cut:])
+            body(seed_body[:cut], seed_body[cut:], w.write)
     return buf.getvalue()
+
+
+def docx_bomb(unpacked_mib: int = 1024) -> bytes:
+    """A valid Word package whose document part inflates from about a megabyte to
+    ``unpacked_mib`` MiB of XML white space."""
+    def body(head: bytes, tail: bytes, write: Callable[[bytes], object]) -> None:
+        write(head)
+        for _ in range(unpacked_mib):
+            write(b" " * (1024 * 1024))
+        write(tail)
+
+    return _docx_streamed(body)
 
 
 def docx_paragraphs(n: int = 2_000_000) -> bytes:
     """A valid Word package of ``n`` one-word paragraphs (issue 37: 2 million make 321 KB that
     unpack to 110 MB; python-docx took over 1.4 GB and two minutes on it)."""
-    parts = _docx_parts()
-    body = parts["word/document.xml"]
-    cut = body.index(b"<w:body>") + len(b"<w:body>")
     para = b'<w:p><w:r><w:t xml:space="preserve">word </w:t></w:r></w:p>'
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        for name, data in parts.items():
-            if name != "word/document.xml":
-                z.writestr(name, data)
-        info = zipfile.ZipInfo("word/document.xml")
-        info.compress_type = zipfile.ZIP_DEFLATED
-        with z.open(info, "w", force_zip64=True) as w:
-            w.write(body[:cut])
-            for _ in range(n // 10_000):
-                w.write(para * 10_000)
-            w.write(para * (n % 10_000) + body[cut:])
-    return buf.getvalue()
+
+    def body(head: bytes, tail: bytes, write: Callable[[bytes], object]) -> None:
+        write(head)
+        for _ in range(n // 10_000):
+            write(para * 10_000)
+        write(para * (n % 10_000) + tail)
+
+    return _docx_streamed(body)
 
 
 def tiny_words(megabytes: int = 10, paragraph_words: int = 0) -> bytes:

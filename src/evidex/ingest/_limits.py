@@ -43,16 +43,12 @@ class Limit:
 
     def value(self) -> int:
         """The setting now: the environment variable, else the default."""
-        raw = os.environ.get(self.env)
-        if raw is None or raw.strip() == "":
+        raw = os.environ.get(self.env, "").strip()
+        if not raw:
             return self.default
-        try:
-            value = int(raw)
-        except ValueError:
-            value = 0
-        if value < 1:
+        if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
             raise ConfigError(f"{self.env} must be a positive whole number, got {raw!r}")
-        return value
+        return int(raw)
 
     def refuse(self, what: str) -> DocumentError:
         """The one-line refusal: ``what`` passed the bound ("the document holds more than
