@@ -1,6 +1,7 @@
 """A slow or hostile tool service against a running `evidex serve`: does it stall anyone else?
 
     .venv/bin/python benchmarks/tools_isolation.py [--searches 200] [--peer /work/main/.venv/bin/evidex]
+        [--peer-searches 30]
 
 Everything is real and local: `evidex serve` (one worker, the default two store handles) over
 a keyword store of the example shop (tenant acme) and one page of another tenant (globex), and
@@ -250,14 +251,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--searches", type=int, default=200)
     ap.add_argument("--peer", default=None, help="another build's evidex, run the same way")
+    ap.add_argument("--peer-searches", type=int, default=30,
+                    help="searches of each phase for the peer (on main each may wait seconds)")
     args = ap.parse_args()
     print(f"# tools isolation — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, Python "
           f"{platform.python_version()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}\n")
-    builds = [("this tree", EVIDEX)] + ([("peer", args.peer)] if args.peer else [])
+    builds = [("this tree", EVIDEX, args.searches)] + (
+        [("peer", args.peer, args.peer_searches)] if args.peer else [])
     results = {}
-    for name, evidex in builds:
+    for name, evidex, searches in builds:
         with tempfile.TemporaryDirectory(prefix="evidex-isolation-") as tmp:
-            results[name] = run(evidex, args.searches, Path(tmp))
+            results[name] = run(evidex, searches, Path(tmp))
         print(f"{name} ({evidex}): done, load average {os.getloadavg()[0]:.1f}", flush=True)
     print("\n## 1. Another tenant's /v1/search (ms) alone and while six answers wait for a 5 s tool\n")
     print("| build | alone p50 | alone p99 | during p50 | during p99 | p99 ratio | answers (answered) |")
