@@ -617,9 +617,13 @@ def tool_bodies() -> st.SearchStrategy[bytes]:
                           | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=10)
     order = st.fixed_dictionaries({"status": values, "delivery": values | st.fixed_dictionaries(
         {"date": values})}).map(lambda d: json.dumps(d, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    # Order-shaped with text fields: the path through rendering, the scan and the credential check.
+    texts = st.fixed_dictionaries({"status": _TOOL_TEXT, "delivery": st.fixed_dictionaries(
+        {"date": _TOOL_TEXT})}).map(
+            lambda d: json.dumps(d, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     deep = st.integers(1, 5_000).map(lambda n: b"[" * n + b"]" * n)
     huge = st.integers(4_000, 6_000).map(lambda n: b'{"status": ' + b"9" * n + b"}")
-    return st.one_of(order, values.map(lambda v: json.dumps(v).encode()), deep, huge,
+    return st.one_of(order, texts, texts, values.map(lambda v: json.dumps(v).encode()), deep, huge,
                      st.binary(max_size=256), mutations(TOOL_SEED))
 
 
