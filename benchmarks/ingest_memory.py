@@ -92,7 +92,9 @@ def cli(evidex: str, file: Path, tmp: Path, timeout: float) -> dict[str, Any]:
     """`evidex ingest FILE` in a child; its peak (``VmHWM``) is polled while it runs, so a run
     killed at ``timeout`` still reports the peak it had reached."""
     db = tmp / f"cli-{file.name}.db"
-    args = [sys.executable, "-c", _CHILD, evidex, "--db", str(db), "ingest", str(file), "--tenant", "acme",
+    # The build's own interpreter: its evidex script imports the evidex installed beside it.
+    python = str(Path(evidex).with_name("python"))
+    args = [python, "-c", _CHILD, evidex, "--db", str(db), "ingest", str(file), "--tenant", "acme",
             "--groups", "staff"]
     t0 = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
