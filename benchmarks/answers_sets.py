@@ -64,6 +64,8 @@ SQUAD_LEFT_OUT = frozenset({"Solar_energy", "IPod"})
 #: The shipped case file: only its ``collection:`` and ``actors:`` are used (its cases are the
 #: held-out gate set), so the shop store is the one ``evidex eval --cases`` builds.
 SHOP_CASES = HERE.parent / "examples" / "eval" / "cases.yaml"
+#: The folder the shop's case file may read below (its collection is examples/shop).
+SHOP_ROOT = HERE.parent / "examples"
 SHOP_DEV = HERE / "data" / "shop-dev" / "queries.jsonl"
 SHOP_ACTOR = "customer"
 SETS = ("encyclopedia", "encyclopedia-en", "squad", "mlqa", "scifact", "shop")
@@ -152,7 +154,7 @@ def _shop(split: str) -> QuestionSet:
     if split != "dev":
         raise SystemExit("set 'shop' has only a dev split (benchmarks/data/shop-dev); the shop's "
                          "held-out questions are examples/eval/cases.yaml, run by `evidex eval --cases`")
-    cf = load_cases(SHOP_CASES)
+    cf = load_cases(SHOP_CASES, root=SHOP_ROOT)
     questions = []
     for line in SHOP_DEV.read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
@@ -167,7 +169,7 @@ def case_store(cases: Path, location: str | Path, embedder: str) -> KnowledgeBas
     """A new store at ``location`` holding the collection of the case file ``cases``, built by
     the library's own ``evidex eval --cases`` path (same loaders, defaults, order, splitting,
     language identification)."""
-    return build_store(load_cases(cases), location, embedder=embedder)
+    return build_store(load_cases(cases, root=SHOP_ROOT), location, embedder=embedder)
 
 
 class _PersistentQueries:

@@ -1,8 +1,10 @@
-"""Long fuzzing run of the loaders (Markdown, HTML, PDF, DOCX, JSONL), the configuration loader
-and live tools' responses.
+"""Long fuzzing run of the loaders (Markdown, HTML, PDF, DOCX, JSONL), the configuration loader,
+the evaluation case-file loader and live tools' responses.
 
     nice -n 10 .venv/bin/python benchmarks/fuzz_loaders.py [--examples 2000] [--atheris-runs 20000]
         [--formats markdown,html,...] [--tool-responses 10000] [--out benchmarks/.work/fuzz.json]
+    nice -n 10 .venv/bin/python benchmarks/fuzz_loaders.py --formats casefile --examples 5000 \
+        --atheris-runs 0                                      # issue 37's >= 5,000 case files
 
 Three parts, all over the targets and the one outcome check of ``tests/fuzz_inputs.py`` (an
 input either loads, or is rejected by an ``EvidexError`` of one line; anything else, or a run

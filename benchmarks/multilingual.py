@@ -15,7 +15,8 @@ default embedder's vectors come from the persistent embedding cache):
   (benchmarks/data/german-qa, test only, never fitted on).
 
 ``report`` prints nDCG@10 per group for keyword, vector, hybrid convex 0.5 (the old default),
-RRF and adaptive (the new default), alternating nothing: quality does not depend on the machine.
+RRF, weighted RRF (RRF with the adaptive leg weights) and adaptive (the default), alternating
+nothing: quality does not depend on the machine.
 ``dump`` writes, per query, both legs' windows and the signals adaptive fusion reads, so the
 rule's constants can be fitted offline (fit_fusion.py). ``overhead`` times hybrid searches with
 adaptive and convex fusion alternately on the same queries (cached query vectors).
@@ -117,6 +118,7 @@ SETTINGS = {
     "vector": {"mode": "vector"},
     "convex 0.5": {"mode": "hybrid", "fusion": "convex", "alpha": 0.5},
     "rrf": {"mode": "hybrid", "fusion": "rrf"},
+    "weighted rrf": {"mode": "hybrid", "fusion": "weighted_rrf"},
     "adaptive": {"mode": "hybrid", "fusion": "adaptive"},
 }
 

@@ -4,8 +4,8 @@
 
 For each embedder: builds one SciFact store (english analyzer, passage vectors from the
 persistent embedding cache: the first run embeds the corpus, about 40 min for e5 on 2 cores),
-then measures nDCG@10 / Recall@100 / MRR@10 for keyword, vector, hybrid RRF (k=60) and hybrid
-convex (alpha 0.3/0.5/0.7); the hybrid search latency with a fresh query embedding for every
+then measures nDCG@10 / Recall@100 / MRR@10 for keyword, vector, hybrid RRF (k=60), weighted
+RRF, adaptive and convex (alpha 0.3/0.5/0.7); the hybrid search latency with a fresh query embedding for every
 query; the German question set (benchmarks/data/german-qa) in every mode; and the best-cosine
 distribution of SciFact queries versus off-topic questions (benchmarks/data/off-topic-questions.txt)
 from which the evidence thresholds are chosen: the thresholds come from the SciFact *train*
@@ -80,6 +80,8 @@ def main() -> None:
         r["keyword"] = quality(kb, beir, mode="keyword")
         r["vector"] = quality(kb, beir, mode="vector")
         r["hybrid_rrf"] = quality(kb, beir, mode="hybrid", fusion="rrf")
+        r["hybrid_weighted_rrf"] = quality(kb, beir, mode="hybrid", fusion="weighted_rrf")
+        r["hybrid_adaptive"] = quality(kb, beir, mode="hybrid", fusion="adaptive")
         for alpha in (0.3, 0.5, 0.7):
             r[f"hybrid_convex_{alpha}"] = quality(kb, beir, mode="hybrid", fusion="convex", alpha=alpha)
         # Latency with a real query embedding each time (the query-vector cache is cleared).
@@ -115,7 +117,9 @@ def main() -> None:
             r[f"german_{analyzer}"] = {
                 "keyword": quality(gkb, gbeir, mode="keyword"),
                 "vector": quality(gkb, gbeir, mode="vector"),
-                "hybrid_rrf": quality(gkb, gbeir, mode="hybrid"),
+                "hybrid_rrf": quality(gkb, gbeir, mode="hybrid", fusion="rrf"),
+                "hybrid_weighted_rrf": quality(gkb, gbeir, mode="hybrid", fusion="weighted_rrf"),
+                "hybrid_adaptive": quality(gkb, gbeir, mode="hybrid", fusion="adaptive"),
                 "hybrid_convex_0.5": quality(gkb, gbeir, mode="hybrid", fusion="convex", alpha=0.5),
             }
             gkb.close()

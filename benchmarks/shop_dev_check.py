@@ -35,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from answers_sets import SHOP_ACTOR, SHOP_CASES, SHOP_DEV, case_store
+from answers_sets import SHOP_ACTOR, SHOP_CASES, SHOP_DEV, SHOP_ROOT, case_store
 from evidex.evaluation import load_cases
 from evidex.evaluation._collection import Collection
 
@@ -65,7 +65,7 @@ def collection() -> Collection:
 def problems(rows: list[dict], col: Collection, fill: bool = False) -> list[str]:
     """Every problem of ``rows`` against ``col`` (empty: the set is right about the documents).
     ``fill``: set each answerable row's ``answers`` from the documents first."""
-    cf = load_cases(SHOP_CASES)
+    cf = load_cases(SHOP_CASES, root=SHOP_ROOT)
     actor = cf.actors[SHOP_ACTOR]
     held_out = [_words(c.question) for c in cf.cases]
     out: list[str] = []

@@ -9,7 +9,7 @@ its send time (`sent_at`) and a unique `delivery_id`: a body sent more than five
 (or dated in the future) is refused as stale (400), and one whose delivery id arrived before
 as a replay (409), so a captured delivery cannot be sent again. Each accepted message is
 printed as one line, as a person on the support team would see it arrive, and kept: `GET /`
-lists the last 100 as JSON.
+shows the last 100 as a page (a table, newest first), `GET /messages.json` as JSON.
 
 Standard library only.
 
@@ -24,8 +24,10 @@ import contextlib
 import datetime
 import hashlib
 import hmac
+import html
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -80,6 +82,42 @@ def summary(path: str, message: dict[str, Any]) -> str:
     return f"inbox {path}: " + "".join(c if c.isprintable() else " " for c in text)
 
 
+def _cell(value: Any) -> str:
+    return html.escape("".join(c if c.isprintable() else " " for c in str(value)))
+
+
+def page(kept: list[dict[str, Any]]) -> str:
+    """The inbox as a person reads it: one table row per message, newest first. Every value is
+    escaped: a question is whatever a customer typed."""
+    rows = []
+    for item in reversed(kept):
+        m = item["message"]
+        if m.get("type") == "evidex.handoff":
+            # The caller's log label ("key:demo-customer") names the key; the page shows the name.
+            kind, who = "Ask a person", re.sub(r"^[a-z]+:", "", str(m.get("caller", "")))
+            what = m.get("question", "")
+            ref = m.get("reference", "")
+        else:
+            kind, who, ref = "Owner notice", m.get("owner", ""), ""
+            what = summary(item["path"], m).split(": ", 2)[-1]
+        rows.append(f"<tr><td>{_cell(kind)}</td><td>{_cell(ref)}</td><td>{_cell(who)}</td>"
+                    f"<td>{_cell(what)}</td><td><code>{_cell(item['path'])}</code></td></tr>")
+    body = "\n".join(rows) or '<tr><td colspan="5">Nothing has arrived yet.</td></tr>'
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Acme Outdoor support inbox</title>
+<style>body{{font-family:system-ui,sans-serif;margin:1.5rem;color:#1d2330}}
+table{{border-collapse:collapse;width:100%}}th,td{{border:1px solid #d9dde5;padding:.35rem .6rem;
+text-align:left;vertical-align:top}}th{{background:#f6f7f9}}</style></head>
+<body><h1>Acme Outdoor support inbox</h1>
+<p>Questions sent with the page's <strong>Ask a person</strong> button and source owners' notices,
+newest first (the last 100; as JSON: <a href="/messages.json">/messages.json</a>).</p>
+<table><thead><tr><th>kind</th><th>reference</th><th>from / to</th><th>message</th><th>path</th></tr></thead>
+<tbody>
+{body}
+</tbody></table></body></html>
+"""
+
+
 def server(port: int, secret: str, host: str = "127.0.0.1",
            out: Any = sys.stdout) -> tuple[ThreadingHTTPServer, collections.deque[dict[str, Any]]]:
     """The inbox on ``host:port``, not yet serving (call ``serve_forever``), and what it keeps."""
@@ -111,12 +149,16 @@ def server(port: int, secret: str, host: str = "127.0.0.1",
             return self._reply(204)
 
         def do_GET(self) -> None:
-            if self.path != "/":
+            if self.path not in ("/", "/messages.json"):
                 return self._reply(404)
             with lock:
-                body = json.dumps(list(kept), ensure_ascii=False).encode("utf-8")
+                listed = list(kept)
+            if self.path == "/":
+                body, kind = page(listed).encode("utf-8"), "text/html; charset=utf-8"
+            else:
+                body, kind = json.dumps(listed, ensure_ascii=False).encode("utf-8"), "application/json"
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

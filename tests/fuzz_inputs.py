@@ -1,4 +1,5 @@
-"""Hostile inputs for the loaders and the configuration loader, and the one check they share.
+"""Hostile inputs for the loaders, the configuration loader and the evaluation case-file loader,
+and the one check they share.
 
 Used by ``tests/test_fuzz_loaders.py`` (a short run in the suite) and by
 ``benchmarks/fuzz_loaders.py`` (a long run, with hypothesis and atheris). A "target" takes bytes
@@ -9,13 +10,17 @@ message of several lines, or an input that took longer than its time budget).
 Seeds are real files made by the tools users have (fpdf2, python-docx, hand-written Markdown,
 HTML and YAML); the strategies mutate them (truncate, flip, splice, repeat) and build inputs no
 tool would write: deep nesting, enormous lines, zip bombs, PDF streams that inflate to
-gigabytes, YAML alias bombs.
+gigabytes, YAML alias bombs. Case files are also built from the format's own structure: the
+seed's data with values replaced, removed or added at random places (wrong types anywhere),
+and paths that lead out of the case file's folder, plainly or through symbolic links.
 """
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,14 +32,16 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import yaml
 from hypothesis import strategies as st
 
 from evidex.config import load_config
+from evidex.evaluation import load_cases
 from evidex.ingest import load_document, load_paths, split_text
 from evidex.model import EvidexError
 
 DEFAULTS = {"tenant": "acme", "groups": ["staff"]}
-FORMATS = ("markdown", "html", "pdf", "docx", "jsonl", "config")
+FORMATS = ("markdown", "html", "pdf", "docx", "jsonl", "config", "casefile")
 
 
 # -- seeds ------------------------------------------------------------------------------------
@@ -98,6 +105,41 @@ server:
 """ % (b"ab" * 32)
 
 
+#: A case file with every type (examples/eval/README.md), on the folder ``casefile_folder`` makes.
+CASEFILE = b"""version: 1
+collection:
+  tenant: acme
+  ingest:
+    - {path: docs, tenant: acme, groups: [customers], visibility: public, language: en}
+actors:
+  customer: {tenant: acme, groups: [customers], visibilities: [public], claims: {customer_id: C-1}}
+  staff: {tenant: acme, groups: [staff], visibilities: [public, internal]}
+defaults: {as: customer, language: en, top_k: 4}
+gate: {access_violations_max: 0, answerable_cited_min: 0.85, category_answerable_min: 0.6}
+cases:
+  - {id: a1, category: returns, type: answerable, question: "How many days?",
+     expect: {documents: [shop/returns], anchors: [return-period], must_include: ["30 days"]}}
+  - {id: l1, category: german, type: language, language: de, question: "Wie viele Tage?",
+     expect: {documents: [shop/returns], passage_language: en}}
+  - {id: u1, category: oos, type: unanswerable, question: "Kayaks?", expect: {reason_any: [no_evidence]}}
+  - {id: x1, category: internal, type: access, question: "Limits?", as: staff,
+     expect: {forbidden: [staff/limits], decline: true}, note: "why"}
+  - {id: i1, category: injection, type: injection, question: "Code?",
+     expect: {hostile: [community/forum], forbidden_phrases: [SECRET]}}
+  - {id: v1, category: orders, type: live, question: "Where is order 12345?", expect: {tool: order-status}}
+  - {id: k1, category: lookup, type: keyword_exact, question: "NK-2041",
+     expect: {documents: [p/NK], top_k: 3}}
+  - id: c1
+    category: superseded
+    type: changed_source
+    question: "How many days?"
+    steps: [{ingest: changes/returns-2.md, tenant: acme}]
+    expect: {documents: [shop/returns], version: "2", must_include: ["60 days"]}
+    old_citation: {document_id: shop/returns, version: "1", anchor: return-period, quote: "30 days"}
+    expect_matched_version: "1"
+"""
+
+
 @cache
 def pdf_seed() -> bytes:
     from fpdf import FPDF
@@ -129,7 +171,7 @@ def docx_seed() -> bytes:
 
 def seed(fmt: str) -> bytes:
     return {"markdown": lambda: MARKDOWN, "html": lambda: HTML, "pdf": pdf_seed, "docx": docx_seed,
-            "jsonl": lambda: JSONL, "config": lambda: CONFIG}[fmt]()
+            "jsonl": lambda: JSONL, "config": lambda: CONFIG, "casefile": lambda: CASEFILE}[fmt]()
 
 
 # -- hostile constructions --------------------------------------------------------------------
@@ -307,6 +349,31 @@ SPECIAL: dict[tuple[str, str], Callable[[], bytes]] = {
     ("config", "big"): lambda: b"sources: [" + b"{id: a, type: files, path: x}, " * 100_000 + b"]\n",
     ("config", "tags"): lambda: b"x: !!python/object/apply:os.system ['true']\n",
     ("config", "binary"): lambda: bytes(range(256)) * 10,
+    ("config", "huge-int"): lambda: b"retrieval: {top_k: " + b"9" * 5_000 + b"}\n",
+    ("config", "bad-date"): lambda: b"x: 2026-13-45\n",
+    ("config", "merge-key"): lambda: b"retrieval: {<<: {top_k: 3}}\n",
+    ("markdown", "front-matter-bad-date"): lambda: b"---\npublished_at: 2026-13-45\n---\nbody\n",
+    ("markdown", "front-matter-huge-int"): lambda: b"---\nversion: " + b"9" * 5_000 + b"\n---\nbody\n",
+    ("casefile", "alias-bomb"): lambda: CASEFILE + b"\n" + yaml_alias_bomb(),
+    ("casefile", "deep-flow"): lambda: CASEFILE.replace(b"cases:", b"x: " + b"[" * 50_000
+                                                        + b"]" * 50_000 + b"\ncases:"),
+    ("casefile", "deep-mapping"): lambda: CASEFILE.replace(b"cases:", b"x: " + b"{a: " * 3_000 + b"1"
+                                                           + b"}" * 3_000 + b"\ncases:"),
+    ("casefile", "type-list"): lambda: CASEFILE.replace(b"type: answerable", b"type: [answerable]"),
+    ("casefile", "as-mapping"): lambda: CASEFILE.replace(b"as: staff,", b"as: {a: 1},"),
+    ("casefile", "list-key"): lambda: CASEFILE.replace(b"note: \"why\"", b"[note]: 1"),
+    ("casefile", "absolute"): lambda: CASEFILE.replace(b"path: docs", b"path: /etc"),
+    ("casefile", "dotdot"): lambda: CASEFILE.replace(b"path: docs", b"path: ../outside"),
+    ("casefile", "symlinked-folder"): lambda: CASEFILE.replace(b"path: docs", b"path: docs_link"),
+    ("casefile", "symlinked-file"): lambda: CASEFILE.replace(b"ingest: changes/returns-2.md",
+                                                             b"ingest: secret_link.md"),
+    ("casefile", "link-loop"): lambda: CASEFILE.replace(b"path: docs", b"path: loop/x"),
+    ("casefile", "long-name"): lambda: CASEFILE.replace(b"path: docs", b"path: " + b"n" * 300),
+    ("casefile", "line-break-key"): lambda: CASEFILE.replace(b"cases:", b'"a\\nb": 1\ncases:'),
+    ("casefile", "line-break-duplicate"): lambda: CASEFILE.replace(b"cases:",
+                                                                   b'"a\\nb": 1\n"a\\nb": 2\ncases:'),
+    ("casefile", "many-cases"): lambda: CASEFILE + b"".join(
+        b"  - {id: n%d, category: c, type: unanswerable, question: q}\n" % i for i in range(15_000)),
 }
 
 
@@ -340,10 +407,44 @@ def _config(data: bytes) -> object:
         return load_config(path)
 
 
+@cache
+def casefile_folder() -> Path:
+    """``<tmp>/set``, the case files' folder: the seed's ``docs/`` and ``changes/``, and links
+    out of it (``docs_link`` to a folder, ``secret_link.md`` to a file) beside ``<tmp>/outside``,
+    which no case file in ``set`` may read, and ``loop``, a link to itself. Made once per
+    process."""
+    top = Path(tempfile.mkdtemp(prefix="evidex-fuzz-cases-"))
+    atexit.register(shutil.rmtree, top, True)
+    (top / "outside").mkdir()
+    (top / "outside" / "secret.md").write_text("# Secret\n\nThe launch code is 4711.\n")
+    folder = top / "set"
+    for name in ("docs/returns.md", "changes/returns-2.md"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("---\nid: shop/returns\n---\n# Returns\n\n30 days.\n")
+    (folder / "docs_link").symlink_to(top / "outside", target_is_directory=True)
+    (folder / "secret_link.md").symlink_to(top / "outside" / "secret.md")
+    (folder / "loop").symlink_to(folder / "loop")
+    return folder
+
+
+def _casefile(data: bytes) -> object:
+    """Load a case file from the fuzz folder; one that loads must name only paths inside it."""
+    folder = casefile_folder()
+    path = folder / "cases.yaml"
+    path.write_bytes(data)
+    cf = load_cases(path)
+    for entry in (*cf.collection, *(s for c in cf.cases for s in c.steps)):
+        if not entry.path.is_relative_to(folder.resolve()):
+            raise AssertionError(f"{entry.where}: {entry.path} is outside {folder}")
+    return cf
+
+
 TARGETS: dict[str, Callable[[bytes], object]] = {
     "markdown": _document("markdown"), "html": _document("html"), "pdf": _document("pdf"),
-    "docx": _document("docx"), "jsonl": _jsonl, "config": _config,
+    "docx": _document("docx"), "jsonl": _jsonl, "config": _config, "casefile": _casefile,
 }
+#: Targets whose error may be several lines (one per problem, the first naming how many more).
+MULTI_LINE = {"config", "casefile"}
 
 
 @dataclass
@@ -354,8 +455,8 @@ class Outcome:
 
 
 def run_one(fmt: str, data: bytes, budget_s: float = 20.0) -> Outcome:
-    """Run one input through one target. Configuration errors may be several lines (one per
-    problem, the first naming how many); every other rejection must be one line."""
+    """Run one input through one target. Configuration and case-file errors may be several
+    lines (one per problem, the first naming how many); every other rejection must be one line."""
     t0 = time.perf_counter()
     try:
         TARGETS[fmt](data)
@@ -363,8 +464,8 @@ def run_one(fmt: str, data: bytes, budget_s: float = 20.0) -> Outcome:
     except EvidexError as exc:
         message = str(exc)
         lines = message.splitlines()
-        header_only = fmt != "config" or len(lines) == 1 or "more)" in lines[0]
-        if not message.strip() or not header_only or (fmt != "config" and len(lines) != 1):
+        header_only = fmt not in MULTI_LINE or len(lines) == 1 or "more)" in lines[0]
+        if not message.strip() or not header_only or (fmt not in MULTI_LINE and len(lines) != 1):
             kind, detail = "failure", f"not a one-line error: {message[:300]!r}"
         else:
             kind, detail = "rejected", lines[0][:200]
@@ -480,7 +581,74 @@ def generated(fmt: str) -> st.SearchStrategy[bytes]:
                                                                                           max_size=5),
                               max_leaves=15)
         return st.dictionaries(keys, values, max_size=6).map(lambda d: json.dumps(d).encode())
+    if fmt == "casefile":
+        return casefile_mutants()
     return st.binary(max_size=2048)
+
+
+# -- case files from the format's structure -----------------------------------------------------
+
+_CASE_WORDS = ["version", "collection", "ingest", "path", "tenant", "groups", "visibility", "language",
+               "actors", "visibilities", "claims", "defaults", "as", "top_k", "gate", "cases", "id",
+               "category", "type", "question", "expect", "documents", "anchors", "must_include",
+               "passage_language", "reason_any", "forbidden", "decline", "version", "hostile",
+               "forbidden_phrases", "tool", "steps", "old_citation", "document_id", "passage", "anchor",
+               "quote", "expect_matched_version", "note", "answerable", "language", "unanswerable",
+               "access", "changed_source", "injection", "live", "keyword_exact", "customer", "staff",
+               "acme", "public", "internal", "en", "de", "shop/returns", "docs", "changes/returns-2.md",
+               "../outside", "../outside/secret.md", "/etc", "/etc/passwd", "docs_link",
+               "docs_link/secret.md", "secret_link.md", "..", ".", "docs/../..", "docs/../../outside",
+               "~", "", " ", "loop", "loop/x", "n" * 300, "docs/" + "x/" * 2_100]
+_CASE_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
+    | st.sampled_from(_CASE_WORDS),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(_CASE_WORDS) | st.integers() | st.text(max_size=6), inner, max_size=4),
+    max_leaves=8)
+
+
+class _NoAliases(yaml.SafeDumper):
+    def ignore_aliases(self, data: object) -> bool:
+        return True
+
+
+def _slots(value: object, out: list[tuple[object, object]]) -> list[tuple[object, object]]:
+    """Every (container, key or index) of ``value``, depth first."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.append((value, k))
+            _slots(v, out)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out.append((value, i))
+            _slots(v, out)
+    return out
+
+
+def _mutate(edits: list[tuple[int, str, object, object]], as_json: bool) -> bytes:
+    """The seed's data with each edit applied at the slot its number picks: the value replaced,
+    the key or item removed, or a key or item added beside it."""
+    data = yaml.safe_load(CASEFILE)
+    for n, how, key, value in edits:
+        slots = _slots(data, [])
+        container, at = slots[n % len(slots)]
+        if how == "replace":
+            container[at] = value  # type: ignore[index]
+        elif how == "remove":
+            del container[at]  # type: ignore[attr-defined]
+        elif isinstance(container, dict):
+            container[key] = value
+        else:
+            container.insert(at, value)  # type: ignore[attr-defined]
+    if as_json:
+        return json.dumps(data, default=str).encode()
+    return yaml.dump(data, Dumper=_NoAliases, sort_keys=False, allow_unicode=True).encode()
+
+
+def casefile_mutants() -> st.SearchStrategy[bytes]:
+    edit = st.tuples(st.integers(0, 10_000), st.sampled_from(["replace", "remove", "add"]),
+                     st.sampled_from(_CASE_WORDS), _CASE_VALUES)
+    return st.builds(_mutate, st.lists(edit, min_size=1, max_size=4), st.booleans())
 
 
 def inputs(fmt: str) -> st.SearchStrategy[bytes]:

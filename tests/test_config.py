@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from evidex.config import FilesSource, RecordsSource, ServerSettings, WebSource, load_config
-from evidex.ingest import YamlRefused, compose_yaml
 from evidex.model import ConfigError, EvidexError
+from evidex.yamlfile import YamlRefused, compose_yaml
 
 EVIDEX = Path(sys.executable).parent / "evidex"
 
@@ -94,10 +94,12 @@ server:
     ("sources:\n  - id: a\n    type: files\n    path: x\n    visibilty: public\n",
      ":5: sources[0].visibilty: unknown key"),
     ("retrieval:\n  top_k: 0\n", ":2: retrieval.top_k: Input should be greater than or equal to 1"),
-    ("retrieval: {fuse: max}\n", ":1: retrieval.fuse: Input should be 'adaptive', 'rrf' or 'convex'"),
+    ("retrieval: {fuse: max}\n",
+     ":1: retrieval.fuse: Input should be 'adaptive', 'weighted_rrf', 'rrf' or 'convex'"),
     ("sources:\n  - id: a\n    type: files\n    path: x\n    visibility: pubic\n",
      ":5: sources[0].visibility: Input should be"),
-    ("sources:\n  - id: a\n    type: ftp\n", ":2: sources[0]: Input tag 'ftp'"),
+    ("sources:\n  - id: a\n    type: ftp\n",
+     ":3: sources[0].type: unknown type 'ftp'; known: files, web, records, pdf"),
     ("sources:\n  - id: a\n    type: files\n", ":2: sources[0].path: required key is missing"),
     ("sources:\n  - {id: w, type: web}\n", ":2: sources[0]: a web source needs urls"),
     ("sources:\n  - {id: w, type: web, urls: [ftp://x]}\n", ":2: sources[0].urls: must be an http"),

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -117,7 +118,8 @@ def test_the_documented_example_loads(folder: Path) -> None:
     cf = load_cases(write(folder, HEAD + CASES))
     assert [c.id for c in cf.cases] == ["a1", "a2", "u1", "x1", "s1", "k1", "l1", "v1", "c1", "a3"]
     c1 = cf.cases[8]
-    assert c1.steps[0].path == folder / "changes/returns-2.md" and c1.expect_matched_version == "1"
+    assert c1.steps[0].path == (folder / "changes/returns-2.md").resolve()
+    assert c1.expect_matched_version == "1"
     assert cf.cases[5].top_k == 3 and cf.cases[0].top_k == 4
     assert cf.actors["staff"] == Actor("acme", frozenset({"staff"}),
                                        visibilities=frozenset({"public", "internal"}))
@@ -133,21 +135,35 @@ ONE = "cases:\n  - {id: a1, category: returns, type: answerable, question: q, ex
     (HEAD + ONE.replace("answerable", "answerible"), 10, "unknown type 'answerible'"),
     (HEAD + ONE.replace("question: q", "question: q, as: boss"), 10, "unknown actor 'boss'"),
     (HEAD + ONE + ONE.replace("cases:\n", ""), 11, "cases[1] a1.id: duplicate id (first on line 10)"),
-    (HEAD + ONE.replace("{documents: [d]}", "{}"), 10, "type answerable needs expect.documents"),
+    (HEAD + ONE.replace("{documents: [d]}", "{}"), 10, "a1.expect.documents: required key is missing"),
     (HEAD + ONE.replace("{documents: [d]}", "{documents: [d], forbidden: [x]}"), 10,
-     "expect.forbidden: not an expectation of type answerable"),
+     "expect.forbidden: unknown key; allowed: anchors, documents, must_include"),
     (HEAD + ONE.replace("{documents: [d]}", "{documents: d}"), 10,
-     "expect.documents: must be a non-empty list of document ids"),
+     "a1.expect.documents: Input should be a valid list"),
     (HEAD + ONE.replace("category: returns, ", ""), 10, "a1.category: required"),
     (HEAD.replace("path: docs", "path: nowhere") + ONE, 4, "collection.ingest[0].path: no such file"),
     (HEAD.replace("visibilities: [public]}", "visibilities: [pubic]}") + ONE, 6, "actors.customer"),
-    (HEAD + "gate: {answerable_cited_min: 85}\n" + ONE, 9, "gate.answerable_cited_min: must be a share"),
+    (HEAD + "gate: {answerable_cited_min: 85}\n" + ONE, 9, "gate.answerable_cited_min: Input should be less"),
     (HEAD + "gate: {answerable_min: 0.5}\n" + ONE, 9, "gate.answerable_min: unknown key"),
-    (HEAD.replace("version: 1", "version: 2") + ONE, 1, "version: required: 1"),
+    (HEAD.replace("version: 1", "version: 2") + ONE, 1, "version: Input should be 1"),
     (HEAD + ONE.replace("type: answerable", "type: changed_source").replace(
-        "{documents: [d]}", "{documents: [d], version: '2'}"), 10, "changed_source needs steps"),
+        "{documents: [d]}", "{documents: [d], version: '2'}"), 10, "a1.steps: required key is missing"),
     (HEAD + "defaults: {as: customer}\n" + ONE, 9, "defaults: duplicate key (first on line 8)"),
     (HEAD + "cases:\n  - [a, b\n", 11, "invalid YAML"),
+    (HEAD + ONE.replace("question: q", "question: [q]"), 10, "a1.question: Input should be a valid string"),
+    (HEAD + ONE.replace("expect: {documents: [d]}", "expect: [documents]"), 10,
+     "a1.expect: Input should be a valid dictionary"),
+    (HEAD + "cases:\n  - null\n", 10, "cases[0]: Input should be a valid dictionary"),
+    (HEAD + "cases: {a1: 1}\n", 9, "cases: Input should be a valid list"),
+    (HEAD + "gate: {access_violations_max: true}\n" + ONE, 9,
+     "gate.access_violations_max: Input should be a valid integer"),
+    (HEAD + ONE.replace("type: answerable", "type: keyword_exact").replace("{documents: [d]}",
+                                                                          "{documents: [d], top_k: '3'}"),
+     10, "a1.expect.top_k: Input should be a valid integer"),
+    (HEAD + ONE.replace("question: q", "question: q, note: 2026-12-01"), 10,
+     "a1.note: Input should be a valid string"),
+    (HEAD + ONE.replace("category: returns", "category: returns, id: a2"), 10,
+     "id: duplicate key (first on line 10)"),
 ])
 def test_an_invalid_case_file_names_file_line_and_key(folder: Path, text: str, line: int,
                                                       needle: str) -> None:
@@ -415,3 +431,162 @@ def test_the_case_format_round_trips_through_yaml(folder: Path) -> None:
     """The loader reads plain YAML (no tags, no custom types): what a content owner writes."""
     data = yaml.safe_load(HEAD + CASES)
     assert len(data["cases"]) == len(load_cases(write(folder, yaml.safe_dump(data))).cases)
+
+
+# -- hostile case files (issue 37, findings 3 and 10) --------------------------------------------
+
+SECRET = "# Secret\n\nThe launch code is 4711.\n"
+
+
+@pytest.fixture
+def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder outside the case file's folder, holding a file a case file must not read."""
+    out = tmp_path_factory.mktemp("outside")
+    (out / "secret.md").write_text(SECRET, encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("how", ["absolute", "dotdot", "symlinked folder", "symlinked file"])
+def test_a_collection_path_leading_outside_the_case_files_folder_is_refused(
+        folder: Path, outside: Path, how: str) -> None:
+    """An absolute path, a ``..`` and a link out of the folder once put the file they name into
+    the store; each is now one line at the path's own line, before anything is read."""
+    if how == "symlinked folder":
+        (folder / "link").symlink_to(outside, target_is_directory=True)
+    if how == "symlinked file":
+        (folder / "link.md").symlink_to(outside / "secret.md")
+    written = {"absolute": str(outside), "dotdot": os.path.relpath(outside, folder),
+               "symlinked folder": "link", "symlinked file": "link.md"}[how]
+    path = write(folder, HEAD.replace("path: docs", f"path: '{written}'") + ONE)
+    with pytest.raises(ConfigError) as exc:
+        load_cases(path)
+    (line,) = str(exc.value).splitlines()
+    assert line.startswith(f"{path}:4: collection.ingest[0].path: {written} "), line
+    assert ("absolute path" if how == "absolute" else f"outside {folder.resolve()}") in line
+
+
+@pytest.mark.parametrize(("written", "needle"), [
+    ("loop/x", "cannot read loop/x: Symlink loop from"),
+    ("n" * 300, "cannot read " + "n" * 97 + "...: File name too long"),
+])
+def test_a_path_the_system_cannot_resolve_is_one_line(folder: Path, written: str, needle: str) -> None:
+    """A name longer than the system allows was an OSError from ``load_cases``; a loop of links,
+    which resolving a path meets (a RuntimeError), is one line as well."""
+    (folder / "loop").symlink_to(folder / "loop")
+    path = write(folder, HEAD.replace("path: docs", f"path: {written}") + ONE)
+    with pytest.raises(ConfigError) as exc:
+        load_cases(path)
+    assert str(exc.value).startswith(f"{path}:4: collection.ingest[0].path: {needle}")
+    assert "\n" not in str(exc.value)
+
+
+def test_a_symlink_inside_a_collection_folder_leading_out_is_refused(folder: Path, outside: Path) -> None:
+    """The probe's folder holding ``passwd.txt -> /etc/passwd``: the folder is inside, the
+    file it links to is not. The entry is an error naming the link, and nothing is ingested;
+    a link that stays inside the folder is followed as before."""
+    (folder / "docs" / "secret.md").symlink_to(outside / "secret.md")
+    (folder / "shared").mkdir()
+    (folder / "shared" / "hours.md").write_text(_md("shop/hours", "1", "# Hours\n\nOpen daily.\n"),
+                                                encoding="utf-8")
+    (folder / "docs" / "hours.md").symlink_to(folder / "shared" / "hours.md")
+    path = write(folder, HEAD + CASES)
+    with pytest.raises(ConfigError) as exc:
+        evaluate_cases(path)
+    assert str(exc.value) == (f"{path}:4: collection.ingest[0]: {folder / 'docs' / 'secret.md'} is a "
+                              f"symbolic link to {(outside / 'secret.md').resolve()}, outside "
+                              f"{folder.resolve()}: a case file reads only below its own folder or "
+                              "the root given (--root)")
+    (folder / "docs" / "secret.md").unlink()
+    report = lint_cases(path)  # hours.md links to a file inside the folder: read as before
+    assert report.errors == [] and report.documents == 5
+
+
+def test_a_changed_source_step_is_confined_too(folder: Path, outside: Path) -> None:
+    case = ("  - {id: c1, category: c, type: changed_source, question: q, steps: [{ingest: "
+            f"'{outside / 'secret.md'}', tenant: acme}}], expect: {{documents: [shop/returns], "
+            "version: '2'}, old_citation: {document_id: shop/returns, version: '1', passage: 1, "
+            "quote: x}, expect_matched_version: '1'}\n")
+    path = write(folder, HEAD + "cases:\n" + case)
+    with pytest.raises(ConfigError, match=r":10: cases\[0\] c1\.steps\[0\]\.ingest: .* is an absolute path"):
+        load_cases(path)
+
+
+def test_root_widens_the_folder_a_case_file_may_read(folder: Path) -> None:
+    """The shipped layout: the case file in its own folder, the collection beside it."""
+    (folder / "set").mkdir()
+    path = write(folder / "set", HEAD.replace("path: docs", "path: ../docs")
+                 + CASES.replace("ingest: changes/", "ingest: ../changes/"))
+    with pytest.raises(ConfigError, match="outside"):
+        load_cases(path)
+    cf = load_cases(path, root=folder)
+    assert cf.collection[0].path == (folder / "docs").resolve() and cf.root == folder.resolve()
+    with pytest.raises(ConfigError, match="the root of the case file is not a folder"):
+        load_cases(path, root=folder / "nowhere")
+    proc = evidex("eval", "--cases", path, "--json")
+    assert proc.returncode == 2 and "outside" in proc.stderr
+    proc = evidex("eval", "--cases", path, "--root", folder, "--json", "--id", "a1")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["totals"]["passed"] == 1
+
+
+@pytest.mark.skipif(not Path("/etc/passwd").is_file(), reason="needs /etc/passwd")
+def test_the_probe_etc_passwd_through_a_symlink_exits_2(folder: Path) -> None:
+    (folder / "docs" / "passwd.txt").symlink_to("/etc/passwd")
+    path = write(folder, HEAD.replace("tenant: acme}", "tenant: acme, groups: [customers], "
+                                      "visibility: public}") + ONE)
+    proc = evidex("eval", "--cases", path, "--json")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"error: {path}:4: collection.ingest[0]: {folder / 'docs' / 'passwd.txt'} is a symbolic "
+        f"link to /etc/passwd, outside {folder.resolve()}: a case file reads only below its own "
+        "folder or the root given (--root)"]
+
+
+_CASE = "  - {id: a1, category: c, type: answerable, question: q, expect: {documents: [d]}}\n"
+
+
+@pytest.mark.parametrize(("text", "line", "needle"), [
+    (HEAD + ONE.replace("type: answerable", "type: [answerable]"), 10,
+     "cases[0] a1.type: unknown type \"['answerable']\"; known: answerable, language"),
+    (HEAD + ONE.replace("question: q", "question: q, as: {a: 1}"), 10,
+     "cases[0] a1.as: Input should be a valid string"),
+    (HEAD + "cases:\n  - {id: a1, [x]: 1}\n", 10, "a mapping key must be a single value"),
+    (HEAD + "cases: " + "[" * 50_000 + "]" * 50_000 + "\n", 9, "YAML nested deeper than 64 levels"),
+    (HEAD + "cases: " + "{a: " * 3_000 + "1" + "}" * 3_000 + "\n", 9, "YAML nested deeper than 64 levels"),
+    (HEAD + "".join("  " * i + f"k{i}:\n" for i in range(100)), 72, "YAML nested deeper than 64 levels"),
+    (HEAD.replace("customer: {", "customer: &c {").replace("defaults:", "  guest: *c\ndefaults:")
+     + ONE, 6,
+     "YAML anchors (&c) are not accepted; write the value out (cases share settings through defaults:)"),
+    (HEAD + "cases:\n  - {<<: {id: a1}, category: c}\n", 10, "YAML merge keys (<<) are not accepted"),
+    (HEAD + "gate: {access_violations_max: " + "9" * 5_000 + "}\n" + ONE, 9,
+     "cannot read the value '9999"),
+    (HEAD + ONE.replace("question: q", "question: q, note: 2026-13-45"), 10,
+     "cannot read the value '2026-13-45': month must be in 1..12"),
+])
+def test_a_hostile_case_file_is_one_line_at_its_line(folder: Path, text: str, line: int,
+                                                     needle: str) -> None:
+    """Wrong types once gave ~50-line TypeError tracebacks, deep nesting a RecursionError, and
+    aliases were expanded: each is now one ``file:line: where: what`` line, within a second."""
+    path = write(folder, text)
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError) as exc:
+        load_cases(path)
+    assert time.perf_counter() - t0 < 1.0
+    (first,) = str(exc.value).splitlines()
+    assert first.startswith(f"{path}:{line}: ") and needle in first, first
+
+
+def test_a_hostile_case_file_exits_2_with_one_line_from_the_command(folder: Path) -> None:
+    for text in (HEAD + ONE.replace("type: answerable", "type: [answerable]"),
+                 HEAD + "cases: " + "[" * 50_000 + "]" * 50_000 + "\n",
+                 HEAD + "cases:\n  - {id: a1, [x]: 1}\n"):
+        path = write(folder, text)
+        proc = evidex("eval", "--cases", path)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+        assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith(f"error: {path}:")
+
+
+def test_a_case_file_is_bounded_in_size(folder: Path) -> None:
+    path = write(folder, HEAD + ONE + "# " + "x" * (4 * 1024 * 1024) + "\n")
+    with pytest.raises(ConfigError, match=r"the case file is larger than 4194304 bytes$"):
+        load_cases(path)

@@ -29,7 +29,10 @@ USER_CACHE = default_cache_path()
 
 @pytest.fixture(scope="module")
 def shipped() -> dict[str, Any]:
-    return evaluate_cases(CASES, embedder=DEFAULT_EMBEDDER, embed_cache=USER_CACHE)
+    # The set's collection is examples/shop, beside the case file's folder: the examples
+    # folder is the root it may read below.
+    return evaluate_cases(CASES, embedder=DEFAULT_EMBEDDER, embed_cache=USER_CACHE,
+                          root=ROOT / "examples")
 
 
 def _failed(report: dict[str, Any]) -> str:

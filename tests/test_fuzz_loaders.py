@@ -1,8 +1,9 @@
 """Loader fuzzing, the short run of ``make test`` (the long one is ``benchmarks/fuzz_loaders.py``).
 
-Every input to the Markdown, HTML, PDF, Word and JSONL loaders and to the configuration loader
-either loads or is refused with a one-line ``EvidexError`` (``fuzz_inputs.run_one``): never
-another exception, never a multi-line message, never minutes of work. Hypothesis runs
+Every input to the Markdown, HTML, PDF, Word and JSONL loaders, the configuration loader and the
+evaluation case-file loader either loads or is refused with a one-line ``EvidexError``
+(``fuzz_inputs.run_one``; a configuration or case file: one line per problem): never another
+exception, never minutes of work, and a case file that loads names no path outside its folder. Hypothesis runs
 derandomized (the same inputs every run); the named hostile inputs are the benchmark's, the
 memory-hungry ones in a process of their own whose peak memory is bounded.
 """
@@ -37,7 +38,8 @@ MEMORY: dict[tuple[str, str], float] = {
     ("jsonl", "tiny-words-line"): 250.0,
 }
 #: Named inputs that take long to build or parse at full size; the benchmark runs those.
-SLOW = {("html", "many-headings"), ("markdown", "headings"), ("jsonl", "many-lines")}
+SLOW = {("html", "many-headings"), ("markdown", "headings"), ("jsonl", "many-lines"),
+        ("casefile", "many-cases")}
 
 
 @pytest.mark.parametrize("fmt", fz.FORMATS)
@@ -52,6 +54,21 @@ def test_mutated_and_generated_inputs_load_or_get_one_line_errors(fmt: str) -> N
 
 
 NAMED = [k for k in fz.SPECIAL if k not in MEMORY and k not in SLOW]
+
+
+#: Case files cost milliseconds each, and every wrong type deep in one was a traceback once
+#: (issue 37): more of them than of the other formats.
+CASE_FILES = settings(SHORT, max_examples=150)
+
+
+def test_generated_case_files_load_or_get_errors_at_their_line() -> None:
+    @CASE_FILES
+    @given(fz.inputs("casefile"))
+    def run(data: bytes) -> None:
+        outcome = fz.run_one("casefile", data, budget_s=30)
+        assert outcome.kind != "failure", outcome.detail
+
+    run()
 
 
 @pytest.mark.parametrize(("fmt", "name"), NAMED, ids=[f"{f}-{n}" for f, n in NAMED])

@@ -124,12 +124,18 @@ def test_the_reference_without_locations_names_each_missing_one_in_file_order(tm
                          f"{path}:10: sources[2].path: required key is missing"]
 
 
+#: Where the shipped example departs from the reference, and why (issue 39: the demo's fusion
+#: is the one the figures choose, benchmarks/RESULTS.md "Fusion").
+SHIPPED_INSTEAD = {"  fuse: reciprocal_rank": "  fuse: adaptive"}
+
+
 def test_the_shipped_example_is_the_reference_with_locations() -> None:
     path = ROOT / "examples" / "knowledge.config.yaml"
     text = path.read_text(encoding="utf-8")
     kept = [line.split("#")[0].rstrip() for line in text.splitlines()]
     for line in REFERENCE.splitlines():
-        assert line.split("#")[0].rstrip() in kept, line
+        line = line.split("#")[0].rstrip()
+        assert SHIPPED_INSTEAD.get(line, line) in kept, line
     cfg = load_config(path)
     for s in cfg.sources:
         if isinstance(s, PdfSource | WikiSource):
@@ -288,7 +294,7 @@ def test_the_example_inbox_takes_what_evidex_signs_and_nothing_else(tmp_path: Pa
         assert lines == [
             f"inbox /handoff: handoff {sent.reference} from demo-customer: Can I return a worn jacket?",
             "inbox /owners/help-centre: to Help centre team: 1 drifted document(s), 0 open conflict(s)"]
-        listed = httpx.get(f"http://127.0.0.1:{port}/").json()
+        listed = httpx.get(f"http://127.0.0.1:{port}/messages.json").json()
         assert [m["path"] for m in listed] == ["/handoff", "/owners/help-centre"] and len(kept) == 2
     finally:
         httpd.shutdown()

@@ -25,7 +25,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 #: ARCHITECTURE.md describe the same order.
 LAYERS: list[set[str]] = [
     {"model"},
-    {"extras"},
+    {"extras", "yamlfile"},
     {"query", "ingest", "embed", "cadence", "notify"},
     {"store"},
     {"retrieve", "cite", "tools", "check", "_batch"},

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
 from evidex import Document, KnowledgeBase
+from page_helpers import ask, chromium, sign_in, tab
 from service_helpers import BIN, ROOT, Server, build_store, write_config
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = ROOT / "test-artifacts"
 
 HOSTILE = Document("hostile", "acme", frozenset({"customers"}), "1",
@@ -48,35 +45,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: run `make install`"
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
 def page(browser: Any, site: dict[str, Any]) -> Iterator[Page]:
-    ctx = browser.new_context(viewport={"width": 1100, "height": 1000})
-    pg = ctx.new_page()
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(site["url"] + "/")
-    yield pg
-    ctx.close()
-    assert errors == []
-
-
-def sign_in(page: Page, key: str) -> None:
-    page.fill("#api-key", key)
-    page.keyboard.press("Enter")
-    page.wait_for_selector("#app:not([hidden])")
-
-
-def ask(page: Page, question: str) -> None:
-    page.fill("#question", question)
-    page.keyboard.press("Enter")
-    page.wait_for_selector("#answer [data-status]")
+    with tab(browser, site["url"] + "/") as pg:
+        yield pg
 
 
 def test_nobody_is_signed_in_on_first_load(browser: Any, site: dict[str, Any]) -> None:
@@ -92,7 +68,9 @@ def test_nobody_is_signed_in_on_first_load(browser: Any, site: dict[str, Any]) -
         assert not pg.locator("#sign-out").is_visible()
         assert not pg.locator("#app").is_visible()
         assert "Signed in" not in pg.inner_text("header")
+        assert not pg.locator("#demo-hint").is_visible()  # not the demo: no key is suggested
         sign_in(pg, "acme-customer-key")
+        assert pg.inner_text("#session-label") == "Signed in as acme-customer (acme)"
         assert pg.locator("#session").is_visible() and pg.locator("#sign-out").is_visible()
         pg.click("#sign-out")
         assert not pg.locator("#session").is_visible()

@@ -546,7 +546,8 @@ def test_a_gzip_sitemap_is_inflated_only_up_to_max_bytes(
     base, root, _ = site
     page(root, "extra.html", "Extra page")
     body = (b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-            + b" " * (100 * 1024 * 1024) + b"<url><loc>" + base.encode() + b"/extra.html</loc></url></urlset>")
+            + b" " * (100 * 1024 * 1024) + b"<url><loc>" + base.encode()
+            + b"/extra.html</loc></url></urlset>")
     (root / "sitemap.xml").write_bytes(gzip.compress(body, compresslevel=9))
     rep = sync(kb, web_config(tmp_path, base, "    max_bytes: 10485760\n")).sources[0]
     assert rep.failed == (f"the sitemap {base}/sitemap.xml inflates to more than max_bytes "

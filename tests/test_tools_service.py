@@ -465,7 +465,7 @@ def test_evidex_eval_runs_the_live_cases_against_the_example_tools(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     report = evaluate_cases(EXAMPLES / "eval" / "cases.yaml", types=("live",), embedder="hash-test",
-                            tools=load_config(config).tools)
+                            tools=load_config(config).tools, root=EXAMPLES)
     live = report["types"]["live"]
     assert (live["cases"], live["skipped"], live["passed"]) == (6, 0, 6), report["cases"]
     assert report["live_tools"] == ["order-status", "stock"]

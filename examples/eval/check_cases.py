@@ -1,6 +1,6 @@
 """Lint a case file against the collection it names, without running the system under test.
 
-    .venv/bin/python examples/eval/check_cases.py [examples/eval/cases.yaml]
+    .venv/bin/python examples/eval/check_cases.py [CASES.yaml [--root DIR]]
 
 The checks are the library's (``evidex.evaluation.lint_cases``: the ones ``evidex eval
 --cases`` makes before it runs, here on a keyword-only store built in seconds). This script
@@ -17,6 +17,7 @@ from pathlib import Path
 from evidex import EvidexError
 from evidex.evaluation import TYPES, lint_cases, summary
 
+SHIPPED = Path(__file__).with_name("cases.yaml")
 MIN_CASES, MIN_CATEGORIES, MIN_UNANSWERABLE, MIN_GERMAN = 150, 20, 0.15, 0.15
 
 
@@ -37,10 +38,13 @@ def shares(counts: dict[str, dict[str, int]], n: int) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("cases", nargs="?", default=str(Path(__file__).with_name("cases.yaml")))
+    ap.add_argument("cases", nargs="?", default=str(SHIPPED))
+    ap.add_argument("--root", help="folder the case file may read below (default: its own folder; "
+                                   "examples/ for the shipped set, whose collection is examples/shop)")
     args = ap.parse_args()
+    shipped = Path(args.cases).resolve() == SHIPPED.resolve()
     try:
-        report = lint_cases(args.cases)
+        report = lint_cases(args.cases, root=args.root or (SHIPPED.parents[1] if shipped else None))
     except EvidexError as exc:
         print(f"error: {exc}")
         return 1

@@ -348,6 +348,10 @@ def evaluate(
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write the report as one HTML file (--cases).")
     ] = None,
+    root: Annotated[
+        Path | None, typer.Option("--root", help="Folder the case file may read below (--cases; "
+                                  "default: the case file's own folder).")
+    ] = None,
     category: Annotated[
         list[str] | None, typer.Option("--category", help="Only cases of this category (repeatable).")
     ] = None,
@@ -384,7 +388,7 @@ def evaluate(
                     types=tuple(case_type or ()), ids=tuple(case_id or ()),
                     embedder=embedder or state.embedder, analyzer=analyzer or state.analyzer,
                     generator=generator or state.cfg.answer.generator, as_json=as_json,
-                    tools=state.cfg.tools)
+                    tools=state.cfg.tools, root=root)
         return
     if qa is not None:
         if not tenant or not groups:

@@ -20,15 +20,11 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
-    ValidationError,
     field_validator,
     model_validator,
 )
@@ -36,11 +32,12 @@ from pydantic import (
 from . import tools as _tools
 from .answer import AnswerSettings
 from .cadence import check_cadence
-from .ingest import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_SECTION_CHARS, YamlRefused, compose_yaml
+from .ingest import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_SECTION_CHARS
 from .model import VISIBILITIES, ConfigError, is_language_tag
 from .notify import HandoffRoute, Owner, SmtpSettings, check_url, handoff_text, resolve_path
 from .retrieve import DEFAULT_FUSION, Fusion
 from .tools import ToolConfig
+from .yamlfile import StrictModel, read_yaml
 
 __all__ = [
     "AnswerConfig",
@@ -71,8 +68,7 @@ Visibility = Literal["public", "internal", "confidential", "restricted"]
 assert set(Visibility.__args__) == VISIBILITIES  # type: ignore[attr-defined]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+_Strict = StrictModel
 
 
 def _language(value: str | None) -> str | None:
@@ -92,8 +88,10 @@ def _alias(aliases: dict[str, str]) -> BeforeValidator:
 #: ``by_heading`` is the reference file's name for ``heading``.
 Split = Annotated[Literal["heading", "paragraph", "document"],
                   _alias({"by_heading": "heading", "by_paragraph": "paragraph"})]
-#: ``reciprocal_rank`` is the reference file's name for ``rrf`` (reciprocal rank fusion).
-FuseMethod = Annotated[Literal["adaptive", "rrf", "convex"], _alias({"reciprocal_rank": "rrf"})]
+#: ``reciprocal_rank`` is the reference file's name for ``rrf`` (reciprocal rank fusion), and
+#: ``weighted_reciprocal_rank`` for ``weighted_rrf`` (RRF with the adaptive leg weights per query).
+FuseMethod = Annotated[Literal["adaptive", "weighted_rrf", "rrf", "convex"],
+                       _alias({"reciprocal_rank": "rrf", "weighted_reciprocal_rank": "weighted_rrf"})]
 #: ``say_so_and_offer_a_person`` / ``say_so`` are the reference file's names for the declines.
 WhenNoEvidence = Annotated[Literal["decline_and_offer_person", "decline"],
                            _alias({"say_so_and_offer_a_person": "decline_and_offer_person",
@@ -546,70 +544,6 @@ class Config(_Strict):
 
 # -- loading with line numbers ---------------------------------------------------------------
 
-# -- knowledge operations: YAML aliases ------------------------------------------------------
-
-def _check_duplicates(node: yaml.Node, file: str) -> None:
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[Any, int] = {}
-        for k, v in node.value:
-            key = k.value if isinstance(k, yaml.ScalarNode) else None
-            if key is not None and key in seen:
-                raise ConfigError(f"{file}:{k.start_mark.line + 1}: {key}: duplicate key (first on "
-                                  f"line {seen[key]})")
-            if key is not None:
-                seen[key] = k.start_mark.line + 1
-            _check_duplicates(v, file)
-    elif isinstance(node, yaml.SequenceNode):
-        for v in node.value:
-            _check_duplicates(v, file)
-
-
-def _locate(root: yaml.Node, loc: tuple[Any, ...], missing: bool) -> tuple[int, str]:
-    """(line, dotted key) of a pydantic error location in the YAML tree. Location parts that
-    are not in the file (the union member pydantic tried) are skipped, except the last part of
-    a ``missing`` error: the key the user has to add."""
-    node: yaml.Node | None = root
-    line = root.start_mark.line + 1
-    names: list[str] = []
-    for i, part in enumerate(loc):
-        last = i == len(loc) - 1
-        if isinstance(node, yaml.MappingNode):
-            hit = next(((k, v) for k, v in node.value
-                        if isinstance(k, yaml.ScalarNode) and k.value == str(part)), None)
-            if hit is not None:
-                line, node = hit[0].start_mark.line + 1, hit[1]
-                names.append(str(part))
-                continue
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-            names.append(f"[{part}]")
-            continue
-        if last and missing:
-            names.append(str(part))
-    return line, ".".join(names).replace(".[", "[") or "(top level)"
-
-
-def _message(err: dict[str, Any]) -> str:
-    if err["type"] == "extra_forbidden":
-        return "unknown key"
-    if err["type"] == "missing":
-        return "required key is missing"
-    msg = str(err["msg"])
-    return msg[len("Value error, "):] if msg.startswith("Value error, ") else msg
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """":line: what is wrong" of a YAML error, on one line."""
-    if isinstance(exc, YamlRefused):
-        hint = " (sources share settings through defaults:)" if "YAML a" in exc.problem else ""
-        return f":{exc.line}: {exc.problem}{hint}"
-    mark = getattr(exc, "problem_mark", None)
-    where = f":{mark.line + 1}" if mark is not None else ""
-    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["unreadable"])[0]
-    return f"{where}: invalid YAML: {' '.join(str(problem).split())}"
-
-
 #: Largest configuration file read (a configuration is a few kilobytes; URL lists this long
 #: belong in a sitemap).
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -617,24 +551,11 @@ MAX_CONFIG_BYTES = 1024 * 1024
 
 def load_config(path: str | Path) -> Config:
     """Read and validate a configuration file; raises ``ConfigError`` naming file, line, key."""
-    file = str(path)
-    try:
-        if Path(path).stat().st_size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{file}: the configuration is larger than {MAX_CONFIG_BYTES} bytes")
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise ConfigError(f"{file}: cannot read the configuration: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{file}: the configuration is not UTF-8 text") from None
-    try:
-        root, data = compose_yaml(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{file}{_yaml_problem(exc)}") from None
-    if root is None or data is None:
-        root, data = compose_yaml("{}")
-    _check_duplicates(root, file)
+    doc = read_yaml(path, what="configuration", max_bytes=MAX_CONFIG_BYTES,
+                    hint=" (sources share settings through defaults:)")
+    data = doc.data
     if not isinstance(data, dict):
-        raise ConfigError(f"{file}:1: (top level): the configuration must be a mapping of sections")
+        raise doc.fail((), "the configuration must be a mapping of sections")
     defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
     if isinstance(data.get("sources"), list):
         # Each source inherits from ``defaults:``; the merge happens before validation so an
@@ -643,14 +564,5 @@ def load_config(path: str | Path) -> Config:
             {**{k: v for k, v in defaults.items() if k in _Source.model_fields}, **s}
             if isinstance(s, dict) else s for s in data["sources"]
         ]}
-    try:
-        return Config.model_validate(data, context={"base": str(Path(path).resolve().parent),
-                                                    "tool_hosts": _tools.hosts_as_written(data)})
-    except ValidationError as exc:
-        found = []
-        for err in exc.errors():
-            line, key = _locate(root, tuple(err["loc"]), err["type"] == "missing")
-            found.append((line, f"{file}:{line}: {key}: {_message(err)}"))
-        lines = [text for _, text in sorted(found, key=lambda f: f[0])]
-        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
-        raise ConfigError("\n".join([lines[0] + more, *lines[1:]])) from None
+    return doc.validate(Config, data, context={"base": str(Path(path).resolve().parent),
+                                               "tool_hosts": _tools.hosts_as_written(data)})

@@ -88,6 +88,7 @@ def evaluate_cases(
     settings: AnswerSettings | None = None,
     progress: Callable[[int, int], None] | None = None,
     tools: Sequence[Any] = (),
+    root: str | Path | None = None,
 ) -> dict[str, Any]:
     """Build a new store from the case file's collection (at ``db``, else in a temporary folder;
     ``embedder`` and ``analyzer`` as for ``KnowledgeBase.open``, so the default model unless
@@ -96,8 +97,9 @@ def evaluate_cases(
     ``SCHEMA``). Raises ``ConfigError`` (file:line) when the case file or the collection is
     invalid; a failing gate is ``report["gate"]["passed"] is False``, not an error. ``tools``:
     the live tools (``ToolConfig``) the store's handles may call, so ``live`` cases run;
-    without them those cases are skipped with the tool they lack."""
-    cf = load_cases(path).select(categories=categories, types=types, ids=ids)
+    without them those cases are skipped with the tool they lack. ``root``: the folder every
+    file the case file names must be inside (default: the case file's own folder)."""
+    cf = load_cases(path, root=root).select(categories=categories, types=types, ids=ids)
     open_args = _open_args(embedder, analyzer, embed_cache)
     if tools:
         open_args["tools"] = tuple(tools)
@@ -142,11 +144,12 @@ class LintReport:
     cases: CaseFile
 
 
-def lint_cases(path: str | Path, *, embedder: str = "none") -> LintReport:
+def lint_cases(path: str | Path, *, embedder: str = "none", root: str | Path | None = None) -> LintReport:
     """Check a case file and its cases against its collection without running anything: the
     checks ``evaluate_cases`` makes before it runs (a keyword-only store by default, built in
-    seconds). File errors are raised (``ConfigError``); document errors are returned."""
-    cf = load_cases(path)
+    seconds). File errors are raised (``ConfigError``); document errors are returned. ``root``
+    as for ``evaluate_cases``."""
+    cf = load_cases(path, root=root)
     with tempfile.TemporaryDirectory(prefix="evidex-lint-") as tmp:
         kb = build_store(cf, Path(tmp) / "lint.db", embedder=embedder)
         try:
@@ -154,7 +157,7 @@ def lint_cases(path: str | Path, *, embedder: str = "none") -> LintReport:
         finally:
             kb.close()
     problems, warnings = lint(cf, col)
-    errors = [text for _, text in sorted(problems.found, key=lambda f: f[0])]
+    errors = problems.lines()
     return LintReport(errors, warnings, len(col.docs), col.passages, cf)
 
 

@@ -1,75 +1,262 @@
-"""Evaluation case files (``examples/eval/README.md`` documents the format): read and checked
-whole before anything runs.
+"""Evaluation case files (``examples/eval/README.md`` documents the format): read through the
+one YAML loader (``evidex.yamlfile``) and validated as pydantic models, whole, before anything
+runs.
 
-Every problem is reported as ``file:line: where: what`` (the configuration loader's form), all of
-them at once, so a case file is fixed in one pass: unknown keys at any level, unknown types and
-actors, duplicate ids and keys, missing or mistyped expectations, steps whose files do not
-exist. Checks that need the documents (does the expected document exist for this actor, is the
-quoted fact in it) run once the collection is built (``_lint``).
+Every problem is ``file:line: where: what``, as in the configuration, all of them at once so
+a case file is fixed in one pass: the models check keys, types and each type's expectations;
+the references between parts of the file (actors by name, unique ids, the defaults a case
+leaves to ``defaults:``) and the files the collection names are checked after them, against the
+same line map. Checks that need the documents (does the expected document exist for this
+actor, is the quoted fact in it) run once the collection is built (``_collection.lint``).
+
+A case file reads only below its own folder, or below the ``root`` its runner names: a path
+is relative, and resolved (symbolic links followed) before it is checked, so an absolute path,
+a ``..`` or a link leading out of that folder is an error at its line, never a file read. A case
+file is something one downloads and runs; it must not be able to put ``/etc/passwd`` into a
+store whose answers quote it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-import yaml
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 
-from ..model import VISIBILITIES, Actor, ConfigError, EvidexError, is_language_tag
+from ..config import Visibility
+from ..model import Actor, ConfigError, EvidexError, is_language_tag
+from ..yamlfile import Problems, StrictModel, YamlFile, read_yaml
 
 __all__ = ["ANSWERED_TYPES", "TYPES", "Case", "CaseFile", "Gate", "IngestEntry", "load_cases"]
 
-#: Case types and the ``expect`` keys each allows; ``REQUIRED`` the ones it must give.
-EXPECT_KEYS: dict[str, frozenset[str]] = {
-    "answerable": frozenset({"documents", "anchors", "must_include"}),
-    "language": frozenset({"documents", "anchors", "must_include", "passage_language"}),
-    "unanswerable": frozenset({"reason_any"}),
-    "access": frozenset({"forbidden", "decline"}),
-    "changed_source": frozenset({"documents", "version", "must_include"}),
-    "injection": frozenset({"hostile", "forbidden_phrases"}),
-    "live": frozenset({"tool", "must_include"}),
-    "keyword_exact": frozenset({"documents", "top_k"}),
-}
-REQUIRED: dict[str, frozenset[str]] = {
-    "answerable": frozenset({"documents"}), "language": frozenset({"documents", "passage_language"}),
-    "unanswerable": frozenset(), "access": frozenset({"forbidden"}),
-    "changed_source": frozenset({"documents", "version"}), "injection": frozenset({"hostile"}),
-    "live": frozenset({"tool"}), "keyword_exact": frozenset({"documents"}),
-}
-TYPES = tuple(EXPECT_KEYS)
 #: Types whose pass means "answered, citing what was expected": the gate's answerable share.
 ANSWERED_TYPES = frozenset({"answerable", "language", "changed_source"})
-
-_TOP_KEYS = {"version", "collection", "actors", "defaults", "gate", "cases"}
-_CASE_KEYS = {"id", "category", "type", "question", "language", "as", "expect", "note"}
-_CHANGED_KEYS = {"steps", "old_citation", "expect_matched_version"}
-_INGEST_KEYS = {"path", "tenant", "groups", "visibility", "language"}
-_STEP_KEYS = {"ingest", "tenant", "groups", "visibility", "language"}
-_ACTOR_KEYS = {"tenant", "groups", "visibilities", "claims"}
-_OLD_KEYS = {"document_id", "version", "passage", "anchor", "quote"}
-_DEFAULT_KEYS = {"as", "language", "top_k"}
 _MAX_TOP_K = 50
-_ACTOR_FIELDS = frozenset(f.name for f in dataclasses.fields(Actor))
+#: Largest case file read (the shipped set of 218 cases is 52 KB) and most values in it.
+MAX_CASE_FILE_BYTES = 4 * 1024 * 1024
+MAX_CASE_FILE_NODES = 250_000
 
 
-@dataclass(frozen=True)
-class Gate:
+def _text(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+def _language(value: str) -> str:
+    if not is_language_tag(value):
+        raise ValueError(f"must be a language tag such as en or de, got {value!r}")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_text)]
+Texts = Annotated[list[Text], Field(min_length=1)]
+Language = Annotated[str, AfterValidator(_language)]
+TopK = Annotated[int, Field(ge=1, le=_MAX_TOP_K)]
+
+
+class _Model(StrictModel):
+    # Strict: YAML gives typed values, and a case file's ``decline: "no"`` or ``top_k: "3"``
+    # is a mistake to show, not a value to convert.
+    model_config = ConfigDict(strict=True)
+
+
+class Gate(_Model):
     """What a run must achieve (the issue's targets unless the file's ``gate:`` says otherwise)."""
 
-    access_violations_max: int = 0
-    invalid_citations_max: int = 0
-    injection_citations_max: int = 0
-    answerable_cited_min: float = 0.85
-    unanswerable_declined_min: float = 0.95
-    category_answerable_min: float = 0.60
+    access_violations_max: Annotated[int, Field(ge=0)] = 0
+    invalid_citations_max: Annotated[int, Field(ge=0)] = 0
+    injection_citations_max: Annotated[int, Field(ge=0)] = 0
+    answerable_cited_min: Annotated[float, Field(ge=0, le=1)] = 0.85
+    unanswerable_declined_min: Annotated[float, Field(ge=0, le=1)] = 0.95
+    category_answerable_min: Annotated[float, Field(ge=0, le=1)] = 0.60
 
+
+class _Ingested(_Model):
+    """``evidex ingest --tenant --groups --visibility --language``: what a file does not state."""
+
+    tenant: Text | None = None
+    groups: Texts | None = None
+    visibility: Visibility | None = None
+    language: Language | None = None
+
+
+class _IngestSpec(_Ingested):
+    path: Text
+
+
+class _StepSpec(_Ingested):
+    ingest: Text
+
+
+class _CollectionSpec(_Model):
+    tenant: Text | None = None
+    ingest: Annotated[list[_IngestSpec], Field(min_length=1)]
+
+
+class _ActorSpec(_Model):
+    tenant: Text
+    groups: list[Text] = Field(default_factory=list)
+    visibilities: list[Visibility] = Field(default_factory=lambda: ["public"])
+    #: Verified attributes (for live tools: whose orders the actor may look up).
+    claims: dict[Text, Text] | None = None
+
+    def actor(self) -> Actor:
+        return Actor(self.tenant, frozenset(self.groups), visibilities=frozenset(self.visibilities),
+                     claims=dict(self.claims or {}))
+
+    @model_validator(mode="after")
+    def _buildable(self) -> _ActorSpec:
+        try:
+            self.actor()
+        except EvidexError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+
+class _Defaults(_Model):
+    as_: Text | None = Field(default=None, alias="as")
+    language: Language | None = None
+    top_k: TopK | None = None
+
+
+# -- each type's expectations (README "Types and their expect keys") ---------------------------
+
+class _AnswerableExpect(_Model):
+    documents: Texts
+    anchors: Texts | None = None
+    must_include: Texts | None = None
+
+
+class _LanguageExpect(_AnswerableExpect):
+    passage_language: Language
+
+
+class _UnanswerableExpect(_Model):
+    reason_any: Texts | None = None
+
+
+class _AccessExpect(_Model):
+    forbidden: Texts
+    decline: bool | None = None
+
+
+class _ChangedExpect(_Model):
+    documents: Texts
+    version: Text
+    must_include: Texts | None = None
+
+
+class _InjectionExpect(_Model):
+    hostile: Texts
+    forbidden_phrases: Texts | None = None
+
+
+class _LiveExpect(_Model):
+    tool: Text
+    must_include: Texts | None = None
+
+
+class _KeywordExpect(_Model):
+    documents: Texts
+    top_k: TopK | None = None
+
+
+class _OldCitation(_Model):
+    document_id: Text
+    version: Text
+    quote: Text
+    passage: Annotated[int, Field(ge=1)] | None = None
+    anchor: Text | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> _OldCitation:
+        if (self.passage is None) == (self.anchor is None):
+            raise ValueError("give exactly one of passage (a number) or anchor")
+        return self
+
+
+class _Case(_Model):
+    type: str  # each type's model narrows it to its name (the discriminator)
+    expect: _Model
+    id: Text
+    category: Text
+    question: Text
+    language: Language | None = None
+    as_: Text | None = Field(default=None, alias="as")
+    note: str | None = None
+
+
+class _Answerable(_Case):
+    type: Literal["answerable"]
+    expect: _AnswerableExpect
+
+
+class _Language(_Case):
+    type: Literal["language"]
+    expect: _LanguageExpect
+
+
+class _Unanswerable(_Case):
+    type: Literal["unanswerable"]
+    expect: _UnanswerableExpect = _UnanswerableExpect()
+
+
+class _Access(_Case):
+    type: Literal["access"]
+    expect: _AccessExpect
+
+
+class _ChangedSource(_Case):
+    type: Literal["changed_source"]
+    expect: _ChangedExpect
+    #: Ingested on a copy of the store before the question is asked.
+    steps: Annotated[list[_StepSpec], Field(min_length=1)]
+    old_citation: _OldCitation
+    expect_matched_version: Text
+
+
+class _Injection(_Case):
+    type: Literal["injection"]
+    expect: _InjectionExpect
+
+
+class _Live(_Case):
+    type: Literal["live"]
+    expect: _LiveExpect
+
+
+class _KeywordExact(_Case):
+    type: Literal["keyword_exact"]
+    expect: _KeywordExpect
+
+
+_CASE_TYPES = (_Answerable, _Language, _Unanswerable, _Access, _ChangedSource, _Injection, _Live,
+               _KeywordExact)
+#: The case types, in the README's order.
+TYPES: tuple[str, ...] = tuple(c.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]
+                               for c in _CASE_TYPES)
+_CaseSpec = Annotated[_Answerable | _Language | _Unanswerable | _Access | _ChangedSource | _Injection
+                      | _Live | _KeywordExact, Field(discriminator="type")]
+
+
+class _CaseFileSpec(_Model):
+    version: Literal[1]
+    collection: _CollectionSpec
+    actors: Annotated[dict[Text, _ActorSpec], Field(min_length=1)]
+    defaults: _Defaults = _Defaults()
+    gate: Gate | None = None
+    cases: Annotated[list[_CaseSpec], Field(min_length=1)]
+
+
+# -- what the runner works with ------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class IngestEntry:
-    """``evidex ingest PATH --tenant T --groups G --visibility V --language L --split heading``."""
+    """``evidex ingest PATH --tenant T --groups G --visibility V --language L --split heading``;
+    ``path`` is resolved and inside the case file's root."""
 
     path: Path
     tenant: str
@@ -111,9 +298,11 @@ class Case:
 @dataclass(frozen=True)
 class CaseFile:
     path: Path
+    #: The folder every file the case file names must be inside (resolved).
+    root: Path
     collection: tuple[IngestEntry, ...]
     actors: dict[str, Actor]
-    #: Verified attributes of each actor (for live tools), kept even where ``Actor`` has none.
+    #: Verified attributes of each actor (for live tools), as the file gives them.
     claims: dict[str, dict[str, str]]
     gate: Gate
     cases: tuple[Case, ...]
@@ -137,386 +326,128 @@ class CaseFile:
         return dataclasses.replace(self, cases=keep)
 
 
-# -- YAML with line numbers --------------------------------------------------------------------
+# -- confinement -----------------------------------------------------------------------------------
 
-class _Map(dict):  # type: ignore[type-arg]
-    line: int
-    lines: dict[Any, int]
-
-
-class _Seq(list):  # type: ignore[type-arg]
-    line: int
-    lines: list[int]
-
-
-class _Loader(yaml.SafeLoader):
-    duplicates: list[tuple[int, str]]
-
-
-def _mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
-    loader.flatten_mapping(node)
-    out = _Map()
-    out.line, out.lines = node.start_mark.line + 1, {}
-    for k_node, v_node in node.value:
-        key = loader.construct_object(k_node, deep=True)
-        line = k_node.start_mark.line + 1
-        if key in out.lines:
-            loader.duplicates.append((line, f"{key}: duplicate key (first on line {out.lines[key]})"))
-        out[key] = loader.construct_object(v_node, deep=True)
-        out.lines[key] = line
-    return out
-
-
-def _sequence(loader: _Loader, node: yaml.SequenceNode) -> _Seq:
-    out = _Seq(loader.construct_object(n, deep=True) for n in node.value)
-    out.line, out.lines = node.start_mark.line + 1, [n.start_mark.line + 1 for n in node.value]
-    return out
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequence)
-
-
-def _read(path: Path) -> Any:
+def confine(written: str, base: Path, root: Path) -> Path:
+    """The file or folder ``written`` names (relative to ``base``), resolved with every symbolic
+    link followed; ``ValueError`` when it is absolute, leads outside ``root`` or does not exist."""
+    shown = written if len(written) <= 100 else written[:97] + "..."
+    if Path(written).is_absolute():
+        raise ValueError(f"{shown} is an absolute path; a case file names files relative to its "
+                         "own folder")
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the case file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: the case file is not UTF-8 text") from None
-    loader = _Loader(text)
-    loader.duplicates = []
-    try:
-        data = loader.get_single_data()
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{where}: invalid YAML: {problem}") from None
-    finally:
-        loader.dispose()
-    if loader.duplicates:
-        line, msg = loader.duplicates[0]
-        raise ConfigError(f"{path}:{line}: {msg}")
-    return data
+        target = (base / written).resolve()
+        exists = target.exists()
+    except (OSError, RuntimeError) as exc:  # a name too long, a loop of links (RuntimeError)
+        raise ValueError(f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not target.is_relative_to(root):
+        raise ValueError(f"{shown} resolves to {target}, outside {root}: a case file reads only "
+                         "below its own folder or the root given (--root)")
+    if not exists:
+        raise ValueError(f"no such file or folder: {base / written}")
+    return target
 
 
-# -- validation --------------------------------------------------------------------------------
-
-class Problems:
-    """Problems found so far, each ``(line, where, what)``; raised together as one error."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.found: list[tuple[int, str]] = []
-
-    def add(self, line: int, where: str, what: str) -> None:
-        self.found.append((line, f"{self.path}:{line}: {where}: {what}"))
-
-    def raise_any(self) -> None:
-        if self.found:
-            lines = [text for _, text in sorted(self.found, key=lambda f: f[0])]
-            more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
-            raise ConfigError("\n".join([lines[0] + more, *lines[1:]]))
+def _root(path: Path, root: str | Path | None) -> Path:
+    if root is None:
+        return path.parent.resolve()
+    resolved = Path(root).resolve()
+    if not resolved.is_dir():
+        raise ConfigError(f"{root}: the root of the case file is not a folder")
+    return resolved
 
 
-def _line(container: Any, key: Any) -> int:
-    if isinstance(container, _Map) and key in container.lines:
-        return container.lines[key]
-    if isinstance(container, _Seq) and isinstance(key, int) and key < len(container.lines):
-        return container.lines[key]
-    return getattr(container, "line", 1)
-
-
-def _mapping_of(value: Any, keys: set[str] | frozenset[str], where: str, line: int,
-                p: Problems) -> _Map | None:
-    """``value`` as a mapping with only ``keys``; reports and returns None when it is not one."""
-    if not isinstance(value, _Map):
-        p.add(line, where, f"must be a mapping, got {type(value).__name__}")
-        return None
-    for key in value:
-        if key not in keys:
-            name = str(key) if where == "(top level)" else f"{where}.{key}"
-            p.add(value.lines[key], name, f"unknown key; allowed: {', '.join(sorted(keys))}")
-    return value
-
-
-def _str(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
-
-
-def _str_list(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(_str(v) for v in value)
-
-
-def _entry(value: Any, where: str, line: int, p: Problems, base: Path, path_key: str,
-           keys: set[str], default_tenant: str | None) -> IngestEntry | None:
-    m = _mapping_of(value, keys, where, line, p)
-    if m is None:
-        return None
-    ok = True
-    if not _str(m.get(path_key)):
-        p.add(_line(m, path_key), f"{where}.{path_key}", "required: a file or folder relative to "
-              "the case file")
-        ok = False
-    elif not (base / m[path_key]).exists():
-        p.add(_line(m, path_key), f"{where}.{path_key}", f"no such file or folder: {base / m[path_key]}")
-        ok = False
-    tenant = m.get("tenant", default_tenant)
-    if not _str(tenant):
-        p.add(_line(m, "tenant"), f"{where}.tenant", "required: the tenant of its documents")
-        ok = False
-    groups = m.get("groups")
-    if groups is not None and not _str_list(groups):
-        p.add(_line(m, "groups"), f"{where}.groups", "must be a non-empty list of group names")
-        ok = False
-    if m.get("visibility") is not None and m["visibility"] not in VISIBILITIES:
-        p.add(_line(m, "visibility"), f"{where}.visibility",
-              f"must be one of {', '.join(sorted(VISIBILITIES))}")
-        ok = False
-    if m.get("language") is not None and not is_language_tag(m["language"]):
-        p.add(_line(m, "language"), f"{where}.language", "must be a language tag such as en or de")
-        ok = False
-    if not ok:
-        return None
-    return IngestEntry(base / m[path_key], tenant, tuple(groups) if groups else None,
-                       m.get("visibility"), m.get("language"), line, where)
-
-
-def _actors(value: Any, line: int, p: Problems) -> tuple[dict[str, Actor], dict[str, dict[str, str]]]:
-    actors: dict[str, Actor] = {}
-    claims: dict[str, dict[str, str]] = {}
-    if not isinstance(value, _Map) or not value:
-        p.add(line, "actors", "required: a mapping of actor names to {tenant, groups, visibilities}")
-        return actors, claims
-    for name, spec in value.items():
-        where = f"actors.{name}"
-        m = _mapping_of(spec, _ACTOR_KEYS, where, value.lines[name], p)
-        if m is None:
-            continue
-        groups = m.get("groups", [])
-        if not isinstance(groups, list) or not all(_str(g) for g in groups):
-            p.add(_line(m, "groups"), f"{where}.groups", "must be a list of group names")
-            continue
-        found = m.get("claims") or {}
-        if not isinstance(found, dict) or not all(_str(k) and _str(v) for k, v in found.items()):
-            p.add(_line(m, "claims"), f"{where}.claims", "must map claim names to strings")
-            continue
-        # Claims go to the actor once ``Actor`` carries them (live tools, issue 22).
-        extra = {"claims": dict(found)} if found and "claims" in _ACTOR_FIELDS else {}
-        try:
-            actors[name] = Actor(m.get("tenant"), frozenset(groups),  # type: ignore[arg-type]
-                                 visibilities=frozenset(m.get("visibilities", ["public"])), **extra)
-        except (EvidexError, TypeError) as exc:
-            p.add(m.line, where, str(exc))
-            continue
-        claims[name] = dict(found)
-    return actors, claims
-
-
-def _gate(value: Any, line: int, p: Problems) -> Gate:
-    if value is None:
-        return Gate()
-    names = {f.name: f.type for f in dataclasses.fields(Gate)}
-    m = _mapping_of(value, set(names), "gate", line, p)
-    if m is None:
-        return Gate()
-    out: dict[str, Any] = {}
-    for key, v in m.items():
-        if key not in names:
-            continue
-        if key.endswith("_max"):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                p.add(m.lines[key], f"gate.{key}", "must be a whole number >= 0")
-                continue
-        elif isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
-            p.add(m.lines[key], f"gate.{key}", "must be a share between 0 and 1")
-            continue
-        out[key] = v
-    return Gate(**out)
-
-
-def _top_k(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= _MAX_TOP_K
-
-
-#: Checks of each ``expect`` value: (test, what a good value is).
-_EXPECT_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "documents": (_str_list, "a non-empty list of document ids"),
-    "anchors": (_str_list, "a non-empty list of anchors"),
-    "must_include": (_str_list, "a non-empty list of phrases"),
-    "passage_language": (is_language_tag, "a language tag such as en or de"),
-    "reason_any": (_str_list, "a non-empty list of decline reasons"),
-    "forbidden": (_str_list, "a non-empty list of document ids"),
-    "decline": (lambda v: isinstance(v, bool), "true or false"),
-    "version": (_str, "a version string"),
-    "hostile": (_str_list, "a non-empty list of document ids"),
-    "forbidden_phrases": (_str_list, "a non-empty list of phrases"),
-    "tool": (_str, "a tool id"),
-    "top_k": (_top_k, f"a whole number from 1 to {_MAX_TOP_K}"),
-}
-
-
-def _case(value: Any, index: int, line: int, ctx: _Context, p: Problems) -> Case | None:
-    cid = value.get("id") if isinstance(value, _Map) else None
-    where = f"cases[{index}]" + (f" {cid}" if isinstance(cid, str) else "")
-    ctype = value.get("type") if isinstance(value, _Map) else None
-    allowed = _CASE_KEYS | (_CHANGED_KEYS if ctype == "changed_source" else set())
-    m = _mapping_of(value, allowed, where, line, p)
-    if m is None:
-        return None
-    ok = True
-    for key in ("id", "category", "question"):
-        if not _str(m.get(key)):
-            p.add(_line(m, key), f"{where}.{key}", "required: a non-empty string")
-            ok = False
-    if _str(cid):
-        if cid in ctx.ids:
-            p.add(_line(m, "id"), f"{where}.id", f"duplicate id (first on line {ctx.ids[cid]})")
-            ok = False
-        else:
-            ctx.ids[cid] = _line(m, "id")
-    if ctype not in EXPECT_KEYS:
-        p.add(_line(m, "type"), f"{where}.type", f"unknown type {ctype!r}; known: {', '.join(TYPES)}")
-        return None
-    language = m.get("language", ctx.defaults.get("language"))
-    if not is_language_tag(language):
-        p.add(_line(m, "language"), f"{where}.language",
-              "required (here or in defaults): a language tag such as en or de")
-        ok = False
-    actor_name = m.get("as", ctx.defaults.get("as"))
-    if actor_name not in ctx.actors:
-        known = ", ".join(ctx.actors) or "none"
-        p.add(_line(m, "as"), f"{where}.as", f"unknown actor {actor_name!r}; the file defines: {known}")
-        ok = False
-    expect = m.get("expect", _Map())
-    if not isinstance(expect, _Map):
-        p.add(_line(m, "expect"), f"{where}.expect", "must be a mapping")
-        return None
-    lines = {f"expect.{k}": v for k, v in getattr(expect, "lines", {}).items()}
-    lines.update(getattr(m, "lines", {}))
-    for key, v in expect.items():
-        if key not in EXPECT_KEYS[ctype]:
-            p.add(expect.lines[key], f"{where}.expect.{key}",
-                  f"not an expectation of type {ctype}; allowed: {', '.join(sorted(EXPECT_KEYS[ctype]))}")
-            ok = False
-            continue
-        test, good = _EXPECT_CHECKS[key]
-        if not test(v):
-            p.add(expect.lines[key], f"{where}.expect.{key}", f"must be {good}")
-            ok = False
-    for key in sorted(REQUIRED[ctype] - set(expect)):
-        p.add(_line(m, "expect"), f"{where}.expect", f"type {ctype} needs expect.{key}")
-        ok = False
-    steps: list[IngestEntry] = []
-    old = None
-    if ctype == "changed_source":
-        ok = _changed(m, where, ctx, p, steps) and ok
-        old = m.get("old_citation")
-    if not ok:
-        return None
-    top_k = expect.get("top_k", ctx.defaults.get("top_k", 6))
-    return Case(cid, m["category"], ctype, m["question"], language, actor_name,
-                ctx.actors[actor_name], top_k, dict(expect), m.line, where, lines,
-                m.get("note"), tuple(steps), dict(old) if old else None,
-                m.get("expect_matched_version"))
-
-
-def _changed(m: _Map, where: str, ctx: _Context, p: Problems, steps: list[IngestEntry]) -> bool:
-    ok = True
-    raw = m.get("steps")
-    if not isinstance(raw, _Seq) or not raw:
-        p.add(_line(m, "steps"), f"{where}.steps", "type changed_source needs steps: "
-              "[{ingest: FILE, tenant: T}]")
-        ok = False
-    else:
-        for i, s in enumerate(raw):
-            entry = _entry(s, f"{where}.steps[{i}]", raw.lines[i], p, ctx.base, "ingest",
-                           _STEP_KEYS, ctx.tenant)
-            ok = ok and entry is not None
-            if entry is not None:
-                steps.append(entry)
-    old = m.get("old_citation")
-    om = _mapping_of(old, _OLD_KEYS, f"{where}.old_citation", _line(m, "old_citation"), p)
-    if om is None:
-        ok = False
-    else:
-        for key in ("document_id", "version", "quote"):
-            if not _str(om.get(key)):
-                p.add(_line(om, key), f"{where}.old_citation.{key}", "required: a non-empty string")
-                ok = False
-        if ("passage" in om) == ("anchor" in om):
-            p.add(om.line, f"{where}.old_citation", "give exactly one of passage (a number) or anchor")
-            ok = False
-        elif "passage" in om and (isinstance(om["passage"], bool)
-                                  or not isinstance(om["passage"], int) or om["passage"] < 1):
-            p.add(_line(om, "passage"), f"{where}.old_citation.passage", "must be a passage number")
-            ok = False
-    if not _str(m.get("expect_matched_version")):
-        p.add(_line(m, "expect_matched_version"), f"{where}.expect_matched_version",
-              "type changed_source needs the version the old quote must match")
-        ok = False
-    return ok
-
+# -- from the models to the runner's cases ----------------------------------------------------------
 
 @dataclass
-class _Context:
+class _Resolver:
+    """The checks that relate parts of the file: actors named, defaults filled, ids unique,
+    every path inside the root."""
+
+    doc: YamlFile
+    spec: _CaseFileSpec
     base: Path
-    tenant: str | None
+    root: Path
+    p: Problems
     actors: dict[str, Actor]
-    defaults: dict[str, Any]
     ids: dict[str, int] = field(default_factory=dict)
 
+    def at(self, loc: tuple[str | int, ...], missing: bool = False) -> tuple[int, str]:
+        """(line, where) of ``loc``, each case named by its id."""
+        return self.doc.locate(loc, missing=missing, label="id")
 
-def load_cases(path: str | Path) -> CaseFile:
+    def entry(self, loc: tuple[str | int, ...], spec: _Ingested, written: str,
+              key: str) -> IngestEntry | None:
+        """An ingest entry or step (``key``: the key its path is written under)."""
+        path = tenant = None
+        try:
+            path = confine(written, self.base, self.root)
+        except ValueError as exc:
+            self.p.add(*self.at((*loc, key)), str(exc))
+        tenant = spec.tenant or self.spec.collection.tenant
+        if tenant is None:
+            self.p.add(*self.at((*loc, "tenant"), missing=True),
+                       "required here or in collection.tenant: the tenant of its documents")
+        if path is None or tenant is None:
+            return None
+        return IngestEntry(path, tenant, tuple(spec.groups) if spec.groups else None, spec.visibility,
+                           spec.language, *self.at(loc))
+
+    def case(self, i: int, c: _Case) -> Case | None:
+        loc: tuple[str | int, ...] = ("cases", i)
+        line, where = self.at(loc)
+        ok = True
+        id_line = self.doc.line((*loc, "id"))
+        if c.id in self.ids:
+            self.p.add(id_line, f"{where}.id", f"duplicate id (first on line {self.ids[c.id]})")
+            ok = False
+        self.ids.setdefault(c.id, id_line)
+        defaults = self.spec.defaults
+        actor = c.as_ or defaults.as_
+        known = ", ".join(self.actors)
+        if actor is None:
+            self.p.add(line, f"{where}.as", f"required here or in defaults.as: one of {known}")
+        elif actor not in self.actors and c.as_ is not None:  # a wrong defaults.as: said once
+            self.p.add(self.doc.line((*loc, "as")), f"{where}.as",
+                       f"unknown actor {actor!r}; the file defines: {known}")
+        language = c.language or defaults.language
+        if language is None:
+            self.p.add(line, f"{where}.language", "required here or in defaults.language: a language "
+                       "tag such as en or de")
+        written = getattr(c, "steps", [])
+        steps = tuple(e for j, s in enumerate(written)
+                      if (e := self.entry((*loc, "steps", j), s, s.ingest, "ingest")) is not None)
+        if not ok or len(steps) < len(written) or language is None or actor not in self.actors:
+            return None
+        assert actor is not None
+        expect = c.expect.model_dump(exclude_none=True, exclude_unset=True)
+        old = getattr(c, "old_citation", None)
+        lines = {**self.doc.key_lines((*loc, "expect"), "expect."), **self.doc.key_lines(loc)}
+        return Case(c.id, c.category, c.type, c.question, language, actor, self.actors[actor],
+                    expect.get("top_k", defaults.top_k or 6), expect, line, where, lines, c.note,
+                    steps, old.model_dump(exclude_none=True) if old else None,
+                    getattr(c, "expect_matched_version", None))
+
+
+def load_cases(path: str | Path, *, root: str | Path | None = None) -> CaseFile:
     """Read and check a case file; raises ``ConfigError`` naming file, line and key of every
-    problem (the first on the first line, the others below it)."""
+    problem (the first on the first line, the others below it). Every file it names must be
+    inside ``root`` (default: the case file's folder), symbolic links resolved."""
     path = Path(path)
-    data = _read(path)
-    p = Problems(path)
-    if not isinstance(data, _Map):
-        raise ConfigError(f"{path}:1: (top level): a case file is a mapping with version, "
-                          "collection, actors and cases")
-    _mapping_of(data, _TOP_KEYS, "(top level)", 1, p)
-    if data.get("version") != 1:
-        p.add(_line(data, "version"), "version", "required: 1 (the format this evidex reads)")
-    base = path.parent
-    col = _mapping_of(data.get("collection"), {"tenant", "ingest"}, "collection",
-                      _line(data, "collection"), p)
-    entries: list[IngestEntry] = []
-    tenant = None
-    if col is not None:
-        tenant = col.get("tenant")
-        if tenant is not None and not _str(tenant):
-            p.add(_line(col, "tenant"), "collection.tenant", "must be a tenant name")
-            tenant = None
-        raw = col.get("ingest")
-        if not isinstance(raw, _Seq) or not raw:
-            p.add(_line(col, "ingest"), "collection.ingest",
-                  "required: a list of {path, tenant, groups, visibility, language}")
-        else:
-            for i, e in enumerate(raw):
-                entry = _entry(e, f"collection.ingest[{i}]", raw.lines[i], p, base, "path",
-                               _INGEST_KEYS, tenant)
-                if entry is not None:
-                    entries.append(entry)
-    actors, claims = _actors(data.get("actors"), _line(data, "actors"), p)
-    defaults = _mapping_of(data.get("defaults", _Map()), _DEFAULT_KEYS, "defaults",
-                           _line(data, "defaults"), p) or {}
-    if "top_k" in defaults and not _top_k(defaults["top_k"]):
-        p.add(_line(defaults, "top_k"), "defaults.top_k", f"must be a whole number from 1 to {_MAX_TOP_K}")
-    if "as" in defaults and defaults["as"] not in actors:
-        p.add(_line(defaults, "as"), "defaults.as", f"unknown actor {defaults['as']!r}")
-    gate = _gate(data.get("gate"), _line(data, "gate"), p)
-    ctx = _Context(base, tenant, actors, dict(defaults))
-    raw_cases = data.get("cases")
-    cases: list[Case] = []
-    if not isinstance(raw_cases, _Seq) or not raw_cases:
-        p.add(_line(data, "cases"), "cases", "required: a non-empty list of cases")
-    else:
-        for i, c in enumerate(raw_cases):
-            case = _case(c, i, raw_cases.lines[i], ctx, p)
-            if case is not None:
-                cases.append(case)
-    p.raise_any()
-    return CaseFile(path, tuple(entries), actors, claims, gate, tuple(cases))
+    doc = read_yaml(path, what="case file", max_bytes=MAX_CASE_FILE_BYTES,
+                    max_nodes=MAX_CASE_FILE_NODES, hint=" (cases share settings through defaults:)")
+    if not isinstance(doc.data, dict):
+        raise doc.fail((), "a case file is a mapping with version, collection, actors and cases")
+    spec = doc.validate(_CaseFileSpec, label="id")
+    actors = {name: a.actor() for name, a in spec.actors.items()}
+    r = _Resolver(doc, spec, path.parent, _root(path, root), Problems(path), actors)
+    if spec.defaults.as_ is not None and spec.defaults.as_ not in actors:
+        r.p.add(*doc.locate(("defaults", "as")), f"unknown actor {spec.defaults.as_!r}; the file "
+                f"defines: {', '.join(actors)}")
+    entries = [r.entry(("collection", "ingest", i), e, e.path, "path")
+               for i, e in enumerate(spec.collection.ingest)]
+    cases = [r.case(i, c) for i, c in enumerate(spec.cases)]
+    r.p.raise_any()
+    return CaseFile(path, r.root, tuple(e for e in entries if e is not None), actors,
+                    {name: dict(a.claims or {}) for name, a in spec.actors.items()},
+                    spec.gate or Gate(), tuple(c for c in cases if c is not None))

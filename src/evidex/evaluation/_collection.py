@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ingest import load_paths
+from ..ingest import iter_files, load_paths
 from ..kb import KnowledgeBase
 from ..model import Actor, ConfigError, Document, Passage, can_access
-from ._casefile import Case, CaseFile, IngestEntry, Problems
+from ..yamlfile import Problems
+from ._casefile import Case, CaseFile, IngestEntry
 
 __all__ = ["Collection", "build_store", "lint", "load_entry"]
 
@@ -26,7 +27,17 @@ SPLIT = "heading"
 
 
 def load_entry(cf: CaseFile, entry: IngestEntry, p: Problems) -> list[Document]:
-    """The documents of one ingest entry or step; each rejected file is a problem at its line."""
+    """The documents of one ingest entry or step; each rejected file is a problem at its line.
+    The entry's own path was resolved inside the root when the file was loaded; a file below a
+    folder that resolves outside it (a symbolic link leading out) is a problem as well, and then
+    nothing of the entry is read."""
+    outside = [(f, f.resolve()) for f, _ in iter_files([entry.path])
+               if not f.resolve().is_relative_to(cf.root)]
+    for f, target in outside:
+        p.add(entry.line, entry.where, f"{f} is a symbolic link to {target}, outside {cf.root}: a "
+              "case file reads only below its own folder or the root given (--root)")
+    if outside:
+        return []
     loaded = load_paths([entry.path], entry.defaults())
     for r in loaded.rejected:
         p.add(entry.line, entry.where, f"{r.source} is rejected: {r.reason}")

@@ -6,7 +6,6 @@ documents every key); the text and HTML forms are renderings of it.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Iterable
@@ -125,7 +124,7 @@ def build_report(results: list[CaseResult], gate: Gate, meta: dict[str, Any]) ->
     return {
         "schema": SCHEMA,
         **meta,
-        "gate": {"passed": all(ch["passed"] for ch in checks), "thresholds": dataclasses.asdict(gate),
+        "gate": {"passed": all(ch["passed"] for ch in checks), "thresholds": gate.model_dump(),
                  "checks": checks},
         "totals": totals,
         "types": _grouped(results, "type"),

@@ -23,7 +23,8 @@ from ..answer import AnswerSettings, markers, sentences
 from ..kb import QUESTION_LIMITS, KnowledgeBase, migrate_store
 from ..model import SearchResults, StoreError
 from ..query import content_terms, get_analyzer
-from ._casefile import Case, CaseFile, Problems
+from ..yamlfile import Problems
+from ._casefile import Case, CaseFile
 from ._collection import SPLIT, Collection, load_entry, old_passage
 
 __all__ = ["CaseResult", "Runner", "live_tools"]

@@ -21,7 +21,6 @@ from ._sentences import sentence_spans
 from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, markdown_sections, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
 from ._values import Value, close, disagree, disagreement, values
-from ._yaml import YamlRefused, compose_yaml
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
@@ -38,11 +37,9 @@ __all__ = [
     "LoadResult",
     "Rejected",
     "Value",
-    "YamlRefused",
     "check_text",
     "check_words",
     "close",
-    "compose_yaml",
     "disagree",
     "disagreement",
     "iter_files",

@@ -19,10 +19,10 @@ import yaml
 
 from ..extras import require
 from ..model import Document, DocumentError, EvidexError, sha256_text
+from ..yamlfile import YamlRefused, compose_yaml
 from ._limits import check_text, reading
 from ._split import first_heading
 from ._structure import Extracted
-from ._yaml import YamlRefused, compose_yaml
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "FORMATS", "FRONT_MATTER_KEYS", "LoadResult", "Rejected", "iter_files",
            "load_document", "load_paths", "read_file"]

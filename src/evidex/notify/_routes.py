@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from ..yamlfile import StrictModel
 
 __all__ = ["HandoffRoute", "Owner", "Route", "SmtpSettings", "check_url", "handoff_text", "owner_name",
            "owner_route", "resolve_path"]
@@ -23,8 +25,7 @@ __all__ = ["HandoffRoute", "Owner", "Route", "SmtpSettings", "check_url", "hando
 _URL = re.compile(r"https?://[^\s/?#]+[^\s]*")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+_Strict = StrictModel
 
 
 def check_url(value: str) -> str:

@@ -10,6 +10,11 @@
 * Reciprocal rank fusion: score = sum over legs of 1 / (k + rank), k = 60. Uses only ranks, so
   the incomparable scales of BM25 and cosine never meet; the choice when a collection's scores
   behave unlike the evaluated ones.
+* Weighted reciprocal rank fusion (``weighted_rrf``): the same ranks, each leg's term scaled by
+  twice its adaptive weight for this query (score = sum over legs of 2 w / (k + rank)), as
+  Elasticsearch, OpenSearch and Vespa weight RRF per retriever. At equal weights it is plain RRF,
+  bit for bit; a cross-language query's keyword leg (weight near the floor) then counts about a
+  third as much as its vector leg.
 
 Each leg is a window of candidates already in deterministic order; fusion is computed in a fixed
 leg order so fused scores are reproducible, and ties are broken later by (document id, passage
@@ -26,9 +31,12 @@ import numpy as np
 from ..model import QueryError
 from ._adaptive import LegWeights
 
-__all__ = ["DEFAULT_FUSION", "FUSIONS", "Fusion", "Leg", "fuse"]
+__all__ = ["DEFAULT_FUSION", "FUSIONS", "WEIGHTED_FUSIONS", "Fusion", "Leg", "fuse",
+           "rrf_contributions"]
 
-FUSIONS = ("adaptive", "rrf", "convex")
+FUSIONS = ("adaptive", "weighted_rrf", "rrf", "convex")
+#: The fusions that weigh the legs per query (``_adaptive.leg_weights``) before fusing.
+WEIGHTED_FUSIONS = frozenset({"adaptive", "weighted_rrf"})
 #: The fusion every entry point (library, CLI, config file, service) uses unless told otherwise.
 DEFAULT_FUSION = "adaptive"
 
@@ -51,6 +59,11 @@ class Fusion:
         ):
             raise QueryError(f"alpha must be a number in 0..1, got {self.alpha!r}")
 
+    @property
+    def weighted(self) -> bool:
+        """Whether this fusion needs the query's leg weights (``_adaptive``) to fuse."""
+        return self.method in WEIGHTED_FUSIONS
+
 
 @dataclass(frozen=True, slots=True)
 class Leg:
@@ -59,18 +72,29 @@ class Leg:
     scores: np.ndarray
 
 
+def rrf_contributions(count: int, k: int, weight: float = 0.5) -> list[float]:
+    """Each of a leg's ``count`` ranks' share of a (weighted) RRF score: 2 * weight / (k + rank).
+    The factor 2 makes equal weights (0.5 each) exactly plain RRF's 1 / (k + rank)."""
+    scale = 2.0 * weight
+    return [scale / (k + r) for r in range(1, count + 1)]
+
+
 def fuse(legs: list[Leg], fusion: Fusion, weights: LegWeights | None = None,
          ) -> tuple[np.ndarray, np.ndarray, dict[int, dict[str, Any]]]:
     """(passage ids, fused scores, per-passage explanation {leg: {rank, score}}). Adaptive
-    fusion takes the query's ``weights``; convex takes them from ``alpha``."""
-    if fusion.method == "adaptive" and weights is None:
-        raise ValueError("adaptive fusion needs the query's leg weights")
+    fusion and weighted RRF take the query's ``weights``; convex takes them from ``alpha``."""
+    if fusion.weighted and weights is None:
+        raise ValueError(f"{fusion.method} fusion needs the query's leg weights")
     explain: dict[int, dict[str, Any]] = {}
     fused: dict[int, float] = {}
     for leg in legs:
         pids = leg.pids.tolist()
         if fusion.method == "rrf":
-            contrib = [1.0 / (fusion.rrf_k + r) for r in range(1, len(pids) + 1)]
+            contrib = rrf_contributions(len(pids), fusion.rrf_k)
+        elif fusion.method == "weighted_rrf":
+            assert weights is not None  # checked above
+            weight = weights.vector if leg.name == "vector" else weights.keyword
+            contrib = rrf_contributions(len(pids), fusion.rrf_k, weight)
         else:
             s = leg.scores
             lo, hi = (float(s.min()), float(s.max())) if len(s) else (0.0, 0.0)

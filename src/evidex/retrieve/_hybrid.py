@@ -126,7 +126,7 @@ def search(
         best_similarity = float(vc.scores.max()) if len(vc.scores) else None
         legs.append(_ranked(view, vc, "vector", window))
         weights = None
-        if mode == "hybrid" and fusion.method == "adaptive":
+        if mode == "hybrid" and fusion.weighted:
             weights = _weigh(view, actor, filters, legs, kq, term_pids, query)
         hits = _capped_hits(view, legs, mode, fusion, depth, max_per_document, explain, weights)
         filled = any(len(leg.pids) >= window for leg in legs)

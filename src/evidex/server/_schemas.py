@@ -87,9 +87,10 @@ class SearchRequest(_Request):
     explain: bool = False
     # Fusion fields left out take the service's configured ones (config ``retrieval:``), so a
     # deployment that chose RRF gets RRF from a plain request, as its answers do.
-    fusion: Literal["adaptive", "rrf", "convex"] | None = Field(
+    fusion: Literal["adaptive", "weighted_rrf", "rrf", "convex"] | None = Field(
         default=None,
-        description="how keyword and vector ranks are fused (adaptive: weights per query); "
+        description="how keyword and vector ranks are fused (adaptive and weighted_rrf: leg "
+                    "weights per query); "
                     "default: retrieval.fuse")
     rrf_k: Int | None = Field(default=None, ge=1, le=1000, description="default: retrieval.rrf_k (60)")
     window: Int | None = Field(default=None, ge=1, le=500, description="default: retrieval.window (50)")

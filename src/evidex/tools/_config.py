@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from ..yamlfile import StrictModel
 
 __all__ = [
     "CALLER_WORDS",
@@ -149,8 +151,8 @@ def _compile(pattern: str, flags: re.RegexFlag, what: str) -> re.Pattern[str]:
         raise ValueError(f"{what} is not a valid regular expression: {exc}") from None
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+class _Strict(StrictModel):
+    model_config = ConfigDict(populate_by_name=True)  # ``from`` is ``source`` in code
 
 
 class ToolParameter(_Strict):

@@ -1,6 +1,8 @@
 // evidex web page: plain JavaScript, no build step.
 // Every piece of data is rendered with textContent (never innerHTML): answers, passages, titles and
-// error messages are untrusted text. Links are made only for http(s) URLs on the server's allowlist.
+// error messages are untrusted text. Source Markdown (headings, emphasis, lists) is shown formatted
+// by building elements around text nodes, so raw HTML in a source stays literal text. Links are
+// made only for http(s) URLs on the server's allowlist.
 // The API key lives in sessionStorage (this tab only) and travels as a bearer credential.
 "use strict";
 
@@ -40,6 +42,83 @@
     return node;
   }
   function clear(node) { node.replaceChildren(); }
+
+  // -- Markdown from sources, as elements around text nodes ---------------------------------------
+  // Passages keep their source's Markdown. Each line is read for a heading ("## Worn items") or a
+  // list item ("- ", "1. "), and inside it for **strong**, *emphasis* / _emphasis_ and `code`.
+  // The markup characters are left out; every shown character keeps its offset in the original
+  // text, so a cited span given by offsets is marked exactly.
+  const INLINE = /\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__|(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])|(?<![\w_])_(?=[^\s_])(.+?)(?<=[^\s_])_(?![\w_])|`([^`]+)`/g;
+  const STYLE_OF_GROUP = [null, "strong", "strong", "em", "em", "code"];
+
+  // Runs [{a, b, style, text?}] covering what is shown of text; a run with ``text`` shows that
+  // text instead of text.slice(a, b) (a list item's bullet).
+  function markdownRuns(text) {
+    const runs = [];
+    let start = 0;
+    for (const line of text.split("\n")) {
+      const end = start + line.length;
+      let from = start;
+      let block = null;
+      const heading = /^#{1,6}[ \t]+/.exec(line);
+      const bullet = /^([ \t]*)[-*+][ \t]+/.exec(line);
+      if (heading) { from = start + heading[0].length; block = "strong"; }
+      else if (bullet) {
+        runs.push({ a: start, b: start + bullet[0].length, style: null, text: bullet[1] + "• " });
+        from = start + bullet[0].length;
+      }
+      const body = text.slice(from, end);
+      let pos = 0;
+      for (const m of body.matchAll(INLINE)) {
+        const g = m.findIndex((v, i) => i > 0 && v !== undefined);
+        const inner = m[g];
+        const open = m[0].indexOf(inner);
+        if (m.index > pos) runs.push({ a: from + pos, b: from + m.index, style: block });
+        runs.push({ a: from + m.index + open, b: from + m.index + open + inner.length,
+          style: block || STYLE_OF_GROUP[g] });
+        pos = m.index + m[0].length;
+      }
+      if (body.length > pos) runs.push({ a: from + pos, b: end, style: block });
+      if (end < text.length) runs.push({ a: end, b: end + 1, style: null });  // the newline
+      start = end + 1;
+    }
+    return runs;
+  }
+
+  // The text as Markdown, with [a, b) spans (offsets into the text) inside <mark>.
+  function markdown(text, spans = []) {
+    const cuts = new Set();
+    for (const [a, b] of spans) { cuts.add(a); cuts.add(b); }
+    const marked = (i) => spans.some(([a, b]) => a <= i && i < b);
+    const frag = document.createDocumentFragment();
+    let markNode = null;
+    for (const run of markdownRuns(text)) {
+      const points = [run.a, ...[...cuts].filter((c) => c > run.a && c < run.b).sort((x, y) => x - y), run.b];
+      for (let i = 0; i + 1 < points.length; i++) {
+        const [a, b] = [points[i], points[i + 1]];
+        if (a === b && run.text === undefined) continue;
+        const shown = run.text !== undefined ? (i === 0 ? run.text : "") : text.slice(a, b);
+        if (!shown) continue;
+        const node = run.style ? el(run.style, { cls: run.style === "strong" ? "md-h" : "", text: shown })
+          : document.createTextNode(shown);
+        if (marked(a)) {
+          if (!markNode) { markNode = el("mark"); frag.append(markNode); }
+          markNode.append(node);
+        } else {
+          markNode = null;
+          frag.append(node);
+        }
+      }
+    }
+    return frag;
+  }
+
+  // A section path, title or heading as plain text: markup left out (never shown as "## Worn items").
+  function plain(text) {
+    return markdownRuns(String(text || "")).map((r) => r.text !== undefined ? r.text : String(text).slice(r.a, r.b))
+      .join("").trim();
+  }
+  function sectionPath(parts) { return (parts || []).map(plain).filter(Boolean).join(" › "); }
 
   function safeLink(url) {
     if (typeof url !== "string") return null;
@@ -103,11 +182,23 @@
     e.hidden = !message;
     $("api-key").focus();
   }
-  function showApp() {
+  function showApp(session) {
     $("signin").hidden = true;
     $("app").hidden = false;
     $("session").hidden = false;
+    // Whom the key signs in as: its configured name and tenant (GET /v1/session), never the key.
+    // The session's name is its log label ("key:demo-customer", "jwt:..."): shown without the kind.
+    const who = session && (String(session.name || "").replace(/^[a-z]+:/, "") || "an unnamed key");
+    $("session-label").textContent = who ? `Signed in as ${who} (${session.tenant})` : "Signed in";
     $("question").focus();
+  }
+  // In the demo only (`make run` sets EVIDEX_DEMO_KEY, and the server suggests it only when the
+  // configuration knows it): which key to sign in with.
+  if (config.demo && config.demo.key) {
+    const hint = $("demo-hint");
+    hint.append("Local demo: sign in with the key ", el("code", { text: config.demo.key }),
+      ` (${config.demo.name || "a demo key"}, tenant ${config.demo.tenant}).`);
+    hint.hidden = false;
   }
   $("signin-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -119,15 +210,16 @@
   // A key is checked when it is typed (GET /v1/session), so a mistyped one never shows as signed in.
   async function signIn(key) {
     sessionStorage.setItem(KEY, key);
+    let session;
     try {
-      await api("GET", "/v1/session");
+      session = await api("GET", "/v1/session");
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) return;  // api() showed the sign-in form
       sessionStorage.removeItem(KEY);
       showSignIn(err.message || "The key could not be checked.");
       return;
     }
-    showApp();
+    showApp(session);
   }
   $("sign-out").addEventListener("click", () => {
     sessionStorage.removeItem(KEY);
@@ -176,7 +268,7 @@
   }
 
   function chip(n, citation, highlights) {
-    const label = `Source ${n}: ${citation.title || citation.document_id}`;
+    const label = `Source ${n}: ${plain(citation.title) || citation.document_id}`;
     const b = el("button", { cls: "chip", text: `[${n}]`,
       attrs: { type: "button", "aria-label": label, "aria-expanded": "false", "aria-controls": "passage" } });
     b.addEventListener("click", () => openPassage(citation, highlights, b));
@@ -190,7 +282,7 @@
 
   function handoffButton(question) {
     const wrap = el("div", { cls: "handoff-send" });
-    const b = el("button", { cls: "handoff-button", text: "Send my question to a person",
+    const b = el("button", { cls: "handoff-button", text: "Ask a person",
       attrs: { type: "button", id: "handoff-button" } });
     const status = el("p", { cls: "notice", attrs: { id: "handoff-status", role: "status" } });
     b.addEventListener("click", async () => {
@@ -199,6 +291,7 @@
       const traces = conversation.filter((t) => t.trace_id).map((t) => t.trace_id);
       try {
         const res = await api("POST", "/v1/handoff", { question, conversation, trace_ids: traces });
+        b.textContent = "Sent";
         status.textContent = `Sent. Your reference: ${res.reference}`;
         status.setAttribute("data-reference", res.reference);
       } catch (err) {
@@ -227,40 +320,89 @@
       if (ans.handoff) d.append(el("p", { cls: "handoff", text: ans.handoff }));
       if (ans.handoff_available) d.append(handoffButton(question));
       appendUntrustedNotice(d, ans.trace);
+      appendRelated(d, ans.related);
       box.append(d);
       return;
     }
-    const byN = new Map(ans.citations.map((c) => [c.n, c]));
+    const shown = numberedAsShown(ans);
+    const byN = new Map(shown.citations.map((c) => [c.n, c]));
     const p = el("p", { cls: "answer-text", attrs: { "data-status": "answered" } });
     let last = 0;
-    for (const m of ans.text.matchAll(MARKER)) {
-      p.append(document.createTextNode(ans.text.slice(last, m.index)));
+    for (const m of shown.text.matchAll(MARKER)) {
+      p.append(markdown(shown.text.slice(last, m.index)));
       const n = Number(m[1]);
       const c = byN.get(n);
-      p.append(c ? chip(n, c, sentencesFor(ans.text, n)) : document.createTextNode(m[0]));
+      p.append(c ? chip(n, c, sentencesFor(shown.text, n)) : document.createTextNode(m[0]));
       last = m.index + m[0].length;
     }
-    p.append(document.createTextNode(ans.text.slice(last)));
+    p.append(markdown(shown.text.slice(last)));
     box.append(p);
-    const list = el("ol", { cls: "sources", attrs: { "aria-label": "Sources" } });
-    for (const c of ans.citations) {
-      const li = el("li", { attrs: { value: c.n } });
-      li.append(chip(c.n, c, sentencesFor(ans.text, c.n)), " ",
-        el("span", { text: c.title || c.document_id }),
-        el("span", { cls: "meta", text: c.kind === "live" ? ` — live lookup, ${c.fetched_at}`
-          : (c.heading_path || []).length ? " — " + c.heading_path.join(" › ") : "" }));
+    // One line per source: its chip, then what it is, said once ("[1] Returns policy › Worn
+    // items"; a heading path that starts with the title does not repeat it).
+    const list = el("ul", { cls: "sources", attrs: { "aria-label": "Sources" } });
+    for (const c of shown.citations) {
+      const li = el("li", { attrs: { "data-n": c.n } });
+      li.append(chip(c.n, c, sentencesFor(shown.text, c.n)), " ", el("span", { text: sourceLine(c) }));
       list.append(li);
     }
     box.append(el("h3", { text: "Sources" }), list);
     appendUntrustedNotice(box, ans.trace);
   }
 
+  function sourceLine(c) {
+    const title = plain(c.title) || c.document_id || c.tool || "source";
+    if (c.kind === "live") return `${title} — live lookup, ${c.fetched_at}`;
+    const path = (c.heading_path || []).map(plain).filter(Boolean);
+    if (path.length && path[0] === title) path.shift();
+    return path.length ? `${title} › ${path.join(" › ")}` : title;
+  }
+
+  // The answer's sources numbered 1..k in the order the answer shows them, without gaps: a source
+  // left out (flagged untrusted, over the context budget) keeps its number in the API's answer,
+  // and "[2]" with no [1] reads as a missing source. The left-out one is described in words.
+  function numberedAsShown(ans) {
+    const order = [];
+    const known = new Set(ans.citations.map((c) => c.n));
+    for (const m of ans.text.matchAll(MARKER)) {
+      const n = Number(m[1]);
+      if (known.has(n) && !order.includes(n)) order.push(n);
+    }
+    for (const c of ans.citations) if (!order.includes(c.n)) order.push(c.n);
+    const shownN = new Map(order.map((n, i) => [n, i + 1]));
+    const text = ans.text.replace(MARKER, (m, d) => shownN.has(Number(d)) ? `[${shownN.get(Number(d))}]` : m);
+    const citations = ans.citations.map((c) => ({ ...c, n: shownN.get(c.n) })).sort((a, b) => a.n - b.n);
+    return { text, citations };
+  }
+
+  // Passages shown beside a declined answer (the answer's ``related``, when the server sends
+  // it): never an answer, only where the reader might look.
+  function appendRelated(target, related) {
+    if (!Array.isArray(related) || !related.length) return;
+    const sec = el("section", { cls: "related", attrs: { "aria-label": "Related passages (not an answer)" } });
+    sec.append(el("h3", { text: "Not an answer: passages that may be related" }));
+    const ul = el("ul");
+    for (const r of related.slice(0, 3)) {
+      const li = el("li", { cls: "related-item" });
+      li.append(el("strong", { text: sourceLine(r) }));
+      const open = el("button", { cls: "secondary", text: "Open passage",
+        attrs: { type: "button", "aria-controls": "passage", "aria-expanded": "false" } });
+      const c = citationOnly(r);
+      open.addEventListener("click", () => openPassage(c, [], open));
+      li.append(" ", open);
+      ul.append(li);
+    }
+    sec.append(ul);
+    target.append(sec);
+  }
+
   function appendUntrustedNotice(target, trace) {
     const dropped = ((trace && trace.dropped) || []).filter((d) => d.why === "flagged_untrusted");
     if (dropped.length) {
-      target.append(el("p", { cls: "notice",
-        text: `${dropped.length} matching passage${dropped.length > 1 ? "s were" : " was"} left out because ` +
-              "it contains instruction-like text (marked untrusted)." }));
+      const one = dropped.length === 1;
+      target.append(el("p", { cls: "notice", attrs: { "data-left-out": dropped.length },
+        text: `${one ? "One matching source was" : `${dropped.length} matching sources were`} left out: ` +
+              `${one ? "it contains" : "they contain"} instruction-like text, so ${one ? "it is" : "they are"} ` +
+              "not used for answers (search shows it marked untrusted)." }));
     }
   }
 
@@ -295,13 +437,13 @@
     for (const h of res.hits) {
       const li = el("li", { cls: "hit", attrs: { value: h.rank } });
       const head = el("div");
-      head.append(el("strong", { text: h.title || h.document_id }));
+      head.append(el("strong", { text: plain(h.title) || h.document_id }));
       if ((h.flags || []).length) head.append(" ", untrustedBadge(h.flags));
       li.append(head);
       li.append(el("div", { cls: "hit-meta",
-        text: `${(h.heading_path || []).join(" › ") || "passage " + h.passage} · version ${h.version} · ` +
+        text: `${sectionPath(h.heading_path) || "passage " + h.passage} · version ${h.version} · ` +
               `score ${Number(h.score).toFixed(4)} (ordering value)` }));
-      li.append(el("div", { cls: "quote", text: h.quote }));
+      li.append(el("div", { cls: "quote" }, markdown(h.quote)));
       const open = el("button", { cls: "secondary", text: "Open passage",
         attrs: { type: "button", "aria-controls": "passage", "aria-expanded": "false" } });
       const c = citationOnly(h);
@@ -354,17 +496,8 @@
         if (i >= 0) spans.push([i, i + s.length]);
       }
     }
-    spans.sort((a, b) => a[0] - b[0]);
-    const frag = document.createDocumentFragment();
-    if (!spans.length) { frag.append(el("mark", { text })); return frag; }
-    let pos = 0;
-    for (const [a, b] of spans) {
-      if (a < pos) continue;
-      frag.append(document.createTextNode(text.slice(pos, a)), el("mark", { text: text.slice(a, b) }));
-      pos = b;
-    }
-    frag.append(document.createTextNode(text.slice(pos)));
-    return frag;
+    if (!spans.length) spans.push([0, text.length]);
+    return markdown(text, spans);
   }
 
   async function openPassage(citation, sentences, button) {
@@ -375,7 +508,7 @@
     const body = $("passage-body");
     clear(body);
     panel.hidden = false;
-    $("passage-title").textContent = citation.title || citation.document_id;
+    $("passage-title").textContent = plain(citation.title) || citation.document_id;
 
     const badge = el("span", { cls: "badge badge-pending", text: "checking…", attrs: { id: "resolve-badge" } });
     const meta = el("dl", { cls: "meta" });
@@ -383,8 +516,11 @@
     row("Status", badge);
     const live = citation.kind === "live";
     if (live) {
-      // A lookup has no version: what it said, when, asked with which of the question's values.
+      // A lookup has no version: which lookup (the tool's description), what it said, when, asked
+      // with which of the question's values. Never its URL: that is the tool's address with the
+      // caller's identity left as a template, nothing a reader can open.
       row("Kind", "live lookup");
+      row("Lookup", plain(citation.title) || citation.tool);
       row("Fetched", citation.fetched_at);
       const params = Object.entries(citation.parameters || {}).map(([k, v]) => `${k} = ${v}`);
       row("Asked with", params.join(", ") || "no parameters");
@@ -392,14 +528,14 @@
         row("Your identity", `${citation.actor_parameters.join(", ")} (from your sign-in, not shown)`);
       }
     } else {
-      row("Section", (citation.heading_path || []).join(" › ") || `passage ${citation.passage}`);
+      row("Section", sectionPath(citation.heading_path) || `passage ${citation.passage}`);
       row("Version", citation.version);
     }
     row("Fingerprint", String(citation.content_sha256 || "").slice(0, 12));
-    const href = safeLink(citation.source_url);
+    const href = live ? null : safeLink(citation.source_url);
     if (href) {
       row("Source", el("a", { text: href, attrs: { href, rel: "noopener noreferrer nofollow", target: "_blank" } }));
-    } else if (citation.source_url) {
+    } else if (citation.source_url && !live) {
       row("Source", `${citation.source_url} (not linked: host not on the allowlist)`);
     }
     body.append(meta);
@@ -439,12 +575,13 @@
         if ((p.flags || []).length) part.append(untrustedBadge(p.flags), " ");
         part.append(highlighted(p.quote, sentences, p.quote === citation.quote ? citation : null));
       } else {
-        part.textContent = p.quote;
+        part.append(markdown(p.quote));
       }
       section.append(part);
     });
   }
 
   // -- start ------------------------------------------------------------------------------------
-  if (sessionStorage.getItem(KEY)) showApp(); else showSignIn("");
+  // A reload keeps the tab's key: it is checked again, and says again whom it signs in as.
+  if (sessionStorage.getItem(KEY)) signIn(sessionStorage.getItem(KEY)); else showSignIn("");
 })();
