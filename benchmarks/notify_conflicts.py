@@ -49,7 +49,11 @@ from pathlib import Path
 
 from evidex import Document, KnowledgeBase
 from evidex.ingest import load_paths
-from evidex.retrieve import _conflicts
+
+try:  # detection's module: evidex.conflicts since 2026-12 (an older tree is measured too)
+    from evidex.conflicts import _detect as _conflicts
+except ImportError:
+    from evidex.retrieve import _conflicts  # type: ignore[no-redef]
 
 SHOP = Path(__file__).resolve().parents[1] / "examples" / "shop"
 RUNS = [

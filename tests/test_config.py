@@ -233,4 +233,4 @@ def test_cli_refuses_an_alias_bomb_at_once(tmp_path: Path) -> None:
 
 def test_sync_without_a_config_says_how_to_give_one(tmp_path: Path) -> None:
     proc = run("--db", str(tmp_path / "kb.db"), "sync")
-    assert proc.returncode == 1 and "--config" in proc.stderr
+    assert proc.returncode == 2 and "--config" in proc.stderr  # called wrongly: a usage error

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import evidex.ingest
-import evidex.retrieve
+import evidex.conflicts
 from evidex import Document, KnowledgeBase
 from evidex.ingest import load_paths
 from evidex.store._migrations import SCHEMA_VERSION
@@ -113,8 +112,8 @@ def test_removal_closes_and_unchanged_input_detects_nothing(
     kb.ingest([CARE, SHELL], split="heading")
     [c] = kb.conflicts()
     calls: list[int] = []
-    real = evidex.retrieve.find_conflicts
-    monkeypatch.setattr(evidex.retrieve, "find_conflicts", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = evidex.conflicts.find_conflicts
+    monkeypatch.setattr(evidex.conflicts, "find_conflicts", lambda *a, **k: calls.append(1) or real(*a, **k))
     again = kb.ingest([CARE, SHELL], split="heading")
     assert (again.unchanged, again.conflicts, calls) == (2, (), [])
     kb.remove("acme", "care")
@@ -149,7 +148,7 @@ def test_template_siblings_and_agreeing_pages_are_not_conflicts(kb: KnowledgeBas
     ("The Stormline 3L Jacket and a 3G phone", []),
 ])
 def test_measured_quantities_are_values(text: str, found: list[tuple[str, float, str]]) -> None:
-    got = [(v.kind, v.amount, text[v.start:v.end]) for v in evidex.ingest.values(text)]
+    got = [(v.kind, v.amount, text[v.start:v.end]) for v in evidex.conflicts.values(text)]
     assert got == found
 
 
@@ -183,7 +182,7 @@ import dataclasses, json, sys, tempfile
 from pathlib import Path
 from evidex import KnowledgeBase
 from evidex.ingest import load_paths
-from evidex.retrieve import _conflicts
+from evidex.conflicts import _detect as _conflicts
 for k, v in {"SUBJECT_MIN": 0.3, "MIN_SHARED": 2, "PASSAGE_MIN": 0.8, "PASSAGE_SHARED": 1,
              "PASSAGE_RATIO": 1000.0}.items():
     setattr(_conflicts, k, v)

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from evidex import Document, KnowledgeBase
+from evidex.conflicts import _detect as _conflicts
 from evidex.embed import EmbeddingCache
 from evidex.model import Conflict
-from evidex.retrieve import _conflicts
 
 STAFF = frozenset({"staff"})
 CARE = Document("care", "acme", STAFF, "1",

@@ -423,7 +423,7 @@ def test_db_keeps_the_built_store_and_never_reuses_one(folder: Path) -> None:
 
 def test_one_of_beir_qa_or_cases(folder: Path) -> None:
     proc = evidex("eval", "--cases", write(folder, HEAD + CASES), "--beir", folder)
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # called wrongly
     assert proc.stderr.strip() == "error: give exactly one of --beir DIR, --qa FILE or --cases FILE"
 
 

@@ -1,4 +1,4 @@
-"""Segment merges after the write returns (``store._merger``): what a write must not wait for,
+"""Segment merges after the write returns (``store._merge_runner``): what a write must not wait for,
 and what the merge must still get right while other writes and readers go on meanwhile."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import evidex.store._core as core_module
 import evidex.store._sqlite as sqlite_module
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, StoreError
-from evidex.store._merging import MERGE_FACTOR, merge_postings
+from evidex.store._merge_policy import MERGE_FACTOR, merge_postings
 from evidex.store._segments import FlatPostings
 
 ACTOR = Actor("t", frozenset({"a"}), visibilities=PUBLIC_INTERNAL)

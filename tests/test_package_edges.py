@@ -28,12 +28,11 @@ LAYERS: list[set[str]] = [
     {"extras", "yamlfile"},
     {"query", "ingest", "embed", "cadence", "notify"},
     {"store"},
-    {"retrieve", "cite", "tools", "check", "_batch"},
+    {"retrieve", "conflicts", "cite", "tools", "check", "_batch"},
     {"answer"},
     {"kb", "config"},
     {"__init__", "evaluation", "sources"},
-    {"server", "console"},
-    {"_cli_tools", "_cli_check", "_cli_findings"},
+    {"server"},
     {"cli"},
 ]
 #: Modules of each extra, which ``import evidex`` must not load.
@@ -130,6 +129,68 @@ def test_no_private_name_crosses_a_package() -> None:
         elif src_top == dst_top and private_names and target != src_parts:
             crossing.append((path, ".".join(target), private_names))
     assert crossing == []
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the evidex modules it imports (``evidex.store._core``; a package is its
+    ``__init__``). ``from . import x`` is an import of module ``x`` when there is one."""
+    edges: dict[str, set[str]] = defaultdict(set)
+    for path, target, names in imports():
+        src = ".".join(_module_name(Path(path))[0])
+        modules = [[*target, n] for n in names if _is_module([*target, n])]
+        if len(modules) < len(names) or not names:  # a name defined in the module itself
+            modules.append(target)
+        for parts in modules:
+            if ".".join(parts) != src:
+                edges[src].add(".".join(parts))
+    return edges
+
+
+def import_circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def test_no_import_circle_between_modules() -> None:
+    """No module imports, through any chain, a module that imports it: type-only imports
+    (``TYPE_CHECKING``) and imports inside functions count, since each is a dependency a reader
+    has to follow and a change has to keep in step."""
+    assert import_circles(module_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert import_circles(edges) == [["a", "b", "c"]]
 
 
 def _is_module(parts: list[str]) -> bool:

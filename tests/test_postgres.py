@@ -269,7 +269,7 @@ def test_vector_loader_reads_sparse_and_dense_pid_sets(pg: Locator) -> None:
             dim = kb.store.dimension  # type: ignore[attr-defined]
             stored = view.passage_vectors(pids)
             for want in (pids[:300], [pids[0], pids[-2], pids[-1]]):  # dense: range; sparse: list
-                got, mat = kb.store._vectors.load(view, np.array(want, dtype=np.int64), dim)  # type: ignore[attr-defined]
+                got, mat = kb.store._vectors.load(view._c, np.array(want, dtype=np.int64), dim)  # type: ignore[attr-defined]
                 assert got.tolist() == want and mat.shape == (len(want), dim)
                 assert all(np.array_equal(mat[i], stored[p]) for i, p in enumerate(want))
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase
-from evidex.store._merging import MERGE_FACTOR, MergePolicy
+from evidex.store._merge_policy import MERGE_FACTOR, MergePolicy
 from evidex.store._migrations import SCHEMA_VERSION
 from evidex.store._segments import PACK_LIMIT
 from old_stores import sqlite_v5
@@ -156,7 +156,7 @@ def test_long_history_of_small_writes_equals_a_fresh_build(tmp_path: Path) -> No
                 assert (r.added, r.superseded) == (1, 1)
                 current[(new.tenant, new.id)] = new
                 current[(sup.tenant, sup.id)] = sup
-            w1.store.settle()  # merges run after the write returns (see store._merger)
+            w1.store.settle()  # merges run after the write returns (see store._merge_runner)
             w2.store.settle()
             sizes = segment_sizes(path)
             check_tiers(sizes)
@@ -417,8 +417,10 @@ def test_large_segment_postings_are_fetched_again_only_when_large_segments_chang
 
     path = tmp_path / "big.db"
 
+    watched: list[object] = []  # the segment caches of the two handles on ``path``
+
     def spy(self, term: str):  # type: ignore[no-untyped-def]
-        if Path(self._s.path) == path:  # not the fresh builds compared with
+        if any(self._cache is c for c in watched):  # not the fresh builds compared with
             fetched.append(term)
         return real(self, term)
 
@@ -427,6 +429,7 @@ def test_large_segment_postings_are_fetched_again_only_when_large_segments_chang
     n = PACK_LIMIT // 4 + 30
     current = {f"b{i:04d}": big_doc(rng, i) for i in range(n)}
     with KnowledgeBase.open(path, embedder="none") as kb, KnowledgeBase.open(path) as reader:
+        watched += [kb.store._cache, reader.store._cache]  # type: ignore[attr-defined]
         kb.ingest(list(current.values()))
 
         def check(step: str) -> None:
@@ -674,7 +677,7 @@ def test_merge_postings_equals_a_per_term_merge(data: Any, chunk: int) -> None:
     import numpy as np
     import pytest
 
-    from evidex.store import _merging as merging
+    from evidex.store import _merge_policy as merging
     from evidex.store import _segments as seg
 
     n_parts = data.draw(st.integers(0, 5))

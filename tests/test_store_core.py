@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from backends import Locator, raw
 from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.store import DocumentWrite, SourceEntry
-from evidex.store._merging import MergePolicy, merge_budget, next_merge
+from evidex.store._merge_policy import MergePolicy, merge_budget, next_merge
 from evidex.store._migrations import MIGRATIONS, SCHEMA_VERSION
 from evidex.store._schema import TABLES
 from old_stores import sqlite_v5

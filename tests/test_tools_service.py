@@ -244,7 +244,9 @@ def test_cli_tools_list_and_call(tmp_path: Path, tool_server: ToolServer) -> Non
         (["--param", "customer_id=C-2002", "--param", "order_id=12345"], "verified identity"),
     ]:
         r = run("--config", config, "tools", "call", "orders-ok", *args)
-        assert r.returncode == 1 and r.stderr.startswith("error: ") and message in r.stderr, r.stderr
+        usage = "NAME=VALUE" in message  # called wrongly: exit status 2, as every usage error
+        assert r.returncode == (2 if usage else 1), r.stderr
+        assert r.stderr.startswith("error: ") and message in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
     assert "no tool 'nope'" in run("--config", config, "tools", "call", "nope").stderr
     assert "give --config" in run("tools", "list").stderr
@@ -412,7 +414,7 @@ def test_cli_ask_with_a_claim(service: dict[str, Any]) -> None:
     assert "the lookup needs a signed-in customer" in guest.stdout
     assert "reason: tool_needs_sign_in" in guest.stdout
     bad = run(*base, "--claim", "customer_id", env=env)
-    assert bad.returncode == 1 and bad.stderr.startswith("error: --claim takes NAME=VALUE")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --claim takes NAME=VALUE")
 
 
 def test_the_page_shows_a_live_lookup(service: dict[str, Any]) -> None:

@@ -561,7 +561,7 @@ def test_example_vector_scores_do_not_depend_on_unreadable_neighbours(locate: Lo
         kb.search(READER, query, mode="vector")  # warm caches, as a running service has them
     for i in range(7):
         both.ingest(_doc(f"h{i}", "zeta zeta", groups=("other",)))
-    both.store.settle()  # merges run after the write returns (see store._merger)
+    both.store.settle()  # merges run after the write returns (see store._merge_runner)
     assert both.stats()["segments"] < 9  # the merge did run
     want = [(h.document_id, h.passage, h.score) for h in only.search(READER, query, mode="vector",
                                                                       limit=12, max_per_document=None)]

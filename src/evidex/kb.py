@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import retrieve
+from . import conflicts, retrieve
 from ._batch import checked_batch, entries_by_document
 from .answer import Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator, answer_question
 from .check import CheckReport, check_store
@@ -147,7 +147,7 @@ class KnowledgeBase:
         self.vector_timeout_ms = (None if vector_timeout_ms is None else
                                   _positive_int(vector_timeout_ms, "vector_timeout_ms", err=EvidexError))
         #: Check every added or changed passage for values that contradict another document's
-        #: (see ``retrieve.find_conflicts``); ``conflicts`` lists what was found.
+        #: (see ``conflicts.find_conflicts``); ``conflicts`` lists what was found.
         self.detect_conflicts = detect_conflicts
         #: Live tools: a Toolbox shared with others (a service's handles), or tools of this
         #: handle alone (closed with it).
@@ -281,7 +281,7 @@ class KnowledgeBase:
 
     def _detect(self, written: list[tuple[str, str]]) -> list[Conflict]:
         """Conflicts of the documents just written with the rest of their tenant, recorded
-        (see ``retrieve.find_conflicts``); returns those not recorded before."""
+        (see ``conflicts.find_conflicts``); returns those not recorded before."""
         found: list[Conflict] = []
         with self.store.read() as view:
             for tenant in sorted({t for t, _ in written}):
@@ -289,7 +289,7 @@ class KnowledgeBase:
                 docs = [every.get(i) for t, i in written if t == tenant]
                 # A keyword-only store opens no cache file unless it was given one.
                 cache = self._embed_cache() if self._cache_arg or self.store.embedder != "none" else None
-                found += retrieve.find_conflicts(view, tenant, [d for d in docs if d is not None],
+                found += conflicts.find_conflicts(view, tenant, [d for d in docs if d is not None],
                                                  self._analyzer.terms, list(every.values()), cache)
         return self.store.record_conflicts(found)
 
@@ -300,7 +300,7 @@ class KnowledgeBase:
         if status not in (None, "open", "closed", "dismissed"):
             raise QueryError(f"status must be open, closed or dismissed, got {status!r}")
         with self.store.read() as view:
-            now = [retrieve.conflict_status(view, c) for c in self.store.conflicts(tenant)]
+            now = [conflicts.conflict_status(view, c) for c in self.store.conflicts(tenant)]
         return [c for c in now if status is None or c.status == status]
 
     def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:

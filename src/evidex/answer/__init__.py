@@ -1,6 +1,6 @@
 """Answers that cite or decline."""
 
-from ..ingest import Value, disagree, values
+from ..conflicts import Value, disagree, values
 from ._answer import GENERATORS, answer_question, number_sources
 from ._budget import fit_sources, token_counter
 from ._contract import check_output, markers, sentences

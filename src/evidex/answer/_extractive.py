@@ -43,7 +43,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..ingest import disagreement, sentence_spans, values
+from ..conflicts import disagreement, values
+from ..ingest import sentence_spans
 from ..retrieve import PassageSupport, SentenceMatch, coverage, has_number, wants_number
 from ._types import Source
 

@@ -15,12 +15,11 @@ from ._files import (
     load_paths,
     read_file,
 )
-from ._limits import LIMITS, Limit, check_text, check_words
+from ._limits import check_text, check_words
 from ._scan import DOCUMENT_FLAG, FLAGS, scan, scan_document
 from ._sentences import sentence_spans
 from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, markdown_sections, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
-from ._values import Value, close, disagree, disagreement, values
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
@@ -29,19 +28,13 @@ __all__ = [
     "FLAGS",
     "FORMATS",
     "FRONT_MATTER_KEYS",
-    "LIMITS",
     "NO_TEXT_LAYER",
     "SPLITS",
     "Extracted",
-    "Limit",
     "LoadResult",
     "Rejected",
-    "Value",
     "check_text",
     "check_words",
-    "close",
-    "disagree",
-    "disagreement",
     "iter_files",
     "load_document",
     "load_paths",
@@ -53,5 +46,4 @@ __all__ = [
     "slugify",
     "split_key",
     "split_text",
-    "values",
 ]

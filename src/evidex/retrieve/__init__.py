@@ -7,7 +7,6 @@ names are its parts, for callers (benchmarks, tests) that measure or check one o
 from ..ingest import sentence_spans
 from ._access import Allowed, allowed_signatures
 from ._bm25 import BM25, BM25Params
-from ._conflicts import conflict_status, find_conflicts
 from ._deadline import Deadline, Fallback, embed_within
 from ._evidence import (
     DECIDE_DEPTH,
@@ -72,11 +71,9 @@ __all__ = [
     "allowed_signatures",
     "answer_score",
     "candidate_sentences",
-    "conflict_status",
     "coverage",
     "embed_within",
     "evidence_level",
-    "find_conflicts",
     "fuse",
     "guess_language",
     "has_number",

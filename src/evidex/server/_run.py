@@ -24,7 +24,7 @@ from ..embed import QUERY_THREADS_ENV, THREADS_ENV, thread_count
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
 from ..notify import HandoffRoute
-from ..sources import DRIFT_HOOKS, Scheduler, drift, owners_hook, sync
+from ..sources import Scheduler, after_drift, drift, owners_hook, sync
 from ..tools import Toolbox
 from ._handoff import TRACE_KEY_ENV
 from ._logging import log_failure, setup_logging
@@ -99,7 +99,7 @@ def service_scheduler(db: str, cfg: Config) -> Scheduler:
     memory the run freed back to the system (see ``release_freed_memory``). A due run the store
     failed is logged as a failure (class and place, no message) and the scheduler carries on."""
     setup_logging()
-    return Scheduler(opener(db, cfg), cfg, after_drift=[owners_hook(opener(db, cfg)), *DRIFT_HOOKS],
+    return Scheduler(opener(db, cfg), cfg, after_drift=after_drift(owners_hook(opener(db, cfg))),
                      on_run=lambda _record: release_freed_memory(),
                      on_failure=lambda job, due, exc: log_failure(
                          "scheduled run failed", exc, job=job.name, due=due.isoformat()))

@@ -1,5 +1,7 @@
-"""Configured sources kept in sync with the index, and drift checks against them."""
+"""Configured sources kept in sync with the index, drift checks against them, and what is told
+after a drift check (the drift webhook, each source owner's findings, registered hooks)."""
 
+from ._after_drift import DRIFT_HOOKS, DriftHook, after_drift, drift_webhook, run_after_drift
 from ._items import RACY_SECONDS, FetchError, SourceError, glob_match
 from ._owners import (
     NotifyReport,
@@ -9,7 +11,7 @@ from ._owners import (
     notify_webhook,
     owners_hook,
 )
-from ._schedule import DRIFT_HOOKS, DriftHook, Job, Scheduler
+from ._schedule import Job, Scheduler
 from ._sync import BATCH_DOCUMENTS, LOADER_VERSION, Skipped, SourceReport, SyncReport, drift, sync
 
 __all__ = [
@@ -27,11 +29,14 @@ __all__ = [
     "SourceError",
     "SourceReport",
     "SyncReport",
+    "after_drift",
     "drift",
+    "drift_webhook",
     "findings_by_owner",
     "glob_match",
     "notify_owners",
     "notify_webhook",
     "owners_hook",
+    "run_after_drift",
     "sync",
 ]

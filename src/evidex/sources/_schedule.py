@@ -14,9 +14,10 @@ it: that occurrence is lost, as when a process dies while running it, ``on_failu
 gets its own run record (start, end, counts, problems) in the store's run log (``KnowledgeBase.
 runs``, ``evidex runs``, ``GET /v1/runs``).
 
-After a drift check, the hooks are called once with the report of every source (so findings
-can be grouped per owner): ``Scheduler(after_drift=...)``, else ``DRIFT_HOOKS``. A hook's failure
-is a problem of the drift runs, never the end of the scheduler.
+After a drift check, the steps ``Scheduler(after_drift=...)`` names (by default
+``after_drift()``: the drift webhook, then ``DRIFT_HOOKS``; see ``_after_drift``) are called once
+with the report of every source (so findings can be grouped per owner). A step's failure is a
+problem of the drift runs, never the end of the scheduler.
 
 The clock and the sleep are injected (``clock``, ``sleep``), so a test can run a simulated day.
 """
@@ -35,20 +36,15 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from ..cadence import Cadence, parse_cadence
-from ..config import Config, Notify
+from ..config import Config
 from ..kb import KnowledgeBase
 from ..store import RunRecord
+from ._after_drift import DriftHook, run_after_drift
+from ._after_drift import after_drift as after_drift_steps
 from ._items import effective
-from ._owners import notify_webhook
 from ._sync import SourceReport, SyncReport, drift, sync
 
-__all__ = ["DRIFT_HOOKS", "DriftHook", "Job", "Scheduler"]
-
-#: Called after each scheduled drift check with its report (every source) and the configuration.
-DriftHook = Callable[[SyncReport, Config], None]
-#: Hooks every ``Scheduler`` calls unless given its own list; ``evidex serve`` and ``evidex
-#: schedule`` call these after the owners' notification.
-DRIFT_HOOKS: list[DriftHook] = []
+__all__ = ["Job", "Scheduler"]
 #: How many lost and left-to-others due runs a scheduler remembers (for tests and callers).
 KEPT_NOTES = 1000
 #: The longest the scheduler sleeps between looks at the clock (a changed wall clock is seen).
@@ -93,14 +89,6 @@ def jobs_of(config: Config) -> list[Job]:
     return out
 
 
-def _webhook_hook(report: SyncReport, config: Config) -> None:
-    """``freshness.notify: {webhook: ...}``: the drift report goes to that webhook when any
-    source drifted (as ``evidex drift --notify`` sends it)."""
-    n = config.freshness.notify
-    if isinstance(n, Notify) and n.webhook and report.drifted:
-        notify_webhook(n.webhook, report, timeout=n.timeout_seconds)
-
-
 class Scheduler:
     """Runs the jobs of ``config`` against the store ``open_kb`` opens (a handle per run, closed
     after it, so a long-running scheduler holds nothing open between runs)."""
@@ -117,7 +105,8 @@ class Scheduler:
         self.clock = clock
         #: How ``run_forever`` waits (default: on its stop event, so stopping is immediate).
         self.sleep = sleep
-        self.after_drift = after_drift
+        #: The steps after each drift check (see ``_after_drift``), fixed when it starts.
+        self.after_drift = list(after_drift) if after_drift is not None else after_drift_steps()
         #: Called with each run record once it is stored (e.g. to print it).
         self.on_run = on_run
         #: Called when the store failed a due run (it could not be claimed, run or recorded).
@@ -181,7 +170,7 @@ class Scheduler:
             records.append(record)
             if rep is not None:
                 reports.append(rep)
-        problems = self._hooks(SyncReport("drift", reports))
+        problems = run_after_drift(self.after_drift, SyncReport("drift", reports), self.config)
         if problems:
             records = [self._amend(r, problems) for r in records]
         with self.open_kb() as kb:
@@ -208,17 +197,6 @@ class Scheduler:
             with self.open_kb() as kb:
                 record = self._store(kb, record)
         return record, rep
-
-    def _hooks(self, report: SyncReport) -> list[str]:
-        hooks = [_webhook_hook, *(DRIFT_HOOKS if self.after_drift is None else self.after_drift)]
-        problems = []
-        for hook in hooks:
-            try:
-                hook(report, self.config)
-            except Exception as exc:
-                name = getattr(hook, "__name__", type(hook).__name__)
-                problems.append(f"drift hook {name} failed: {type(exc).__name__}: {exc}")
-        return problems
 
     @staticmethod
     def _amend(record: RunRecord, problems: list[str]) -> RunRecord:

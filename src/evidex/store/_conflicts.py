@@ -5,7 +5,7 @@ SQL below, with ``?`` placeholders, on either backend.
 A row is written once per conflict (its ``key`` is a digest of the tenant, the kind, and both
 sides' document, passage fingerprint and value), so detecting the same disagreement again
 changes nothing, and a dismissal survives re-detection. Whether a conflict is still open is not
-stored: it is read off the current passages (``retrieve.conflict_status``), so a supersede or a
+stored: it is read off the current passages (``conflicts.conflict_status``), so a supersede or a
 removal closes it with the write that changed the passage, with nothing to forget. Writing
 conflicts never bumps the store generation: search reads none of it.
 """

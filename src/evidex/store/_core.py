@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -34,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..model import IngestReport, StoreError
-from . import _merging, _reindex
+from . import _reindex
 from ._contract import DocumentWrite, HistoryEntry, MissingVectors, SourceEntry, StoredDocument
 from ._dialect import Dialect, Retry, Tx, VectorStorage, now, sig_key
+from ._merge_policy import POLICY, merge_budget, merge_postings, next_merge
 from ._migrations import SCHEMA_VERSION, upgrade
 from ._records import Records
 from ._schema import columns
@@ -55,7 +56,7 @@ from ._segments import (
 from ._view import DOC_SELECT, SQLView, read_signatures
 
 if TYPE_CHECKING:
-    from ._merger import Merges
+    from ._merge_runner import Merges
 
 __all__ = ["PendingMerge", "SQLStore"]
 
@@ -92,7 +93,7 @@ class SQLStore(Records):
     dialect: Dialect
     #: Names the store in messages (a path, a schema).
     _where: str
-    _merge_policy = _merging.POLICY
+    _merge_policy = POLICY
 
     def __init__(self, embedder: str | None, dimension: int, create_embedder: tuple[str, int]) -> None:
         self.embedder, self.dimension = (embedder, dimension) if embedder else create_embedder
@@ -174,11 +175,11 @@ class SQLStore(Records):
     def read(self) -> Iterator[SQLView]:
         with self._snapshot() as c:
             gen = int(c.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
-            view = SQLView(self, c)
+            view = SQLView(self._cache, self._vectors, self.dialect, c)
             if gen != self._cache.generation:
                 self._load_model(c)  # a re-embed bumps the generation too
                 self._cache.refresh(view, gen)
-                view = SQLView(self, c)  # the refresh may have reallocated the arrays
+                view = SQLView(self._cache, self._vectors, self.dialect, c)  # the arrays may be new
             yield view
 
     # -- writing --------------------------------------------------------------------------------
@@ -242,7 +243,7 @@ class SQLStore(Records):
         self._merges.check()  # a failed background merge is reported before writing more
         report: IngestReport = self._retrying(self._apply, writes, keep_history, sources)
         if report.passages_written:
-            self._merges.request(_merging.merge_budget(report.passages_written, self._merge_policy))
+            self._merges.request(merge_budget(report.passages_written, self._merge_policy))
         return report
 
     def _apply(self, writes: Sequence[DocumentWrite], keep_history: bool,
@@ -446,7 +447,61 @@ class SQLStore(Records):
         return done
 
     def reindex(self, analyzer: str) -> int:
-        return _reindex.reindex(self, analyzer)
+        """Analyse every live passage with ``analyzer`` and switch to the new postings (see
+        ``_reindex``); the number of passages analysed. Passages written meanwhile are read and
+        analysed again (a few times, then it gives up)."""
+        for _ in range(5):
+            with self._connection() as c:
+                terms = _reindex.new_terms(c.execute(_reindex.LIVE_PASSAGES).fetchall(), analyzer)
+            vectors: dict[int, np.ndarray] = {}
+            if self.embedder != "none":
+                with self.read() as view:
+                    vectors = view.passage_vectors(terms)
+            if self._switch_analyzer(analyzer, terms, vectors):
+                return len(terms)
+        raise StoreError("the store kept changing during reindex; try again when writes pause")
+
+    def _switch_analyzer(self, analyzer: str, terms: Mapping[int, Mapping[str, int]],
+                         vectors: Mapping[int, np.ndarray]) -> bool:
+        """Replace every live passage's postings by ``terms`` and record ``analyzer``,
+        atomically; False, changing nothing, when passages were written or the model changed
+        meanwhile, so the caller reads them again and retries."""
+        def run() -> bool:
+            try:
+                with self._write(exclusive=True) as tx:
+                    self._check_model(tx.cur)
+                    rows = tx.cur.execute(_reindex.REWRITE_ROWS).fetchall()
+                    if not _reindex.covered(rows, terms, vectors if self.embedder != "none" else None):
+                        raise Retry
+                    self._rewrite(tx, rows, terms, vectors)
+                    tx.cur.execute("UPDATE meta SET value = ? WHERE key = 'analyzer'", (analyzer,))
+                    tx.changed = True
+            except (Retry, MissingVectors):
+                return False
+            return True
+
+        done: bool = self._retrying(run)
+        if done:
+            self.analyzer = analyzer
+            if terms:
+                self._merges.request(merge_budget(len(terms), self._merge_policy))
+        return done
+
+    def _rewrite(self, tx: Tx, rows: list[Any], terms: Mapping[int, Mapping[str, int]],
+                 vectors: Mapping[int, np.ndarray]) -> None:
+        """Every passage of ``rows`` dies and is written again under a new id with its new
+        terms, in one new segment."""
+        for dkey, sig in _reindex.documents_of(rows):
+            self._drop_passages(tx, dkey, sig)
+        if not rows:
+            return
+        prows, seg_rows, vecs = _reindex.rewritten(rows, terms, vectors,
+                                                   self.dialect.next_pids(tx.cur, len(rows)))
+        for _, sig, length, *_ in seg_rows:
+            tx.add(sig, 1, length)
+        self.dialect.insert_many(tx.cur, "passages", columns("passages"), prows)
+        cols, postings = segment_from_rows(seg_rows)
+        self._insert_segment(tx.cur, cols, postings, self._stack(vecs), self.embedder)
 
     def remove(self, tenant: str, doc_id: str) -> bool:
         def run() -> bool:
@@ -484,7 +539,7 @@ class SQLStore(Records):
         while True:
             with nullcontext(conn) if conn is not None else self._connection() as c:
                 sizes = {int(i): int(n) for i, n in c.execute("SELECT id, n FROM segments ORDER BY id")}
-            ids = _merging.next_merge(sizes, budget, self._merge_policy)
+            ids = next_merge(sizes, budget, self._merge_policy)
             if ids is None:
                 return
             self._merge(conn, ids)
@@ -558,7 +613,7 @@ class SQLStore(Records):
                                                       large):
                 by_segment.setdefault(seg, {})[term] = (decode(p, PID), decode(f, TF))
             parts += [FlatPostings.from_dict(v) for v in by_segment.values()]
-        postings = _merging.merge_postings(parts, dead, self._pause)
+        postings = merge_postings(parts, dead, self._pause)
         return PendingMerge([r[0] for r in rows], large, cols, postings, vecs, model, dead,
                             int(meta["generation"]))
 
@@ -579,7 +634,7 @@ class SQLStore(Records):
             late = cols[0][late_mask]
             cols = [col[~late_mask] for col in cols]
             vectors = vectors[~late_mask] if vectors is not None else None
-            postings = _merging.merge_postings([postings], late)
+            postings = merge_postings([postings], late)
             dead = np.concatenate([dead, late])
         self._insert_segment(c, cols, postings, vectors, plan.model)
         self._vectors.drop_segments(c, ids)

@@ -11,12 +11,9 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from ._view import SQLView
 
 __all__ = ["Dialect", "Retry", "Tx", "VectorStorage", "now", "sig_key"]
 
@@ -122,12 +119,13 @@ class VectorStorage(Protocol):
         """Replace every stored vector by ``model``'s (``vectors`` covers every live passage)."""
         ...
 
-    def search(self, view: SQLView, sigs: Iterable[int], query: np.ndarray,
+    # The reads below run in a read view's snapshot: ``c`` is its cursor.
+    def search(self, c: Any, sigs: Iterable[int], query: np.ndarray,
                k: int) -> tuple[np.ndarray, np.ndarray]: ...
 
-    def get(self, view: SQLView, pids: Iterable[int]) -> dict[int, np.ndarray]: ...
+    def get(self, c: Any, pids: Iterable[int]) -> dict[int, np.ndarray]: ...
 
-    def matrix(self, view: SQLView, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def matrix(self, c: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``get`` as (the ids with a vector, in the given order; their vectors stacked)."""
         ...
 

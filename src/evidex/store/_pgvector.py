@@ -15,8 +15,8 @@ scans that give up early, get an exact scan in SQL instead.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import psycopg
@@ -26,11 +26,8 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 
 from ..model import StoreError
+from ._segments import SegmentCache
 from ._vectors import VectorBlocks, exact_cosines
-from ._view import SQLView
-
-if TYPE_CHECKING:
-    from ._postgres import PostgresStore
 
 __all__ = ["HNSW_EF_SEARCH", "HNSW_EXACT_BELOW", "RowVectors", "hnsw_ddl", "register_vector"]
 
@@ -106,11 +103,24 @@ def _empty() -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
 
 
-class RowVectors:
-    """The ``VectorStorage`` of ``PostgresStore`` (see the module docstring)."""
+class VectorOwner(Protocol):
+    """What the vector storage reads of its store (a ``PostgresStore``) at each call: the model,
+    which a re-embed changes, and the search settings."""
 
-    def __init__(self, store: PostgresStore) -> None:
+    embedder: str
+    dimension: int
+    vector_search: str
+    hnsw_ef_search: int
+
+
+class RowVectors:
+    """The ``VectorStorage`` of ``PostgresStore`` (see the module docstring); ``cache`` gives
+    the store's segment cache as it is now (which passages are live, their signatures, its
+    generation; a closed store drops it)."""
+
+    def __init__(self, store: VectorOwner, cache: Callable[[], SegmentCache]) -> None:
         self._s = store
+        self._cache = cache
         #: Exact mode's in-memory vectors, the (model, dimension) they hold and the segment-cache
         #: generation they were synced to (see ``_sync``).
         self.blocks: VectorBlocks | None = None
@@ -154,15 +164,15 @@ class RowVectors:
             c.execute("SET LOCAL maintenance_work_mem = '1GB'")
             c.raw.execute(hnsw_ddl(dimension))
 
-    def get(self, view: SQLView, pids: Iterable[int]) -> dict[int, np.ndarray]:
+    def get(self, c: Any, pids: Iterable[int]) -> dict[int, np.ndarray]:
         if self._s.embedder == "none":
             return {}
-        rows = view._c.execute("SELECT pid, embedding FROM vectors WHERE pid = ANY(?)",
+        rows = c.execute("SELECT pid, embedding FROM vectors WHERE pid = ANY(?)",
                                ([int(p) for p in pids],)).fetchall()
         return {int(r[0]): r[1] for r in rows}
 
-    def matrix(self, view: SQLView, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        got = self.get(view, pids.tolist())
+    def matrix(self, c: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        got = self.get(c, pids.tolist())
         have = np.asarray([p for p in pids.tolist() if p in got], dtype=np.int64)
         dim = max(1, self._s.dimension)
         if not len(have):
@@ -173,7 +183,7 @@ class RowVectors:
         self.blocks = None
 
     # -- search ---------------------------------------------------------------------------------
-    def search(self, view: SQLView, sigs: Iterable[int], query: np.ndarray,
+    def search(self, c: Any, sigs: Iterable[int], query: np.ndarray,
                k: int) -> tuple[np.ndarray, np.ndarray]:
         s = self._s
         sig_list = sorted({int(x) for x in sigs})
@@ -183,25 +193,24 @@ class RowVectors:
         if q.shape[0] != s.dimension:
             raise StoreError(f"query vector has {q.shape[0]} dimensions, the store {s.dimension}")
         if s.vector_search == "exact":
-            return self._sync(view).search(sig_list, q, k)
-        counts = {x.id: x.passages for xs in s._cache.by_tenant.values() for x in xs}
+            return self._sync(c).search(sig_list, q, k)
+        counts = {x.id: x.passages for xs in self._cache().by_tenant.values() for x in xs}
         allowed = sum(counts.get(x, 0) for x in sig_list)
         if allowed > HNSW_EXACT_BELOW:
-            got = self._hnsw(view, sig_list, q, k)
+            got = self._hnsw(c, sig_list, q, k)
             if len(got[0]) >= min(k, allowed):
                 return got
             # The index scan gave up early (pgvector's hnsw.max_scan_tuples): the exact scan
             # instead, so a list is never under-filled.
-        return self._sql_exact(view, sig_list, q, k)
+        return self._sql_exact(c, sig_list, q, k)
 
-    def _sync(self, view: SQLView) -> VectorBlocks:
+    def _sync(self, c: Any) -> VectorBlocks:
         """The blocks brought to this snapshot (the segment cache was refreshed to it when the
         view opened). A passage's vector and signature never change while its id lives, so the
         difference to the blocks is just ids: live ones not yet loaded are read with one binary
         COPY, loaded ones no longer live are killed. A merge moves ids between segments and
         costs nothing."""
-        s = self._s
-        cache = s._cache
+        s, cache = self._s, self._cache()
         if self.blocks is None or self._model != (s.embedder, s.dimension):
             self.blocks, self._model, self._gen = VectorBlocks(s.dimension), (s.embedder, s.dimension), None
         blocks = self.blocks
@@ -219,12 +228,12 @@ class RowVectors:
             blocks.kill(gone)
         new = np.flatnonzero(live & ~held)
         if len(new):
-            pids, vecs = self.load(view, new, s.dimension)
+            pids, vecs = self.load(c, new, s.dimension)
             blocks.add(pids, cache.sig[pids], vecs)
         self._gen = cache.generation
         return blocks
 
-    def load(self, view: SQLView, want: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    def load(self, c: Any, want: np.ndarray, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """Stored vectors of these live passage ids (sorted), in that order, read in the view's
         snapshot with one binary COPY (no per-row Python). Every live passage has a vector row;
         one without is a corrupt store and raises rather than being searched as zeros."""
@@ -237,7 +246,7 @@ class RowVectors:
             stmt = sql.SQL("COPY (SELECT pid, embedding FROM vectors WHERE pid = ANY({}::int4[])) "
                            "TO STDOUT (FORMAT BINARY)").format(sql.Literal(want.tolist()))
         buf = bytearray()
-        with view._c.raw.copy(stmt) as cp:
+        with c.raw.copy(stmt) as cp:
             for chunk in cp:
                 buf += chunk
         pids, vecs = _parse_vector_copy(buf, dim)
@@ -252,7 +261,7 @@ class RowVectors:
         order = np.argsort(pids, kind="stable")
         return pids[order], vecs[order]
 
-    def _sql_exact(self, view: SQLView, sigs: list[int], q: np.ndarray,
+    def _sql_exact(self, c: Any, sigs: list[int], q: np.ndarray,
                    k: int) -> tuple[np.ndarray, np.ndarray]:
         """hnsw mode's exact path (small actors, under-filled index scans), run in SQL because
         that mode keeps no vectors in memory. pgvector orders, float64 re-scoring decides. A row
@@ -263,7 +272,7 @@ class RowVectors:
         eps = 2.0 * len(q) * 2.0**-24 * max(float(np.linalg.norm(q)), 1.0) + 1e-7
         limit = 2 * k + 32
         while True:
-            rows = view._c.execute(
+            rows = c.execute(
                 "SELECT pid, -(embedding <#> ?) AS s, embedding FROM vectors "
                 "WHERE sig = ANY(?) ORDER BY embedding <#> ? LIMIT ?", (q, sigs, q, limit)).fetchall()
             pids, scores = _rescore(rows, q, k)
@@ -271,8 +280,8 @@ class RowVectors:
                 return pids, scores
             limit *= 4
 
-    def _hnsw(self, view: SQLView, sigs: list[int], q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        raw = view._c.raw
+    def _hnsw(self, c: Any, sigs: list[int], q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        raw = c.raw
         limit = 2 * k + 32
         ef = min(1000, max(self._s.hnsw_ef_search, limit))  # pgvector accepts 1..1000
         raw.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))

@@ -35,7 +35,7 @@ from ..model import StoreError
 from ._core import SQLStore
 from ._integrity import postgres_integrity
 from ._location import redacted, split_url
-from ._merger import InlineMerges
+from ._merge_runner import InlineMerges
 from ._pgvector import HNSW_EF_SEARCH, RowVectors, hnsw_ddl, register_vector
 from ._schema import column_kinds
 
@@ -146,7 +146,7 @@ class PostgresStore(SQLStore):
         self.conninfo, self.schema, self.vector_search = split_url(url)
         self._where = repr(self.schema)
         self.dialect = PostgresDialect(self.schema)
-        self._vectors = RowVectors(self)
+        self._vectors = RowVectors(self, lambda: self._cache)
         self._merges = InlineMerges(lambda budget: self._merge_due(None, budget))
         #: Settable per store: higher is slower and finds more true neighbours.
         self.hnsw_ef_search = HNSW_EF_SEARCH

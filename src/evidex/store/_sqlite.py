@@ -3,7 +3,7 @@
 The algorithm is the core's (``_core``); this module holds SQLite's dialect, its vector storage
 (a segment's vectors as float32 blobs beside the segment, loaded with it into the segment cache)
 and its connection handling. Each handle has one connection for reads and writes, used under one
-lock, and a merge thread with a connection of its own (``_merger``). Writers are serialised by
+lock, and a merge thread with a connection of its own (``_merge_runner``). Writers are serialised by
 SQLite (``BEGIN IMMEDIATE``); a reader in any process sees a commit whole or not at all.
 """
 
@@ -22,9 +22,8 @@ from ..model import StoreError
 from ._contract import MissingVectors
 from ._core import PendingMerge, SQLStore
 from ._integrity import sqlite_integrity
-from ._merger import InlineMerges, Merger
+from ._merge_runner import InlineMerges, Merger
 from ._segments import PID, decode
-from ._view import SQLView
 
 __all__ = ["MissingVectors", "SQLiteStore"]
 
@@ -151,18 +150,18 @@ class _SegmentVectors:
             self.write(c, sid, np.asarray(pids), np.zeros(0), mat, model)
         c.execute("DELETE FROM segment_vectors WHERE model != ?", (model,))
 
-    def search(self, view: SQLView, sigs: Iterable[int], query: np.ndarray,
+    def search(self, c: Any, sigs: Iterable[int], query: np.ndarray,
                k: int) -> tuple[np.ndarray, np.ndarray]:
         vectors = self._s._cache.vectors
         if vectors is None:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         return vectors.search(sigs, query, k)
 
-    def get(self, view: SQLView, pids: Iterable[int]) -> dict[int, np.ndarray]:
+    def get(self, c: Any, pids: Iterable[int]) -> dict[int, np.ndarray]:
         vectors = self._s._cache.vectors
         return {} if vectors is None else vectors.get(pids)
 
-    def matrix(self, view: SQLView, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def matrix(self, c: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         vectors = self._s._cache.vectors
         if vectors is None:
             return np.zeros(0, dtype=np.int64), np.zeros((0, max(1, self._s.dimension)), dtype=np.float32)
@@ -191,7 +190,7 @@ class SQLiteStore(SQLStore):
         """Open or create the store. ``embedder``/``dimension`` insist on a model (an existing
         store made with another one is an error); ``create_embedder`` is the model a new store
         gets when ``embedder`` is None. ``background_merges`` (the default) folds segments on a
-        thread of the handle's own (see ``_merger``) instead of inside the write call."""
+        thread of the handle's own (see ``_merge_runner``) instead of inside the write call."""
         super().__init__(embedder, dimension, create_embedder)
         self.path = self._where = str(path)
         self._busy_timeout_ms = busy_timeout_ms

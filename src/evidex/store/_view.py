@@ -10,15 +10,13 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ._contract import HistoryEntry, Signature, StoredDocument, StoredPassage
-from ._segments import PID, TF, FlatPostings, SegmentArrays, decode
-
-if TYPE_CHECKING:
-    from ._core import SQLStore
+from ._dialect import Dialect, VectorStorage
+from ._segments import PID, TF, FlatPostings, SegmentArrays, SegmentCache, decode
 
 __all__ = ["DOC_SELECT", "PASSAGE_SELECT", "SQLView", "read_signatures"]
 
@@ -45,12 +43,12 @@ def read_signatures(cur: Any) -> list[Signature]:
 
 
 class SQLView:
-    """ReadView over one read transaction of an ``SQLStore``."""
+    """ReadView over one read transaction of an ``SQLStore``: its segment cache, its vector
+    storage and its dialect, and the transaction's cursor."""
 
-    def __init__(self, store: SQLStore, cur: Any) -> None:
-        self._s = store
+    def __init__(self, cache: SegmentCache, vectors: VectorStorage, dialect: Dialect, cur: Any) -> None:
+        self._cache, self._vectors, self._dialect = cache, vectors, dialect
         self._c = cur
-        cache = store._cache
         self.sig, self.length, self.dkey, self.number = cache.columns()
         self.generation = cache.generation
         self.deaths_mark = cache.deaths_mark()
@@ -66,7 +64,7 @@ class SQLView:
                 "SELECT pids, sigs, lengths, dkeys, numbers, terms, term_ends, term_pids, term_tfs "
                 "FROM segments WHERE id = ?", (sid,)).fetchone()
             packed = FlatPostings.from_stored(*row[5:]) if row[5] is not None else None
-            vectors = self._s._vectors.segment(self._c, [sid], model, dimension) if model != "none" else None
+            vectors = self._vectors.segment(self._c, [sid], model, dimension) if model != "none" else None
             yield SegmentArrays(sid, *(decode(b, PID) for b in row[:5]), packed=packed, vectors=vectors)
 
     def tombstones_after(self, gen: int) -> tuple[np.ndarray, int]:
@@ -79,7 +77,7 @@ class SQLView:
         return read_signatures(self._c)
 
     def vector_model(self) -> tuple[str, int]:
-        return self._s._vectors.cache_model()
+        return self._vectors.cache_model()
 
     def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
         return [(decode(p, PID), decode(t, TF)) for p, t in self._c.execute(
@@ -87,32 +85,32 @@ class SQLView:
 
     # -- ReadView -------------------------------------------------------------------------------
     def signatures(self, tenant: str) -> Sequence[Signature]:
-        return self._s._cache.by_tenant.get(tenant, ())
+        return self._cache.by_tenant.get(tenant, ())
 
     def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
-        return self._s._cache.postings(self, term)
+        return self._cache.postings(self, term)
 
     def frequency(self, term: str) -> int:
-        return self._s._cache.frequency(self, term)
+        return self._cache.frequency(self, term)
 
     def deaths_since(self, mark: tuple[object, int]) -> np.ndarray | None:
-        return self._s._cache.deaths_since(mark)
+        return self._cache.deaths_since(mark)
 
     def doc_ids(self, dkeys: Iterable[int]) -> dict[int, str]:
-        known = self._s._cache.doc_ids
+        known = self._cache.doc_ids
         missing = [int(k) for k in set(dkeys) if k not in known]
         known.update(self._rows("SELECT dkey, doc_id FROM documents WHERE", "dkey", missing))
         return known
 
     def documents(self, dkeys: Iterable[int]) -> dict[int, StoredDocument]:
-        return self._s._cache.documents(dkeys, lambda keys: self._rows(f"{DOC_SELECT} WHERE", "dkey", keys))
+        return self._cache.documents(dkeys, lambda keys: self._rows(f"{DOC_SELECT} WHERE", "dkey", keys))
 
     def passages(self, pids: Iterable[int]) -> dict[int, StoredPassage]:
-        return self._s._cache.passages(pids, lambda keys: self._rows(f"{PASSAGE_SELECT} WHERE", "pid", keys))
+        return self._cache.passages(pids, lambda keys: self._rows(f"{PASSAGE_SELECT} WHERE", "pid", keys))
 
     def _rows(self, select: str, column: str, keys: list[int]) -> Iterator[tuple[Any, ...]]:
         """The rows of ``select`` (ending in WHERE) with ``column`` in ``keys``."""
-        for cond, params in self._s.dialect.where_in(column, keys):
+        for cond, params in self._dialect.where_in(column, keys):
             yield from self._c.execute(f"{select} {cond}", params)
 
     def document(self, tenant: str, doc_id: str) -> StoredDocument | None:
@@ -137,13 +135,13 @@ class SQLView:
 
     def passage_vectors(self, pids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored vectors of live passages (empty for a keyword-only store)."""
-        return self._s._vectors.get(self, pids)
+        return self._vectors.get(self._c, pids)
 
     def passage_matrix(self, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self._s._vectors.matrix(self, np.asarray(pids, dtype=np.int64))
+        return self._vectors.matrix(self._c, np.asarray(pids, dtype=np.int64))
 
     def vector_search(self, sigs: Iterable[int], query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        return self._s._vectors.search(self, sigs, query, k)
+        return self._vectors.search(self._c, sigs, query, k)
 
     def history(self, tenant: str, doc_id: str) -> list[HistoryEntry]:
         return [HistoryEntry(*r) for r in self._c.execute(

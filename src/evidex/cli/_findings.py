@@ -1,8 +1,5 @@
 """``evidex conflicts`` and ``evidex runs``: what the store recorded about its sources (conflicts
-found at ingestion, scheduled sync and drift runs), listed for an operator.
-
-``cli`` adds ``conflicts_cmd`` and ``runs_cmd`` to its commands.
-"""
+found at ingestion, scheduled sync and drift runs), listed for an operator."""
 
 from __future__ import annotations
 
@@ -11,24 +8,25 @@ from typing import Annotated
 
 import typer
 
-from .console import JsonOpt, emit, errors, open_kb, safe
-from .model import EvidexError
+from ..model import EvidexError
+from ._output import JsonOpt, UsageError, emit, errors, safe
+from ._settings import open_kb
 
-__all__ = ["conflicts_cmd", "runs_cmd"]
+__all__ = ["COMMANDS"]
 
 STATUSES = ("open", "closed", "dismissed", "all")
 
 
 @errors
-def conflicts_cmd(status: Annotated[str, typer.Option(help="open, closed, dismissed or all.")] = "open",
-                  tenant: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
-                  dismiss: Annotated[int | None, typer.Option(help="Dismiss it (and --tenant).")] = None,
-                  as_json: JsonOpt = False) -> None:
+def conflicts(status: Annotated[str, typer.Option(help="open, closed, dismissed or all.")] = "open",
+              tenant: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+              dismiss: Annotated[int | None, typer.Option(help="Dismiss it (and --tenant).")] = None,
+              as_json: JsonOpt = False) -> None:
     """Passages of two documents stating different values for one subject (found at ingestion)."""
     if status not in STATUSES:
-        raise EvidexError(f"--status must be one of {', '.join(STATUSES)}, got {status!r}")
+        raise UsageError(f"--status must be one of {', '.join(STATUSES)}, got {status!r}")
     if dismiss is not None and not tenant:
-        raise EvidexError("--dismiss needs --tenant: the tenant whose conflict it is")
+        raise UsageError("--dismiss needs --tenant: the tenant whose conflict it is")
     with open_kb() as kb:
         by = os.environ.get("USER", "cli")
         if dismiss is not None:
@@ -43,9 +41,9 @@ def conflicts_cmd(status: Annotated[str, typer.Option(help="open, closed, dismis
 
 
 @errors
-def runs_cmd(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many, newest first.")] = 50,
-             source: Annotated[str | None, typer.Option(help="Only this source's runs.")] = None,
-             as_json: JsonOpt = False) -> None:
+def runs(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many, newest first.")] = 50,
+         source: Annotated[str | None, typer.Option(help="Only this source's runs.")] = None,
+         as_json: JsonOpt = False) -> None:
     """The latest sync and drift runs recorded in the store: start, end, counts, problems."""
     with open_kb() as kb:
         found = kb.runs(limit, source=source)
@@ -58,3 +56,6 @@ def runs_cmd(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How man
         of = f" of source {safe(source)!r}" if source else ""
         typer.echo(f"no runs{of} recorded: runs are the scheduled syncs and drift checks of "
                    "evidex schedule and evidex serve (evidex sync and drift are not recorded)")
+
+
+COMMANDS = {"conflicts": conflicts, "runs": runs}

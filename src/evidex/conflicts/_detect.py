@@ -1,12 +1,12 @@
 """Conflicts at ingestion: passages of two documents about one subject stating different values.
 
-For each passage a write added that states a value (``ingest.values``: a duration, period, time
+For each passage a write added that states a value (``values``: a duration, period, time
 of day, date, price or percentage), the documents most likely to talk about the same thing are
 found the way a search would (the passage's nearest passages by embedding, else the documents
 sharing its rarest terms); then each sentence that states a value is compared with the
 sentences of those documents that state one of the same kind. A pair is a conflict when
 
-* the values differ (``ingest.disagree``), each sentence states one value of that kind (a
+* the values differ (``disagree``), each sentence states one value of that kind (a
   sentence with several is a list: per day, per item), and neither passage also states the
   other's value (a page listing "10:00-20:00" and "13:00-18:00" does not contradict one that
   says "10:00-20:00" for another day);
@@ -40,9 +40,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..embed import EmbeddingCache
-from ..ingest import Value, close, sentence_spans, values
+from ..ingest import sentence_spans
 from ..model import Conflict, ConflictSide, sha256_text
 from ..store import ReadView, StoredDocument, StoredPassage
+from ._values import Value, close, values
 
 __all__ = ["SUBJECT_MIN", "clear_value_cache", "conflict_status", "find_conflicts"]
 

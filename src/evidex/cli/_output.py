@@ -1,4 +1,5 @@
-"""Terminal output and error handling of the ``evidex`` commands.
+"""What the ``evidex`` commands print: JSON, hits and citations for a reader, progress bars and
+the one-line errors.
 
 Errors print one line to stderr and exit non-zero; untrusted text (document content, source
 names) is made one printable line before it reaches a terminal, so a hostile document can
@@ -10,19 +11,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import wraps
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
-from .config import Config
-from .kb import KnowledgeBase
-from .model import EvidexError
-from .store import is_postgres_url
+from ..model import EvidexError
 
-__all__ = ["JsonOpt", "State", "emit", "errors", "fail", "need_config", "open_kb", "safe", "state"]
+__all__ = ["JsonOpt", "UsageError", "citation_line", "emit", "errors", "fail", "print_hits", "progress",
+           "safe"]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
@@ -39,17 +38,29 @@ def emit(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-def fail(message: str) -> typer.Exit:
+#: Exit status of a command called wrongly (missing, conflicting or malformed options), as
+#: click gives its own usage errors; 1 is a command that was called right and failed.
+USAGE_STATUS = 2
+
+
+class UsageError(EvidexError):
+    """The command was called wrongly: nothing was done (exit status 2, as click's own)."""
+
+
+def fail(message: str, status: int = 1) -> typer.Exit:
     typer.echo(f"error: {message.splitlines()[0] if message else 'failed'}", err=True)
-    return typer.Exit(1)
+    return typer.Exit(status)
 
 
 def errors(fn: F) -> F:
-    """A command whose library errors end it with one ``error:`` line and exit status 1."""
+    """A command whose library errors end it with one ``error:`` line and exit status 1 (2 for
+    a ``UsageError``)."""
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except UsageError as exc:
+            raise fail(str(exc), USAGE_STATUS) from None
         except EvidexError as exc:
             raise fail(str(exc)) from None
         except BrokenPipeError:
@@ -63,6 +74,20 @@ def errors(fn: F) -> F:
             raise fail(f"invalid JSON input: {exc}") from None
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def progress(description: str, show: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A transient progress bar on a terminal, as a ``progress(done, total)`` callback; None
+    (and no bar) when output is not for a person watching a terminal."""
+    if not (show and sys.stderr.isatty()):
+        yield None
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task(description, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def print_hits(hits: Any, explain: bool) -> None:
@@ -81,8 +106,11 @@ def print_hits(hits: Any, explain: bool) -> None:
             typer.echo(f"   {reason}")
     for h in hits:
         where = " > ".join(h.heading_path) or f"passage {h.passage}"
+        # A flagged passage is searchable and citable but reads as data, never as instructions:
+        # its mark is on the hit's own line, so no one reads the quote without it.
+        flagged = f"  [flagged: {safe(', '.join(h.flags))}]" if h.flags else ""
         typer.echo(f"{h.rank}. [{safe(h.document_id)} v{safe(h.version)} #{h.passage}] "
-                   f"{safe(h.title or '')}  ({safe(where)}; score {h.score:.3f})")
+                   f"{safe(h.title or '')}  ({safe(where)}; score {h.score:.3f}){flagged}")
         quote = " ".join(safe(h.quote).split())
         typer.echo(f"   {quote[:300]}{'…' if len(quote) > 300 else ''}")
         if h.explain:
@@ -91,43 +119,11 @@ def print_hits(hits: Any, explain: bool) -> None:
             typer.echo(f"   legs: {legs or 'none'}")
 
 
-class State:
-    """The command line's settings from its callback (--db, --analyzer, --embedder, --config),
-    read by every command; one object so the tools commands see what the main ones see."""
-
-    db: str = "evidex.db"
-    analyzer: str | None = None
-    embedder: str | None = None
-    config: Config | None = None
-    config_path: str | None = None
-
-    @property
-    def cfg(self) -> Config:
-        """The --config file's settings, or the built-in defaults when none was given."""
-        return self.config or Config()
-
-
-state = State()
-
-
-def open_kb(create: bool = False) -> KnowledgeBase:
-    """The store of --db with the command line's and the configuration's settings.
-
-    Only commands that add documents (``create``) may create a missing SQLite file: a search
-    or an answer from a mistyped --db would otherwise create an empty store and decline every
-    question as if the collection lacked the answer."""
-    if not create and not is_postgres_url(state.db) \
-            and not Path(state.db.removeprefix("sqlite:///")).is_file():
-        raise EvidexError(f"no store at {state.db} (evidex ingest creates one; or give --db)")
-    r = state.cfg.retrieval
-    return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
-                              embedder=state.embedder or r.embedder,
-                              vector_timeout_ms=r.vector.timeout_ms, tools=state.cfg.tools)
-
-
-def need_config() -> Config:
-    """The --config file's settings, for commands that cannot run on defaults."""
-    if state.config is None:
-        raise EvidexError("this command reads the sources of a configuration: give --config FILE "
-                          "(or set EVIDEX_CONFIG)")
-    return state.config
+def citation_line(c: Mapping[str, Any]) -> str:
+    """An answer citation's source line on a terminal: a live lookup with its tool and time, a
+    passage with its document, version and place (untrusted text made one printable line)."""
+    if c.get("kind") == "live":
+        return safe(f"  [{c['n']}] live lookup {c['tool']} at {c['fetched_at']} ({c['source_url']})")
+    where = " > ".join(c["heading_path"]) or f"passage {c['passage']}"
+    return (f"  [{c['n']}] {safe(c['document_id'])} v{safe(c['version'])} #{c['passage']} "
+            f"{safe(c['title'] or '')} ({safe(where)})")

@@ -29,7 +29,7 @@ __all__ = ["InlineMerges", "Merger", "Merges"]
 
 class Merges(Protocol):
     def request(self, budget: int) -> None:
-        """Ask for the merges due under ``budget`` (see ``_merging.merge_budget``)."""
+        """Ask for the merges due under ``budget`` (see ``_merge_policy.merge_budget``)."""
         ...
 
     def settle(self) -> None:

@@ -1,52 +1,22 @@
-"""The command line's live tools: ``--claim NAME=VALUE`` (a local caller is trusted to state its
-own verified attributes), how a citation, live or not, reads on a terminal, and the operators'
-``evidex tools list`` / ``evidex tools call`` (``evidex ask --claim`` is where the tools serve an
-answer). ``cli`` adds ``tools_app`` to its commands."""
+"""``evidex tools list`` and ``evidex tools call``: the operators' view of the live tools of
+--config (``evidex ask --claim`` is where the tools serve an answer; a local caller is trusted to
+state its own verified attributes with ``--claim NAME=VALUE``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from .console import JsonOpt, emit, errors, need_config, safe
-from .model import Actor, EvidexError
-from .tools import Toolbox
+from ..model import Actor, EvidexError
+from ..tools import Toolbox
+from ._output import JsonOpt, emit, errors, safe
+from ._settings import ClaimOpt, need_config, pairs
 
-__all__ = ["ClaimOpt", "citation_line", "pairs", "tools_app"]
+__all__ = ["tools_app"]
 
-ClaimOpt = Annotated[
-    list[str] | None,
-    typer.Option("--claim", help="A verified attribute of the caller, NAME=VALUE (repeatable), e.g. "
-                                 "customer_id=C-1001: live tools take their actor parameters from it."),
-]
-
-
-def pairs(values: list[str] | None, option: str) -> dict[str, str]:
-    """``k=v`` option values as a mapping; a value without ``=`` or a repeated key is an error
-    (``!r`` escapes control characters in the message)."""
-    out: dict[str, str] = {}
-    for item in values or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise EvidexError(f"{option} takes NAME=VALUE, got {item!r}")
-        if key.strip() in out:
-            raise EvidexError(f"{option} {key.strip()!r} is given twice")
-        out[key.strip()] = value
-    return out
-
-
-def citation_line(c: Mapping[str, Any]) -> str:
-    """An answer citation's source line on a terminal: a live lookup with its tool and time, a
-    passage with its document, version and place (untrusted text made one printable line)."""
-    if c.get("kind") == "live":
-        return safe(f"  [{c['n']}] live lookup {c['tool']} at {c['fetched_at']} ({c['source_url']})")
-    where = " > ".join(c["heading_path"]) or f"passage {c['passage']}"
-    return (f"  [{c['n']}] {safe(c['document_id'])} v{safe(c['version'])} #{c['passage']} "
-            f"{safe(c['title'] or '')} ({safe(where)})")
-
-tools_app = typer.Typer(no_args_is_help=True, help="The live tools of --config (operators).")
+tools_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                        help="The live tools of --config (operators).")
 
 
 def _toolbox() -> Toolbox:

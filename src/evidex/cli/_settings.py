@@ -1,0 +1,164 @@
+"""The command line's settings and the caller it acts for.
+
+``state`` holds what the global options set (--db, --analyzer, --embedder, --config), read by
+every command; ``open_kb`` opens the store they name.
+
+The caller of a search, an answer or a resolve (``caller``) comes, in this order, from ``--as
+NAME`` (a caller the configuration names in ``server.api_keys``: its tenant, groups,
+visibilities and claims), else from ``--tenant``, ``--groups`` and ``--visibilities``, each of
+which defaults to ``$EVIDEX_TENANT``, ``$EVIDEX_GROUPS`` and ``$EVIDEX_VISIBILITIES``. A
+caller is never guessed: with none of these the command stops with a usage error. The local
+operator running the command is trusted to say whom it acts for, as with ``--claim``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..config import ApiKey, Config
+from ..kb import KnowledgeBase
+from ..model import Actor, EvidexError
+from ..store import is_postgres_url
+from ._output import UsageError
+
+__all__ = ["AsOpt", "ClaimOpt", "GroupsOpt", "State", "TenantOpt", "VisOpt", "caller", "need_config",
+           "open_kb", "pairs", "split_csv", "state", "tenant_of"]
+
+TENANT_ENV, GROUPS_ENV, VISIBILITIES_ENV = "EVIDEX_TENANT", "EVIDEX_GROUPS", "EVIDEX_VISIBILITIES"
+
+TenantOpt = Annotated[str | None, typer.Option(
+    "--tenant", help=f"Tenant of the caller (default: ${TENANT_ENV}).")]
+GroupsOpt = Annotated[str | None, typer.Option(
+    "--groups", help=f"Comma-separated groups of the caller (default: ${GROUPS_ENV}).")]
+VisOpt = Annotated[str | None, typer.Option(
+    "--visibilities", help="Comma-separated visibilities the caller may read (default: "
+    f"public only, or ${VISIBILITIES_ENV}; add internal, confidential, restricted explicitly).")]
+AsOpt = Annotated[str | None, typer.Option(
+    "--as", help="Act as this caller of the configuration's server.api_keys (by its name, e.g. "
+    "demo-customer): its tenant, groups, visibilities and claims.")]
+ClaimOpt = Annotated[
+    list[str] | None,
+    typer.Option("--claim", help="A verified attribute of the caller, NAME=VALUE (repeatable), e.g. "
+                                 "customer_id=C-1001: live tools take their actor parameters from it."),
+]
+
+
+class State:
+    """The command line's settings from its callback (--db, --analyzer, --embedder, --config),
+    read by every command; one object so the tools commands see what the main ones see."""
+
+    db: str = "evidex.db"
+    analyzer: str | None = None
+    embedder: str | None = None
+    config: Config | None = None
+    config_path: str | None = None
+
+    @property
+    def cfg(self) -> Config:
+        """The --config file's settings, or the built-in defaults when none was given."""
+        return self.config or Config()
+
+
+state = State()
+
+
+def open_kb(create: bool = False) -> KnowledgeBase:
+    """The store of --db with the command line's and the configuration's settings.
+
+    Only commands that add documents (``create``) may create a missing SQLite file: a search
+    or an answer from a mistyped --db would otherwise create an empty store and decline every
+    question as if the collection lacked the answer."""
+    if not create and not is_postgres_url(state.db) \
+            and not Path(state.db.removeprefix("sqlite:///")).is_file():
+        raise EvidexError(f"no store at {state.db} (evidex ingest creates one; or give --db)")
+    r = state.cfg.retrieval
+    return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
+                              embedder=state.embedder or r.embedder,
+                              vector_timeout_ms=r.vector.timeout_ms, tools=state.cfg.tools)
+
+
+def need_config() -> Config:
+    """The --config file's settings, for commands that cannot run on defaults."""
+    if state.config is None:
+        raise UsageError("this command reads the sources of a configuration: give --config FILE "
+                          "(or set EVIDEX_CONFIG)")
+    return state.config
+
+
+def split_csv(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def pairs(values: list[str] | None, option: str) -> dict[str, str]:
+    """``k=v`` option values as a mapping; a value without ``=`` or a repeated key is an error
+    (``!r`` escapes control characters in the message)."""
+    out: dict[str, str] = {}
+    for item in values or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{option} takes NAME=VALUE, got {item!r}")
+        if key.strip() in out:
+            raise UsageError(f"{option} {key.strip()!r} is given twice")
+        out[key.strip()] = value
+    return out
+
+
+def caller(tenant: str | None, groups: str | None, visibilities: str | None, as_name: str | None,
+           claims: list[str] | None = None) -> Actor:
+    """The caller the options name (see the module docstring); ``claims`` are ``--claim`` values,
+    which add to (and override) a configured caller's claims."""
+    extra = pairs(claims, "--claim")
+    if as_name is not None:
+        if tenant is not None or groups is not None or visibilities is not None:
+            raise UsageError("--as names the whole caller: leave out --tenant, --groups and --visibilities")
+        key = _configured(as_name)
+        return _actor(key.tenant, ",".join(key.groups), ",".join(key.visibilities), {**key.claims, **extra},
+                      f"--as {as_name!r} has no groups in the configuration: it could read nothing")
+    tenant = tenant if tenant is not None else os.environ.get(TENANT_ENV)
+    groups = groups if groups is not None else os.environ.get(GROUPS_ENV)
+    if not tenant and not groups:
+        raise UsageError(f"no caller: give --tenant and --groups (or set ${TENANT_ENV} and ${GROUPS_ENV}), "
+                         "or --as NAME, a caller of the configuration's server.api_keys")
+    if not tenant:
+        raise UsageError(f"no tenant for the caller: give --tenant (or set ${TENANT_ENV})")
+    if groups is None:
+        raise UsageError(f"no groups for the caller: give --groups (or set ${GROUPS_ENV})")
+    if visibilities is None:
+        visibilities = os.environ.get(VISIBILITIES_ENV) or "public"
+    return _actor(tenant, groups, visibilities, extra,
+                  "--groups names no group: give the caller's groups, comma-separated")
+
+
+def tenant_of(tenant: str | None, as_name: str | None) -> str:
+    """The tenant a command acts in: ``--tenant``, else ``--as``'s, else ``$EVIDEX_TENANT``."""
+    if as_name is not None:
+        if tenant is not None:
+            raise UsageError("--as names the caller's tenant: leave out --tenant")
+        return _configured(as_name).tenant
+    chosen = tenant if tenant is not None else os.environ.get(TENANT_ENV)
+    if not chosen:
+        raise UsageError(f"no tenant: give --tenant (or set ${TENANT_ENV}), or --as NAME")
+    return chosen
+
+
+def _configured(name: str) -> ApiKey:
+    if state.config is None:
+        raise UsageError("--as NAME is a caller of a configuration's server.api_keys: give --config FILE "
+                         "(or set EVIDEX_CONFIG)")
+    keys = state.config.server.api_keys if state.config.server else ()
+    for key in keys:
+        if key.name == name:
+            return key
+    names = ", ".join(k.name for k in keys if k.name) or "none (give the keys a name:)"
+    raise UsageError(f"--as {name!r} is no caller of {state.config_path}; server.api_keys names: {names}")
+
+
+def _actor(tenant: str, groups: str, visibilities: str, claims: dict[str, str], no_group: str) -> Actor:
+    named = frozenset(split_csv(groups))
+    if not named:  # a caller in no group reads nothing: every search would come back empty
+        raise UsageError(no_group)
+    return Actor(tenant, named, visibilities=frozenset(split_csv(visibilities)), claims=claims)
