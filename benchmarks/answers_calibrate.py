@@ -30,8 +30,8 @@ import time
 import numpy as np
 
 from answers_sets import build, load
+from evidex.decide import DECIDE_DEPTH, EVIDENCE_THRESHOLDS, EvidenceThresholds
 from evidex.kb import QUESTION_LIMITS
-from evidex.retrieve import DECIDE_DEPTH, EVIDENCE_THRESHOLDS, EvidenceThresholds
 
 SETS = ("encyclopedia", "squad", "mlqa", "scifact")
 

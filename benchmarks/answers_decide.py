@@ -1,4 +1,4 @@
-"""Calibrate the decision to answer or decline (``retrieve.supports``) of one embedding model on
+"""Calibrate the decision to answer or decline (``decide.supports``) of one embedding model on
 development data of several kinds, and report it per set and kind of question.
 
     .venv/bin/python benchmarks/answers_decide.py collect [--embedder multilingual-e5-small-int8]
@@ -14,7 +14,7 @@ benchmarks/data/shop-dev over examples/shop (wh, keyword, cross-language, near m
 shipped case file examples/eval/cases.yaml is the held-out set of that collection).
 
 ``collect`` runs with the code's own search, so each passage's sentence similarity
-(``retrieve._meaning``) is computed and cached as an ``ask`` would.
+(``decide._meaning``) is computed and cached as an ``ask`` would.
 
 ``fit`` runs the decision (``supports`` on the ``DECIDE_DEPTH`` best passages, as arrays:
 ``answers_calibrate.Table``, kept equal to it by tests/test_answers_decision.py) over the
@@ -45,7 +45,7 @@ import numpy as np
 from answers_calibrate import Table, rates
 from answers_calibrate import collect as calibrate_collect
 from answers_sets import WORK
-from evidex.retrieve import EVIDENCE_THRESHOLDS, EvidenceThresholds
+from evidex.decide import EVIDENCE_THRESHOLDS, EvidenceThresholds
 
 SETS = ("encyclopedia", "scifact", "shop")
 

@@ -1,4 +1,4 @@
-"""What comparing the question with candidate sentences by meaning costs (``retrieve._meaning``),
+"""What comparing the question with candidate sentences by meaning costs (``decide._meaning``),
 on the shop collection as `make run` loads it (examples/shop), with the default embedder.
 
     .venv/bin/python benchmarks/answers_meaning_cost.py [--embedder multilingual-e5-small-int8]
@@ -27,11 +27,11 @@ import numpy as np
 import yaml
 
 from evidex import Actor, KnowledgeBase
+from evidex.decide import in_context, passage_support
 from evidex.embed import EmbeddingCache, default_cache_path, get_embedder
 from evidex.ingest import load_paths
 from evidex.kb import QUESTION_LIMITS
 from evidex.query import get_analyzer
-from evidex.retrieve import in_context, passage_support
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "examples" / "eval" / "cases.yaml"

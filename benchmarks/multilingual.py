@@ -36,7 +36,7 @@ from pathlib import Path
 import qa_sets
 from evidex import Actor, Document, KnowledgeBase
 from evidex.evaluation import EVAL_LIMITS, load_beir
-from evidex.retrieve import _hybrid
+from evidex.retrieve import _search as _hybrid
 from scifact_hybrid import GERMAN, SCIFACT
 
 ACTOR = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))

@@ -21,7 +21,7 @@ falls in exactly one class:
 
 For ``declined_decision`` it also says whether the passage the decision read holds the answer
 span (the right passage of the right page, or another section of it). Then the answer scores
-(``retrieve.answer_score``) of the best expected passage among the ``DECIDE_DEPTH`` (answerable
+(``decide.answer_score``) of the best expected passage among the ``DECIDE_DEPTH`` (answerable
 questions whose expected page is there) against the best passage of out-of-collection
 questions, as the share of each reaching a threshold, for thresholds around the current one:
 what a threshold alone can do on this set; and how many questions have a community page (user
@@ -39,8 +39,8 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from answers_sets import build, load
+from evidex.decide import DECIDE_DEPTH, EVIDENCE_THRESHOLDS, answer_score, supports
 from evidex.kb import QUESTION_LIMITS
-from evidex.retrieve import DECIDE_DEPTH, EVIDENCE_THRESHOLDS, answer_score, supports
 
 
 def main() -> None:

@@ -30,11 +30,11 @@ from tokenizers import Tokenizer
 import evidex.embed
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, AnswerSettings, Document, EvidexError, KnowledgeBase, OpenAIConfig, SearchResults
-from evidex.answer import DECLINE_TEXT, SYSTEM_TEXT, answer_question, number_sources, token_counter
+from evidex.answer import DECLINE_TEXT, SYSTEM_TEXT, gate, number_sources, token_counter
+from evidex.decide import passage_support, term_weights
 from evidex.ingest import load_paths, scan
 from evidex.kb import QUESTION_LIMITS
 from evidex.query import get_analyzer, words
-from evidex.retrieve import passage_support, term_weights
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -712,10 +712,7 @@ def test_number_sources_numbers_in_rank_order_and_rejects_duplicates(
         number_sources(dup)
     # A duplicate handed to the answer pipeline is refused, never answered from.
     with pytest.raises(EvidexError, match="duplicate"):
-        answer_question(customer, WORN, search=lambda q: dup,
-                        resolve=lambda c: example_kb.resolve(customer, c),
-                        terms_of=lambda s: s.lower().split(),
-                        generator="extractive", settings=DEFAULT)
+        gate(WORN, dup, DEFAULT, "extractive")
 
 
 def test_only_passages_the_actor_may_read_reach_the_model(
@@ -1000,8 +997,8 @@ _PIECES = ["Worn", "items", "e.g.", "P.", "chabaudi", "z. B.", "Dr.", "Smith", "
 def test_extractive_output_always_satisfies_the_output_contract(texts: list[str]) -> None:
     """The extractive generator quotes whole contract sentences, so the validator never rejects
     it (abbreviations such as "e.g." or "P. chabaudi" once split a quote into an unmarked part)."""
+    from answer_helpers import extract
     from evidex.answer._contract import check_output
-    from evidex.answer._extractive import extractive_answer
     from evidex.answer._types import Source
 
     an = get_analyzer("english")
@@ -1012,7 +1009,7 @@ def test_extractive_output_always_satisfies_the_output_contract(texts: list[str]
     support = [dataclasses.replace(passage_support(t, (), an.terms, weights, similarity=None,
                                                    cross_language=False, keyword=0.0), supported=True)
                for t in texts]
-    out = extractive_answer(sources, support)
+    out = extract(sources, support)
     if out == {"answer": "", "citations": []}:
         return
     assert check_output(out, [s.n for s in sources], []) == []

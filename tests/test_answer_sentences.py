@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from evidex.answer import Source, extractive_answer, sentences
-from evidex.answer._extractive import asks_number
+from answer_helpers import extract
+from evidex.answer import Source, sentences
+from evidex.decide import PassageSupport, passage_support, term_weights
+from evidex.decide._support import asks_number
+from evidex.ingest import sentence_spans
 from evidex.query import get_analyzer
-from evidex.retrieve import PassageSupport, passage_support, sentence_spans, term_weights
 
 EN = get_analyzer("english")
 
@@ -56,30 +58,30 @@ def test_words_of_the_title_do_not_choose_between_sentences() -> None:
     # "takes" of the second sentence must not make it the answer to the heading's question.
     srcs, sup = one(["how", "long", "will", "a", "repair", "at", "the", "repair", "lab", "take"],
                     REPAIR, REPAIR_TITLES, df={"take": 1, "repair": 4, "lab": 4})
-    assert extractive_answer(srcs, sup, number=True)["answer"].startswith("Usually 2 to 3 weeks")
+    assert extract(srcs, sup, number=True)["answer"].startswith("Usually 2 to 3 weeks")
 
 
 def test_sentences_words_cannot_tell_apart_are_chosen_by_meaning_when_compared() -> None:
     second = REPAIR.index("Resoling")
     q = ["how", "long", "will", "a", "repair", "at", "the", "repair", "lab", "take"]
     srcs, sup = one(q, REPAIR, REPAIR_TITLES, meaning=((0, 0.80), (second, 0.90)))
-    assert extractive_answer(srcs, sup, number=True)["answer"].startswith("Resoling takes")
+    assert extract(srcs, sup, number=True)["answer"].startswith("Resoling takes")
     srcs, sup = one(q, REPAIR, REPAIR_TITLES, meaning=((0, 0.90), (second, 0.80)))
-    assert extractive_answer(srcs, sup, number=True)["answer"].startswith("Usually 2 to 3 weeks")
+    assert extract(srcs, sup, number=True)["answer"].startswith("Usually 2 to 3 weeks")
 
 
 def test_a_word_found_in_one_sentence_still_chooses_it_over_meaning() -> None:
     text = "Our shop opened in 1990. Worn jackets cannot be returned."
     srcs, sup = one(["can", "i", "return", "a", "worn", "jacket"], text,
                     meaning=((0, 0.95), (text.index("Worn"), 0.80)))
-    assert extractive_answer(srcs, sup)["answer"] == "Worn jackets cannot be returned. [1]"
+    assert extract(srcs, sup)["answer"] == "Worn jackets cannot be returned. [1]"
 
 
 def test_a_table_header_row_is_not_quoted_its_rows_are() -> None:
     text = ("| Status | Qualifying spend per calendar year | Points per 1 € |\n|---|---|---|\n"
             "| Scout | from 0 € | 1 point |\n| Summit | from 1,500 € | 1.5 points |")
     srcs, sup = one(["how", "much", "spend", "to", "reach", "summit", "status"], text)
-    out = extractive_answer(srcs, sup, number=True)["answer"]
+    out = extract(srcs, sup, number=True)["answer"]
     assert out == "| Summit | from 1,500 € | 1.5 points | [1]"
 
 
@@ -91,7 +93,7 @@ def test_a_number_asked_for_in_a_later_sentence_of_the_question() -> None:
             "Wait and try again, or reset the password you typed wrong.")
     q = "I typed the wrong password a few times. How long do I have to wait?"
     srcs, sup = one(q.split(), text)
-    assert extractive_answer(srcs, sup, number=asks_number(q))["answer"].startswith("After 5 failed")
+    assert extract(srcs, sup, number=asks_number(q))["answer"].startswith("After 5 failed")
 
 
 # -- across passages ----------------------------------------------------------------------------
@@ -108,12 +110,12 @@ def test_the_passage_whose_sentence_is_closest_in_meaning_answers() -> None:
             passage_support(t, (), EN.terms, w, similarity=0.9, cross_language=cross, keyword=0.0),
             supported=True, sentence_similarity=s) for t, s in zip(texts, near, strict=True)]
 
-    assert extractive_answer(srcs, sup([0.88, 0.90]))["citations"] == [2]
-    assert extractive_answer(srcs, sup([0.90, 0.88]))["citations"] == [1]
+    assert extract(srcs, sup([0.88, 0.90]))["citations"] == [2]
+    assert extract(srcs, sup([0.90, 0.88]))["citations"] == [1]
     # Not compared by meaning: the better-ranked passage, as before.
-    assert extractive_answer(srcs, sup([0.88, None]))["citations"] == [1]
+    assert extract(srcs, sup([0.88, None]))["citations"] == [1]
     # Cosines across languages are not on one scale: the ranked order stands.
-    assert extractive_answer(srcs, sup([0.88, 0.90], cross=True))["citations"] == [1]
+    assert extract(srcs, sup([0.88, 0.90], cross=True))["citations"] == [1]
 
 
 def test_a_list_of_dates_is_no_disagreement_with_one_date_but_one_value_each_is() -> None:
@@ -127,20 +129,20 @@ def test_a_list_of_dates_is_no_disagreement_with_one_date_but_one_value_each_is(
     sup = [dataclasses.replace(passage_support(t, (), EN.terms, w, similarity=0.9,
                                                cross_language=False, keyword=0.0), supported=True)
            for t in texts]
-    assert not extractive_answer(srcs, sup)["answer"].startswith("Sources disagree.")
+    assert not extract(srcs, sup)["answer"].startswith("Sources disagree.")
     texts[1] = "On Christmas Eve, 23 December, German stores open late."
     srcs[1] = Source(2, {"quote": texts[1], "title": None, "heading_path": (), "version": "1"}, ())
     sup[1] = dataclasses.replace(passage_support(texts[1], (), EN.terms, w, similarity=0.9,
                                                  cross_language=False, keyword=0.0), supported=True)
-    assert extractive_answer(srcs, sup)["answer"].startswith("Sources disagree.")
+    assert extract(srcs, sup)["answer"].startswith("Sources disagree.")
 
 
 def test_a_question_in_the_passage_is_not_quoted_as_the_answer() -> None:
     text = ("Can I see the order in an account? Create an account with the same email address; "
             "guest orders from the last 12 months are added automatically.")
     srcs, sup = one(["can", "i", "see", "guest", "orders", "in", "an", "account"], text)
-    assert extractive_answer(srcs, sup)["answer"].startswith("Create an account"), sup[0].sentences
+    assert extract(srcs, sup)["answer"].startswith("Create an account"), sup[0].sentences
     # A question quoted inside a statement does not make it a question.
     text = 'Click "Forgot password?" on the sign-in page to reset your password.'
     srcs, sup = one(["how", "do", "i", "reset", "my", "password"], text)
-    assert extractive_answer(srcs, sup)["answer"].startswith("Click")
+    assert extract(srcs, sup)["answer"].startswith("Click")

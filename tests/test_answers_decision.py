@@ -14,38 +14,35 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from answer_helpers import extract
+from answer_helpers import texts as quotes_of
 from evidex import Actor, KnowledgeBase
 from evidex.answer import (
     DISAGREE_TEXT,
     Source,
     check_output,
-    choose_sentences,
     disagree,
-    extractive_answer,
     sentences,
     supporting_span,
     values,
 )
-from evidex.query import get_analyzer
-from evidex.retrieve import (
+from evidex.decide import (
     DECIDE_DEPTH,
     EVIDENCE_THRESHOLDS,
     EvidenceThresholds,
     PassageSupport,
     answer_score,
-    coverage,
-    evidence_level,
+    choose_sentences,
     guess_language,
-    has_number,
     passage_support,
-    rank_score,
-    rerank_order,
-    sentence_spans,
-    stem,
     supports,
     term_weights,
-    wants_number,
 )
+from evidex.decide._evidence import evidence_level
+from evidex.decide._rerank import rank_score, rerank_order
+from evidex.decide._support import coverage, has_number, wants_number
+from evidex.ingest import sentence_spans
+from evidex.query import get_analyzer, stem
 
 EN = get_analyzer("english")
 EXACT = get_analyzer("exact")
@@ -342,7 +339,7 @@ def test_quotes_the_sentence_that_answers_and_its_condition() -> None:
         "that is final. We sell tents.",
         "Rain jacket Nordkap: waterproof, sizes S to XXL.",
     ])
-    out = extractive_answer(srcs, sup)
+    out = extract(srcs, sup)
     assert out == {"answer": "Worn jackets cannot be returned. [1] Unless they arrived damaged, "
                              "that is final. [1]", "citations": [1]}
 
@@ -354,7 +351,7 @@ def test_a_quoted_exception_comes_with_the_rule_it_qualifies() -> None:
             "soles count as use. There is one exception: worn hiking boots may be returned within "
             "30 days. We sell tents.")
     srcs, sup = sources_for(["can", "i", "return", "a", "worn", "jacket"], [text])
-    assert extractive_answer(srcs, sup)["answer"] == (
+    assert extract(srcs, sup)["answer"] == (
         "We cannot accept items that have been worn outdoors. [1] Marks on soles count as use. [1] "
         "There is one exception: worn hiking boots may be returned within 30 days. [1]")
     # Without a sentence about the question before it (within the three quoted), the exception
@@ -362,22 +359,22 @@ def test_a_quoted_exception_comes_with_the_rule_it_qualifies() -> None:
     srcs, sup = sources_for(["can", "i", "return", "a", "worn", "jacket"], [
         "Refunds take five days. We sell tents. There is one exception: worn hiking boots may be "
         "returned within 30 days."])
-    assert extractive_answer(srcs, sup)["answer"] == (
+    assert extract(srcs, sup)["answer"] == (
         "There is one exception: worn hiking boots may be returned within 30 days. [1]")
 
 
 def test_a_number_question_quotes_the_sentence_with_the_number() -> None:
     srcs, sup = sources_for(["how", "long", "returns", "window"], [
         "The returns window is generous. You can return items within 30 days of delivery."])
-    assert extractive_answer(srcs, sup)["answer"] == "The returns window is generous. [1]"
-    assert "within 30 days of delivery. [1]" in extractive_answer(srcs, sup, number=True)["answer"]
+    assert extract(srcs, sup)["answer"] == "The returns window is generous. [1]"
+    assert "within 30 days of delivery. [1]" in extract(srcs, sup, number=True)["answer"]
 
 
 def test_only_supporting_passages_are_quoted() -> None:
     srcs, sup = sources_for(["worn", "jacket", "return"], [
         "Rain jacket Nordkap: worn jackets return here.", "Worn jackets cannot be returned."],
         supported=[False, True])
-    assert extractive_answer(srcs, sup)["citations"] == [2]
+    assert extract(srcs, sup)["citations"] == [2]
 
 
 def test_sources_that_state_different_values_are_both_quoted() -> None:
@@ -385,7 +382,7 @@ def test_sources_that_state_different_values_are_both_quoted() -> None:
         "Reproof the Stormline jacket every 6 months with a spray.",
         "Reproof your Stormline jacket once a year, or earlier if water stops beading.",
     ])
-    out = extractive_answer(srcs, sup)
+    out = extract(srcs, sup)
     assert out["answer"].startswith(DISAGREE_TEXT) and out["citations"] == [1, 2]
     assert check_output(out, [1, 2], []) == []
 
@@ -395,7 +392,7 @@ def test_sources_that_agree_are_not_called_a_disagreement() -> None:
         "Reproof the Stormline jacket every 12 months with a spray.",
         "Reproof your Stormline jacket once a year, or earlier if water stops beading.",
     ])
-    assert not extractive_answer(srcs, sup)["answer"].startswith(DISAGREE_TEXT)
+    assert not extract(srcs, sup)["answer"].startswith(DISAGREE_TEXT)
 
 
 def test_a_supporting_passage_in_the_question_language_is_quoted_first() -> None:
@@ -404,7 +401,7 @@ def test_a_supporting_passage_in_the_question_language_is_quoted_first() -> None
         "ERR-401 appears when your session has expired: please sign in again.",
     ])
     sup[0] = dataclasses.replace(sup[0], cross_language=True)
-    out = extractive_answer(srcs, sup)
+    out = extract(srcs, sup)
     assert out["answer"].startswith("ERR-401 appears when your session has expired")
     assert out["citations"] == [2]  # the other language's passage does not corroborate
 
@@ -414,7 +411,7 @@ def test_a_second_source_is_not_quoted_for_answering_about_as_well() -> None:
         "You have 30 days to return an item.",
         "Your refund is issued within 5 business days after the returned items arrive.",
     ])
-    assert extractive_answer(srcs, sup) == {"answer": "You have 30 days to return an item. [1]",
+    assert extract(srcs, sup) == {"answer": "You have 30 days to return an item. [1]",
                                             "citations": [1]}
 
 
@@ -431,7 +428,7 @@ def test_values_about_another_subject_are_no_disagreement() -> None:
                                                  EN.terms, w, similarity=0.9, cross_language=False,
                                                  keyword=0.0), supported=True)
     assert sup[1].sentence_coverage >= 0.6 * sup[0].sentence_coverage
-    out = extractive_answer(srcs, sup)
+    out = extract(srcs, sup)
     assert not out["answer"].startswith(DISAGREE_TEXT)
     assert out["answer"].startswith("Points expire 24 months")
 
@@ -449,8 +446,8 @@ def test_choice_is_verbatim_contiguous_per_passage_and_passes_the_contract(
         texts: list[str], flags: list[bool]) -> None:
     srcs, sup = sources_for(["are", "worn", "items", "returns", "every", "months", "jackets"], texts,
                             flags[:len(texts)])
-    quotes, _ = choose_sentences(srcs, sup)
-    out = extractive_answer(srcs, sup)
+    quotes, _ = choose_sentences(quotes_of(srcs), sup)
+    out = extract(srcs, sup)
     if not quotes:
         assert out == {"answer": "", "citations": []}
         return

@@ -14,7 +14,7 @@ import pytest
 
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase
-from evidex.retrieve import guess_language
+from evidex.decide import guess_language
 
 pytestmark = pytest.mark.slow
 

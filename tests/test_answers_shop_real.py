@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from evidex import Actor, KnowledgeBase
+from evidex.decide import in_context
 from evidex.embed import DEFAULT_EMBEDDER, default_cache_path
 from evidex.ingest import load_paths
-from evidex.retrieve import in_context
 
 pytestmark = pytest.mark.slow
 

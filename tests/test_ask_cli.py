@@ -31,7 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 EVIDEX = Path(sys.executable).parent / "evidex"
 ASK_KEYS = {"status", "text", "citations", "reason", "handoff", "trace"}
-EMITTED_KEYS = ASK_KEYS | {"detail"}  # extra key emitted by Answer.as_dict(): the decline's why
+#: Extra keys emitted by Answer.as_dict(): the decline's why, and its related reading (passages
+#: offered as not an answer, never cited).
+EMITTED_KEYS = ASK_KEYS | {"detail", "related"}
 CITATION_KEYS = {"kind", "document_id", "version", "content_sha256", "passage", "quote", "start", "end",
                  "heading_path", "anchor", "title", "source_url"}
 CUSTOMER = ("--tenant", "acme", "--groups", "customers", "--visibilities", "public")

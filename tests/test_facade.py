@@ -122,22 +122,46 @@ def test_batched_source_entries_go_with_their_documents(locate: Locator) -> None
 
 # -- search: one call into retrieve -------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["keyword", "vector", "hybrid"])
-def test_search_is_retrieve_search_over_one_view(any_kb: KnowledgeBase, mode: str) -> None:
-    """KnowledgeBase.search adds validation and parsing only: the same call into retrieve gives
-    the same hits, scores and evidence."""
-    from evidex import Filters
-    from evidex.query import parse_query
-    from evidex.retrieve import Fusion, guess_language, keyword_query, search
+def test_search_is_retrieve_search_then_decide_over_one_view(any_kb: KnowledgeBase, mode: str) -> None:
+    """KnowledgeBase.search adds validation and parsing only: one query value ranked by
+    retrieve.search, then (asked for) decided on by decide.evidence, gives the same hits,
+    scores and evidence."""
+    from evidex.decide import evidence
+    from evidex.query import analyzer_for, parse_query
+    from evidex.retrieve import make_query, search
 
     any_kb.ingest([doc(f"d{i}", f"alpha {'beta ' * i}\n\ngamma {i}\n\nalpha delta") for i in range(8)])
     got = any_kb.search(STAFF, "alpha beta", limit=4, mode=mode, explain=True)
     qvec = any_kb._query_vector("alpha beta") if mode != "keyword" else None
     with any_kb.store.read() as view:
-        kq = keyword_query(view, STAFF, Filters(), any_kb.analyzer, parse_query("alpha beta"),
-                           "alpha beta")
-        want = search(view, any_kb._bm25, STAFF, kq, mode=mode, limit=4,
-                      thresholds=any_kb._thresholds(), query_vector=qvec, fusion=Fusion(),
-                      explain=True, analyze=any_kb._analyzer.terms,
-                      question_language=guess_language("alpha beta"), query="alpha beta")
-    assert [h.as_dict() for h in got] == [h.as_dict() for h in want] and len(got) == 4
-    assert (got.evidence, got.signals, got.terms) == (want.evidence, want.signals, want.terms)
+        q = make_query(view, STAFF, "alpha beta", analyzer=any_kb.analyzer,
+                       words=parse_query("alpha beta"), mode=mode, limit=4, depth=4, vector=qvec,
+                       explain=True, evidence=True)
+        ranking = search(view, any_kb._bm25, q)
+        want = evidence(view, q, ranking, any_kb._thresholds(),
+                        analyzer_for(any_kb.analyzer, q.keyword.own_language).terms,
+                        any_kb.embed_passages)
+    assert [h.as_dict() for h in got] == [h.as_dict() for h in want.hits] and len(got) == 4
+    assert (got.evidence, got.signals, got.terms) == (want.level, want.signals, tuple(q.keyword.terms))
+
+
+@pytest.mark.parametrize("mode", ["keyword", "vector", "hybrid"])
+def test_a_plain_search_ranks_only(any_kb: KnowledgeBase, mode: str,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without evidence=True, explain or the ranker, search never runs the decision: the same
+    hits, evidence None, no support; asked, the decision runs and the hits are the same."""
+    import evidex.decide
+
+    any_kb.ingest([doc(f"d{i}", f"alpha {'beta ' * i}\n\ngamma {i}\n\nalpha delta") for i in range(8)])
+    asked = any_kb.search(STAFF, "alpha beta", limit=4, mode=mode, evidence=True)
+    assert asked.evidence in ("weak", "strong") and asked.support and asked.topic is not None
+
+    def refuse(*a: object, **kw: object) -> None:
+        raise AssertionError("a plain search ran the decision")
+
+    monkeypatch.setattr(evidex.decide, "evidence", refuse)
+    plain = any_kb.search(STAFF, "alpha beta", limit=4, mode=mode)
+    assert [h.as_dict() for h in plain] == [h.as_dict() for h in asked]
+    assert (plain.evidence, plain.support, plain.topic, plain.signals) == (None, [], None, {})
+    with pytest.raises(AssertionError, match="ran the decision"):
+        any_kb.search(STAFF, "alpha beta", limit=4, mode=mode, explain=True)

@@ -209,7 +209,7 @@ def test_keyword_only_store(tmp_path: Path, counting: CountingEmbedder) -> None:
     assert kb.stats()["embedder"] == "none" and kb.stats()["dimension"] == 0
     with pytest.raises(QueryError, match="keyword"):
         kb.search(A, "refunds", mode="vector")
-    hits = kb.search(A, "refunds", mode="keyword")
+    hits = kb.search(A, "refunds", mode="keyword", evidence=True)
     assert keys(hits) == [("returns", 3)] and hits.evidence in ("weak", "strong")
     # Hybrid falls back to the keyword ranking and says so (issue 24).
     fallback = kb.search(A, "refunds", mode="hybrid")
@@ -300,12 +300,12 @@ def test_a_failed_embedding_writes_nothing(tmp_path: Path, monkeypatch: pytest.M
 # -- evidence --------------------------------------------------------------------------------------
 def test_evidence_levels(store: KnowledgeBase) -> None:
     nothing = [
-        store.search(NOBODY, "refunds"),
-        store.search(A, "refunds", filters={"language": "fr"}),
-        store.search(A, "absent", mode="keyword"),
-        store.search(A, "   "),
+        store.search(NOBODY, "refunds", evidence=True),
+        store.search(A, "refunds", filters={"language": "fr"}, evidence=True),
+        store.search(A, "absent", mode="keyword", evidence=True),
+        store.search(A, "   ", evidence=True),
         store.search(Actor("acme", frozenset({"staff"}), active=False, visibilities=PUBLIC_INTERNAL),
-                     "refunds", mode="vector"),
+                     "refunds", mode="vector", evidence=True),
     ]
     for res in nothing:
         assert res == [] and res.evidence == "none"
@@ -313,15 +313,16 @@ def test_evidence_levels(store: KnowledgeBase) -> None:
     for q in ("refunds", "alpha absent1 absent2", "Plan B2 includes 10 users, API access and phone support.",
               "ERR-401 session expired"):
         for mode in ("keyword", "vector", "hybrid"):
-            res = store.search(A, q, mode=mode)
+            res = store.search(A, q, mode=mode, evidence=True)
             assert isinstance(res.evidence, str) and not isinstance(res.evidence, bool)
             assert res.evidence in (("weak", "strong") if res else ("none",)), (q, mode, res.evidence)
             assert not any(ch.isdigit() for ch in res.evidence)
             seen.add(res.evidence)
     # An exact passage as the query is strong; a query of mostly unknown words is weak.
-    exact = store.search(A, "Plan B2 includes 10 users, API access and phone support.", mode="vector")
+    exact = store.search(A, "Plan B2 includes 10 users, API access and phone support.", mode="vector",
+                         evidence=True)
     assert exact.evidence == "strong" and math.isclose(exact[0].score, 1.0, abs_tol=1e-5)
-    assert store.search(A, "alpha absent1 absent2", mode="hybrid").evidence == "weak"
+    assert store.search(A, "alpha absent1 absent2", mode="hybrid", evidence=True).evidence == "weak"
     assert seen == {"none", "weak", "strong"}
 
 
@@ -440,7 +441,7 @@ def test_reembed_switches_the_model_atomically(tmp_path: Path) -> None:
     assert [(d, n) for d, n, _ in new] == sorted(want, key=lambda k: (-want[k], k))
     assert new[0][:2] == ("returns", 2)  # the model's choice: the "drop the parcel" passage
     assert full(kb.search(A, "plan", mode="keyword")) == keyword_before
-    assert kb.search(A, q).evidence in ("weak", "strong")
+    assert kb.search(A, q, evidence=True).evidence in ("weak", "strong")
     kb.close()
     reader.close()
     # The switch is durable: a new handle opens the store with the new model, and refuses the old.

@@ -24,7 +24,7 @@ from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase
 from evidex.model import Filters
 from evidex.query import words
-from evidex.retrieve import BM25Params, Candidates, hits_from, keyword_candidates
+from evidex.retrieve import BM25Params, Candidates, access, hits_from, keyword_candidates
 from evidex.retrieve._cache import WeightsCache
 from evidex.retrieve._postings import frequencies, visible
 from evidex.retrieve._tuning import TUNING
@@ -163,7 +163,7 @@ def _compare(kb: KnowledgeBase, actor: Actor, q: str, limit: int, cap: int | Non
     every = [(h.document_id, h.passage, h.score) for h in
              kb.search(actor, q, limit=limit, max_per_document=cap, mode="keyword", match="all")]
     with kb.store.read() as view:
-        full = keyword_candidates(view, kb._bm25, actor, terms, Filters(), "any")  # no window
+        full = keyword_candidates(view, kb._bm25, access(view, actor, Filters()), terms, "any")  # no window
         want = [(h.document_id, h.passage, h.score) for h in hits_from(view, full, limit, cap)]
         hits = hits_from(view, full, len(full.pids), None)
         keep = {(h.document_id, h.passage) for h in hits

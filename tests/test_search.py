@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -202,10 +203,39 @@ def test_keyword_evidence_counts_the_query_words_the_hits_contain(tmp_path) -> N
         Document("d3", "t", ("other",), "1", "delta"),  # not readable by a
         Document("d4", "t", ("g",), "1", "epsilon omega"),  # the highest ids
     ], split="paragraph")
-    res = kb.search(a, "alpha beta gamma delta", mode="keyword", match="any")
+    res = kb.search(a, "alpha beta gamma delta", mode="keyword", match="any", evidence=True)
     assert {h.document_id for h in res} == {"d1", "d2"}
     assert res.signals["coverage"] == 0.75  # delta exists only where a cannot read
-    both = kb.search(a, "alpha beta", mode="keyword", match="all")
+    both = kb.search(a, "alpha beta", mode="keyword", match="all", evidence=True)
     assert [h.document_id for h in both] == ["d1"] and both.signals["coverage"] == 1.0
-    one = kb.search(a, "alpha omega", mode="keyword", match="any", limit=1)
+    one = kb.search(a, "alpha omega", mode="keyword", match="any", limit=1, evidence=True)
     assert len(one) == 1 and one.signals["coverage"] == 0.5
+
+
+@pytest.mark.parametrize("groups", [{"g"}, {"h"}, {"g", "h"}, set()])
+def test_access_is_worked_out_once_per_search_and_equals_each_table_built_alone(
+        tmp_path: Path, groups: set[str]) -> None:
+    """A search's Access (the whole table and one per readable language, cut from one pass over
+    the signatures) equals each table built on its own, for every actor and filter."""
+    from evidex import Filters
+    from evidex.retrieve import access, allowed_signatures
+
+    kb = KnowledgeBase.open(tmp_path / "kb.db", embedder="none")
+    kb.ingest([Document(f"d{i}", "t", (g,), "1", f"alpha {i}", language=lang, tags=tags)
+               for i, (g, lang, tags) in enumerate(
+                   [("g", "en", ()), ("g", "de", ("faq",)), ("h", "de-CH", ()), ("h", None, ("faq",)),
+                    ("g", "fr", ())])])
+    actor = Actor("t", frozenset(groups), visibilities=PUBLIC_INTERNAL)
+
+    def same(a: Any) -> tuple[bytes, int, int]:  # the table is in the key
+        return a.key, a.passages, a.total_length
+
+    with kb.store.read() as view:
+        for flt in (Filters(), Filters(tags=("faq",)), Filters(language="de")):
+            got = access(view, actor, flt, by_language=True)
+            assert same(got.allowed) == same(allowed_signatures(view, actor, flt))
+            assert set(got.by_language) == (set(got.languages) or {""})
+            for key, table in got.by_language.items():
+                assert same(table) == same(allowed_signatures(view, actor, flt, key)), (flt, key)
+            assert access(view, actor, flt).by_language == {}
+    kb.close()

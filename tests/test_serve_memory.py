@@ -17,9 +17,10 @@ import yaml
 
 from evidex import Actor, Document, KnowledgeBase
 from evidex.config import Config, load_config
+from evidex.decide import _support
 from evidex.embed import query_vectors
 from evidex.model import EvidexError
-from evidex.retrieve import _access, _support
+from evidex.query import _text
 from evidex.server import _run
 from evidex.server._run import MALLOC_ARENAS, limit_malloc_arenas
 
@@ -125,7 +126,7 @@ def test_memos_that_questions_fill_stay_within_their_bounds(tmp_path: Path,
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)) for _ in range(3000)]
     kb = KnowledgeBase.open(tmp_path / "kb.db")
     actor = Actor("acme", frozenset({"staff"}), visibilities=frozenset({"public"}))
-    memos = {"stem": _support.stem, "passage analyses": _support._analysed,
+    memos = {"stem": _text.stem, "passage analyses": _support._analysed,
              "function stems": _support._function_stems}
     for name, memo in memos.items():
         assert memo.cache_info().maxsize is not None, f"{name} is unbounded"
@@ -139,4 +140,3 @@ def test_memos_that_questions_fill_stay_within_their_bounds(tmp_path: Path,
         info = memo.cache_info()
         assert info.currsize <= info.maxsize, name
     assert len(query_vectors) <= query_vectors.capacity
-    assert len(_access._memo) <= _access._MEMO_LIMIT

@@ -133,7 +133,7 @@ def test_search_shape_and_access(client: httpx.Client) -> None:
 
 
 def test_search_never_crosses_tenants(client: httpx.Client) -> None:
-    acme = _search(client, "acme-staff-key", "zebra widgets budget", mode="keyword")
+    acme = _search(client, "acme-staff-key", "zebra widgets budget", mode="keyword", evidence=True)
     assert acme["hits"] == [] and acme["evidence"] == "none"
     globex = _search(client, "globex-user-key", "return worn jacket Nordkap ERR-401", mode="keyword")
     assert {h["document_id"] for h in globex["hits"]} <= {"returns-faq", "globex-secret"}
@@ -213,6 +213,31 @@ def test_answer_and_decline(client: httpx.Client) -> None:
     assert none["trace"]["available"]
     assert all(a["document_id"] not in ("globex-secret",) and a["version"] != "g1"
                for a in none["trace"]["available"])
+    # A decline offers related reading apart from its citations: passages the caller may read,
+    # never flagged ones, each resolving now; an answer offers none.
+    if none["reason"] == "weak_evidence":
+        assert 1 <= len(none["related"]) <= 3
+    for c in none["related"]:
+        assert c["kind"] == "passage" and c["document_id"] != "globex-secret"
+        resolved = client.post("/v1/resolve", json=c, headers=auth("acme-staff-key")).json()
+        assert resolved["ok"], c
+    flagged = {p["passage"] for p in client.get("/v1/documents/team-note-weekly",
+                                                 headers=auth("acme-staff-key")).json()["passages"]
+               if p["flags"]}
+    assert not any(c["document_id"] == "team-note-weekly" and c["passage"] in flagged
+                   for c in none["related"])
+    assert ans["related"] == []
+
+
+def test_search_decides_only_when_asked(client: httpx.Client) -> None:
+    """A plain search ranks only (evidence null); evidence: true (or explain) adds the level,
+    with the same hits."""
+    plain = _search(client, "acme-customer-key", "return worn clothing", mode="keyword")
+    asked = _search(client, "acme-customer-key", "return worn clothing", mode="keyword", evidence=True)
+    assert plain["evidence"] is None and asked["evidence"] in ("weak", "strong")
+    assert plain["hits"] == asked["hits"]
+    r = client.post("/v1/search", json={"query": "x", "evidence": "yes"}, headers=auth("acme-customer-key"))
+    assert r.status_code == 422
 
 
 def test_admin_operations_need_admin_and_stay_in_tenant(service: dict[str, Any],

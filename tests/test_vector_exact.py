@@ -385,7 +385,7 @@ def test_b_vector_hits_equal_brute_force_cosine_over_readable_passages(
             ref = ref_vector(readable, q.text)
             for limit in sorted({q.limit, 1, max(1, len(ref))}):
                 hits = kb.search(actor, q.text, limit=limit, match=q.match, filters=q.filters,
-                                 max_per_document=None, mode="vector")
+                                 max_per_document=None, mode="vector", evidence=True)
                 check_vector_ranking([(h.document_id, h.passage, h.score) for h in hits], ref, limit)
                 assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
                 assert hits.evidence in (("weak", "strong") if hits else ("none",))

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import evidex.retrieve._hybrid as hybrid_module
+import evidex.retrieve._search as hybrid_module
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase
 from evidex.embed import get_embedder
@@ -117,7 +117,8 @@ def test_sentence_vectors_past_the_deadline_fall_back_and_finish_into_the_cache(
         store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """The decision's sentence vectors (first meeting of a sentence) are part of the vector leg:
     past the deadline the search is the keyword ranking, and the late embedding still fills the
-    cache, so the same search next time is fused."""
+    cache, so the same search next time is fused. A plain search (no decision asked) embeds no
+    sentence at all, so it is never late for one."""
     tag = uuid.uuid4().hex[:8]
     store.ingest([Document(id="gift", tenant="acme", groups=frozenset({"staff"}), version="1",
                            text=f"# Gift cards\n\nGift cards {tag} never expire and work online.")],
@@ -135,8 +136,10 @@ def test_sentence_vectors_past_the_deadline_fall_back_and_finish_into_the_cache(
     monkeypatch.setattr(embedder, "embed_passages", slow)
     store.vector_timeout_ms = 100
     query = f"gift cards {tag} expire"
+    plain = store.search(STAFF, query)
+    assert asked == [] and plain.fallback is None and plain[0].document_id == "gift"
     t0 = time.perf_counter()
-    res = store.search(STAFF, query)
+    res = store.search(STAFF, fresh(query), evidence=True)
     assert time.perf_counter() - t0 < 0.45, "the search waited for the slow sentence embedding"
     assert any(tag in t for t in asked), "the new sentence was not embedded at search time"
     assert res.fallback is not None and res.fallback["reason"] == "vector_timeout"
@@ -150,7 +153,7 @@ def test_sentence_vectors_past_the_deadline_fall_back_and_finish_into_the_cache(
     asked.clear()
     delay[0] = 0.0
     store.vector_timeout_ms = 30_000  # what is checked is the cache, not the machine's speed
-    again = store.search(STAFF, fresh(query))
+    again = store.search(STAFF, fresh(query), evidence=True)
     assert again.fallback is None and again[0].document_id == "gift"
     assert not any(tag in t for t in asked), "the late sentence vectors did not reach the cache"
 
@@ -214,8 +217,32 @@ def test_a_timeout_is_not_a_silent_change_of_results_when_fast(store: KnowledgeB
     """Same query, generous deadline: the fused ranking, identical to no deadline at all."""
     query = fresh("boots refund days")
     store.vector_timeout_ms = None
-    unbounded = store.search(STAFF, query)
+    unbounded = store.search(STAFF, query, evidence=True)
     store.vector_timeout_ms = 60_000
-    bounded = store.search(STAFF, query)
+    bounded = store.search(STAFF, query, evidence=True)
     assert ranking(bounded) == ranking(unbounded) and bounded.fallback is None
     assert np.isclose(bounded.signals["similarity"], unbounded.signals["similarity"])
+
+
+def test_a_cached_query_vector_needs_no_embedding_thread(
+        store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A question embedded before (asked again, or searched by an answer) is not handed to the
+    embedding thread; the vector search still has its deadline."""
+    import evidex.retrieve._deadline as deadline_module
+
+    store.vector_timeout_ms = 30_000
+    query = fresh("return boots refund")
+    first = store.search(STAFF, query)
+    calls: list[object] = []
+    real = deadline_module._POOL.submit
+
+    def counted(*a: object, **kw: object) -> object:
+        calls.append(a)
+        return real(*a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(deadline_module._POOL, "submit", counted)
+    again = store.search(STAFF, query)
+    assert calls == [] and again.fallback is None
+    assert [h.as_dict() for h in again] == [h.as_dict() for h in first]
+    store.search(STAFF, fresh("return boots refund"))
+    assert len(calls) == 1  # a new question is embedded on the thread, within the deadline

@@ -42,7 +42,7 @@ def _status() -> dict[str, int]:
 
 def _memos() -> dict[str, int]:
     out: dict[str, int] = {}
-    support = sys.modules.get("evidex.retrieve._support")
+    support = sys.modules.get("evidex.decide._support")
     if support is not None:
         out["stem"] = support.stem.cache_info().currsize
         out["analysed"] = support._analysed.cache_info().currsize

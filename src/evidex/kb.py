@@ -16,11 +16,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import conflicts, retrieve
+from . import answer, conflicts, decide, retrieve
 from ._batch import checked_batch, entries_by_document
-from .answer import Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator, answer_question
+from .answer import GENERATORS, Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator
 from .check import CheckReport, check_store
 from .cite import resolve_citation
+from .decide import EVIDENCE_THRESHOLDS, EvidenceThresholds
 from .embed import (
     DEFAULT_EMBEDDER,
     EMBEDDERS,
@@ -40,6 +41,7 @@ from .model import (
     DocumentView,
     EvidexError,
     Filters,
+    Hit,
     IngestReport,
     Passage,
     QueryError,
@@ -52,18 +54,7 @@ from .model import (
     check_unicode,
 )
 from .query import DEFAULT_LIMITS, QueryLimits, analyzer_for, get_analyzer, parse_query
-from .retrieve import (
-    BM25,
-    DEFAULT_FUSION,
-    EVIDENCE_THRESHOLDS,
-    MODES,
-    BM25Params,
-    Deadline,
-    EvidenceThresholds,
-    Fallback,
-    Fusion,
-    guess_language,
-)
+from .retrieve import BM25, DEFAULT_FUSION, MODES, BM25Params, Deadline, Fallback, Fusion
 from .store import (
     CopyReport,
     DocumentWrite,
@@ -123,7 +114,7 @@ def _check_actor(actor: object) -> None:
 class KnowledgeBase:
     """A knowledge base over one store, and the library's only door to it: each method checks
     its arguments (a bad one is a one-line ``EvidexError``) and hands the work to the layer
-    that owns it (``retrieve.search``, ``store.apply``, ``answer_question``,
+    that owns it (``retrieve.search``, ``decide.evidence``, ``store.apply``, the ``answer`` stages,
     ``resolve_citation``). The CLI and the service reach the store only through it."""
 
     def __init__(
@@ -422,6 +413,7 @@ class KnowledgeBase:
         alpha: float = 0.5,
         limits: QueryLimits | None = None,
         rerank: bool = False,
+        evidence: bool = False,
         at_least: int | None = None,
     ) -> SearchResults:
         """Passages ``actor`` may read that match ``query``, best first (``limit`` is top_k).
@@ -429,10 +421,13 @@ class KnowledgeBase:
         ``mode``: "hybrid" (default: BM25 and vector legs fused; the keyword ranking when the
         vector leg misses ``vector_timeout_ms`` or the store has no vectors, with
         ``results.fallback`` saying why), "keyword" or "vector". Scores
-        order the hits of this run (BM25, cosine, or fused) and mean nothing across queries;
-        ``results.evidence`` is "none", "weak" or "strong" (see ``retrieve._evidence``).
-        ``rerank``: re-order the best fused candidates with the second-stage ranker (answers
-        always do; see ``retrieve._rerank``).
+        order the hits of this run (BM25, cosine, or fused) and mean nothing across queries.
+        A plain search ranks only. ``evidence``: also decide whether the passages are on topic
+        (``results.evidence`` "none", "weak" or "strong", ``results.support``,
+        ``results.topic``; see ``evidex.decide``), which reads the best passages again
+        sentence by sentence; ``explain`` and ``rerank`` compute it too, else
+        ``results.evidence`` is None. ``rerank``: re-order the best fused candidates with the
+        second-stage ranker (answers always do; see ``decide._rerank``).
         ``at_least``: a store generation (``IngestReport.generation`` of a write) the search
         must see; with read replicas, one that has replayed it answers, else the primary.
         """
@@ -446,33 +441,50 @@ class KnowledgeBase:
             raise QueryError(f"mode {mode!r} needs vectors; this store is keyword-only")
         if max_per_document is not None:
             max_per_document = _positive_int(max_per_document, "max_per_document")
-        if not isinstance(explain, bool):
-            raise QueryError("explain must be a bool")
-        if not isinstance(rerank, bool):
-            raise QueryError("rerank must be a bool")
+        for name, flag in (("explain", explain), ("rerank", rerank), ("evidence", evidence)):
+            if not isinstance(flag, bool):
+                raise QueryError(f"{name} must be a bool")
         fz = fusion if isinstance(fusion, Fusion) else Fusion(fusion, rrf_k, window, alpha)
         flt = Filters.of(filters)
         words = parse_query(query, limits or self.query_limits)
+        decided = evidence or explain or rerank
         if not words or not actor.active:
-            return SearchResults(terms=self._analyzer.query_terms(words))
+            return SearchResults(terms=self._analyzer.query_terms(words),
+                                 evidence="none" if decided else None)
         # Embedded before the snapshot is taken, so no read is held open while the model runs.
         model = self.store.embedder
         qvec, deadline = self._query_vector_for(mode, query)
 
         def run(view: ReadView) -> SearchResults:
-            q = qvec
-            if isinstance(q, np.ndarray) and self.store.embedder != model:  # re-embedded meanwhile
-                q = self._query_vector(query)
-            kq = retrieve.keyword_query(view, actor, flt, self.store.analyzer, words, query)
-            return retrieve.search(view, self._bm25, actor, kq, mode=mode, limit=limit,
-                                   thresholds=self._thresholds(), query_vector=q,
-                                   deadline=deadline, match=match, filters=flt,
-                                   max_per_document=max_per_document, fusion=fz, explain=explain,
-                                   analyze=analyzer_for(self.store.analyzer, kq.own_language).terms,
-                                   question_language=guess_language(query), rerank=rerank,
-                                   query=query, sentence_vectors=self.embed_passages)
+            v = qvec
+            if isinstance(v, np.ndarray) and self.store.embedder != model:  # re-embedded meanwhile
+                v = self._query_vector(query)
+            q = retrieve.make_query(
+                view, actor, query, analyzer=self.store.analyzer, words=words, filters=flt,
+                mode=mode, limit=limit, depth=decide.depth(limit, rerank), match=match,
+                max_per_document=max_per_document, explain=explain, fusion=fz, vector=v,
+                deadline=deadline, rerank=rerank, evidence=decided)
+            return self._search(view, q)
 
         return self._read(run, actor.tenant, at_least)
+
+    def _search(self, view: ReadView, q: retrieve.Query) -> SearchResults:
+        """Rank ``q`` in ``view``, then (when ``q.evidence``) decide; sentence vectors that miss
+        the deadline give the keyword ranking, decided on without similarity."""
+        ranking = retrieve.search(view, self._bm25, q)
+        if not q.evidence:
+            return _results(q, ranking, ranking.hits[:q.limit])
+        analyze = analyzer_for(self.store.analyzer, q.keyword.own_language).terms
+        found = decide.evidence(view, q, ranking, self._thresholds(), analyze, self.embed_passages)
+        if isinstance(found, Fallback):
+            q = dataclasses.replace(q, vector=found)
+            ranking = retrieve.search(view, self._bm25, q)
+            found = decide.evidence(view, q, ranking, self._thresholds(), analyze)
+        assert isinstance(found, decide.Evidence)  # without a query vector, never a fallback
+        res = _results(q, ranking, found.hits, found.level)
+        res.signals, res.support, res.topic = found.signals, found.support, found.topic
+        res.question = found.question
+        return res
 
     def _read(self, fn: Callable[[ReadView], T], tenant: str | None = None, at_least: int | None = None,
               latest: bool = False) -> T:
@@ -502,6 +514,12 @@ class KnowledgeBase:
             return Fallback("no_vectors", "this store is keyword-only (embedding model none)"), None
         if mode == "vector":
             return self._query_vector(query), None
+        cache = self._query_vectors
+        if (self.vector_timeout_ms is not None and isinstance(cache, QueryVectorCache)
+                and (self.store.embedder, query) in cache):
+            # Already embedded (asked before, or the search an answer ran): nothing to wait
+            # for, so no hop to the embedding thread; the vector search keeps its deadline.
+            return self._query_vector(query), Deadline.start(self.vector_timeout_ms)
         return retrieve.embed_within(self.store.embedder, lambda: self._query_vector(query),
                                      self.vector_timeout_ms)
 
@@ -521,45 +539,82 @@ class KnowledgeBase:
         filters: Filters | Mapping[str, Any] | None = None,
         settings: AnswerSettings | None = None,
         openai: OpenAIGenerator | OpenAIConfig | None = None,
+        live: Sequence[LiveSource] | None = None,
         at_least: int | None = None,
     ) -> Answer:
         """Answer from the passages ``actor`` may read and the live lookups (tools) it may
         make, citing every claim, or decline (``tool_unavailable`` when a lookup the question
-        asks for fails: never from stale data or passages in its place).
+        asks for fails: never from stale data or passages in its place). A declined answer
+        lists up to three related passages it found (``Answer.related``, not an answer).
 
         ``generator``: "extractive" (default; quotes sentences, no model) or "openai" (any
         OpenAI-compatible server, configured by ``openai`` or EVIDEX_OPENAI_* variables).
+        ``live``: the lookups the question asks for, already made (a service starts them
+        before it takes a store handle); None starts them here, overlapping the search.
         ``at_least``: a generation its reads must see (see ``search``).
+
+        The stages, in order: search (with the decision) -> gate (on topic) -> generate (the
+        extractive generator also needs the answer-bearing decision) -> verify -> resolve the
+        cited passages again -> release (see ``answer._answer``).
         """
         st = settings or self.answer_settings
+        if generator not in GENERATORS:
+            raise EvidexError(f"generator must be one of {', '.join(GENERATORS)}, got {generator!r}")
         gen = openai if isinstance(openai, OpenAIGenerator) else None
         if generator == "openai" and gen is None:
             gen = OpenAIGenerator(openai if isinstance(openai, OpenAIConfig) else OpenAIConfig.from_env())
         mode = st.mode if self.store.embedder != "none" else "keyword"
+        st = st if mode == st.mode else dataclasses.replace(st, mode=mode)
         _check_actor(actor)
         # A question refused here starts no lookup. One without words is the caller's mistake,
         # never a question the collection lacks: no decline, no offer of a person.
         if not parse_query(question, QUESTION_LIMITS):
             raise QueryError("the question has no words: ask in words what you want to know")
         # The lookups run on the toolbox's threads while the search below runs.
-        lookups = self._toolbox.start(self._toolbox.asked(actor, question))
+        lookups = None if live is not None else self._toolbox.start(self._toolbox.asked(actor, question))
+        results = self.search(actor, question, limit=st.top_k, mode=mode, filters=filters,
+                              fusion=st.fusion, limits=QUESTION_LIMITS, rerank=True, at_least=at_least)
+        found = list(live) if live is not None else lookups.wait() if lookups else []
+        if found and (refused := answer.live_gate(found, st)) is not None:
+            return refused
+        passages = self._from_passages(actor, question, results, st, generator, gen, mode,
+                                       len(found) + 1, at_least)
+        offered = answer.related(passages, results)
+        if offered:
+            passages = answer.with_related(passages, offered,
+                                           [self.resolve(actor, c, at_least=at_least) for c in offered])
+        return answer.join_live(found, passages) if found else passages
 
-        def search(q: str) -> SearchResults:
-            return self.search(actor, q, limit=st.top_k, mode=mode, filters=filters,
-                               fusion=st.fusion, limits=QUESTION_LIMITS, rerank=True, at_least=at_least)
+    def _from_passages(self, actor: Actor, question: str, results: SearchResults,
+                       st: AnswerSettings, generator: str, gen: OpenAIGenerator | None,
+                       mode: str, first_n: int, at_least: int | None = None) -> Answer:
+        """The answer from the passages of ``results``, numbered from ``first_n``: gate,
+        generate, verify, resolve again, release."""
+        gated = answer.gate(question, results, st, generator, gen, first_n)
+        if isinstance(gated, Answer):
+            return gated
+        bearing = None
+        if generator == "extractive":
+            similar = None if mode == "keyword" else self._similar(question)
+            bearing = decide.answer_bearing([s.citation["quote"] for s in gated.kept],
+                                            gated.kept_support, results.question, similar,
+                                            st.max_sentences)
+        output = answer.generate(gated, bearing, gen)
+        if isinstance(output, Answer):
+            return output
+        terms_of = self._analyzer.terms
+        checked = answer.verify(gated, output, terms_of)
+        if isinstance(checked, Answer):
+            return checked
+        return answer.release(gated, checked,
+                              [self.resolve(actor, s.citation, at_least=at_least) for s in checked.cited],
+                              terms_of)
 
+    def _similar(self, question: str) -> Callable[[list[str]], list[float]]:
+        """Cosine of each sentence with ``question`` (sentences go through the cache)."""
         def similar(texts: list[str]) -> list[float]:
-            """Cosine of each sentence with the question (sentences go through the cache)."""
-            qvec = self._query_vector(question)
-            return (self.embed_passages(texts) @ qvec).tolist()
-
-        return answer_question(
-            actor, question, search=search, resolve=lambda c: self.resolve(actor, c, at_least=at_least),
-            terms_of=self._analyzer.terms, generator=generator,
-            settings=st if mode == st.mode else dataclasses.replace(st, mode=mode), openai=gen,
-            similar=similar if mode != "keyword" else None,
-            live=lookups.wait if len(lookups) else None,
-        )
+            return (self.embed_passages(texts) @ self._query_vector(question)).tolist()
+        return similar
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any], *,
                 at_least: int | None = None) -> Resolution:
@@ -575,6 +630,11 @@ class KnowledgeBase:
         return self._read(lambda view: resolve_citation(view, actor, citation), actor.tenant, at_least)
 
     # -- live tools ---------------------------------------------------------------------------
+    @property
+    def toolbox(self) -> Toolbox:
+        """The live tools with their threads and connections (shared by a service's handles)."""
+        return self._toolbox
+
     def tools(self, actor: Actor | None = None) -> list[ToolConfig]:
         """The configured live tools; with ``actor``, those it may use."""
         if actor is None:
@@ -727,3 +787,11 @@ def migrate_store(source: str, target: str) -> CopyReport:
             dst.close()
     finally:
         src.close()
+
+
+def _results(q: retrieve.Query, ranking: retrieve.Ranking, hits: list[Hit],
+             level: str | None = None) -> SearchResults:
+    res = SearchResults(hits, terms=q.keyword.terms, evidence=level)
+    res.weights = ranking.weights
+    res.fallback = ranking.fallback.as_dict() if ranking.fallback is not None else None
+    return res

@@ -609,19 +609,29 @@ class SearchResults(list[Hit]):
     """The hits of one search, best first, plus what the search was made of."""
 
     def __init__(self, hits: Iterable[Hit] = (), *, terms: Iterable[str] = (),
-                 evidence: str = "none") -> None:
+                 evidence: str | None = None) -> None:
         super().__init__(hits)
         self.terms: tuple[str, ...] = tuple(terms)
-        #: "none", "weak" or "strong": a retrieval signal for answering, never a probability.
+        #: "none", "weak" or "strong": the on-topic decision over the best passages, a retrieval
+        #: signal for answering, never a probability. None when the search was not asked for
+        #: it (``evidence=True``, ``explain``, the ranker, or an answer compute it; a plain
+        #: search ranks only).
         self.evidence = evidence
-        #: What the evidence level was computed from (query-term coverage, best similarity).
+        #: What the evidence level was computed from (query-term coverage, best similarity,
+        #: best sentence coverage); empty when it was not computed.
         self.signals: dict[str, float | None] = {}
         #: Hybrid search with adaptive fusion: the weight each leg had for this query, and why
         #: (``retrieve._adaptive.LegWeights``); None otherwise.
         self.weights: Any = None
         #: Per hit (the first ones), how well the passage and its sentences cover the question
-        #: and whether it supports answering (``retrieve.PassageSupport``).
+        #: and whether it is on topic (``decide.PassageSupport``); empty when not computed.
         self.support: list[Any] = []
+        #: The on-topic decision with each passage's scores and thresholds
+        #: (``decide.OnTopic``); None when not computed.
+        self.topic: Any = None
+        #: The question's facts the decision computed once (``decide.Question``: language,
+        #: whether it asks for a number, idf weights); None when not computed.
+        self.question: Any = None
         #: Set when a hybrid search returned the keyword ranking instead: {"fallback":
         #: "keyword", "reason": "no_vectors" | "vector_timeout", "detail": ...}.
         self.fallback: dict[str, Any] | None = None

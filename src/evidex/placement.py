@@ -415,7 +415,8 @@ class PlacedKnowledgeBase(KnowledgeBase):
 
 #: What ``KnowledgeBase`` offers that spans no tenant's data: the tools, the embedding model,
 #: the analyzer's name (every server's handle shares the tools; all have the same model).
-TENANT_NEUTRAL = frozenset({"tools", "live_sources", "call_tool", "embed_passages", "analyzer", "open"})
+TENANT_NEUTRAL = frozenset({"tools", "toolbox", "live_sources", "call_tool", "embed_passages", "analyzer",
+                            "open"})
 
 
 # -- moving a tenant ----------------------------------------------------------------------------

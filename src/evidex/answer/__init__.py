@@ -1,11 +1,24 @@
-"""Answers that cite or decline."""
+"""Answers that cite or decline, as stages the facade calls in order (see ``_answer``)."""
 
 from ..conflicts import Value, disagree, values
-from ._answer import GENERATORS, answer_question, number_sources
+from ._answer import (
+    GENERATORS,
+    RELATED,
+    Checked,
+    Gated,
+    gate,
+    generate,
+    number_sources,
+    related,
+    release,
+    verify,
+    with_related,
+)
 from ._budget import fit_sources, token_counter
 from ._contract import check_output, markers, sentences
-from ._extractive import DISAGREE_TEXT, Quote, choose_sentences, extractive_answer
+from ._extractive import DISAGREE_TEXT, extractive_answer
 from ._grounding import SUPPORT_SHARE, supporting_span
+from ._live import LIVE_DECLINE_TEXT, join_live, live_gate
 from ._openai import SYSTEM_TEXT, GeneratorError, OpenAIConfig, OpenAIGenerator
 from ._types import DECLINE_TEXT, Answer, AnswerSettings, Source
 
@@ -13,26 +26,35 @@ __all__ = [
     "DECLINE_TEXT",
     "DISAGREE_TEXT",
     "GENERATORS",
+    "LIVE_DECLINE_TEXT",
+    "RELATED",
     "SUPPORT_SHARE",
     "SYSTEM_TEXT",
     "Answer",
     "AnswerSettings",
+    "Checked",
+    "Gated",
     "GeneratorError",
     "OpenAIConfig",
     "OpenAIGenerator",
-    "Quote",
     "Source",
     "Value",
-    "answer_question",
     "check_output",
-    "choose_sentences",
     "disagree",
     "extractive_answer",
     "fit_sources",
+    "gate",
+    "generate",
+    "join_live",
+    "live_gate",
     "markers",
     "number_sources",
+    "related",
+    "release",
     "sentences",
     "supporting_span",
     "token_counter",
     "values",
+    "verify",
+    "with_related",
 ]

@@ -1,28 +1,50 @@
-"""Answering: retrieve, decide per passage, build context, generate, validate, re-resolve, release.
+"""Answering as stages the facade (``KnowledgeBase.answer``) calls in order, each a function of
+what the one before it returned, with no callbacks back into the facade:
 
-Every step that can refuse does so with a reason; the trace records what was searched, which
-passages were available, which supported answering, which entered the context and which were
-dropped and why, with ids, versions and fingerprints only (no copies of passage text).
+search (the facade: ``kb.search`` with the ranker, the decision computed) -> ``gate`` (number the
+sources, the on-topic decision, flagged passages, the context budget) -> ``generate`` (the
+extractive generator writes what ``decide.answer_bearing`` chose; a model writes its own) ->
+``verify`` (the output contract, sentence by sentence support) -> the facade resolves each cited
+passage again -> ``release``. A stage that refuses returns the declined ``Answer`` with its
+reason; the facade stops there.
+
+The trace records what was searched, which passages were available, each passage the decision
+read with its scores, the threshold each was compared with and the verdict (``on_topic``;
+``answer_bearing`` for extractive answers), which entered the context and which were dropped
+and why, with ids, versions and fingerprints only (no copies of passage text).
+
+A declined answer still helps: ``related`` lists up to ``RELATED`` passages the search found
+that the caller may read and that are not flagged, re-resolved like citations and marked as
+not an answer (never in ``citations``), besides the offer of a person.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ..model import Actor, EvidexError, Resolution, SearchResults
-from ..tools import LiveSource
+from ..decide import AnswerBearing, PassageSupport
+from ..model import EvidexError, Resolution, SearchResults
 from ._budget import fit_sources, token_counter
 from ._contract import check_output, markers, sentences
-from ._extractive import DISAGREE_TEXT, asks_number, extractive_answer
+from ._extractive import DISAGREE_TEXT, extractive_answer
 from ._grounding import supporting_span
-from ._live import answer_with_live
 from ._openai import SYSTEM_TEXT, GeneratorError, OpenAIGenerator
 from ._types import DECLINE_TEXT, Answer, AnswerSettings, Source
 
-__all__ = ["GENERATORS", "answer_question", "number_sources"]
+__all__ = ["GENERATORS", "RELATED", "Checked", "Gated", "gate", "generate", "number_sources",
+           "related", "release", "verify", "with_related"]
 
 GENERATORS = ("extractive", "openai")
+#: Passages a declined answer offers as related reading, at most.
+RELATED = 3
+#: Declines after which no passage is offered: none was found, or the question asked for a
+#: live lookup that failed (passages about the same thing never stand in for live data).
+_NOTHING_RELATED = frozenset({"no_evidence", "tool_unavailable", "tool_needs_sign_in"})
+
+Terms = Callable[[str], list[str]]
 
 
 def number_sources(results: SearchResults, start: int = 1) -> list[Source]:
@@ -44,33 +66,44 @@ def _ref(s: Source) -> dict[str, Any]:
             "content_sha256": c["content_sha256"], "passage": c["passage"]}
 
 
-def answer_question(
-    actor: Actor,
-    question: str,
-    *,
-    search: Callable[[str], SearchResults],
-    resolve: Callable[[dict[str, Any]], Resolution],
-    terms_of: Callable[[str], list[str]],
-    generator: str,
-    settings: AnswerSettings,
-    openai: OpenAIGenerator | None = None,
-    similar: Callable[[list[str]], Sequence[float]] | None = None,
-    live: Callable[[], list[LiveSource]] | None = None,
-    first_n: int = 1,
-) -> Answer:
-    """``search`` runs the answer's search (with the second-stage ranker); ``similar`` scores
-    sentences by meaning against the question (for questions in another language than the
-    passage), when the store has an embedding model. ``live`` waits for the lookups the question
-    asked for (started before, so they overlap the search); their sources come first, quoted
-    verbatim, and the passages are numbered from ``first_n``."""
+@dataclass
+class Gated:
+    """What passed the gate: the sources in the model context and their support, with the
+    trace so far."""
+
+    question: str
+    generator: str
+    settings: AnswerSettings
+    kept: list[Source]
+    kept_support: list[PassageSupport | None]
+    trace: dict[str, Any]
+
+    def decline(self, reason: str, detail: str = "") -> Answer:
+        return _decline(self.settings, self.trace, reason, detail)
+
+
+@dataclass
+class Checked:
+    """Generator output that met the contract, with each cited source's supporting spans."""
+
+    output: dict[str, Any]
+    spans: dict[int, list[tuple[int, int]]]
+    #: The cited sources, in citation order: the facade resolves each again before release.
+    cited: list[Source]
+
+
+def _decline(settings: AnswerSettings, trace: dict[str, Any], reason: str, detail: str = "") -> Answer:
+    return Answer("declined", DECLINE_TEXT, [], reason, settings.handoff or None,
+                  trace if settings.trace != "off" else None, detail)
+
+
+def gate(question: str, results: SearchResults, settings: AnswerSettings, generator: str,
+         openai: OpenAIGenerator | None = None, first_n: int = 1) -> Gated | Answer:
+    """The sources of ``results`` (the answer's search, decided on: ``results.support`` and
+    ``results.topic``), numbered from ``first_n``; declined unless they are on topic, and
+    unless an on-topic passage that is not flagged fits the context budget."""
     if generator not in GENERATORS:
         raise EvidexError(f"generator must be one of {', '.join(GENERATORS)}, got {generator!r}")
-    results = search(question)
-    if live is not None:
-        return answer_with_live(live(), lambda first: answer_question(
-            actor, question, search=lambda _: results, resolve=resolve, terms_of=terms_of,
-            generator=generator, settings=settings, openai=openai, similar=similar, first_n=first),
-            settings)
     trace: dict[str, Any] = {
         "searched": {"mode": settings.mode, "terms": list(results.terms), "top_k": settings.top_k,
                      "fusion": settings.fusion.method, "reranked": True},
@@ -81,24 +114,28 @@ def answer_question(
         "signals": results.signals,
         "available": [],
         "supporting": [],
+        "decision": {},
         "context": [],
         "dropped": [],
         "generator": generator,
     }
-
-    def decline(reason: str, detail: str = "") -> Answer:
-        return Answer("declined", DECLINE_TEXT, [], reason, settings.handoff or None,
-                      trace if settings.trace != "off" else None, detail)
-
     sources = number_sources(results, first_n)
     trace["available"] = [_ref(s) for s in sources]
     if not sources:
-        return decline("no_evidence", "no passage you may read matches the question")
-    support = list(results.support) + [None] * (len(sources) - len(results.support))
+        return _decline(settings, trace, "no_evidence", "no passage you may read matches the question")
+    support: list[PassageSupport | None] = [*results.support,
+                                            *[None] * (len(sources) - len(results.support))]
+    if results.topic is not None:
+        trace["decision"]["on_topic"] = {
+            "verdict": results.topic.verdict,
+            "passages": [{**_ref(s), **d.as_dict()}
+                         for s, d in zip(sources, results.topic.passages, strict=False)]}
     trace["supporting"] = [s.n for s, p in zip(sources, support, strict=True) if p and p.supported]
     if not trace["supporting"]:
-        return decline("weak_evidence", "no passage found covers the question well enough")
-    usable, usable_support = [], []
+        return _decline(settings, trace, "weak_evidence",
+                        "no passage found covers the question well enough")
+    usable: list[Source] = []
+    usable_support: list[PassageSupport | None] = []
     for s, p in zip(sources, support, strict=True):
         if s.flags and not settings.include_flagged:
             trace["dropped"].append({**_ref(s), "why": "flagged_untrusted", "flags": list(s.flags)})
@@ -106,8 +143,8 @@ def answer_question(
             usable.append(s)
             usable_support.append(p)
     if not any(p and p.supported for p in usable_support):
-        return decline("weak_evidence" if usable else "no_evidence",
-                       "only passages flagged as untrusted support an answer")
+        return _decline(settings, trace, "weak_evidence" if usable else "no_evidence",
+                        "only passages flagged as untrusted support an answer")
     if generator == "openai":
         if openai is None:
             raise EvidexError("the openai generator is not configured")
@@ -120,18 +157,41 @@ def answer_question(
     trace["dropped"] += [{**_ref(s), "why": "context_budget"} for s in dropped]
     kept_support = usable_support[:len(kept)]
     if not any(p and p.supported for p in kept_support):
-        return decline("context_budget", "no supporting passage fits the context budget")
-    if generator == "extractive":
-        output: Any = extractive_answer(kept, kept_support, similar, settings.max_sentences,
-                                        number=asks_number(question))
+        return _decline(settings, trace, "context_budget",
+                        "no supporting passage fits the context budget")
+    return Gated(question, generator, settings, kept, kept_support, trace)
+
+
+def generate(gated: Gated, bearing: AnswerBearing | None = None,
+             openai: OpenAIGenerator | None = None) -> dict[str, Any] | Any | Answer:
+    """The generator's output for the context: the extractive generator writes the quotes of
+    the answer-bearing decision ``bearing`` (made over ``gated.kept``), a model its own answer.
+    Declined when the generator fails, or finds (or, extractive, the decision finds) no
+    answer in the passages."""
+    if gated.generator == "extractive":
+        if bearing is None:
+            raise EvidexError("the extractive generator writes what answer_bearing chose: pass it")
+        gated.trace["decision"]["answer_bearing"] = {
+            "verdict": bearing.verdict, "disagree": bearing.disagree,
+            "quotes": [{"n": gated.kept[q.source].n, "start": q.start, "end": q.end}
+                       for q in bearing.quotes]}
+        output: Any = extractive_answer(gated.kept, bearing)
     else:
+        if openai is None:
+            raise EvidexError("the openai generator is not configured")
         try:
-            output = openai.generate(question, [s.as_context() for s in kept])  # type: ignore[union-attr]
+            output = openai.generate(gated.question, [s.as_context() for s in gated.kept])
         except GeneratorError as exc:
-            return decline("generator_error", str(exc))
+            return gated.decline("generator_error", str(exc))
     if isinstance(output, dict) and output.get("answer") == "" and output.get("citations") == []:
-        return decline("no_answer_in_sources", "the generator found no answer in the passages")
-    by_n = {s.n: s for s in kept}
+        return gated.decline("no_answer_in_sources", "the generator found no answer in the passages")
+    return output
+
+
+def verify(gated: Gated, output: Any, terms_of: Terms) -> Checked | Answer:
+    """The output contract (``check_output``), with each sentence supported by a passage it
+    cites (``supporting_span``); a violation declines, never repaired."""
+    by_n = {s.n: s for s in gated.kept}
     spans: dict[int, list[tuple[int, int]]] = {}
 
     def supported(sentence: str, refs: list[int]) -> bool:
@@ -144,27 +204,51 @@ def answer_question(
                 ok = True
         return ok
 
-    problems = check_output(output, [s.n for s in kept], settings.link_allowlist, supported)
+    problems = check_output(output, [s.n for s in gated.kept], gated.settings.link_allowlist,
+                            supported)
     if problems:
-        trace["violations"] = problems
-        return decline("invalid_model_output", "; ".join(problems))
+        gated.trace["violations"] = problems
+        return gated.decline("invalid_model_output", "; ".join(problems))
     if output["answer"].startswith(DISAGREE_TEXT):
-        trace["disagreement"] = sorted(set(output["citations"]))
+        gated.trace["disagreement"] = sorted(set(output["citations"]))
+    return Checked(output, spans, [by_n[n] for n in sorted(set(output["citations"]))])
+
+
+def release(gated: Gated, checked: Checked, resolutions: Sequence[Resolution],
+            terms_of: Terms) -> Answer:
+    """The answer, once every cited passage resolved again (``resolutions``, aligned with
+    ``checked.cited``); declined when one no longer does."""
     citations = []
-    for n in sorted(set(output["citations"])):
-        res = resolve(by_n[n].citation)
+    for src, res in zip(checked.cited, resolutions, strict=True):
+        n = src.n
         if not res.ok:
-            trace["violations"] = [f"source {n} no longer resolves: {res.reason}"]
-            return decline("invalid_model_output", f"source {n} no longer resolves ({res.reason})")
-        own = spans.get(n) or _marked_spans(output["answer"], n, by_n[n].citation["quote"], terms_of)
+            gated.trace["violations"] = [f"source {n} no longer resolves: {res.reason}"]
+            return gated.decline("invalid_model_output", f"source {n} no longer resolves ({res.reason})")
+        own = checked.spans.get(n) or _marked_spans(checked.output["answer"], n,
+                                                     src.citation["quote"], terms_of)
         start, end = (min(s for s, _ in own), max(e for _, e in own)) if own else (None, None)
-        citations.append({"n": n, **by_n[n].citation, "sentence_start": start, "sentence_end": end})
-    return Answer("answered", output["answer"], citations, None, None,
-                  trace if settings.trace != "off" else None)
+        citations.append({"n": n, **src.citation, "sentence_start": start, "sentence_end": end})
+    return Answer("answered", checked.output["answer"], citations, None, None,
+                  gated.trace if gated.settings.trace != "off" else None)
 
 
-def _marked_spans(answer: str, n: int, passage: str,
-                  terms_of: Callable[[str], list[str]]) -> list[tuple[int, int]]:
+def related(answer: Answer, results: SearchResults) -> list[dict[str, Any]]:
+    """The citations a declined ``answer`` may offer as related reading (to be resolved again
+    by the caller): the best ``RELATED`` passages of its search that are not flagged; none for
+    an answered question, or a decline that found nothing or failed a live lookup."""
+    if answer.status != "declined" or answer.reason in _NOTHING_RELATED:
+        return []
+    return [h.citation() for h in results if not h.flags][:RELATED]
+
+
+def with_related(answer: Answer, offered: Sequence[dict[str, Any]],
+                 resolutions: Sequence[Resolution]) -> Answer:
+    """``answer`` listing the ``offered`` passages that still resolve (``resolutions``, aligned)."""
+    kept = [c for c, r in zip(offered, resolutions, strict=True) if r.ok]
+    return dataclasses.replace(answer, related=kept) if kept else answer
+
+
+def _marked_spans(answer: str, n: int, passage: str, terms_of: Terms) -> list[tuple[int, int]]:
     """Spans backing the answer sentences marked [n] (for sentences the contract does not check
     for support, such as short ones)."""
     out = []

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..retrieve import sentence_spans
+from ..ingest import sentence_spans
 
 __all__ = ["check_output", "markers", "sentences"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ..query import content_terms
-from ..retrieve import sentence_spans, stem
+from ..ingest import sentence_spans
+from ..query import content_terms, stem
 
 __all__ = ["SUPPORT_SHARE", "supporting_span"]
 

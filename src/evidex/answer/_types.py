@@ -55,8 +55,12 @@ class Answer:
     handoff: str | None = None
     trace: dict[str, Any] | None = None
     detail: str = ""
+    #: A declined answer's related reading: up to 3 passages its search found that the caller
+    #: may read (unflagged, resolved again like citations), in citation form. Not an answer:
+    #: never cited, never in ``citations``; empty for an answered question.
+    related: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": self.status, "text": self.text, "citations": self.citations,
                 "reason": self.reason, "handoff": self.handoff, "trace": self.trace,
-                "detail": self.detail}
+                "detail": self.detail, "related": self.related}

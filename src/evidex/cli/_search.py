@@ -51,7 +51,8 @@ def search(
                          match=r.match if match is None else match, filters=filters,
                          mode=r.mode if mode is None else mode, explain=explain,
                          fusion=r.fuse if fusion is None else fusion, rrf_k=r.rrf_k,
-                         window=r.window, alpha=r.alpha, max_per_document=r.max_per_document)
+                         window=r.window, alpha=r.alpha, max_per_document=r.max_per_document,
+                         evidence=True)  # the output shows the evidence level
         _served(kb, who.tenant)
     if as_json:
         emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence,

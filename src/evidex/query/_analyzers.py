@@ -23,17 +23,17 @@ splitter so the query contract (what a "word" is) never depends on the analyzer:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 import Stemmer
 
 from ..model import StoreError, nfc_lower
+from ._text import stopwords
 
-__all__ = ["ANALYZERS", "AUTO", "Analyzer", "analyzer_for", "content_terms", "get_analyzer",
-           "language_key", "words"]
+__all__ = ["ANALYZERS", "AUTO", "Analyzer", "analyzer_for", "get_analyzer", "language_key",
+           "words"]
 
 # \w in Python's re is Unicode-aware letters, digits and underscore; excluding "_" leaves runs of
 # letters and digits, which is the contract's definition of a word.
@@ -43,13 +43,6 @@ _WORD = re.compile(r"[^\W_]+")
 def words(text: str) -> list[str]:
     """Normalised words of ``text`` in order (duplicates kept)."""
     return _WORD.findall(nfc_lower(text))
-
-
-def _stopwords(name: str) -> frozenset[str]:
-    raw = resources.files("evidex").joinpath("data", f"stopwords-{name}.txt").read_text("utf-8")
-    return frozenset(
-        line.strip() for line in raw.splitlines() if line.strip() and not line.startswith("#")
-    )
 
 
 @dataclass(frozen=True)
@@ -72,7 +65,7 @@ def _exact() -> Analyzer:
 
 
 def _snowball(name: str, lang: str, min_len: int) -> Analyzer:
-    stop = _stopwords(lang)
+    stop = stopwords(lang)
     stemmer = Stemmer.Stemmer(name)
     stem_words = stemmer.stemWords
 
@@ -93,26 +86,6 @@ _FACTORIES: dict[str, Callable[[], Analyzer]] = {
 }
 
 ANALYZERS: tuple[str, ...] = tuple(_FACTORIES)
-
-
-@cache
-def _all_stopwords() -> frozenset[str]:
-    return _stopwords("en") | _stopwords("de") | frozenset(
-        {"what", "how", "when", "where", "who", "which", "why", "can", "do", "does", "i", "my",
-         "you", "your", "we", "our", "me", "wie", "was", "wann", "wo", "wer", "welche", "warum",
-         "kann", "ich", "mein", "meine"})
-
-
-def content_terms(terms: Sequence[str]) -> list[str]:
-    """``terms`` without English and German function words ("what", "the", "ist", "die").
-
-    Used where a word's mere presence is read as evidence (coverage, sentence choice), so that
-    "What is the capital of France?" is not half covered by any English page. If nothing but
-    function words remain, all terms are kept.
-    """
-    stop = _all_stopwords()
-    kept = [t for t in terms if t not in stop]
-    return kept or list(terms)
 
 
 @cache

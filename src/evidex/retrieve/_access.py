@@ -8,7 +8,7 @@ either.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +17,7 @@ from ..model import Actor, Filters, can_access
 from ..query import language_key
 from ..store import ReadView, Signature
 
-__all__ = ["Allowed", "allowed_signatures"]
+__all__ = ["Access", "Allowed", "access", "allowed_signatures"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,55 +41,69 @@ class Allowed:
         return self.table.take(np.minimum(sigs + 1, len(self.table) - 1))
 
 
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What one search may read, worked out once per search from one snapshot's signatures: the
+    allowed signatures as a whole, and under the ``auto`` analyzer per language of the passages
+    (each part of the keyword query is ranked with its own language's statistics)."""
+
+    allowed: Allowed
+    #: Language key ("" for none) -> the allowed signatures of passages in that language, for
+    #: every language the actor can read passages in (empty unless asked for).
+    by_language: Mapping[str, Allowed]
+    #: Signature id -> its language tag, for the allowed signatures (adaptive fusion reads the
+    #: language of the vector leg's best passages; nothing about other passages reaches it).
+    language_of_sig: Mapping[int, str | None]
+    #: Language keys of the passages the actor may read ("" for none).
+    languages: frozenset[str]
+
+    def of(self, language: str | None) -> Allowed:
+        """The allowed signatures of passages in ``language`` (None: all of them)."""
+        return self.allowed if language is None else self.by_language[language]
+
+
+def access(view: ReadView, actor: Actor, filters: Filters, by_language: bool = False) -> Access:
+    """The actor's allowed signatures under ``filters`` in ``view`` (``by_language``: also per
+    language of the readable passages, what the ``auto`` analyzer ranks each language with).
+    Each signature is checked once; the per-language tables are cut from the readable ones."""
+    readable = _readable(view.signatures(actor.tenant), actor, filters)
+    languages = frozenset(language_key(s.language) for s in readable if s.passages)
+    parts: dict[str, Allowed] = {}
+    if by_language:
+        by_key: dict[str, list[Signature]] = {}
+        for s in readable:
+            by_key.setdefault(language_key(s.language), []).append(s)
+        # "" (passages without a language) stands in when nothing is readable: the keyword
+        # query then has that one part, matching nothing.
+        parts = {k: _table(by_key.get(k, [])) for k in sorted(languages) or [""]}
+    return Access(_table(readable), parts, {s.id: s.language for s in readable}, languages)
+
+
 def allowed_signatures(view: ReadView, actor: Actor, filters: Filters,
                        language: str | None = None) -> Allowed:
     """The actor's allowed signatures under ``filters`` in ``view``; with ``language`` (a
     language key, "" for none) only those of passages in that language, whose statistics are
-    then that language's (what the ``auto`` analyzer ranks each language with).
-
-    Remembered per signature list, so a query does not rebuild the table its predecessor
-    built: a store builds a new list for a tenant whenever any of its signatures changes (a
-    write that adds or removes passages gives the signature a new version), so the same list
-    object means the same answer. The entry holds the list, so its id is not reused while the
-    entry lives, and the entry is used only for that very object."""
-    sigs = view.signatures(actor.tenant)
-    key = (id(sigs), actor, filters, language)
-    hit = _memo.get(key)
-    if hit is not None and hit[0] is sigs:
-        return hit[1]
-    allowed = _allowed(sigs, actor, filters, language)
-    if len(_memo) >= _MEMO_LIMIT:
-        _memo.clear()
-        _latest.clear()
-    # A caller's entry for an older signature list (before a write, or of a closed store) is
-    # never hit again: it goes now, so stale lists are not kept alive until the memo is full.
-    _memo.pop(_latest.get((actor, filters, language), key), None)
-    _latest[(actor, filters, language)] = key
-    _memo[key] = (sigs, allowed)
-    return allowed
+    then that language's. (A search works them out once, in its ``Access``; this is for a
+    caller that needs one table.)"""
+    readable = _readable(view.signatures(actor.tenant), actor, filters)
+    return _table([s for s in readable if language is None or language_key(s.language) == language])
 
 
-#: (id of a signature list, actor, filters, language) -> (that list, its Allowed); cleared when
-#: full.
-_memo: dict[tuple[int, Actor, Filters, str | None], tuple[Sequence[Signature], Allowed]] = {}
-#: (actor, filters, language) -> its latest key in ``_memo``.
-_latest: dict[tuple[Actor, Filters, str | None], tuple[int, Actor, Filters, str | None]] = {}
-_MEMO_LIMIT = 1024
+def _readable(sigs: Sequence[Signature], actor: Actor, filters: Filters) -> list[Signature]:
+    return [s for s in sigs
+            if can_access(actor, s.tenant, s.groups, s.visibility) and filters.admits(s.language, s.tags)]
 
 
-def _allowed(sigs: Sequence[Signature], actor: Actor, filters: Filters, language: str | None) -> Allowed:
-    ok = [
-        s
-        for s in sigs
-        if can_access(actor, s.tenant, s.groups, s.visibility) and filters.admits(s.language, s.tags)
-        and (language is None or language_key(s.language) == language)
-    ]
+def _table(ok: Sequence[Signature]) -> Allowed:
+    """The lookup table and statistics of exactly the signatures ``ok``. (Rebuilt per search: a
+    tenant's signatures are one per combination of groups, visibility, language and tags, a
+    short loop; the ranking caches are keyed by ``key``'s bytes, not by this object.)"""
     # One spare slot at the end stands for every signature id beyond the table: never allowed.
     size = max((s.id for s in ok), default=0) + 3
     table = np.zeros(size, dtype=bool)
     for s in ok:
         table[s.id + 1] = True
-    table.flags.writeable = False  # shared by every query that reuses this Allowed
+    table.flags.writeable = False  # shared by every step of the search that holds this Allowed
     state = np.array(sorted((s.id, s.version) for s in ok), dtype=np.int64)
     return Allowed(table, sum(s.passages for s in ok), sum(s.total_length for s in ok),
                    table.tobytes() + state.tobytes())

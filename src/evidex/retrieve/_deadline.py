@@ -11,9 +11,10 @@ be cancelled, so an embedding that missed its deadline still finishes in the bac
 fills the query-vector cache (the same question next time is fast). The vector search itself
 runs on the caller's thread (it reads the caller's snapshot); it starts only when time is left
 and its result is discarded when it finished past the deadline. The answer decision's sentence
-vectors (``_meaning``) are part of the vector leg too: embedded on the pool within what is left
-of the deadline, or the search falls back to the keyword ranking as well; a hybrid result is
-either all within the deadline or the keyword ranking.
+vectors (``decide._meaning``, when a search asks for the decision) are part of the vector leg
+too: embedded on the pool within what is left of the deadline, or the search falls back to the
+keyword ranking as well; a hybrid result is either all within the deadline or the keyword
+ranking.
 
 Loading a model is not the vector leg being slow: the first query embedding of each model in a
 process runs without deadline and the deadline starts after it, so a cold process (every

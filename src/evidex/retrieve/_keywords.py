@@ -6,7 +6,7 @@ matches it against every passage. Under ``auto`` each passage was analysed with 
 language (``query.analyzer_for``), so the query is analysed once per language of the passages
 the actor may read, and each analysis is matched only against the passages of its language,
 with BM25 statistics (passage count, average length, document frequencies) over exactly the
-passages of that language the actor may read (``allowed_signatures(..., language=...)``): a
+passages of that language the actor may read (``Access.by_language``): a
 German stem never meets an English passage's terms, and German passages do not dilute the
 statistics of English ones. Passages without a known language form one more part, analysed
 ``exact``. Passages are partitioned by language, so the parts' candidates never overlap and their
@@ -26,12 +26,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import Actor, Filters
-from ..query import AUTO, analyzer_for, identify, language_key
-from ..store import ReadView
-from ._access import allowed_signatures
+from ..query import AUTO, analyzer_for, identify
+from ._access import Access
 
-__all__ = ["KeywordQuery", "keyword_query", "readable_languages"]
+__all__ = ["KeywordQuery", "keyword_query"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,22 +59,12 @@ class KeywordQuery:
         return sorted({t for _, ts in self.parts for t in ts})
 
 
-def readable_languages(view: ReadView, actor: Actor, filters: Filters) -> set[str]:
-    """Language keys of the passages ``actor`` may read under ``filters`` ("" for none):
-    nothing about other passages, not even their languages, reaches a query's analysis."""
-    allowed = allowed_signatures(view, actor, filters)
-    table = allowed.table
-    return {language_key(s.language) for s in view.signatures(actor.tenant)
-            if s.passages and s.id + 1 < len(table) and table[s.id + 1]}
-
-
-def keyword_query(view: ReadView, actor: Actor, filters: Filters, analyzer: str,
-                  words: list[str], query: str) -> KeywordQuery:
+def keyword_query(access: Access, analyzer: str, words: list[str], query: str) -> KeywordQuery:
     """``words`` (the parsed query) analysed as the store ``analyzer`` requires (see the module
-    docstring); ``query`` is the text the language is identified from."""
+    docstring); ``access`` (by language under ``auto``) says which languages the actor can read;
+    ``query`` is the text the language is identified from."""
     if analyzer != AUTO:
         return KeywordQuery.of(analyzer_for(analyzer, None).query_terms(words))
-    languages = readable_languages(view, actor, filters)
-    found = identify(query, languages) if query else None
+    found = identify(query, access.languages) if query else None
     return KeywordQuery(tuple((key, tuple(analyzer_for(AUTO, key).query_terms(words)))
-                              for key in sorted(languages) or [""]), found, True)
+                              for key in sorted(access.languages) or [""]), found, True)

@@ -35,7 +35,8 @@ KEY_ENV = "EVIDEX_API_KEY"
 
 _TOOLS: dict[str, tuple[type[BaseModel], str]] = {
     "search": (SearchRequest, "Search the passages this server's key may read. Returns hits with "
-                              "citation fields; scores only order one result list."),
+                              "citation fields; scores only order one result list. evidence: true "
+                              "also says whether they cover the question (none, weak, strong)."),
     "resolve": (ResolveBody, "Re-check a citation (as returned by search or answer, without score, "
                              "rank, n, sentence_start or sentence_end) now: ok, or unavailable / "
                              "source_changed / quote_mismatch. A live citation (kind live) is "
@@ -43,7 +44,8 @@ _TOOLS: dict[str, tuple[type[BaseModel], str]] = {
     "answer": (AnswerRequest, "Answer a question from the passages this key may read and the live "
                               "lookups (order status, stock) it may make: every sentence carries a "
                               "[n] citation (kind passage or live), or the answer is declined with a "
-                              "reason (tool_unavailable when a lookup failed)."),
+                              "reason (tool_unavailable when a lookup failed); a declined answer "
+                              "lists related passages in related (not an answer, never cited)."),
 }
 
 
@@ -76,10 +78,10 @@ def build_server(kb: KnowledgeBase, who: Principal, *, answer_settings: AnswerSe
     def run(name: str, args: Any) -> dict[str, Any]:
         with lock:
             if name == "search":
-                return _operations.search(kb, who.actor, args, fusion)
+                return _operations.search(kb, who.actor, args, fusion, admin=who.admin)
             if name == "resolve":
                 return _operations.resolve(kb, who.actor, args)
-            return _operations.answer(kb, who.actor, args, answer_settings, generator)
+            return _operations.answer(kb, who.actor, args, answer_settings, generator, admin=who.admin)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import secrets
 import shutil
 import socket
 import sys
@@ -26,12 +27,12 @@ from ..config import Config, ServerSettings, load_config
 from ..embed import QUERY_THREADS_ENV, THREADS_ENV, thread_count
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
-from ..notify import owners_hook
+from ..notify import HandoffRoute
 from ..placement import Placement, open_knowledge
-from ..routes import HandoffRoute
-from ..sources import Scheduler, after_drift, drift, sync
+from ..sources import Scheduler, after_drift, drift, owners_hook, sync
 from ..store import RecentWrites, is_postgres_url, redacted
 from ..tools import Toolbox
+from ._handoff import TRACE_KEY_ENV
 from ._logging import log_failure, setup_logging
 
 __all__ = [
@@ -273,6 +274,9 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
     os.environ[CONFIG_ENV] = str(Path(config).resolve())
     os.environ[REPLICAS_ENV] = "\n".join(replicas)
     os.environ[RECENT_WRITES_ENV] = str(Path(shared) / "recent-writes.sqlite")
+    # One key for the trace ids of every worker: a handoff may reach another worker than the
+    # answer it names.
+    os.environ.setdefault(TRACE_KEY_ENV, secrets.token_hex(32))
     shown = f"[{host}]" if ":" in host else host
     stores = redacted(str(Path(where.default.url).resolve()) if not is_postgres_url(where.default.url)
                       else where.default.url)

@@ -85,6 +85,11 @@ class SearchRequest(_Request):
     match: Literal["any", "all"] = "any"
     filters: Filters | None = None
     explain: bool = False
+    evidence: bool = Field(
+        default=False,
+        description="also decide whether the passages found cover the question (evidence: none, "
+                    "weak or strong); it reads the best passages sentence by sentence, so a plain "
+                    "search leaves it out (evidence null). explain computes it too")
     # Fusion fields left out take the service's configured ones (config ``retrieval:``), so a
     # deployment that chose RRF gets RRF from a plain request, as its answers do.
     fusion: Literal["adaptive", "weighted_rrf", "rrf", "convex"] | None = Field(
@@ -235,8 +240,9 @@ class Hit(CitedPassage):
 
 class SearchResponse(BaseModel):
     hits: list[Hit]
-    evidence: Literal["none", "weak", "strong"] = Field(
-        description="a retrieval signal for answering, never a probability")
+    evidence: Literal["none", "weak", "strong"] | None = Field(
+        description="whether the passages found cover the question: a retrieval signal for "
+                    "answering, never a probability; null unless asked (evidence or explain)")
     fallback: dict[str, str] | None = Field(
         default=None, description="set when a hybrid search returned the keyword ranking: "
                                   "fallback, reason (no_vectors or vector_timeout), detail")
@@ -282,6 +288,11 @@ class AnswerResponse(BaseModel):
     handoff: str | None
     trace: dict[str, Any] | None
     detail: str
+    related: list[CitedPassage] = Field(
+        default_factory=list,
+        description="a declined answer's related reading, NOT an answer: up to 3 passages the "
+                    "search found that the caller may read (never flagged ones), re-checked like "
+                    "citations; empty when answered or when nothing related was found")
     trace_id: str | None = Field(default=None, description="names this answer in a handoff and the log")
     handoff_available: bool = Field(
         default=False, description="a declined answer may be sent to a person: POST /v1/handoff")

@@ -468,7 +468,7 @@
     clear(box);
     box.append(el("p", { cls: "notice", text: "Searching…" }));
     try {
-      renderHits(await api("POST", "/v1/search", { query: q, mode: $("mode").value, top_k: 10 }));
+      renderHits(await api("POST", "/v1/search", { query: q, mode: $("mode").value, top_k: 10, evidence: true }));
     } catch (err) { showError(box, err); }
   });
 

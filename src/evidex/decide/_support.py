@@ -5,8 +5,8 @@ behind ranking candidates, deciding to answer and choosing the sentences that an
   collection the actor may read (``weights``). A word no visible passage contains gets the
   highest weight: a question about "siblings" is not answered by a passage that lacks the word,
   however many other words it shares. Function words of English and German weigh nothing.
-* Words are compared by a light, language-independent stem (the analyzer's term without a
-  plural or inflection ending, cut to five letters; numbers whole), so "returns" is covered by
+* Words are compared by a light, language-independent stem (``query.stem``: the analyzer's term
+  without a plural or inflection ending, cut to five letters; numbers whole), so "returns" is covered by
   "returned", "bands" by "band" and "Rückgabe" by "Rückgaben" whatever analyzer the store uses.
 * Coverage is the weighted share of the question's words that a text contains (0..1), for the
   whole passage, for its best sentence, and for the title and heading path. A sentence is read
@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..ingest import sentence_spans
-from ._bm25 import idf as bm25_idf
-from ._language import FUNCTION_WORDS
+from ..query import FUNCTION_WORDS, stem
+from ..retrieve import idf as bm25_idf
 
-__all__ = ["PassageSupport", "SentenceMatch", "coverage", "has_number", "is_title_line",
-           "passage_support", "stem", "term_weights", "wants_number"]
+__all__ = ["PassageSupport", "SentenceMatch", "asks_number", "coverage", "has_number", "is_title_line",
+           "passage_support", "term_weights", "wants_number"]
 
 Analyze = Callable[[str], list[str]]
 _WORDS = re.compile(r"[^\W_]+")
@@ -53,7 +53,6 @@ _POINTER = re.compile(r"(?:see|siehe)\s+[\"'„“‘«»]", re.IGNORECASE)
 _TITLE_WORDS = 8
 
 
-_ENDING = re.compile(r"(?:ing|ed|es|en|er|e|n|s)$")
 _NUMBER_QUESTION = re.compile(
     r"^\W*(?:(?:and|so|but|also|und|aber|also)\s+)?(?:"
     r"how (?:many|much|long|old|far|tall|high|big|large|heavy|often|fast|soon)\b|when\b|"
@@ -74,19 +73,15 @@ def wants_number(question: str) -> bool:
     return bool(_NUMBER_QUESTION.search(question))
 
 
+def asks_number(question: str) -> bool:
+    """Some sentence of the question asks for a quantity or a time: "I'm locked out after a few
+    tries. How long do I have to wait?" asks in its second."""
+    return any(wants_number(question[s:e]) for s, e in sentence_spans(question))
+
+
 def has_number(text: str) -> bool:
     """Digits or a number word (English or German) in ``text``."""
     return bool(_NUMBER.search(text))
-
-
-@lru_cache(maxsize=1 << 16)
-def stem(term: str) -> str:
-    """The analyzer's term without one plural or inflection ending (when three letters remain),
-    cut to five letters; numbers stay whole ("2014" is not "2015")."""
-    if term.isdigit():
-        return term
-    cut = _ENDING.sub("", term)
-    return (cut if len(cut) >= 3 else term)[:5]
 
 
 @lru_cache(maxsize=16)

@@ -1,9 +1,10 @@
-"""Whether the passages found answer the question: decided per passage, not per result list.
+"""On topic: do the passages the caller may read cover the question's subject at all? Decided
+per passage, not per result list (``on_topic``).
 
-A passage supports answering when it is among the ``DECIDE_DEPTH`` best-ranked, states what
-kind of thing the question asks for (a number for "how many", "when", "wie viele": ``typed``),
-and its answer score reaches the model's threshold. The score is one formula for every kind of
-question (``answer_score``):
+Today's rule: a passage is on topic (supports answering) when it is among the ``DECIDE_DEPTH``
+best-ranked, states what kind of thing the question asks for (a number for "how many", "when",
+"wie viele": ``typed``), and its answer score reaches the model's threshold. The score is one
+formula for every kind of question (``answer_score``):
 
     (1 - sentence_weight) * similarity + sentence_weight * sentence_similarity
         + coverage_weight * sentence_coverage >= answer_similarity
@@ -25,8 +26,9 @@ question (``answer_score``):
   in the reader's language by the easier bar.
 * keyword-only stores (no similarity): ``sentence_coverage >= keyword_coverage``.
 
-The search's ``evidence`` is ``strong`` when some returned passage supports answering, ``weak``
-when passages were found but none does, ``none`` without hits. It is a retrieval signal for the
+The verdict is on topic when some passage among the ``DECIDE_DEPTH`` is. The search's
+``evidence`` is ``strong`` then, ``weak`` when passages were found but none is, ``none`` without
+hits. It is a retrieval signal for the
 decline decision, never a probability of truth. Cosines are on each model's own scale, so the
 values are per embedding model, fitted on development data of several kinds at once (claims,
 encyclopedic and help-centre wh-questions, keyword queries, German, cross-language,
@@ -38,17 +40,17 @@ the command that produced them in benchmarks/RESULTS.md.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Hit, SearchResults
+from ..model import Hit
 from ..query import content_terms
 from ..store import ReadView
 from ._support import PassageSupport
 
-__all__ = ["DECIDE_DEPTH", "EVIDENCE_THRESHOLDS", "EvidenceThresholds", "answer_score", "evidence_level",
-           "supports", "terms_in_hits", "with_evidence"]
+__all__ = ["DECIDE_DEPTH", "EVIDENCE_THRESHOLDS", "EvidenceThresholds", "OnTopic", "PassageDecision",
+           "answer_score", "evidence_level", "on_topic", "supports", "terms_in_hits"]
 
 
 #: Passages (by rank) that can support answering: one ranked lower is not the answer a reader
@@ -111,11 +113,67 @@ def supports(p: PassageSupport, t: EvidenceThresholds,
                     if not q.cross_language and q.similarity is not None))
 
 
+@dataclass(frozen=True, slots=True)
+class PassageDecision:
+    """One passage the decision read: its scores, the threshold each was compared with, and the
+    verdict (what the answer's trace records, with the passage's ids)."""
+
+    #: Its rank among the passages decided on (1 = best).
+    rank: int
+    #: Score name -> value: "answer_score" (with a similarity) and the parts it is made of, or
+    #: "sentence_coverage" alone in a keyword-only store.
+    scores: Mapping[str, float | None]
+    #: Score name -> the threshold it was compared with.
+    thresholds: Mapping[str, float]
+    #: States the kind of thing asked (a number for "how many"); False decides alone.
+    typed: bool
+    cross_language: bool
+    on_topic: bool
+
+    def as_dict(self) -> dict[str, object]:
+        return {"rank": self.rank, "scores": dict(self.scores), "thresholds": dict(self.thresholds),
+                "typed": self.typed, "cross_language": self.cross_language,
+                "on_topic": self.on_topic}
+
+
+@dataclass(frozen=True, slots=True)
+class OnTopic:
+    """The on-topic decision: per passage decided on (the ``DECIDE_DEPTH`` best), and the
+    verdict (some passage is on topic)."""
+
+    verdict: bool
+    passages: tuple[PassageDecision, ...]
+
+
+def _decision(rank: int, p: PassageSupport, t: EvidenceThresholds,
+              top: Sequence[PassageSupport]) -> PassageDecision:
+    if p.similarity is None:
+        scores: dict[str, float | None] = {"sentence_coverage": round(p.sentence_coverage, 6)}
+        limits = {"sentence_coverage": t.keyword_coverage}
+    else:
+        scores = {"answer_score": round(answer_score(p, t), 6), "similarity": round(p.similarity, 6),
+                  "sentence_similarity": (None if p.sentence_similarity is None
+                                          else round(p.sentence_similarity, 6)),
+                  "sentence_coverage": round(p.sentence_coverage, 6)}
+        limits = {"answer_score": t.answer_similarity}
+        if p.cross_language:
+            limits["cross_answer_offset"] = t.cross_answer_offset
+    return PassageDecision(rank, scores, limits, p.typed, p.cross_language, supports(p, t, top))
+
+
+def on_topic(support: Sequence[PassageSupport], thresholds: EvidenceThresholds) -> OnTopic:
+    """Do the passages decided on (``support``, best first; the first ``DECIDE_DEPTH`` are
+    read) cover the question's subject? (The rule: the module docstring.)"""
+    top = list(support[:DECIDE_DEPTH])
+    found = tuple(_decision(i, p, thresholds, top) for i, p in enumerate(top, start=1))
+    return OnTopic(any(d.on_topic for d in found), found)
+
+
 def evidence_level(support: Sequence[PassageSupport], thresholds: EvidenceThresholds) -> str:
+    """"none" without passages, "strong" when they are on topic, else "weak"."""
     if not support:
         return "none"
-    top = support[:DECIDE_DEPTH]
-    return "strong" if any(supports(p, thresholds, top) for p in top) else "weak"
+    return "strong" if on_topic(support, thresholds).verdict else "weak"
 
 
 def terms_in_hits(view: ReadView, hits: Sequence[Hit], terms: Sequence[str],
@@ -137,26 +195,3 @@ def terms_in_hits(view: ReadView, hits: Sequence[Hit], terms: Sequence[str],
                     if hit:
                         contained[i].add(t)
     return contained
-
-
-def with_evidence(view: ReadView, hits: list[Hit], terms: Sequence[str],
-                  best_similarity: float | None, term_pids: Mapping[str, np.ndarray] | None,
-                  thresholds: EvidenceThresholds,
-                  support: Sequence[PassageSupport] = ()) -> SearchResults:
-    """The search results: ``hits`` with the evidence level and the signals it came from.
-
-    ``support`` (one per hit) decides the level; ``coverage`` in the signals is the share of
-    the query's content terms found in some hit (read from the postings), a diagnostic."""
-    contained = terms_in_hits(view, hits, terms, term_pids)
-    wanted = set(content_terms(list(terms)))
-    covered = set().union(*contained) & wanted if contained else set()
-    res = SearchResults(hits, terms=terms, evidence=evidence_level(support, thresholds))
-    res.signals = {
-        "coverage": round(len(covered) / len(wanted), 4) if wanted else 0.0,
-        "similarity": best_similarity,
-        "sentence_coverage": round(max((p.sentence_coverage for p in support), default=0.0), 4),
-    }
-    top = support[:DECIDE_DEPTH]
-    res.support = [replace(p, supported=i < DECIDE_DEPTH and supports(p, thresholds, top))
-                   for i, p in enumerate(support)]
-    return res
