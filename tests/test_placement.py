@@ -383,3 +383,14 @@ def test_move_tenant_command_writes_the_configuration_and_stats_summarise_all(ur
     assert found.returncode == 0 and json.loads(found.stdout)["hits"], found.stderr
     again = evidex("move-tenant", "acme", "--to", b)
     assert again.returncode == 1 and "already on" in again.stderr
+    # Back to the default store, keeping the copy on b: the line to change is printed (the
+    # file keeps saying b), and a caller of the old placement follows the tenant back.
+    back = evidex("move-tenant", "acme", "--to", a, "--keep-source")
+    assert back.returncode == 0, back.stderr
+    assert f"acme: {a}" in back.stdout and "(kept on the old store)" in back.stdout
+    assert raw(b, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(4,)]
+    assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(4,)]
+    assert load_config(config).store.tenants["acme"].url == b  # type: ignore[union-attr]
+    found = evidex("search", "returns days", "--tenant", "acme", "--groups", "everyone", "--visibilities",
+                   "public,internal", "--json")
+    assert found.returncode == 0 and len(json.loads(found.stdout)["hits"]) == 4, found.stderr
