@@ -119,6 +119,7 @@ def equal(args: argparse.Namespace) -> dict[str, Any]:
                 KnowledgeBase.open(url, replicas=[r.url("scifact")], replica_settings=quick, **common) as rep:
             for mode in ("keyword", "hybrid"):
                 diffs, resolved_diffs, served, gens, hits_n = 0, 0, Counter(), set(), 0
+                fallbacks = 0  # hybrid searches that fell back to keywords (none expected)
                 examples = []
                 for q in queries:
                     a = primary.search(actor, q, limit=10, mode=mode)
@@ -131,6 +132,7 @@ def equal(args: argparse.Namespace) -> dict[str, Any]:
                     ka = [(h.document_id, h.version, h.passage, h.score, h.content_sha256) for h in a]
                     kb_ = [(h.document_id, h.version, h.passage, h.score, h.content_sha256) for h in b]
                     hits_n += len(ka)
+                    fallbacks += a.fallback is not None
                     if ka != kb_ or a.fallback != b.fallback:
                         diffs += 1
                         if len(examples) < 3:
@@ -138,6 +140,7 @@ def equal(args: argparse.Namespace) -> dict[str, Any]:
                     if ra != rb:
                         resolved_diffs += 1
                 out[mode] = {"differences": diffs, "citation_differences": resolved_diffs, "hits": hits_n,
+                             "fallbacks": fallbacks,
                              "served_by": dict(served), "replica_generations": sorted(gens),
                              "primary_generation": p.generation("scifact"), "examples": examples}
     return out
@@ -173,9 +176,11 @@ def ryw(args: argparse.Namespace) -> dict[str, Any]:
             "store": {"default": {"url": p.url(schema), "replicas": [r1.url(schema), r2.url(schema)]},
                       "replica_wait_ms": args.wait_ms},
             "retrieval": {"embedder": "none", "mode": "keyword"},
-            "server": {"api_keys": [{"key_sha256": hashlib.sha256(key.encode()).hexdigest(), "name": key,
-                                     "tenant": "acme", "groups": ["staff"],
-                                     "visibilities": ["public", "internal"], "admin": True}]},
+            # Three requests a round, faster than a person: the per-key limit out of the way.
+            "server": {"rate_limit_per_minute": 100_000,
+                       "api_keys": [{"key_sha256": hashlib.sha256(key.encode()).hexdigest(), "name": key,
+                                                 "tenant": "acme", "groups": ["staff"],
+                                                 "visibilities": ["public", "internal"], "admin": True}]},
         }), encoding="utf-8")
 
         def write(i: int) -> None:
@@ -237,6 +242,8 @@ def _marker_doc(i: int, v: int) -> Any:
 
 
 def lag(args: argparse.Namespace) -> dict[str, Any]:
+    import psycopg
+
     from evidex import Actor, KnowledgeBase
     from evidex.store import ReplicaSettings
     from pgcluster import wait_replayed
@@ -252,11 +259,14 @@ def lag(args: argparse.Namespace) -> dict[str, Any]:
             writer.ingest([_marker_doc(i, 0) for i in range(docs)])
             wait_replayed(p, r)
 
-            def replica_at(gen: int) -> float:
-                t0 = time.perf_counter()
-                while r.generation(schema) < gen:
-                    time.sleep(0.001)
-                return t0
+            # One connection polls the replica's generation (a new one per poll would add its
+            # own setup time to every figure).
+            poll = psycopg.connect(r.conninfo, autocommit=True)
+            query = f"SELECT value FROM {schema}.meta WHERE key = 'generation'"
+
+            def replica_at(gen: int) -> None:
+                while int(poll.execute(query).fetchone()[0]) < gen:  # type: ignore[index]
+                    time.sleep(0.0005)
 
             version = 0
 
@@ -323,6 +333,7 @@ def lag(args: argparse.Namespace) -> dict[str, Any]:
                                      "supersedes_meanwhile": len(loaded),
                                      "lag_ms_p50": _ms(_pct(loaded, 0.5)), "lag_ms_max": _ms(max(loaded)),
                                      "seconds": round(time.perf_counter() - t, 1)}
+            poll.close()
     return out
 
 
@@ -342,17 +353,27 @@ def move(args: argparse.Namespace) -> dict[str, Any]:
     from evidex.placement import Placement, move_tenant, open_knowledge
 
     actor = Actor("acme", frozenset({"g"}), visibilities=frozenset({"public", "internal"}))
-    docs = args.passages // 4
-    out: dict[str, Any] = {"passages": docs * 4, "documents": docs}
+    if args.corpus == "scifact":  # real text with passage vectors (the default model, cached)
+        from evidex.evaluation import load_beir
+
+        corpus = [Document(f"d{i}", "acme", frozenset({"g"}), "1", f"{title}\n\n{text}" if title else text,
+                           title=title or None)
+                  for i, (_, title, text) in enumerate(load_beir(SCIFACT).corpus)]
+        embedder, others = None, 20
+    else:
+        corpus = [_tenant_doc("acme", j) for j in range(args.passages // 4)]
+        embedder, others = "none", 200
+    docs = len(corpus)
+    out: dict[str, Any] = {"corpus": args.corpus, "documents": docs}
     with _cluster() as c:
         a, b = c.server("a"), c.server("b")
         src, dst = a.url("move"), b.url("move")
         old = Placement.of(StoreConfig.model_validate({"default": src}), None)
         t = time.perf_counter()
-        with KnowledgeBase.open(src, embedder="none") as kb:
+        with KnowledgeBase.open(src, embedder=embedder) as kb:
             for i in range(0, docs, 500):
-                kb.ingest([_tenant_doc("acme", j) for j in range(i, min(docs, i + 500))])
-            kb.ingest([_tenant_doc("globex", j) for j in range(200)])
+                kb.ingest(corpus[i:i + 500])
+            kb.ingest([_tenant_doc("globex", j) for j in range(others)])
         out["ingest_s"] = round(time.perf_counter() - t, 1)
         expected = {f"d{i}": "1" for i in range(docs)}
         errors: list[str] = []
@@ -425,8 +446,8 @@ def move(args: argparse.Namespace) -> dict[str, Any]:
             "error_examples": errors[:3], "lost": len(lost), "wrong_version": len(wrong),
             "extra_on_target": len(set(got) - set(expected)), "duplicated": rows[0] - rows[1],
             "left_on_source": raw(src, "SELECT count(*) FROM documents WHERE tenant = 'acme'")[0][0],
-            "other_tenant_on_source": raw(src, "SELECT count(*) FROM documents "
-                                               "WHERE tenant = 'globex'")[0][0],
+            "other_tenant_untouched": raw(src, "SELECT count(*) FROM documents "
+                                          "WHERE tenant = 'globex'")[0][0] == others,
         })
         with KnowledgeBase.open(dst) as kb:
             out["target_check_ok"] = kb.check().ok
@@ -530,7 +551,64 @@ def failover(args: argparse.Namespace) -> dict[str, Any]:
                 "distinct_errors": sorted({m for _, m in write_errors}),
                 "reads": sum(reads.values()), "served_by": dict(reads), "failed_reads": len(failed),
                 "failed_examples": failed[:3], "writes_again_after_restart_s": round(time.monotonic() - t, 2)}
+            out["primary_frozen"] = _frozen_primary(kb, p, actor, args.seconds)
     return out
+
+
+def _frozen_primary(kb: Any, p: Any, actor: Any, seconds: float) -> dict[str, Any]:
+    """The primary's processes stopped with SIGSTOP (a hung server: connections open, nothing
+    answers): how long writes take to fail (a write still waiting after 30 s counts as hung),
+    and whether reads go on meanwhile."""
+    import psutil
+
+    from evidex import ServerUnavailable
+
+    root = psutil.Process(p.pid())
+    procs = [root, *root.children(recursive=True)]
+    results: list[tuple[float, str]] = []
+    reads, failed = [0], []
+    stop = threading.Event()
+
+    def write() -> None:
+        t0 = time.monotonic()
+        try:
+            kb.ingest(_tenant_doc("acme", 30_000 + len(results)))
+            results.append((time.monotonic() - t0, "succeeded"))
+        except ServerUnavailable as exc:
+            results.append((time.monotonic() - t0, str(exc)))
+        except Exception as exc:
+            results.append((time.monotonic() - t0, f"{type(exc).__name__}: {exc}"))
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                kb.search(actor, "alpha t1", mode="keyword")
+                reads[0] += 1
+            except Exception as exc:
+                failed.append(f"{type(exc).__name__}: {exc}")
+
+    for proc in procs:
+        proc.suspend()
+    hung = 0
+    rt = threading.Thread(target=reader)
+    rt.start()
+    try:
+        for _ in range(3):
+            t = threading.Thread(target=write, daemon=True)
+            t.start()
+            t.join(30)
+            if t.is_alive():
+                hung += 1
+                break
+        time.sleep(seconds / 2)
+    finally:
+        stop.set()
+        for proc in procs:
+            proc.resume()
+        rt.join()
+    return {"write_attempts": len(results) + hung, "hung_writes": hung,
+            "write_fail_s": [round(x, 2) for x, _ in results], "errors": sorted({m for _, m in results}),
+            "reads": reads[0], "failed_reads": len(failed), "failed_examples": failed[:3]}
 
 
 # -- single-server speed against main --------------------------------------------------------------
@@ -616,7 +694,8 @@ def main() -> None:
     lg.add_argument("--searches", type=int, default=10_000)
     lg.add_argument("--readers", type=int, default=3)
     m = sub.add_parser("move")
-    m.add_argument("--passages", type=int, default=100_000)
+    m.add_argument("--passages", type=int, default=100_000, help="synthetic corpus: 4 per document")
+    m.add_argument("--corpus", choices=("synthetic", "scifact"), default="synthetic")
     m.add_argument("--seed", type=int, default=1)
     f = sub.add_parser("failover")
     f.add_argument("--seconds", type=float, default=6.0)
