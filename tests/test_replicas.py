@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -273,6 +274,49 @@ def test_the_primary_stopped_writes_fail_at_once_with_one_error_reads_continue(
                 assert time.monotonic() < deadline
                 time.sleep(0.1)
         assert kb.search(STAFF, "alpha", at_least=kb.written_generation)
+
+
+def test_a_hung_primary_is_down_within_the_timeout_and_the_replicas_go_on(
+        servers: tuple[PgServer, ...]) -> None:
+    """The primary's processes stopped with SIGSTOP (a hung server: it accepts connections and
+    never answers): within ``timeout_s`` and one probe it is down, writes then fail at once with
+    the one error, the replicas are still probed and serve reads (the caller's own writes
+    included); resumed, writes go through again."""
+    p, r1, r2 = servers
+    schema = _schema()
+    with _open(p, [r1, r2], schema) as kb:
+        kb.ingest([_doc(i) for i in range(3)])
+        wait_replayed(p, r1), wait_replayed(p, r2)
+        root = psutil.Process(p.pid())
+        procs = [root, *root.children(recursive=True)]
+        for proc in procs:
+            proc.suspend()
+        try:
+            started = time.monotonic()
+            while next(s for s in kb.servers() if s["role"] == "primary")["state"] != "down":
+                assert time.monotonic() - started < FAST.timeout_s + FAST.probe_s + 1.5, kb.servers()
+                time.sleep(0.05)
+            t = time.monotonic()
+            with pytest.raises(ServerUnavailable, match="writes are refused until it is back"):
+                kb.ingest(_doc(9))
+            assert time.monotonic() - t < 0.5
+            for _ in range(4):
+                with kb.session() as s:
+                    assert len(kb.search(STAFF, "number", mode="keyword")) == 3
+                assert s.served[0].server.startswith("replica")
+            # The replicas are still looked at: a probe of each ends after the primary hung.
+            assert all(r.probe_started > started for r in kb.store._replicas)  # type: ignore[attr-defined]
+        finally:
+            for proc in procs:
+                proc.resume()
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                kb.ingest(_doc(9))
+                break
+            except ServerUnavailable:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
 
 
 # -- properties ---------------------------------------------------------------------------------

@@ -119,6 +119,10 @@ class _Server:
         self.since = time.time()
         #: The probe's own connection (never one of the store's pooled ones).
         self.probe_conn: psycopg.Connection | None = None
+        #: The thread of this server's latest probe, and when it started: one that has not
+        #: returned (a hung server) is not started again, and the server counts as down.
+        self.prober: threading.Thread | None = None
+        self.probe_started = 0.0
 
     def describe(self) -> dict[str, object]:
         return {"role": self.role, "server": self.name, "url": redacted(self.url), "state": self.state,
@@ -278,16 +282,51 @@ class ReplicatedStore:
         return tuple(row)
 
     def probe(self) -> None:
-        """Look at every server once: generations, replay lag, reachability."""
-        schema = sql.Identifier(self._schema())
-        gen_q = sql.SQL("SELECT (SELECT value FROM {}.meta WHERE key = 'generation')").format(schema)
-        primary_gen: int | None = None
-        p = self._primary
+        """Look at every server once: generations, replay lag, reachability.
+
+        Each server is looked at on its own thread and given ``timeout_s`` to answer: a server
+        that is hung (it accepts, but never answers) is down once that passes, so writes fail
+        at once instead of waiting for it, and it never keeps the others from being looked at.
+        The primary goes first (its generation measures the replicas' lag)."""
+        self._probe_all([self._primary])
+        self._probe_all(self._replicas)
+
+    def _probe_all(self, servers: Sequence[_Server]) -> None:
+        timeout = self.settings.timeout_s
+        started = []
+        for s in servers:
+            if s.prober is not None and s.prober.is_alive():  # still waiting for the last answer
+                if time.monotonic() - s.probe_started > timeout:
+                    self._set(s, "down", f"did not answer within {timeout:g} s")
+                continue
+            work = self._probe_primary if s.role == "primary" else self._probe_replica
+            s.prober = threading.Thread(target=self._probe_guarded, args=(work, s), daemon=True,
+                                        name=f"evidex-probe-{s.role}")
+            s.probe_started = time.monotonic()
+            s.prober.start()
+            started.append(s)
+        deadline = time.monotonic() + timeout
+        for s in started:
+            assert s.prober is not None
+            s.prober.join(max(0.0, deadline - time.monotonic()))
+            if s.prober.is_alive():
+                self._set(s, "down", f"did not answer within {timeout:g} s")
+
+    def _probe_guarded(self, work: Callable[[_Server], None], s: _Server) -> None:
         try:
-            (value,) = self._probe_query(p, gen_q)
-            primary_gen = int(value)
-            p.generation = primary_gen
-            self._history.append((time.monotonic(), primary_gen))
+            work(s)
+        except Exception:  # a probe thread must not die silently; the server's state stands
+            logger.exception("probing %s failed", s.name)
+
+    def _gen_query(self) -> sql.Composable:
+        return sql.SQL("SELECT (SELECT value FROM {}.meta WHERE key = 'generation')").format(
+            sql.Identifier(self._schema()))
+
+    def _probe_primary(self, p: _Server) -> None:
+        try:
+            (value,) = self._probe_query(p, self._gen_query())
+            p.generation = int(value)
+            self._history.append((time.monotonic(), p.generation))
             if p.store is None:
                 self._open_primary()
             elif p.state != "ok":
@@ -295,39 +334,42 @@ class ReplicatedStore:
                 self._set(p, "ok")
         except (psycopg.Error, OSError, TypeError, ValueError) as exc:
             self._set(p, "down", _first_line(exc))
+
+    def _probe_replica(self, r: _Server) -> None:
         replica_q = sql.SQL(
             "SELECT (SELECT value FROM {}.meta WHERE key = 'generation'), pg_is_in_recovery(), "
             "CASE WHEN pg_last_wal_receive_lsn() IS NULL "
             "OR pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn() THEN 0 "
-            "ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END").format(schema)
-        for r in self._replicas:
-            try:
-                value, standby, wal_lag = self._probe_query(r, replica_q)
-            except (psycopg.Error, OSError) as exc:
-                self._set(r, "down", _first_line(exc))
-                continue
-            if not standby:
-                self._set(r, "down", "not a standby (promoted?): its writes are not the primary's")
-                continue
-            if value is None:
-                self._set(r, "down", "holds no evidex store yet (replaying its creation)")
-                continue
-            r.generation = int(value)
-            r.lag_s = max(float(wal_lag or 0.0), self._behind_for(r.generation))
+            "ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END").format(
+                sql.Identifier(self._schema()))
+        try:
+            value, standby, wal_lag = self._probe_query(r, replica_q)
+        except (psycopg.Error, OSError) as exc:
+            self._set(r, "down", _first_line(exc))
+            return
+        if not standby:
+            self._set(r, "down", "not a standby (promoted?): its writes are not the primary's")
+            return
+        if value is None:
+            self._set(r, "down", "holds no evidex store yet (replaying its creation)")
+            return
+        r.generation = int(value)
+        r.lag_s = max(float(wal_lag or 0.0), self._behind_for(r.generation))
+        if r.store is None:
+            self._open_replica(r)
             if r.store is None:
-                self._open_replica(r)
-                if r.store is None:
-                    continue
-            behind = None if primary_gen is None else primary_gen - r.generation
-            limit = self.settings.max_lag_generations
-            too_far = limit is not None and behind is not None and behind > limit
-            if r.state == "down":  # back: fresh connections, the old pool's may all be dead
-                r.store.reconnect()
-            if r.lag_s > self.settings.max_lag_s or too_far:
-                gens = f", {behind} generations" if behind else ""
-                self._set(r, "lagging", f"{r.lag_s:.1f} s behind{gens}")
-            else:
-                self._set(r, "ok")
+                return
+        primary_gen = self._primary.generation if self._primary.state == "ok" else None
+        behind = None if primary_gen is None else primary_gen - r.generation
+        limit = self.settings.max_lag_generations
+        too_far = limit is not None and behind is not None and behind > limit
+        if r.state == "down":  # back: fresh connections, the old pool's may all be dead
+            r.store.reconnect()
+        if r.lag_s > self.settings.max_lag_s or too_far:
+            gens = f", {behind} generations" if behind else ""
+            self._set(r, "lagging", f"{r.lag_s:.1f} s behind{gens}")
+        else:
+            self._set(r, "ok")
 
     def _behind_for(self, generation: int) -> float:
         """Seconds since a probe first saw the primary past ``generation`` (0 if never)."""
@@ -390,7 +432,10 @@ class ReplicatedStore:
                     break
                 time.sleep(pause)  # replay usually takes milliseconds: look again soon
                 pause = min(pause * 2, 0.05)
-        got = self._enter(self._primary, need) if self._open_primary() is not None else None
+        # A primary known to be down is not tried (a hung one would hold the read for the whole
+        # connection timeout); the probe finds it again when it answers.
+        up = self._primary.state != "down" and self._open_primary() is not None
+        got = self._enter(self._primary, need) if up else None
         if got is not None:
             return self._primary, *got
         # The primary is down too: the freshest replica that answers, whatever its lag, unless
@@ -564,7 +609,8 @@ class ReplicatedStore:
         self._stop.set()
         self._monitor.join(timeout=5)
         for s in (self._primary, *self._replicas):
-            if s.probe_conn is not None:
+            hung = s.prober is not None and s.prober.is_alive()
+            if s.probe_conn is not None and not hung:  # a hung probe's is left to its thread
                 s.probe_conn.close()
             if s.store is not None:
                 s.store.close()
