@@ -1,8 +1,8 @@
-"""Long fuzzing run of the loaders (Markdown, HTML, PDF, DOCX, JSONL), the configuration loader
-and the evaluation case-file loader.
+"""Long fuzzing run of the loaders (Markdown, HTML, PDF, DOCX, JSONL), the configuration loader,
+the evaluation case-file loader and live tools' responses.
 
     nice -n 10 .venv/bin/python benchmarks/fuzz_loaders.py [--examples 2000] [--atheris-runs 20000]
-        [--formats markdown,html,...] [--out benchmarks/.work/fuzz.json]
+        [--formats markdown,html,...] [--tool-responses 10000] [--out benchmarks/.work/fuzz.json]
     nice -n 10 .venv/bin/python benchmarks/fuzz_loaders.py --formats casefile --examples 5000 \
         --atheris-runs 0                                      # issue 37's >= 5,000 case files
 
@@ -16,6 +16,12 @@ over its time budget, is a failure):
    from each format's pieces), random seed ``--seed``;
 3. atheris (coverage-guided, when installed: ``pip install atheris``), ``--atheris-runs``
    inputs per format in a child process each, starting from the seed file.
+
+4. ``--tool-responses`` generated tool responses (``fuzz_inputs.tool_inputs``: hostile JSON,
+   deep nesting, huge numbers, credentials echoed, gzip, chunked, wrong content types, 503s),
+   each through the service's ``POST /v1/tools/{id}/call`` and every fifth through ``POST
+   /v1/answer`` too (in process, server errors counted as 500s, never raised): every reply
+   must be a 200 whose lookup is ok, failed or flagged, one-line and credential-free.
 
 Failing inputs are written to ``--crashes`` for replay. Exit status 1 on any failure or when a
 named input's peak memory passes ``--max-rss-mb``.
@@ -110,6 +116,48 @@ def run_atheris(fmt: str, runs: int, seed: int, budget: float, crashes: Path, wo
             "seconds": round(time.perf_counter() - t0, 1), "failures_first": failures[:10]}
 
 
+def run_tool_responses(count: int, seed: int, crashes: Path, work: Path) -> dict[str, Any]:
+    """Part 4 (see the module docstring)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as hseed
+
+    work.mkdir(parents=True, exist_ok=True)
+    app = fz.ToolApp(Path(__import__("tempfile").mkdtemp(dir=work)))
+    codes: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
+    failures: list[str] = []
+
+    def fail(data: bytes, what: str) -> None:
+        name = crashes / f"tool-{hashlib.sha256(data).hexdigest()[:12]}"
+        name.write_bytes(data)
+        failures.append(f"{what[:200]} ({name.name})")
+
+    @hseed(seed)
+    @settings(max_examples=count, deadline=None, database=None, derandomize=False,
+              suppress_health_check=list(HealthCheck))
+    @given(fz.tool_inputs())
+    def check(data: bytes) -> None:
+        made = sum(v for k, v in codes.items() if k.startswith("call "))
+        sends = [("call", app.call)] + ([("answer", app.answer)] if made % 5 == 0 else [])
+        for name, send in sends:
+            code, body = send(data)
+            codes[f"{name} {code}"] += 1
+            if code != 200:
+                fail(data, f"{name}: HTTP {code}: {body}")
+            elif name == "call":
+                statuses[str(body.get("status"))] += 1
+                try:
+                    fz.check_tool_result(body)
+                except AssertionError as exc:
+                    fail(data, f"unsafe result: {exc}")
+
+    t0 = time.perf_counter()
+    check()
+    return {"responses": sum(v for k, v in codes.items() if k.startswith("call ")),
+            "http": dict(codes), "lookups": dict(statuses), "failures": len(failures),
+            "seconds": round(time.perf_counter() - t0, 1), "failures_first": failures[:10]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", type=int, default=2000, help="hypothesis inputs per format")
@@ -119,6 +167,8 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=20.0, help="seconds one input may take")
     ap.add_argument("--max-rss-mb", type=float, default=1024.0, help="peak memory of one named input")
     ap.add_argument("--skip-special", action="store_true")
+    ap.add_argument("--tool-responses", type=int, default=0,
+                    help="generated tool responses through the service (0: skip)")
     ap.add_argument("--work", type=Path, default=HERE / ".work" / "fuzz")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
@@ -159,6 +209,11 @@ def main() -> None:
                 print(f"atheris {json.dumps(row)}", file=sys.stderr, flush=True)
                 failed |= bool(row.get("failure", 0)) or row["exit"] != 0
                 report["atheris"].append(row)
+    if args.tool_responses:
+        row = run_tool_responses(args.tool_responses, args.seed, crashes, args.work)
+        print(f"tool responses {json.dumps(row)}", file=sys.stderr, flush=True)
+        failed |= row["failures"] > 0
+        report["tool_responses"] = row
     report["crash_files"] = sorted(p.name for p in crashes.iterdir())
     text = json.dumps(report, indent=2)
     print(text)

@@ -4,7 +4,10 @@ A webhook receiver for `make run`: examples/knowledge.config.yaml sends `answer.
 declined answer's "Ask a person" button, `POST /v1/handoff`) to /handoff and each source
 owner's drift and conflict notices to /owners/<source>. Each POST must carry evidex's
 signature (`X-Evidex-Signature: sha256=<HMAC-SHA256 of the raw body>`) under the secret in
-ACME_INBOX_SECRET; an unsigned or wrongly signed one is refused (401). Each accepted message is
+ACME_INBOX_SECRET; an unsigned or wrongly signed one is refused (401). The signed body carries
+its send time (`sent_at`) and a unique `delivery_id`: a body sent more than five minutes ago
+(or dated in the future) is refused as stale (400), and one whose delivery id arrived before
+as a replay (409), so a captured delivery cannot be sent again. Each accepted message is
 printed as one line, as a person on the support team would see it arrive, and kept: `GET /`
 shows the last 100 as a page (a table, newest first), `GET /messages.json` as JSON.
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import datetime
 import hashlib
 import hmac
 import html
@@ -27,11 +31,39 @@ import re
 import signal
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 SECRET_ENV = "ACME_INBOX_SECRET"
 MAX_BODY = 1024 * 1024
+#: How old (or how far in the future, for clocks apart) a signed body may be.
+MAX_AGE_S = 300.0
+
+
+class Replays:
+    """Delivery ids seen within ``MAX_AGE_S`` (an older body is refused as stale anyway, so
+    its id need not be remembered longer)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, float] = {}
+
+    def fresh(self, message: dict[str, Any], now: float) -> int:
+        """0 when ``message`` is new and recent (its id is remembered), else the HTTP status."""
+        sent, delivery = message.get("sent_at"), message.get("delivery_id")
+        if not isinstance(sent, str) or not isinstance(delivery, str) or not delivery:
+            return 400
+        try:
+            at = datetime.datetime.fromisoformat(sent).timestamp()
+        except ValueError:
+            return 400
+        if abs(now - at) > MAX_AGE_S:
+            return 400
+        self._seen = {k: t for k, t in self._seen.items() if now - t <= 2 * MAX_AGE_S}
+        if delivery in self._seen:
+            return 409
+        self._seen[delivery] = now
+        return 0
 
 
 def summary(path: str, message: dict[str, Any]) -> str:
@@ -91,6 +123,7 @@ def server(port: int, secret: str, host: str = "127.0.0.1",
     """The inbox on ``host:port``, not yet serving (call ``serve_forever``), and what it keeps."""
     kept: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
     lock = threading.Lock()
+    replays = Replays()
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -108,6 +141,9 @@ def server(port: int, secret: str, host: str = "127.0.0.1",
             if not isinstance(message, dict):
                 return self._reply(400)
             with lock:
+                refused = replays.fresh(message, time.time())
+                if refused:
+                    return self._reply(refused)
                 kept.append({"path": self.path, "message": message})
                 print(summary(self.path, message), file=out, flush=True)
             return self._reply(204)

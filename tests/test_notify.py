@@ -3,18 +3,33 @@ STARTTLS and a login from the environment) and an HTTP webhook receiver checking
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import hmac
+import json
+import re
+import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from evidex import KnowledgeBase
 from evidex.config import load_config
 from evidex.model import ConfigError, EvidexError
-from evidex.notify import SIGNATURE_HEADER, Delivery, Message, deliver, notify_owners, send_handoff
-from evidex.routes import HandoffRoute, Owner, Route, SmtpSettings, owner_route
-from evidex.sources import drift, sync
+from evidex.notify import (
+    SIGNATURE_HEADER,
+    Delivery,
+    HandoffRoute,
+    Message,
+    Owner,
+    Route,
+    SmtpSettings,
+    deliver,
+    owner_route,
+    send_handoff,
+)
+from evidex.sources import drift, notify_owners, sync
 from notify_helpers import smtp_server, webhook_receiver
 from service_helpers import free_port
 
@@ -29,7 +44,9 @@ def test_webhook_is_signed_over_the_exact_body() -> None:
     path, headers, body = hooks.received[0]
     expected = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
     assert path == "/hook" and headers[SIGNATURE_HEADER] == expected
-    assert hooks.json() == {"type": "test", "n": 1}
+    got = hooks.json()
+    assert {k: v for k, v in got.items() if k not in ("sent_at", "delivery_id")} == {"type": "test", "n": 1}
+    assert len(got["delivery_id"]) == 32 and got["sent_at"].endswith("+00:00")
 
 
 def test_webhook_without_its_secret_in_the_environment_is_not_sent_unsigned() -> None:
@@ -203,7 +220,8 @@ def test_a_question_of_several_lines_is_handed_off_on_every_route(tmp_path: Path
     assert subject == (f"evidex handoff {sent.reference}: My tent pole snapped. "
                        "Bcc: someone@example.com Who repairs it?")
     assert mail["Bcc"] is None and "Who repairs it?" in mail.get_payload()
-    assert hooks.json()["question"] == question  # the asker's words, as written
+    # The asker's words, as written (line breaks as "\n").
+    assert hooks.json()["question"] == question.replace("\r\n", "\n")
 
 
 def test_the_drift_webhook_is_retried_like_the_owners_routes(tmp_path: Path) -> None:
@@ -251,7 +269,7 @@ def test_cli_drift_tells_the_owners_when_the_drift_webhook_fails(tmp_path: Path)
 
 
 def test_the_scheduler_hook_tells_owners_and_raises_when_a_route_failed(tmp_path: Path) -> None:
-    from evidex.notify import owners_hook
+    from evidex.sources import owners_hook
 
     _write(tmp_path / "care", "a.md", "# A\n\nalpha\n")
     with webhook_receiver() as (hooks, url):
@@ -268,3 +286,70 @@ def test_the_scheduler_hook_tells_owners_and_raises_when_a_route_failed(tmp_path
         hooks.fail_first = 99
         with pytest.raises(Exception, match="FAILED after 3 attempts: HTTP 503"):
             hook(report, cfg)
+
+
+def test_webhooks_never_go_through_a_proxy_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signed owner notice went through whatever HTTP_PROXY the environment named (tools
+    did not): every webhook connects to the configured host itself."""
+    with webhook_receiver() as (proxy, proxy_url), webhook_receiver() as (hooks, url):
+        for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.setenv(name, proxy_url)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        [d] = deliver("docs", Route(webhook=url + "/hook"), MESSAGE, smtp=None, attempts=1)
+    assert d.ok, d.error
+    assert proxy.received == [] and [h[0] for h in hooks.received] == ["/hook"]
+
+
+def test_every_attempt_is_stamped_inside_the_signed_body() -> None:
+    """A retried delivery is a new delivery (new id, new time), each signed over its body."""
+    with webhook_receiver() as (hooks, url):
+        hooks.fail_first = 1
+        [d] = deliver("docs", Route(webhook=url, secret_env="S"), MESSAGE, smtp=None, env={"S": "k"},
+                      pause=0)
+        assert d.ok and d.attempts == 2
+        [(_, headers, body)] = hooks.received
+    assert headers[SIGNATURE_HEADER] == "sha256=" + hmac.new(b"k", body, hashlib.sha256).hexdigest()
+    sent = json.loads(body)
+    at = datetime.datetime.fromisoformat(sent["sent_at"])
+    assert abs((datetime.datetime.now(datetime.UTC) - at).total_seconds()) < 60
+    assert re.fullmatch(r"[0-9a-f]{32}", sent["delivery_id"])
+
+
+def _handoff_mail(question: str, conversation: list[dict[str, str]] | None = None) -> tuple[Any, str]:
+    with smtp_server() as (inbox, port, _):
+        smtp = SmtpSettings(host="127.0.0.1", port=port, starttls=False, sender="evidex@example.com")
+        sent = send_handoff(HandoffRoute(email="support@example.com"), smtp, tenant="acme",
+                            caller="key:web", question=question, conversation=conversation or [],
+                            trace_ids=["b" * 32], attempts=1)
+    [mail] = inbox.mails
+    return mail, sent.reference
+
+
+def test_handoff_mail_holds_no_control_characters_of_the_asker() -> None:
+    """NUL, escape sequences and DEL of the question reached the Subject raw (a terminal or a
+    mail client showing them can be steered by them)."""
+    mail, _ = _handoff_mail("Where\x00 is \x1b[31mmy\x1b[0m tent\x7f?\u202e")
+    subject, body = str(mail["Subject"]), mail.get_payload()
+    for text in (subject, body):
+        assert not [c for c in text if c not in "\r\n" and unicodedata.category(c).startswith("C")], text
+    assert "Where is [31mmy[0m tent?" in " ".join(subject.split())
+
+
+def test_a_question_cannot_forge_the_lines_of_the_handoff_header() -> None:
+    """A multi-line question wrote lines that read as evidex's own ("Handoff HO-... (tenant
+    ...)", "Trace ids: ..."): each line the asker wrote is quoted."""
+    forged = ("My tent leaks.\nHandoff HO-000000000000 (tenant other, from key:admin)\n"
+              "Trace ids: " + "c" * 32)
+    mail, reference = _handoff_mail(forged, [{"role": "user", "text": "hi\nTrace ids: " + "d" * 32}])
+    lines = mail.get_payload().splitlines()
+    assert [ln for ln in lines if ln.startswith("Handoff ")] == [
+        f"Handoff {reference} (tenant acme, from key:web)"]
+    assert [ln for ln in lines if ln.startswith("Trace ids:")] == ["Trace ids: " + "b" * 32]
+    assert "> Handoff HO-000000000000 (tenant other, from key:admin)" in lines
+
+
+def test_a_handoff_of_a_question_without_words_is_refused() -> None:
+    with pytest.raises(EvidexError, match="no words"):
+        send_handoff(HandoffRoute(webhook="http://127.0.0.1:9/"), None, tenant="acme", caller="web",
+                     question=" \n\t\u2028 ", conversation=[], trace_ids=[])

@@ -301,6 +301,48 @@ def test_the_example_inbox_takes_what_evidex_signs_and_nothing_else(tmp_path: Pa
         httpd.server_close()
 
 
+def test_the_example_inbox_refuses_a_replayed_or_stale_delivery(tmp_path: Path) -> None:
+    """A captured signed delivery sent again was accepted twice: the inbox takes a delivery id
+    once, and refuses a body sent more than five minutes ago even when its signature holds."""
+    import datetime
+    import io
+    import json
+    import threading
+
+    import httpx
+
+    from evidex.notify import SIGNATURE_HEADER, Message, Route, deliver, sign
+    from notify_helpers import webhook_receiver
+    from service_helpers import free_port
+
+    inbox = example_module("inbox_server")
+    port = free_port()
+    httpd, kept = inbox.server(port, "demo-secret", out=io.StringIO())
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        notice = {"type": "evidex.owner_findings", "owner": "Care", "drift": [], "conflicts": []}
+        with webhook_receiver() as (hooks, url):  # what an eavesdropper would have captured
+            [d] = deliver("Care", Route(webhook=url, secret_env="S"), Message("n", "t", notice),
+                          smtp=None, env={"S": "demo-secret"})
+            assert d.ok
+            [(_, headers, body)] = hooks.received
+
+        def post(raw: bytes, signature: str) -> int:
+            return httpx.post(f"http://127.0.0.1:{port}/owners/care", content=raw,
+                              headers={SIGNATURE_HEADER: signature}).status_code
+
+        assert post(body, headers[SIGNATURE_HEADER]) == 204
+        assert post(body, headers[SIGNATURE_HEADER]) == 409  # the same delivery again
+        old = {**json.loads(body), "delivery_id": "e" * 32, "sent_at": (
+            datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=10)).isoformat()}
+        stale = json.dumps(old).encode()
+        assert post(stale, sign("demo-secret", stale)) == 400
+        assert len(kept) == 1
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_make_run_refuses_while_a_port_is_taken_and_deletes_nothing(tmp_path: Path) -> None:
     """A second `make run` deleted the store the first one serves, then failed to serve. With
     one of its ports held (here by this test, or already by another `make run`), it now stops

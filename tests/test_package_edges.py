@@ -26,14 +26,13 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: list[set[str]] = [
     {"model"},
     {"extras", "yamlfile"},
-    {"query", "ingest", "embed", "cadence", "routes"},
+    {"query", "ingest", "embed", "cadence", "notify"},
     {"store"},
     {"retrieve", "conflicts", "cite", "tools", "check", "_batch"},
     {"decide"},
     {"answer"},
     {"kb", "config"},
     {"__init__", "evaluation", "sources"},
-    {"notify"},
     {"server"},
     {"cli"},
 ]

@@ -148,6 +148,35 @@ def test_handoffs_are_rate_limited_per_key(service: dict[str, Any]) -> None:
     )
 
 
+def test_a_handoff_names_only_its_callers_answers_and_a_resend_is_the_first_one(
+        service: dict[str, Any]) -> None:
+    """Finding 11: trace ids were not checked against the caller's traces (any 32 hex digits,
+    another key's answer), a whitespace-only question was delivered, and an identical resend
+    became a second handoff."""
+    url, hooks = service["url"], service["hooks"]
+
+    def post(path: str, body: dict[str, Any], key: str) -> httpx.Response:
+        return httpx.post(f"{url}{path}", json=body, headers=auth(key), timeout=60)
+
+    mine = post("/v1/answer", {"question": DECLINED}, "acme-admin-key").json()["trace_id"]
+    theirs = post("/v1/answer", {"question": DECLINED}, "globex-admin-key").json()["trace_id"]
+    same_tenant = post("/v1/answer", {"question": DECLINED}, "acme-staff-key").json()["trace_id"]
+    before = len(hooks.received)
+    for bad in ({"question": "Who repairs tents?", "trace_ids": [theirs]},
+                {"question": "Who repairs tents?", "trace_ids": [same_tenant]},
+                {"question": "Who repairs tents?", "trace_ids": ["0123456789abcdef" * 2]},
+                {"question": "Who repairs tents?", "conversation": [
+                    {"role": "evidex", "status": "declined", "trace_id": theirs}]},
+                {"question": " \n\t "}):
+        assert post("/v1/handoff", bad, "acme-admin-key").status_code == 422, bad
+    body = {"question": "Who repairs tents?", "trace_ids": [mine]}
+    first = post("/v1/handoff", body, "acme-admin-key")
+    again = post("/v1/handoff", body, "acme-admin-key")
+    assert first.status_code == again.status_code == 200, (first.text, again.text)
+    assert again.json()["reference"] == first.json()["reference"]
+    assert len(hooks.received) == before + 1
+
+
 def test_conflicts_are_listed_and_dismissed_by_the_tenants_admin(service: dict[str, Any]) -> None:
     url = service["url"]
     listed = httpx.get(f"{url}/v1/conflicts", headers=auth("acme-admin-key"), timeout=30)

@@ -538,6 +538,22 @@ def test_web_pages_sync_with_conditional_requests_and_404_removal(
     assert "sitemap" in (rep.failed or "") and len(ids(kb)) == 2  # nothing removed
 
 
+def test_a_gzip_sitemap_is_inflated_only_up_to_max_bytes(
+        tmp_path: Path, kb: KnowledgeBase, site: tuple[str, Path, type[_Handler]]) -> None:
+    """A 100 KB gzip sitemap inflating to 100 MB was inflated whole, whatever max_bytes said."""
+    import gzip
+
+    base, root, _ = site
+    page(root, "extra.html", "Extra page")
+    body = (b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            + b" " * (100 * 1024 * 1024) + b"<url><loc>" + base.encode()
+            + b"/extra.html</loc></url></urlset>")
+    (root / "sitemap.xml").write_bytes(gzip.compress(body, compresslevel=9))
+    rep = sync(kb, web_config(tmp_path, base, "    max_bytes: 10485760\n")).sources[0]
+    assert rep.failed == (f"the sitemap {base}/sitemap.xml inflates to more than max_bytes "
+                          "(10485760)")
+
+
 def test_a_page_dropped_from_the_sitemap_is_removed(tmp_path: Path, kb: KnowledgeBase,
                                                      site: tuple[str, Path, type[_Handler]]) -> None:
     base, root, _ = site

@@ -326,7 +326,7 @@ def test_credentials_never_show(server: ToolServer, caplog: pytest.LogCaptureFix
             errors.append(repr(exc) + str(exc))
     box.close()
     everything = "".join(shown(s) for s in found) + repr(resolutions) + "".join(errors) + caplog.text
-    assert "HTTP Request: GET" in caplog.text                    # the client's own log lines were seen
+    assert "send_request_headers" in caplog.text                 # the client's own log lines were seen
     assert SECRET not in everything
     # A variable that is not set: the lookup fails naming the variable, not a value.
     monkeypatch.delenv(TOKEN_ENV)

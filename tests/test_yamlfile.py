@@ -11,7 +11,7 @@ import yaml
 from evidex import ConfigError, EvidexError
 from evidex.config import Config, FilesSource, load_config
 from evidex.ingest import load_document
-from evidex.routes import HandoffRoute
+from evidex.notify import HandoffRoute
 from evidex.tools import ToolConfig
 from evidex.yamlfile import StrictModel, YamlRefused, compose_yaml, read_yaml
 

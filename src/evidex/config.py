@@ -29,14 +29,13 @@ from pydantic import (
     model_validator,
 )
 
-from . import routes as _routes
 from . import tools as _tools
 from .answer import AnswerSettings
 from .cadence import check_cadence
 from .ingest import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_SECTION_CHARS
 from .model import VISIBILITIES, ConfigError, is_language_tag
+from .notify import HandoffRoute, Owner, SmtpSettings, check_url, handoff_text, resolve_path
 from .retrieve import DEFAULT_FUSION, Fusion
-from .routes import HandoffRoute, Owner, SmtpSettings, check_url, handoff_text, resolve_path
 from .tools import ToolConfig
 from .yamlfile import StrictModel, read_yaml
 
@@ -125,6 +124,24 @@ class VectorLeg(_Strict):
 
 # -- end of the knowledge-operations block ----------------------------------------------------
 
+def _file_globs(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """Globs over paths relative to a source's folder: one with a leading "/" can never match,
+    and an exclude that silently excludes nothing indexes what it was meant to keep out."""
+    for p in patterns:
+        if p.startswith("/"):
+            raise ValueError(f"{p!r} never matches: patterns are relative to path (write {p.lstrip('/')!r})")
+    return patterns
+
+
+def _url_path_globs(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """Globs over URL paths, which start with "/": a pattern with a "/" that starts otherwise
+    (not "/", "*" or a class) can never match, and an include matching nothing empties the source."""
+    for p in patterns:
+        if "/" in p and p[0] not in "/*[":
+            raise ValueError(f"{p!r} never matches: URL paths start with '/' (write {'/' + p!r})")
+    return patterns
+
+
 class SourceDefaults(_Strict):
     """Access and ownership every source inherits unless it sets its own."""
 
@@ -183,7 +200,7 @@ class FilesSource(_Source):
     base_url: str | None = None
 
     _p = field_validator("path")(resolve_path)
-    _g = field_validator("include", "exclude")(_routes.file_globs)
+    _g = field_validator("include", "exclude")(_file_globs)
 
     @field_validator("base_url")
     @classmethod
@@ -207,7 +224,7 @@ class WebSource(_Source):
     timeout_seconds: float = Field(default=20.0, gt=0, le=600)
     max_bytes: int = Field(default=20 * 1024 * 1024, ge=1024)
 
-    _g = field_validator("include", "exclude")(_routes.url_path_globs)
+    _g = field_validator("include", "exclude")(_url_path_globs)
 
     @field_validator("urls")
     @classmethod
@@ -257,7 +274,7 @@ class RecordsSource(_Source):
     max_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1024)
 
     _p = field_validator("path")(resolve_path)
-    _g = field_validator("include", "exclude")(_routes.file_globs)
+    _g = field_validator("include", "exclude")(_file_globs)
 
 
 # -- knowledge operations: the reference file's pdf and wiki source types ---------------------

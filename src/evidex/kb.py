@@ -595,6 +595,11 @@ class KnowledgeBase:
             return resolve_citation(view, actor, citation)
 
     # -- live tools ---------------------------------------------------------------------------
+    @property
+    def toolbox(self) -> Toolbox:
+        """The live tools with their threads and connections (shared by a service's handles)."""
+        return self._toolbox
+
     def tools(self, actor: Actor | None = None) -> list[ToolConfig]:
         """The configured live tools; with ``actor``, those it may use."""
         if actor is None:

@@ -1,5 +1,5 @@
 """The configured sources: ``evidex sync``, ``drift`` and ``schedule`` (``sources``), and who is
-told after a drift check (``notify``)."""
+told after a drift check (``sources.after_drift``)."""
 
 from __future__ import annotations
 
@@ -133,10 +133,10 @@ def drift(
 
 
 def _owners_step(as_json: bool) -> DriftHook:
-    """``notify``'s owners step for a person at a terminal: every delivery is printed (with
+    """The owners step (``sources.notify_owners``) for a person at a terminal: every delivery is printed (with
     --json the failed ones only), and a failed route makes the step fail."""
     from ..model import NotifyError
-    from ..notify import notify_owners
+    from ..sources import notify_owners
 
     def notify_owners_step(report: SyncReport, config: Config) -> None:
         with open_kb() as kb:
@@ -159,8 +159,7 @@ def schedule() -> None:
     import signal
     import threading
 
-    from ..notify import owners_hook
-    from ..sources import Scheduler, after_drift
+    from ..sources import Scheduler, after_drift, owners_hook
 
     # SIGTERM (a service manager stopping it) lets the run in progress finish, then exits 0;
     # Ctrl-C stops at once (a store write is atomic either way). Installed before anything is

@@ -15,9 +15,10 @@ from ._files import (
     load_paths,
     read_file,
 )
+from ._limits import check_text, check_words
 from ._scan import DOCUMENT_FLAG, FLAGS, scan, scan_document
 from ._sentences import sentence_spans
-from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, slugify, split_key, split_text
+from ._split import DEFAULT_MAX_SECTION_CHARS, SPLITS, markdown_sections, slugify, split_key, split_text
 from ._structure import NO_TEXT_LAYER, Extracted
 
 __all__ = [
@@ -32,9 +33,12 @@ __all__ = [
     "Extracted",
     "LoadResult",
     "Rejected",
+    "check_text",
+    "check_words",
     "iter_files",
     "load_document",
     "load_paths",
+    "markdown_sections",
     "read_file",
     "scan",
     "scan_document",

@@ -20,6 +20,7 @@ import yaml
 from ..extras import require
 from ..model import Document, DocumentError, EvidexError, sha256_text
 from ..yamlfile import YamlRefused, compose_yaml
+from ._limits import check_text, reading
 from ._split import first_heading
 from ._structure import Extracted
 
@@ -131,10 +132,19 @@ def load_document(data: bytes, fmt: str, defaults: dict[str, Any], *, doc_id: st
     does not state itself; ``doc_id`` and ``source_url`` are used unless Markdown front matter
     sets them; ``name`` (the file name) is the title of a PDF or Word file that states none.
     ``charset`` is a transport's declaration (HTTP) for HTML. Raises an ``EvidexError`` naming
-    what is wrong, e.g. "no text layer (needs OCR)"."""
+    what is wrong, e.g. "no text layer (needs OCR)", or the resource bound a file passes
+    (``_limits``: elements, words, reading time)."""
+    with reading():
+        return _load(data, fmt, defaults, doc_id=doc_id, source_url=source_url, name=name,
+                     charset=charset)
+
+
+def _load(data: bytes, fmt: str, defaults: dict[str, Any], *, doc_id: str, source_url: str | None,
+          name: str | None, charset: str | None) -> Document:
     base: dict[str, Any] = {k: v for k, v in defaults.items() if v is not None}
     if fmt in ("markdown", "text"):
         meta, body = _front_matter(_decode(data))
+        check_text(body)  # before the Markdown parse looks for a title
         for key in ("version", "id"):
             if key in meta and not isinstance(meta[key], str):
                 meta[key] = str(meta[key])
@@ -160,6 +170,7 @@ def load_document(data: bytes, fmt: str, defaults: dict[str, Any], *, doc_id: st
         raise DocumentError(f"unsupported format {fmt!r}")
     extract = _reader(fmt)
     found: Extracted = extract(data, charset) if fmt == "html" else extract(data)
+    check_text(found.text)
     fields = {**base, "id": doc_id, "text": found.text}
     if found.language:
         fields["language"] = found.language  # what the file declares beats the default
@@ -241,6 +252,7 @@ def _load_jsonl(path: Path, defaults: dict[str, Any], result: LoadResult, max_by
             if "version" not in record and defaults.get("version") is None and isinstance(text, str):
                 record = {**record, "version": sha256_text(text)[:12]}
             doc = Document.from_mapping(record, **defaults)
+            check_text(doc.text)
         except RecursionError:
             result.rejected.append(Rejected(where, "the JSON is nested too deeply"))
             continue

@@ -16,6 +16,7 @@ import re
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ..model import DocumentError
+from ._limits import ELEMENTS, tick
 from ._structure import Extracted, TextBuilder, collapse
 
 __all__ = ["extract_html"]
@@ -62,6 +63,20 @@ def _children(node: LexborNode) -> list[LexborNode]:
 #: without closing them is refused before it is parsed.
 _NESTS = re.compile(r"<(/?)(?:div|section|article|main|aside|header|footer|nav|span|ul|ol|"
                     r"blockquote|table|dl|fieldset|details|figure)[\s/>]", re.IGNORECASE)
+
+
+_START_TAG = re.compile(r"<[A-Za-z]")
+
+
+def _check_elements(source: str) -> None:
+    """Refuse a page of more start tags than ``EVIDEX_MAX_ELEMENTS`` (counted, stopping at the
+    bound, before the page is parsed into a tree and walked)."""
+    most = ELEMENTS.value()
+    if source.count("<") <= most:
+        return
+    for n, _ in enumerate(_START_TAG.finditer(source), start=1):
+        if n > most:
+            raise ELEMENTS.refuse(f"the page holds more than {most:,} elements")
 
 
 def _unclosed(source: str) -> int:
@@ -130,6 +145,7 @@ class _Walker:
         return "".join(parts)
 
     def walk(self, node: LexborNode) -> None:
+        tick()
         for c in _children(node):
             tag = c.tag or ""
             if tag == "-text":
@@ -221,6 +237,7 @@ def extract_html(data: bytes | str, charset: str | None = None) -> Extracted:
         with contextlib.suppress(LookupError):  # an unknown label: detect like a browser does
             data = data.decode(charset, "replace")
     source = data if isinstance(data, str) else data.decode("latin-1")  # tags are ASCII
+    _check_elements(source)
     if _unclosed(source) > 4 * MAX_NESTING:
         raise DocumentError(f"the page nests elements more than {MAX_NESTING} levels deep; not read")
     tree = (LexborHTMLParser(data) if isinstance(data, str)

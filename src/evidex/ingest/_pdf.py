@@ -16,6 +16,7 @@ from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
 from ..model import DocumentError, Section
+from ._limits import ELEMENTS, tick
 from ._structure import NO_TEXT_LAYER, Extracted, collapse
 
 __all__ = ["NO_TEXT_LAYER", "extract_pdf"]
@@ -57,7 +58,13 @@ def extract_pdf(data: bytes) -> Extracted:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise DocumentError("the PDF is encrypted")
-        pages = [_page_text(p.extract_text() or "") for p in reader.pages]
+        most = ELEMENTS.value()
+        if len(reader.pages) > most:
+            raise ELEMENTS.refuse(f"the PDF has {len(reader.pages):,} pages, more than {most:,}")
+        pages = []
+        for p in reader.pages:
+            tick()
+            pages.append(_page_text(p.extract_text() or ""))
     except DocumentError:
         raise
     except Exception as exc:  # pypdf raises many types for broken files; all mean unreadable

@@ -121,6 +121,24 @@ _X_QUERY = (r"[?&][\w.\-\[\]]+=(?:[^&)\s\"'>]{0,300}?(?:[{}\[\]<>$]|(?i:%7b|%7d|
 _FILL_IN = "replace fill substitute append insert encode ersetze füge trage"
 _FILL_IN_RE = alt(r"fill\s+in", *_FILL_IN.split())
 
+_PHISH_OWNER = (r"(?:your|their|his|her|the\W+(?:customer|caller|buyer|user)'?s?|(?:customer|caller|"
+                r"buyer|user)'s)")
+_PHISH_SECRET_W = ("card credit cvv cvc cvv2 security pin password passcode otp one time tan verification "
+                   "iban bank login")
+_PHISH_SECRET = (r"(?:(?:credit\W+|debit\W+|bank\W+)?card(?:\W+(?:number|details|pin|code))?|cvv2?|cvc|"
+                 r"security\W+code|pin(?:\W+(?:code|number))?|password|passcode|one\W?time\W+(?:code|password)|"
+                 r"otp|tan|verification\W+code|login\W+(?:details|code)|iban|bank\W+details)")
+_NEGATION_WORDS = re.compile(r"\b(?:not|never|no|nobody|none|nie|nicht|niemals|niemand\w*|kein\w*)\b|n't\b")
+
+
+def _asked_for(v: Views, m: re.Match[str]) -> bool:
+    """No negation in the sentence up to the match's end ("we will never ask you to read out
+    your PIN", "sagen Sie niemandem Ihre PIN")."""
+    begin = max(0, m.start() - 120)
+    stops = [e.end() for e in re.finditer(r"[.!?;]\s", v.flat[begin:m.start()])]
+    return _NEGATION_WORDS.search(v.flat, begin + (stops[-1] if stops else 0), m.end()) is None
+
+
 EXFILTRATION = [
     *(flat(rf"\b(?P<verb>{_X_STRONG}|{_X_WEAK})\b{words_between(5)}(?P<obj>{obj})\b",
             _X_STRONG_W + " " + _X_WEAK_W, *words, check=requested) for obj, words in _X_MODEL.items()),
@@ -144,6 +162,19 @@ EXFILTRATION = [
                              rf"\b{_FILL_IN_RE}\b[^\n]{{0,120}}!\[[^\]\n]{{0,200}}"
                              r"\]\(\s*<?https?://[^)\s]{0,2000}[?&][\w.-]+=", re.I),
          gate(_FILL_IN), (("](",), ("?", "&")), "low_lines"),
+    # Asking the reader to say their card number, PIN or password out loud (to a caller, an
+    # agent, "to confirm"): no business asks that in a help text or a system's answer.
+    flat(rf"\b(?:read\W+(?:out|back|aloud)|tell\W+(?:us|me|the\W+\w+|our\W+\w+)|give\W+(?:us|me)|spell\W+out|"
+          rf"recite|say|dictate|confirm\W+by\W+(?:reading|giving|telling|saying))\b{words_between(3)}"
+          rf"{_PHISH_OWNER}\W+(?:\w+\W+)?{_PHISH_SECRET}\b",
+          "read tell give spell recite say dictate confirm", _PHISH_SECRET_W, check=_asked_for),
+    flat(r"\b(?:lies|lesen\W+sie|nenne|nennen\W+sie|sag|sage|sagen\W+sie|gib|geben\W+sie|buchstabiere|"
+          r"diktiere|diktieren\W+sie|bestätige|bestätigen\W+sie)\b(?:\W+\w+){0,4}?\W+"
+          r"(?:deine|ihre|seine|die|ihrer|seiner)\W+(?:\w+\W+)?(?:kartennummer|kreditkartennummer|pin|"
+          r"geheimzahl|passwort|kennwort|sicherheitscode|prüfnummer|tan|cvv|cvc)\b",
+          "lies lesen nenne nennen sag sage sagen gib geben buchstabiere diktiere diktieren bestätige "
+          "bestätigen", "kartennummer kreditkartennummer pin geheimzahl passwort kennwort sicherheitscode "
+          "prüfnummer tan cvv cvc", check=_asked_for),
 ]
 
 

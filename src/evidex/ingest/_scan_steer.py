@@ -372,4 +372,15 @@ ANSWER_STEERING = [
           "hinweis nachricht anweisung anweisungen achtung info liebe lieber liebes hallo hey", _AI_DE_W),
     flat(rf"(?:^|[.!?:;]\W*)an\W+(?:alle|die|den|das|jede[ns]?)\W+{_AI_DE}\W*[:,]", "an",
           "alle die den das jede jeden jedes", _AI_DE_W),
+    # Whoever relays the text told what to tell the customer: call a number given right there.
+    flat(r"\b(?:tell|ask|instruct|advise|urge|direct|get|have|remind)\W+(?:the\W+|our\W+|this\W+|every\W+|"
+          r"all\W+)?(?:customers?|users?|callers?|clients?|buyers?|shoppers?|person|them|him|her)\W+(?:to\W+)?"
+          r"(?:\w+\W+)?(?:call|phone|ring|dial|text|sms|whatsapp|contact|message)\b[^.!?]{0,40}?"
+          r"(?:\+?\d[\d ()./-]{5,30}\d|"
+          r"\b(?:this|that|the\W+following|the\W+number\W+(?:below|above))\W+number)",
+          "tell ask instruct advise urge direct get have remind",
+          "call phone ring dial text sms whatsapp contact message"),
+    flat(r"\b(?:sag|sage|sagen\W+sie|bitte|bitten\W+sie|fordere|fordern\W+sie|weise)\W+(?:den|die|dem)\W+"
+          r"(?:kunden|kundin|nutzer\w*|anrufer\w*|käufer\w*)\b[^.!?]{0,60}?(?:\+?\d[\d ()./-]{5,30}\d)",
+          "sag sage sagen bitte bitten fordere fordern weise", "kunden kundin nutzer* anrufer* käufer*"),
 ]

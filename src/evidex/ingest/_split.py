@@ -23,8 +23,9 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from ..model import DocumentError, Passage, Section
+from ._limits import WORDS_PER_DOCUMENT, check_words
 
-__all__ = ["SPLITS", "slugify", "split_key", "split_text"]
+__all__ = ["SPLITS", "markdown_sections", "slugify", "split_key", "split_text"]
 
 SPLITS: tuple[str, ...] = ("paragraph", "heading", "document")
 
@@ -47,7 +48,10 @@ def split_text(
 ) -> list[Passage]:
     """Passages of ``text``. ``sections`` (from HTML, Word or PDF loaders) replace the Markdown
     heading parse in heading mode and give every passage of the other modes the heading path,
-    anchor and page of the section it starts in."""
+    anchor and page of the section it starts in. A text of more words than a document may
+    hold, or a passage of more words than a passage may (``_limits``), is refused
+    (``DocumentError``): the loaders refuse such files first, one by one; this holds for
+    documents built in code too, and for passages only a split mode makes (a whole document)."""
     if mode not in SPLITS:
         raise DocumentError(f"split must be one of {', '.join(SPLITS)}, got {mode!r}")
     if mode == "heading" and (
@@ -55,13 +59,30 @@ def split_text(
         or max_section_chars < 1
     ):
         raise DocumentError(f"max_section_chars must be a positive int, got {max_section_chars!r}")
+    most = WORDS_PER_DOCUMENT.value()
+    if len(text) >= 2 * most:
+        try:
+            check_words(text, most)
+        except DocumentError:
+            raise WORDS_PER_DOCUMENT.refuse(f"the document holds more than {most:,} words") from None
     if sections:
-        return _split_sections(text, mode, max_section_chars, _cover(text, sections))
-    if mode == "paragraph":
-        return split_paragraphs(text)
-    if mode == "heading":
-        return split_headings(text, max_section_chars)
-    return _whole(text)
+        parts = _split_sections(text, mode, max_section_chars, _cover(text, sections))
+    elif mode == "paragraph":
+        parts = split_paragraphs(text)
+    elif mode == "heading":
+        parts = split_headings(text, max_section_chars)
+    else:
+        parts = _whole(text)
+    for p in parts:
+        check_words(p.text)
+    return parts
+
+
+def markdown_sections(text: str) -> tuple[Section, ...]:
+    """The sections of a Markdown text: one per heading (the text before the first heading,
+    if any, too), whole, with heading paths and anchors as heading mode gives them."""
+    return tuple(Section(p.start, p.end, p.heading_path, p.anchor)
+                 for p in split_headings(text, len(text) + 1))
 
 
 def split_key(mode: str, max_section_chars: int = DEFAULT_MAX_SECTION_CHARS,

@@ -1,14 +1,23 @@
-"""``POST /v1/answer``."""
+"""``POST /v1/answer``.
+
+The question's live lookups are started and waited for before a store handle is taken, and
+the wait suspends this request's task rather than holding a thread: a tool service that
+answers slowly (or never) holds neither the worker's few store handles nor its request
+threads, so every other request of the worker goes on as before.
+"""
 
 from __future__ import annotations
 
-import uuid
+from typing import Any
 
 from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 
+from ..tools import LiveSource
 from . import _operations
 from ._deps import ERRORS, Caller, Svc
+from ._handoff import issue_trace_id
 from ._logging import log_event
 from ._schemas import AnswerRequest, AnswerResponse
 
@@ -16,13 +25,23 @@ router = APIRouter(tags=["retrieval"])
 
 
 @router.post("/v1/answer", response_model=AnswerResponse, responses=ERRORS)
-def answer(body: AnswerRequest, who: Caller, svc: Svc) -> Response:
+async def answer(body: AnswerRequest, who: Caller, svc: Svc) -> Response:
     """An answer whose every sentence cites a passage the caller may read, or a decline
     with its reason and the handoff."""
-    with svc.pool.handle() as kb:
-        out = _operations.answer(kb, who.actor, body, svc.answer_settings, svc.generator)
-    # The id a handoff (and an operator reading the log) names this answer by.
-    out["trace_id"] = uuid.uuid4().hex
+    live: list[LiveSource] | None = None
+    if svc.tools is not None:
+        pending = svc.tools.start(svc.tools.asked(who.actor, body.question))
+        live = await pending.wait_async()
+
+    def run() -> dict[str, Any]:
+        with svc.pool.handle() as kb:
+            return _operations.answer(kb, who.actor, body, svc.answer_settings, svc.generator,
+                                      admin=who.admin, live=live)
+
+    out = await run_in_threadpool(run)
+    # The id a handoff (and an operator reading the log) names this answer by; only this
+    # caller's key can name it in a handoff.
+    out["trace_id"] = issue_trace_id(who)
     # The button needs a route and an answer that offers a person (answer.when_no_evidence:
     # say_so declines without offering one).
     out["handoff_available"] = (out["status"] == "declined" and svc.handoff is not None

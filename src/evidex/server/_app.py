@@ -77,7 +77,7 @@ def create_app(
     auth = Authenticator(settings)
     if not auth.configured:
         raise EvidexError("the server configuration defines no api_keys and no jwt: nobody could sign in")
-    factory, single = as_factory(kb, tools)
+    factory, single, toolbox = as_factory(kb, tools)
     pool = StorePool(factory, 1 if single else settings.store_handles)
     setup_logging()
 
@@ -101,7 +101,7 @@ def create_app(
     app.state.services = Services(
         pool=pool, answer_settings=answer_settings, generator=generator,
         fusion=(answer_settings or AnswerSettings()).fusion, sync=sync, drift=drift,
-        page=_page.render_page(settings), handoff=handoff, max_quote_chars=quote_chars)
+        page=_page.render_page(settings), handoff=handoff, max_quote_chars=quote_chars, tools=toolbox)
     app.openapi = lambda: _openapi(app, quote_chars)  # type: ignore[method-assign]
     app.add_exception_handler(EvidexError, _library_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..answer import AnswerSettings
 from ..retrieve import Fusion
+from ..tools import Toolbox
 from ._identity import Principal
 from ._pool import StorePool
 from ._schemas import Problem
@@ -55,6 +56,9 @@ class Services:
     max_quote_chars: int
     #: Sends handoffs to the configured person (``answer.handoff``); None: no route (501).
     handoff: Any = None
+    #: The live tools the handles share, so lookups run without a handle (None: unknown, the
+    #: handles make their own).
+    tools: Toolbox | None = None
 
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from the server configuration, or a JWT "

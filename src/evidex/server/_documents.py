@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, Response
 
 from ..model import DocumentView
 from ._deps import ADMIN_ERRORS, ERRORS, Admin, Caller, Svc, uniform_denial
+from ._operations import without_server_paths
 from ._schemas import DocumentResponse, Problem
 
 router = APIRouter()
@@ -31,7 +32,7 @@ async def document(document_id: str, who: Caller, svc: Svc) -> Response:
     if doc is None:
         await uniform_denial(started)
         raise HTTPException(404, "no such document is available to you")
-    return JSONResponse(doc.as_dict())
+    return JSONResponse(doc.as_dict() if who.admin else without_server_paths(doc.as_dict()))
 
 
 @router.delete("/v1/documents/{document_id:path}",

@@ -78,10 +78,10 @@ def build_server(kb: KnowledgeBase, who: Principal, *, answer_settings: AnswerSe
     def run(name: str, args: Any) -> dict[str, Any]:
         with lock:
             if name == "search":
-                return _operations.search(kb, who.actor, args, fusion)
+                return _operations.search(kb, who.actor, args, fusion, admin=who.admin)
             if name == "resolve":
                 return _operations.resolve(kb, who.actor, args)
-            return _operations.answer(kb, who.actor, args, answer_settings, generator)
+            return _operations.answer(kb, who.actor, args, answer_settings, generator, admin=who.admin)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[

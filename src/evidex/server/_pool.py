@@ -21,7 +21,9 @@ class StorePool:
 
     A KnowledgeBase serialises its reads on its connection's lock, so a handle serves one
     request at a time; a few handles let a slow request (an answer from a model server) not
-    hold up the searches behind it. Waiting longer than ``wait_s`` for a handle is a 503.
+    hold up the searches behind it. Waiting longer than ``wait_s`` for a handle is a 503. Live
+    lookups are never made while a handle is held (``_answer``, ``_tools``): a slow tool
+    service would otherwise hold the handles every other request of the worker needs.
     """
 
     def __init__(self, factory: Callable[[], KnowledgeBase], size: int, wait_s: float = 30.0) -> None:
@@ -64,15 +66,16 @@ class StorePool:
 
 
 def as_factory(kb: KnowledgeBase | Callable[[], KnowledgeBase] | str | Path,
-               tools: Toolbox | None = None) -> tuple[Callable[[], KnowledgeBase], bool]:
-    """(a factory of handles, whether it hands out the one handle given); handles opened from
-    a location share ``tools``."""
+               tools: Toolbox | None = None) -> tuple[Callable[[], KnowledgeBase], bool, Toolbox | None]:
+    """(a factory of handles, whether it hands out the one handle given, the toolbox the
+    handles share); handles opened from a location share ``tools``. A factory's handles share
+    ``tools`` when given (None: the service cannot make lookups apart from a handle)."""
     if isinstance(kb, KnowledgeBase):
-        return (lambda: kb), True
+        return (lambda: kb), True, kb.toolbox
     if isinstance(kb, str | Path):
         location = kb
         shared = tools if tools is not None else Toolbox(())
-        return (lambda: KnowledgeBase.open(location, tools=shared)), False
+        return (lambda: KnowledgeBase.open(location, tools=shared)), False, shared
     if callable(kb):
-        return kb, False
+        return kb, False, tools
     raise TypeError("create_app needs a KnowledgeBase, a factory of them, or a store location")

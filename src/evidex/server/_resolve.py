@@ -10,9 +10,11 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 
+from ..model import Resolution
+from ..tools import compare
 from . import _operations
 from ._deps import ERRORS, Caller, Svc, uniform_denial
-from ._schemas import Citation, ResolveBody, ResolveResponse
+from ._schemas import Citation, LiveCitation, ResolveBody, ResolveResponse
 
 router = APIRouter(tags=["retrieval"])
 
@@ -35,7 +37,16 @@ async def resolve(body: ResolveBody, who: Caller, svc: Svc) -> Response:
             return _operations.resolve(kb, who.actor, body)
 
     started = time.perf_counter()
-    result = await run_in_threadpool(check)
+    if isinstance(cited, LiveCitation) and svc.tools is not None:
+        # Looked up again without a store handle or a request thread held (as an answer's).
+        data = cited.model_dump()
+        again = svc.tools.resolving(who.actor, data)
+        if not isinstance(again, Resolution):
+            [now] = await svc.tools.start([again]).wait_async()
+            again = compare(now, data)
+        result = again.as_dict()
+    else:
+        result = await run_in_threadpool(check)
     if result["reason"] == "unavailable":
         await uniform_denial(started)
     return JSONResponse(result)

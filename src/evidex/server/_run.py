@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -22,10 +23,10 @@ from ..config import Config, ServerSettings, load_config
 from ..embed import QUERY_THREADS_ENV, THREADS_ENV, thread_count
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
-from ..notify import owners_hook
-from ..routes import HandoffRoute
-from ..sources import Scheduler, after_drift, drift, sync
+from ..notify import HandoffRoute
+from ..sources import Scheduler, after_drift, drift, owners_hook, sync
 from ..tools import Toolbox
+from ._handoff import TRACE_KEY_ENV
 from ._logging import log_failure, setup_logging
 
 __all__ = [
@@ -246,6 +247,9 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
         os.environ[THREADS_ENV] = str(max(1, (os.cpu_count() or 1) // workers))
     os.environ[DB_ENV] = str(Path(db).resolve()) if "://" not in db else db
     os.environ[CONFIG_ENV] = str(Path(config).resolve())
+    # One key for the trace ids of every worker: a handoff may reach another worker than the
+    # answer it names.
+    os.environ.setdefault(TRACE_KEY_ENV, secrets.token_hex(32))
     shown = f"[{host}]" if ":" in host else host
     print(f"evidex serving {os.environ[DB_ENV]} at http://{shown}:{port}/ "
           f"({workers} worker{'s' if workers != 1 else ''})", file=sys.stderr, flush=True)

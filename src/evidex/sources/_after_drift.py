@@ -3,8 +3,9 @@ schedule`` and the service's scheduler (``evidex serve``).
 
 In order: the configured drift webhook (``freshness.notify: {webhook: ...}``, when something
 drifted), the source owners' notices, then every hook registered in ``DRIFT_HOOKS``. The owners'
-step is ``notify``'s (``notify.owners_hook``), which sits above this package, so each caller
-hands it in; the order and the rest of the list live here only.
+step (``owners_hook``) needs a way to open the store and callers tell people differently (the
+command line prints every delivery), so each caller hands it in; the order and the rest of the
+list live here only.
 
 A step's failure is reported and never keeps the next step from running: a drift nobody hears
 about is the failure the check exists for.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..config import Config, Notify
-from ._notify import notify_webhook
+from ._owners import notify_webhook
 from ._sync import SyncReport
 
 __all__ = ["DRIFT_HOOKS", "DriftHook", "after_drift", "drift_webhook", "run_after_drift"]

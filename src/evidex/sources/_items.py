@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from ..config import FilesSource, PdfSource, RecordsSource, SourceDefaults, WebSource, WikiSource
-from ..ingest import FORMATS, load_document, read_file, split_text
+from ..ingest import FORMATS, check_text, load_document, markdown_sections, read_file
 from ..model import (
     Document,
     DocumentError,
     EvidexError,
     FetchError,
-    Section,
     SourceError,
     sha256_text,
 )
@@ -245,8 +244,8 @@ def wiki_page(doc: Document, rel: str) -> Document:
         secs = tuple(dataclasses.replace(s, heading_path=hierarchy + s.heading_path)
                      for s in doc.sections)
     else:
-        secs = tuple(Section(p.start, p.end, hierarchy + p.heading_path, p.anchor)
-                     for p in split_text(doc.text, "heading", max_section_chars=len(doc.text) + 1))
+        secs = tuple(dataclasses.replace(s, heading_path=hierarchy + s.heading_path)
+                     for s in markdown_sections(doc.text))
     return dataclasses.replace(doc, sections=secs)
 
 
@@ -292,6 +291,7 @@ def record_documents(data: bytes, source: RecordsSource, where: str) -> Content:
                     fields[name] = v
             v = _value(rec, f.version)
             fields["version"] = str(v) if v is not None else sha256_text(text)[:12]
+            check_text(text)
             docs.append(Document.from_mapping(fields))
         except (json.JSONDecodeError, EvidexError, TypeError) as exc:
             rejected.append((f"{where}:{n}", str(exc).splitlines()[0]))

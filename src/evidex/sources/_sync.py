@@ -23,9 +23,10 @@ from typing import Any, Literal
 
 from .._batch import checked_batch
 from ..config import Config, FilesSource, RecordsSource, SourceDefaults, WebSource
+from ..ingest import check_words
 from ..kb import KnowledgeBase
-from ..model import Document, EvidexError
-from ..routes import owner_name
+from ..model import Document, DocumentError, EvidexError
+from ..notify import owner_name
 from ..store import SourceEntry
 from ._items import (
     Content,
@@ -261,7 +262,10 @@ class _Run:
         for d in got.documents:
             key = (d.tenant, d.id)
             owner = self.owners.get(key)
-            if key in seen:
+            too_long = _too_long(d, source.split)
+            if too_long is not None:
+                rep.skipped.append(Skipped(item.name, too_long))
+            elif key in seen:
                 rep.skipped.append(Skipped(item.name, f"document id {d.id!r} is produced by another "
                                                      f"item of source {source.id!r} too"))
             elif owner is not None and owner != source.id:
@@ -309,6 +313,19 @@ class _Run:
             self.kb.remove(e.tenant, e.doc_id)
             self.stored.pop((e.tenant, e.doc_id), None)
             self.owners.pop((e.tenant, e.doc_id), None)
+
+
+def _too_long(doc: Document, split: str) -> str | None:
+    """Why ``doc`` is one passage longer than a passage may be (split ``document``: the loader
+    checked its paragraphs, not the document as one passage), else None; the item is skipped
+    rather than the batch refused at its write."""
+    if split != "document":
+        return None
+    try:
+        check_words(doc.text)
+    except DocumentError as exc:
+        return str(exc)
+    return None
 
 
 def _selected(config: Config, only: str | Sequence[str] | None) -> list[Source]:

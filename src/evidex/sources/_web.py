@@ -9,8 +9,8 @@ index.
 
 from __future__ import annotations
 
-import gzip
 import xml.etree.ElementTree as ET
+import zlib
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -64,6 +64,19 @@ def _get(client: httpx.Client, url: str, max_bytes: int,
         return resp, bytes(body)
 
 
+def _gunzip(body: bytes, max_bytes: int, url: str) -> bytes:
+    """A gzip sitemap inflated to at most ``max_bytes`` (a small file may inflate to gigabytes:
+    it is refused once past the bound, never inflated whole)."""
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflate.decompress(body, max_bytes + 1)
+    except zlib.error as exc:
+        raise SourceError(f"the sitemap {url} is not readable gzip: {exc}") from None
+    if len(out) > max_bytes or inflate.unconsumed_tail:
+        raise SourceError(f"the sitemap {url} inflates to more than max_bytes ({max_bytes})")
+    return out
+
+
 def _sitemap_urls(client: httpx.Client, url: str, max_bytes: int) -> list[str]:
     """Page URLs of a sitemap or a sitemap index (followed to its sitemaps), in file order."""
     todo, seen_maps, out = [url], set(), []
@@ -81,7 +94,7 @@ def _sitemap_urls(client: httpx.Client, url: str, max_bytes: int) -> list[str]:
         if resp.status_code != 200:
             raise SourceError(f"cannot fetch the sitemap {sm}: HTTP {resp.status_code}")
         if body[:2] == b"\x1f\x8b":
-            body = gzip.decompress(body)
+            body = _gunzip(body, max_bytes, sm)
         try:
             root = ET.fromstring(body)
         except ET.ParseError as exc:

@@ -22,7 +22,7 @@ from ._config import (
     unique_tool_ids,
 )
 from ._params import Bound
-from ._toolbox import LIVE_KIND, LiveSource, Pending, Toolbox
+from ._toolbox import LIVE_KIND, LiveSource, Pending, Toolbox, compare
 
 __all__ = [
     "CALLER_WORDS",
@@ -37,6 +37,7 @@ __all__ = [
     "check_origins",
     "check_tool_host",
     "check_tool_hosts",
+    "compare",
     "hosts_as_written",
     "names_caller",
     "origin",

@@ -20,12 +20,14 @@ from ..yamlfile import StrictModel
 
 __all__ = [
     "CALLER_WORDS",
+    "UNICODE_FLAG",
     "ToolConfig",
     "ToolParameter",
     "check_tool_host",
     "finder_source",
     "names_caller",
     "origin",
+    "pattern_flags",
 ]
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -122,15 +124,29 @@ def check_claim_names(claims: dict[str, str]) -> dict[str, str]:
     return claims
 
 
+#: A pattern that starts with this matches Unicode digits, letters and spaces (``\d`` the
+#: Arabic-Indic and full-width digits too); without it ``\d``, ``\w``, ``\s`` and ``\b`` are
+#: ASCII, so a value sent to a tool is the ASCII the system behind it expects.
+UNICODE_FLAG = "(?u)"
+
+
 def finder_source(pattern: str, prefix: str | None) -> str:
     """The regular expression that finds a parameter's value in a question (group ``_value``)."""
+    pattern = pattern.removeprefix(UNICODE_FLAG)
     return (rf"(?:{prefix})\s*(?P<_value>(?:{pattern}))" if prefix is not None
             else rf"(?P<_value>(?:{pattern}))")
 
 
-def _compile(pattern: str, ignore_case: bool, what: str) -> re.Pattern[str]:
+def pattern_flags(pattern: str, ignore_case: bool) -> re.RegexFlag:
+    """How a parameter's pattern (and its finder) is compiled: ASCII classes unless the pattern
+    starts with ``(?u)``."""
+    flags = re.IGNORECASE if ignore_case else re.NOFLAG
+    return flags if pattern.startswith(UNICODE_FLAG) else flags | re.ASCII
+
+
+def _compile(pattern: str, flags: re.RegexFlag, what: str) -> re.Pattern[str]:
     try:
-        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+        return re.compile(pattern.removeprefix(UNICODE_FLAG), flags)
     except re.error as exc:
         raise ValueError(f"{what} is not a valid regular expression: {exc}") from None
 
@@ -143,7 +159,8 @@ class ToolParameter(_Strict):
     """Where one URL parameter's value comes from.
 
     ``from: question``: found in the question by ``pattern`` (a list: tried in order, the first
-    that matches wins), optionally right after ``prefix`` ("size L"); a value given explicitly
+    that matches wins), optionally right after ``prefix`` ("size L"); ``\\d``, ``\\w`` and ``\\b``
+    are ASCII unless the pattern starts with ``(?u)``; a value given explicitly
     (an operator's call, a citation being resolved, a model's function call) must match a
     pattern as a whole. Without ``default`` the tool is only asked for when the value is found.
     ``from: actor``: the value of the verified claim ``claim`` of the actor (``Actor.claims``);
@@ -172,11 +189,11 @@ class ToolParameter(_Strict):
         if not self.patterns:
             raise ValueError("a parameter from: question needs a pattern")
         if self.prefix is not None:
-            _compile(self.prefix, self.ignore_case, "prefix")
+            _compile(self.prefix, re.IGNORECASE if self.ignore_case else re.NOFLAG, "prefix")
         for i, p in enumerate(self.patterns):
-            _compile(p, self.ignore_case, f"pattern {i + 1}")
-            _compile(finder_source(p, self.prefix), self.ignore_case,
-                     f"pattern {i + 1} after its prefix")
+            flags = pattern_flags(p, self.ignore_case)
+            _compile(p, flags, f"pattern {i + 1}")
+            _compile(finder_source(p, self.prefix), flags, f"pattern {i + 1} after its prefix")
         if self.default is not None and (not _SAFE_DEFAULT.match(self.default)
                                          or set(self.default) == {"."}):
             raise ValueError("default must be 1-64 letters, digits or . _ ~ - (it goes into the URL "
@@ -205,6 +222,9 @@ class ToolConfig(_Strict):
     timeout_ms: int = Field(default=2000, ge=1, le=60_000)
     retries: int = Field(default=1, ge=0, le=5)
     max_response_bytes: int = Field(default=65_536, ge=16, le=16 * 1024 * 1024)
+    #: Lookups of this tool under way at once in one process; one more is declined at once
+    #: (``tool_unavailable``), so a slow service holds at most this many of the lookup threads.
+    max_concurrent: int = Field(default=8, ge=1, le=64)
     tenant: str = Field(min_length=1, max_length=256)
     groups: tuple[str, ...] = Field(min_length=1)
     visibility: Literal["public", "internal", "confidential", "restricted"]
@@ -232,6 +252,10 @@ class ToolConfig(_Strict):
     @classmethod
     def _url(cls, value: str, info: ValidationInfo) -> str:
         params: Mapping[str, ToolParameter] = info.data.get("parameters") or {}
+        if any(ch.isspace() or not ch.isprintable() for ch in value):
+            # urlsplit drops tabs and line breaks silently: the URL would load and every call
+            # would then fail on the URL as written.
+            raise ValueError(f"must be a URL without spaces or control characters, got {value!r}")
         parts = urlsplit(_PLACEHOLDER.sub("x", value))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"must be an http:// or https:// URL template, got {value!r}")

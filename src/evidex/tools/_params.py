@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..model import Actor, EvidexError
-from ._config import ToolConfig, ToolParameter, finder_source
+from ._config import UNICODE_FLAG, ToolConfig, ToolParameter, finder_source, pattern_flags
 
 __all__ = ["MAX_VALUE_CHARS", "Bound", "bind", "explicit_values", "mentions", "question_values",
            "question_words"]
@@ -48,10 +48,11 @@ def mentions(tool: ToolConfig, words: tuple[str, ...]) -> bool:
 @lru_cache(maxsize=1024)
 def _finders(p: ToolParameter) -> tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]:
     """(finder in a question, whole-value check) per pattern, in order."""
-    flags = re.IGNORECASE if p.ignore_case else 0
     out = []
     for pattern in p.patterns:
-        out.append((re.compile(finder_source(pattern, p.prefix), flags), re.compile(pattern, flags)))
+        flags = pattern_flags(pattern, p.ignore_case)
+        out.append((re.compile(finder_source(pattern, p.prefix), flags),
+                    re.compile(pattern.removeprefix(UNICODE_FLAG), flags)))
     return tuple(out)
 
 

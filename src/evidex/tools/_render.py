@@ -1,5 +1,6 @@
-"""From a JSON response to the one line a lookup is cited by: fields picked by JSON pointer
-(RFC 6901), each a string, number or boolean, put into the tool's ``render`` template.
+"""From a JSON response to the one line a lookup is cited by: the body parsed within bounds,
+fields picked by JSON pointer (RFC 6901), each a string, number or boolean, put into the
+tool's ``render`` template.
 
 The template is filled by plain ``{name}`` substitution (never ``str.format``, whose
 ``{x.attr}`` and ``{x[0]}`` would reach into objects). Values are untrusted text: control
@@ -8,18 +9,43 @@ characters and line breaks become spaces, so a value cannot forge lines of an an
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..model import EvidexError
 
-__all__ = ["MAX_FIELD_CHARS", "fields_of", "pointer", "render", "scalar_text"]
+__all__ = ["MAX_FIELD_CHARS", "MAX_JSON_DEPTH", "fields_of", "parse_json", "pointer", "render", "scalar_text"]
 
 #: Longest field value taken from a response (a status or a date, not a document).
 MAX_FIELD_CHARS = 500
+#: Deepest nesting of arrays and objects read from a response (a lookup's answer is a record
+#: or two levels of them; Python's parser recurses per level and fails past about a thousand).
+MAX_JSON_DEPTH = 64
+#: A string (escapes included) or one bracket: what the nesting check walks over.
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _MISSING = object()
+
+
+def parse_json(body: bytes) -> Any:
+    """The response as JSON; ``EvidexError`` when it is not JSON or nests deeper than
+    ``MAX_JSON_DEPTH`` (checked on the bytes first, so nothing recurses past it)."""
+    if body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH:
+        depth = 0
+        for m in _TOKEN.finditer(body):
+            c = m.group()
+            if c in (b"[", b"{"):
+                depth += 1
+                if depth > MAX_JSON_DEPTH:
+                    raise EvidexError(f"the response nests JSON deeper than {MAX_JSON_DEPTH} levels")
+            elif c in (b"]", b"}"):
+                depth -= 1
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise EvidexError("the response is not valid JSON") from None
 
 
 def pointer(doc: Any, ptr: str) -> Any:

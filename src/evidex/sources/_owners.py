@@ -1,6 +1,7 @@
-"""Drift and conflict findings grouped per source owner, and sent to each owner's routes.
+"""What is sent after a drift check: the report to the drift webhook (``freshness.notify``),
+and the drift and conflict findings grouped per source owner, to each owner's routes.
 
-Each configured source may name an ``owner`` (see ``routes.Owner``). A drift report's sources and
+Each configured source may name an ``owner`` (see ``notify.Owner``). A drift report's sources and
 the open conflicts (each goes to the owners of both documents) are grouped by owner; every
 owner with findings gets one message on each of their routes. A route that fails is retried and
 reported (``NotifyReport``), and never keeps the other owners from being told.
@@ -8,19 +9,19 @@ reported (``NotifyReport``), and never keeps the other owners from being told.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from ..config import Config
 from ..kb import KnowledgeBase
 from ..model import Conflict, NotifyError
-from ..routes import Owner, owner_route
-from ..sources import SourceReport, SyncReport
-from ._send import Delivery, Message, deliver
+from ..notify import Delivery, Message, Owner, deliver, owner_route, send_webhook
+from ._sync import SourceReport, SyncReport
 
-__all__ = ["NotifyReport", "OwnerFindings", "findings_by_owner", "notify_owners", "owners_hook"]
+__all__ = ["NotifyReport", "OwnerFindings", "findings_by_owner", "notify_owners", "notify_webhook",
+           "owners_hook"]
 
 
 @dataclass
@@ -46,7 +47,6 @@ class OwnerFindings:
         subject = (f"evidex: {sum(s.drifted for s in self.sources)} drifted source(s), "
                    f"{len(self.conflicts)} open conflict(s)")
         payload = {"type": "evidex.owner_findings", "owner": self.owner.name,
-                   "sent_at": datetime.now(UTC).isoformat(timespec="seconds"),
                    "drift": drift, "conflicts": conflicts}
         return Message(subject, "\n".join(lines) + "\n", payload)
 
@@ -139,3 +139,17 @@ def owners_hook(open_kb: Callable[[], KnowledgeBase]) -> Callable[[SyncReport, C
 
     hook.__name__ = "notify_owners"
     return hook
+
+
+def notify_webhook(url: str, report: SyncReport, *, timeout: float = 10.0, attempts: int = 3,
+                   pause: float = 0.5, sleep: Callable[[float], None] = time.sleep) -> int:
+    """POST the report to the drift webhook (``freshness.notify.webhook``); returns the HTTP
+    status. A last failure raises rather than being logged and forgotten: a drift nobody hears
+    about is the failure the check exists for."""
+    made, error, status = send_webhook(url, report.as_dict(), timeout=timeout, attempts=attempts,
+                                       pause=pause, sleep=sleep)
+    if error is not None:
+        tries = f" ({made} attempts)" if made > 1 else ""
+        said = f"answered {error}" if error.startswith("HTTP ") else f"failed: {error}"
+        raise NotifyError(f"the drift webhook {url} {said}{tries}")
+    return status

@@ -1,55 +1,39 @@
 """Where evidex sends messages to people: a source owner's routes, the mail server, the
 handoff route (the ``owner``, ``server.smtp`` and ``answer.handoff`` settings of
-``knowledge.config.yaml``; ``config`` validates the file with these models, ``notify`` sends).
+``knowledge.config.yaml``; ``config`` validates the file with these models, ``_send`` sends).
 
 Secrets never sit in the file: a webhook's signing key and the mail server's credentials are
-named by environment variable. Also the checks every configured location goes through
-(``check_url``, ``resolve_path``, and for a source's include/exclude globs ``file_globs`` and
-``url_path_globs``), so a route's webhook and a source's URL are checked alike; and how every
-route is tried (``try_route``).
+named by environment variable. ``check_url`` is the check every configured URL goes through
+(a route's webhook, a source's pages), and ``resolve_path`` makes a configured path relative to
+the configuration file.
 """
 
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from .model import NotifyError
-from .yamlfile import StrictModel
+from ..yamlfile import StrictModel
 
-__all__ = ["HandoffRoute", "Owner", "Route", "SmtpSettings", "check_url", "file_globs", "handoff_text",
-           "owner_name", "owner_route", "resolve_path", "try_route", "url_path_globs"]
+__all__ = ["HandoffRoute", "Owner", "Route", "SmtpSettings", "check_url", "handoff_text", "owner_name",
+           "owner_route", "resolve_path"]
 
-_URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
-
-
-def try_route(send: Callable[[], None], attempts: int = 3, pause: float = 0.5,
-              sleep: Callable[[float], None] = time.sleep) -> tuple[int, str | None]:
-    """Call ``send`` until it does not raise ``NotifyError``, up to ``attempts`` times, pausing
-    ``pause``, 2x``pause``, ... in between. Every route (an owner's, a handoff's, the drift
-    webhook) is tried alike, so a receiver restarting loses nothing. Returns (the attempts made,
-    the last error, or None once one went through)."""
-    error = None
-    for n in range(1, max(1, attempts) + 1):
-        try:
-            send()
-            return n, None
-        except NotifyError as exc:
-            error = str(exc)
-            if n < attempts:
-                sleep(pause * 2 ** (n - 1))
-    return max(1, attempts), error
+#: scheme://host, then anything but whitespace and control characters (a URL is one token:
+#: whitespace inside it was a mistake of the file, and parsers strip some of it silently).
+_URL = re.compile(r"https?://[^\s/?#]+[^\s]*")
 
 
 _Strict = StrictModel
 
 
 def check_url(value: str) -> str:
-    if not _URL.match(value):
+    """An http(s) URL without whitespace or control characters anywhere (a line break at its
+    end included: ``re``'s ``$`` would let one through)."""
+    if any(ch.isspace() or not ch.isprintable() for ch in value):
+        raise ValueError(f"must be a URL without spaces or control characters, got {value!r}")
+    if not _URL.fullmatch(value):
         raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
     return value
 
@@ -59,24 +43,6 @@ def resolve_path(value: str, info: ValidationInfo) -> str:
     base = (info.context or {}).get("base")
     p = Path(value).expanduser()
     return str(p if p.is_absolute() or base is None else (Path(base) / p))
-
-
-def file_globs(patterns: tuple[str, ...]) -> tuple[str, ...]:
-    """Globs over paths relative to a source's folder: one with a leading "/" can never match,
-    and an exclude that silently excludes nothing indexes what it was meant to keep out."""
-    for p in patterns:
-        if p.startswith("/"):
-            raise ValueError(f"{p!r} never matches: patterns are relative to path (write {p.lstrip('/')!r})")
-    return patterns
-
-
-def url_path_globs(patterns: tuple[str, ...]) -> tuple[str, ...]:
-    """Globs over URL paths, which start with "/": a pattern with a "/" that starts otherwise
-    (not "/", "*" or a class) can never match, and an include matching nothing empties the source."""
-    for p in patterns:
-        if "/" in p and p[0] not in "/*[":
-            raise ValueError(f"{p!r} never matches: URL paths start with '/' (write {'/' + p!r})")
-    return patterns
 
 
 _EMAIL = re.compile(r"^[^@\s<>,;]+@[^@\s<>,;]+\.[^@\s<>,;.]+$")
