@@ -43,6 +43,10 @@ from evidex.decide._types import STRICT, Asked, asked, matches, stated
     ("Kann ich telefonisch bestellen?", "yesno", None),
     ("What analytics tool do you use on the website?", "other", None),
     ("Versandkosten Österreich", "price", None),
+    ("What was Acme Outdoor's revenue last year?", "price", None),
+    ("What age is the Scout 12 backpack for?", "count", None),
+    ("Ab welchem Alter darf man ein Zelt mieten?", "count", None),
+    ("Within how many days are returns accepted?", "duration", None),
     ("opening hours Leipzig", "time", None),
 ])
 def test_question_kinds(question: str, kind: str, dimension: str | None) -> None:

@@ -55,7 +55,7 @@ CHOOSE_DEPTH = 6
 #: The scorer's features, in the order of ``Calibration.scorer``.
 FEATURES = ("similarity", "similarity_rel", "hubness", "passage_rel", "rank", "coverage",
             "coverage_rel", "typed", "antecedent", "identifier", "list_item", "log_words",
-            "proximity", "first", "cross_language", "label_match", "label_other")
+            "proximity", "first", "label_match", "label_other")
 #: A sentence that states a condition or exception of the one before it.
 _CONDITION = re.compile(
     r"^(?:unless|except|only|but|however|provided|if|as long as|this does not|this doesn't|"
@@ -209,8 +209,8 @@ def candidates(texts: Sequence[str], contexts: Sequence[Sequence[str]],
              float(identifier_only(text)), float(text.lstrip().startswith(("-", "*", "|", "•"))),
              math.log1p(len(_WORD.findall(text))), _proximity(text, mentions, question),
              float(sp.start == (support[i].sentences[0].start if support[i].sentences else 0)),
-             float(support[i].cross_language), float(named), float(other))
-        out.append(Candidate(i, sp, f, s, h, covs[k], bool(mentions), bool(f[9])))
+             float(named), float(other))
+        out.append(Candidate(i, sp, f, s, h, covs[k], bool(mentions), identifier_only(text)))
     return out
 
 
@@ -276,15 +276,19 @@ def _quotes(texts: Sequence[str], support: Sequence[PassageSupport], best: Candi
     # states a different value of one kind.
     weights = support[best.source].weights
     own = _stems(support[best.source], best.span) & weights.keys()
-    subject = max(own, key=lambda s: (weights[s], s)) if own else None
+    if not own:  # the quote shares no word with the question: nothing to compare it about
+        return [first], False
+    subject = max(own, key=lambda s: (weights[s], s))
     seen: set[int] = set()
     for c in sorted((c for c in cands if c.source != best.source), key=lambda c: -_rank(c, cal)):
         if c.source in seen or c.coverage < max(0.3, 0.6 * best.coverage):
             continue
         seen.add(c.source)
-        if subject is not None and subject not in _stems(support[c.source], c.span):
+        if subject not in _stems(support[c.source], c.span):
             continue
-        if _states_other(text[best.span.start:best.span.end], texts[c.source][c.span.start:c.span.end]):
+        # The values of the sentences scored, not of the antecedents read with them.
+        if _states_other(text[best.span.focus[0]:best.span.focus[1]],
+                         texts[c.source][c.span.focus[0]:c.span.focus[1]]):
             return [first, Quote(c.source, c.span.start, c.span.end)], True
     return [first], False
 

@@ -141,8 +141,11 @@ def spans(text: str, sentences: Sequence[tuple[int, int]], quotable: Sequence[bo
                 out.append(Span(sentences[a][0], sentences[b][1], (s, e), "steps"))
                 continue
         start, j = s, i
+        # A record line ("Price: 329.00 €.") is one attribute of a record, not what the next
+        # line refers to.
         while (j > 0 and i - j + 1 < max_sentences and _refers_back(text[sentences[j][0]:sentences[j][1]])
-               and quotable[j - 1] and not text[sentences[j - 1][1]:sentences[j][0]].count("\n\n")):
+               and quotable[j - 1] and not text[sentences[j - 1][1]:sentences[j][0]].count("\n\n")
+               and record_label(text[sentences[j - 1][0]:sentences[j - 1][1]]) is None):
             j -= 1
             start = sentences[j][0]
         out.append(Span(start, e, (s, e), "antecedent" if j < i else "sentence"))

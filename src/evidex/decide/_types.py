@@ -66,8 +66,9 @@ def _rx(pattern: str) -> re.Pattern[str]:
 # A question is typed by the phrase that opens its asking clause ("how long", "was kostet",
 # "what is your phone number"), tried in this order; a clause opened by nothing known is "other".
 _MONEY = (r"cost|costs|charge|charged|charges|fee|fees|price|prices|postage|deposit|surcharge|"
-          r"rent|rental|shipping\s+costs?|delivery\s+costs?")
-_GELD = r"kostet|kosten|gebühr|gebühren|preis|preise|porto|versandkosten|miete|pfand|aufpreis"
+          r"rent|rental|shipping\s+costs?|delivery\s+costs?|revenue|turnover|profit|salary|income|wage")
+_GELD = (r"kostet|kosten|gebühr|gebühren|preis|preise|porto|versandkosten|miete|pfand|aufpreis|umsatz|"
+         r"gewinn|gehalt|lohn")
 _TIME_UNITS = (r"seconds|minutes|hours|days|weeks|months|years|business\s+days|working\s+days|nights|"
                r"sekunden|minuten|stunden|tage|wochen|monate|jahre|werktage|nächte")
 _ID_NOUNS = (r"sku|iban|bic|article\s+number|product\s+number|item\s+number|order\s+number|"
@@ -83,7 +84,7 @@ _OPENINGS: tuple[tuple[str, str | None, str], ...] = (
     ("price", None, rf"how\s+much\b(?=[^?]*\b(?:{_MONEY}|pay|paid)\b)|how\s+expensive\b|"
                     rf"what\s+(?:does|do|did|will|would)\b[^?]*\bcost\b|"
                     rf"(?:what|how\s+much)(?:'s|\s+is|\s+are|\s+was)\s+(?:the\s+|a\s+|your\s+|"
-                    rf"my\s+)?(?:[\w-]+\s+){{0,3}}(?:{_MONEY})\b|"
+                    rf"my\s+)?(?:[\w'’-]+\s+){{0,3}}(?:{_MONEY})\b|"
                     rf"was\s+(?:kostet|kosten|zahle|zahlt|bezahle)\b|wie\s+teuer\b|"
                     rf"wie\s+viel\b(?=[^?]*\b(?:{_GELD}|zahle|zahlt|bezahlen|bezahle)\b)|"
                     rf"wie\s+hoch\s+(?:ist|sind)\s+(?:die|der|das)\s+[\wäöüß-]*(?:{_GELD})\b"),
@@ -147,7 +148,8 @@ _OPENINGS: tuple[tuple[str, str | None, str], ...] = (
                       r"kontaktiere)\s+ich\b"),
     ("count", None, r"how\s+(?:many|often|old)\b|how\s+much\b|(?:what\s+is\s+)?the\s+number\s+of\b|"
                     r"wie\s+viele?\b|"
-                    r"wie\s+oft\b|wie\s+alt\b|(?:die\s+)?anzahl\b"),
+                    r"wie\s+oft\b|wie\s+alt\b|(?:die\s+)?anzahl\b|(?:at\s+|from\s+)?(?:what|which)\s+age\b|"
+                    r"(?:ab\s+)?welchem\s+alter\b"),
     ("procedure", None, r"how\s+(?:do|can|should|would|could|must|may)\s+(?:i|we|you|one)\b|how\s+to\b|"
                         r"what\s+(?:should|do|must|can|could)\s+(?:i|we)\s+do\b|what\s+(?:are|"
                         r"is)\s+the\s+steps?\b|"
