@@ -172,7 +172,8 @@ def _record(kb: KnowledgeBase, qs: QuestionSet, q: Question, kind: str) -> dict:
                           "typed": c.typed, "identifier": c.identifier,
                           "label": _labelled(q, c, h.document_id, h.quote)})
     return {"id": q.id, "kind": kind, "expected": sorted(q.expected),
-            "top": [h.document_id for h in res], "asked": res.question.asked.kind if res.question else "other",
+            "top": [h.document_id for h in res],
+            "asked": res.question.asked.kind if res.question else "other",
             "strict": bool(res.question and res.question.asked.strict),
             "topic": None if res.topic is None else res.topic.score, "cands": cands}
 
@@ -260,7 +261,8 @@ def rates(data: dict[str, list[dict]], scorer: np.ndarray, on_topic: float, bear
             best = _choose(r, scorer) if r["topic"] is not None and r["topic"] >= on_topic else None
             answered = best is not None and best["similarity"] is not None and _bearing(best, cal) >= bearing
             kind = _kind(r)
-            hit[kind].append(answered and best["doc"] in r["expected"] if kind == "answerable" else not answered)
+            ok = answered and best["doc"] in r["expected"] if kind == "answerable" else not answered
+            hit[kind].append(ok)
             if kind != "answerable":
                 hit[f"{kind} (on topic)"].append(r["topic"] is None or r["topic"] < on_topic)
         out[name] = {k: sum(v) / len(v) for k, v in hit.items()}
@@ -299,7 +301,8 @@ def fit(embedder: str, sets: tuple[str, ...]) -> None:
     print("\ncurve (answer_bearing: least off-topic declined | per set answerable / deleted / ooc declined):")
     for t, share, r in curve[::4]:
         print(f"  {t:.4f}: {share:.3f} | " + " | ".join(
-            f"{n[:5]} {v.get('answerable', math.nan):.2f}/{v.get('deleted', math.nan):.2f}/{v.get('ooc', math.nan):.2f}"
+            f"{n[:5]} {v.get('answerable', math.nan):.2f}/{v.get('deleted', math.nan):.2f}"
+            f"/{v.get('ooc', math.nan):.2f}"
             for n, v in r.items()))
 
 

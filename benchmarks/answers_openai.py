@@ -90,7 +90,8 @@ def main() -> None:
                 continue
             counts["answerable"][0] += reached
             counts["answerable"][1] += 1
-            if {h.document_id for h in kb.search(qs.actor, text, limit=6, rerank=True, limits=QUESTION_LIMITS)} & q.expected:
+            found = kb.search(qs.actor, text, limit=6, rerank=True, limits=QUESTION_LIMITS)
+            if {h.document_id for h in found} & q.expected:
                 counts["answerable_found"][0] += reached
                 counts["answerable_found"][1] += 1
         out[name] = {k: {"n": n, "rate": round(ok / n, 4) if n else None} for k, (ok, n) in counts.items()}

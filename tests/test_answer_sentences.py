@@ -65,7 +65,8 @@ def test_words_of_the_title_do_not_choose_between_sentences() -> None:
 def test_a_word_found_in_one_sentence_chooses_it() -> None:
     text = "Our shop opened in 1990. Worn jackets cannot be returned."
     srcs, sup = one(["can", "i", "return", "a", "worn", "jacket"], text)
-    assert extract(srcs, sup, "Can I return a worn jacket?")["answer"] == "Worn jackets cannot be returned. [1]"
+    got = extract(srcs, sup, "Can I return a worn jacket?")["answer"]
+    assert got == "Worn jackets cannot be returned. [1]"
 
 
 def test_a_table_header_row_is_not_quoted_its_rows_are() -> None:

@@ -55,7 +55,8 @@ def test_question_kinds(question: str, kind: str, dimension: str | None) -> None
 
 def test_the_asking_sentence_decides() -> None:
     # "when" in a subordinate clause does not make a question about a time.
-    assert asked("What should I do if the box looks crushed when the courier hands it over?").kind == "procedure"
+    question = "What should I do if the box looks crushed when the courier hands it over?"
+    assert asked(question).kind == "procedure"
     assert asked("I'm locked out after a few tries. How long do I have to wait?").kind == "duration"
     # "phone" as a noun modifier is not a question for a phone number.
     assert asked("Which phone manufacturers adopted the format?").kind != "phone"
@@ -68,7 +69,8 @@ def test_the_asking_sentence_decides() -> None:
     ("Wie lange gilt der Gutschein?", "Gutscheine sind 6 Monate gültig.", True),
     ("What does the jacket cost?", "Price: 329.00 €.", True),
     ("What does the jacket cost?", "SKU JK-1107.", False),
-    ("Is return shipping from Austria free? How much is it?", "Returns from Austria are free of charge.", True),
+    ("Is return shipping from Austria free? How much is it?",
+     "Returns from Austria are free of charge.", True),
     ("How heavy is the tent?", "Four-person family tent, 14.5 kg, standing height 195 cm.", True),
     ("How heavy is the tent?", "Four-person family tent with two sleeping cabins.", False),
     ("How tall is the tower?", "The tower is 368 Metern high.", True),

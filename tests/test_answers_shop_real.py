@@ -12,9 +12,9 @@ import pytest
 from evidex import Actor, KnowledgeBase
 from evidex.decide import in_context
 from evidex.decide._support import coverage
-from evidex.kb import QUESTION_LIMITS
 from evidex.embed import DEFAULT_EMBEDDER, default_cache_path
 from evidex.ingest import load_paths
+from evidex.kb import QUESTION_LIMITS
 
 pytestmark = pytest.mark.slow
 

@@ -128,7 +128,8 @@ def test_identifier_lines_and_record_labels() -> None:
 
 
 def test_shown_text_drops_markdown_but_keeps_words() -> None:
-    assert shown("We ship them **delivered duty paid**: no fees.") == "We ship them delivered duty paid: no fees."
+    got = shown("We ship them **delivered duty paid**: no fees.")
+    assert got == "We ship them delivered duty paid: no fees."
     assert shown("## ERR-401: Please sign in") == "ERR-401: Please sign in"
     assert shown("- **Summit:** _free_ shipping, snake_case kept") == "Summit: free shipping, snake_case kept"
     assert shown("| Zone 1 (Germany) | 4.95 € |") == "Zone 1 (Germany); 4.95 €"
@@ -175,11 +176,13 @@ def test_a_condition_right_after_the_quote_belongs_to_it() -> None:
     texts = ["You can return items within 30 days of delivery. Only unworn items can be returned. "
              "Refunds take a week."]
     got = decide_on("how many days do i have to return an item", texts)
-    assert quoted(got, texts) == ["You can return items within 30 days of delivery. Only unworn items can be returned."]
+    assert quoted(got, texts) == [
+        "You can return items within 30 days of delivery. Only unworn items can be returned."]
 
 
 def test_sources_that_state_different_values_are_both_quoted() -> None:
-    texts = ["Returns are accepted within 30 days of delivery.", "Returns are accepted within 14 days of delivery."]
+    texts = ["Returns are accepted within 30 days of delivery.",
+             "Returns are accepted within 14 days of delivery."]
     got = decide_on("within how many days are returns accepted", texts)
     assert got.disagree and len(got.quotes) == 2
     same = ["Returns are accepted within 30 days of delivery.", "Returns are accepted within 30 days."]
@@ -196,7 +199,8 @@ def test_below_the_threshold_is_weak_evidence() -> None:
 
 def test_with_vectors_the_closest_span_in_meaning_answers() -> None:
     texts = ["Returns are free. You have 30 days to send an item back."]
-    picks = {"Returns are free.": np.array([1.0, 0.0]), "You have 30 days to send an item back.": np.array([0.0, 1.0])}
+    picks = {"Returns are free.": np.array([1.0, 0.0]),
+             "You have 30 days to send an item back.": np.array([0.0, 1.0])}
 
     def vectors(items: list[str]) -> np.ndarray:
         return np.stack([picks[t.split("\n")[-1]] for t in items])

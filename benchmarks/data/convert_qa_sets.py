@@ -1,8 +1,9 @@
 """Convert fetched extractive-QA data into the evidex qa_sets layout (corpus/queries/qrels).
 
 Split rule (all sets): articles/documents are sorted by sha256(title) (within a stratum where
-stated) and alternately assigned to "dev" and "test", so each split gets half the articles. Every answer span is checked to occur verbatim in its
-paragraph; questions whose span cannot be placed are dropped and counted.
+stated) and alternately assigned to "dev" and "test", so each split gets half the articles. Every
+answer span is checked to occur verbatim in its paragraph; questions whose span cannot be placed
+are dropped and counted.
 """
 from __future__ import annotations
 
@@ -17,6 +18,14 @@ from pathlib import Path
 SRC = Path("/tmp/qa/src")
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "/work/data")
 csv.field_size_limit(10**9)
+
+
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def h(s: str) -> int:
@@ -84,13 +93,13 @@ class Writer:
 
     def stats(self) -> dict:
         c = collections.Counter((q["kind"], q["split"], q["language"]) for q in self.queries)
-        psplit = collections.Counter()
         qsplit_pid = {}
         for q in self.queries:
             for pid in q["answers"]:
                 qsplit_pid[pid] = q["split"]
         return {"passages": len(self.corpus),
-                "passages_by_language": dict(collections.Counter(p["language"] for p in self.corpus.values())),
+                "passages_by_language": dict(
+                    collections.Counter(p["language"] for p in self.corpus.values())),
                 "questions": len(self.queries),
                 "by_kind_split_language": {"/".join(k): v for k, v in sorted(c.items())},
                 "dropped": dict(self.dropped)}
@@ -99,11 +108,12 @@ class Writer:
 def verify(name: str) -> dict:
     """Independent re-read of the written folder: every span verbatim, qrels consistent."""
     d = OUT / name
-    corpus = {json.loads(line)["_id"]: json.loads(line) for line in open(d / "corpus.jsonl", encoding="utf-8")}
-    queries = [json.loads(line) for line in open(d / "queries.jsonl", encoding="utf-8")]
+    corpus = {row["_id"]: row for row in _jsonl(d / "corpus.jsonl")}
+    queries = _jsonl(d / "queries.jsonl")
     qrels = set()
     for split in ("dev", "test"):
-        rows = list(csv.reader(open(d / "qrels" / f"{split}.tsv", encoding="utf-8"), delimiter="\t"))
+        text = (d / "qrels" / f"{split}.tsv").read_text(encoding="utf-8")
+        rows = list(csv.reader(text.splitlines(), delimiter="\t"))
         assert rows[0] == ["query-id", "corpus-id", "score"]
         qrels |= {(split, r[0], r[1]) for r in rows[1:]}
     ok = bad = 0
@@ -133,8 +143,9 @@ def verify(name: str) -> dict:
 # ---------------------------------------------------------------- SQuAD 2.0 train (head)
 def squad2_train_head(q_keep_percent: int = 61) -> Writer:
     w = Writer("squad2_train_head")
-    data = json.load(open(SRC / "phong_train.json", encoding="utf-8"))["data"]
-    has_ooc = {a["title"].replace("_", " "): any(q.get("is_impossible") for p in a["paragraphs"] for q in p["qas"])
+    data = _json(SRC / "phong_train.json")["data"]
+    has_ooc = {a["title"].replace("_", " "):
+               any(q.get("is_impossible") for p in a["paragraphs"] for q in p["qas"])
                for a in data}
     splits = assign_splits(has_ooc, stratum=lambda t: has_ooc[t])
     for ai, art in enumerate(data):
@@ -167,7 +178,7 @@ def squad2_train_head(q_keep_percent: int = 61) -> Writer:
 def germanquad_test() -> Writer:
     w = Writer("germanquad_test")
     seen = set()
-    parts = [json.load(open(SRC / "jk" / f"{f}.json", encoding="utf-8"))["data"]
+    parts = [_json(SRC / "jk" / f"{f}.json")["data"]
              for f in ("base_NOT", "base_DIS", "base_ONE")]
     splits = assign_splits(p["context"].split("\n", 1)[0].strip()
                            for data in parts for a in data for p in a["paragraphs"])
@@ -199,7 +210,7 @@ def germanquad_test() -> Writer:
                     w.question(qid, qa["question"], "de", split, pid, best)
     # hand-written unanswerable questions on GermanQuAD test paragraphs (NOT.json)
     ctx2pid = {p["text"]: pid for pid, p in w.corpus.items()}
-    for i, art in enumerate(json.load(open(SRC / "jk" / "NOT.json", encoding="utf-8"))["data"]):
+    for i, art in enumerate(_json(SRC / "jk" / "NOT.json")["data"]):
         for par in art["paragraphs"]:
             pid = ctx2pid[par["context"]]
             split = splits[w.corpus[pid]["title"]]
@@ -225,7 +236,8 @@ def subjqa(max_questions: int = 3000) -> Writer:
         for part in ("train", "dev", "test"):
             p = SRC / "subjqa" / dom / f"{part}.csv"
             if p.exists():
-                rows += list(csv.DictReader(open(p, encoding="utf-8", newline="")))
+                with open(p, encoding="utf-8", newline="") as f:
+                    rows += list(csv.DictReader(f))
     by_q = collections.defaultdict(list)
     for r in rows:
         by_q[r["q_review_id"]].append(r)
@@ -275,7 +287,7 @@ def subjqa(max_questions: int = 3000) -> Writer:
 # ---------------------------------------------------------------- COVID-QA (2020-04-23 file)
 def covidqa(min_chunk: int = 300, max_passages: int = 3000) -> Writer:
     w = Writer("covidqa")
-    data = json.load(open(SRC / "covid_200423.json", encoding="utf-8"))["data"]
+    data = _json(SRC / "covid_200423.json")["data"]
     arts = []
     for art in data:
         par = art["paragraphs"][0]
@@ -306,7 +318,7 @@ def covidqa(min_chunk: int = 300, max_passages: int = 3000) -> Writer:
         total += len(a[2])
         chosen.append(a)
     splits = assign_splits(a[0] for a in chosen)
-    for ai, (title, ctx, bounds, qas) in enumerate(sorted(chosen, key=lambda a: a[0])):
+    for title, ctx, bounds, qas in sorted(chosen, key=lambda a: a[0]):
         split = splits[title]
         pids = []
         for ci, (s, e) in enumerate(bounds):
