@@ -574,13 +574,30 @@ class KnowledgeBase:
         kept, support = gated.kept, gated.kept_support
         vectors = qvec = probes = None
         if results.fallback is None and self.store.embedder != "none":
-            vectors, qvec, probes = self.embed_passages, self._query_vector(question), self._probes()
+            vectors, qvec = self._quotes_within(gated.trace), self._query_vector(question)
+            probes = self._probes()
         by_pid = {(h.document_id, h.passage): h for h in results}
         hits = [by_pid[(s.citation["document_id"], s.citation["passage"])] for s in kept]
         return decide.answer_bearing(
             [s.citation["quote"] for s in kept], [(h.title or "", *h.heading_path) for h in hits],
             [p for p in support if p is not None], results.question, self._calibration_now(),
             vectors, qvec, probes, [results.shift.of(h.language) for h in hits], max_sentences)
+
+    def _quotes_within(self, trace: dict[str, Any]) -> Callable[[list[str]], np.ndarray | None]:
+        """Embeds the candidate quotes (through the embedding cache) within a deadline of
+        ``vector_timeout_ms`` of its own: past it, None (the decision reads the quotes by their
+        words alone, as after a keyword fallback) and ``trace["fallback"]`` says so. The late
+        embedding still finishes into the cache, so the same quotes are fast next time."""
+        def embed(texts: list[str]) -> np.ndarray | None:
+            if self.vector_timeout_ms is None:
+                return self.embed_passages(texts)
+            got = retrieve.within(Deadline.start(self.vector_timeout_ms), "the quotes' embedding",
+                                  lambda: self.embed_passages(texts))
+            if isinstance(got, Fallback):
+                trace["fallback"] = got.as_dict()
+                return None
+            return got
+        return embed
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any]) -> Resolution:
         """Re-check a citation now: access, then version and fingerprint, then the quote. A

@@ -73,7 +73,8 @@ _LIST = 2
 #: Words between a stated value and the question's nearest word that count as "far".
 _FAR = 20
 
-Vectors = Callable[[list[str]], np.ndarray]
+#: Embeds texts on the passage side; None when it could not in time (then words alone decide).
+Vectors = Callable[[list[str]], np.ndarray | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,8 +189,9 @@ def candidates(texts: Sequence[str], contexts: Sequence[Sequence[str]],
         return []
     sims: list[float | None] = [None] * len(found)
     hubs: list[float | None] = [None] * len(found)
-    if vectors is not None and query is not None:
-        rows = vectors([in_context(t, contexts[i]) for i, _, t, _ in found])
+    rows = None if vectors is None or query is None else vectors(
+        [in_context(t, contexts[i]) for i, _, t, _ in found])
+    if rows is not None and query is not None:
         shift = [shifts[i] if i < len(shifts) else 0.0 for i, *_ in found]
         sims = [float(x) + s for x, s in zip((rows @ query).tolist(), shift, strict=True)]
         if probes is not None:
