@@ -9,13 +9,11 @@ Sets (``--set``; development data only, never SQuAD dev, XQuAD or MLQA test):
   cross_de_en, cross_en_de and ooc (near misses); splits dev/test as in the set.
 * ``encyclopedia-en``: the same with only the English paragraphs (``only_languages``), so German
   questions about translated paragraphs become German-to-English questions.
-* ``squad``: /work/shared/data/squad2-train-sample (SQuAD 2.0 *train*). The paragraphs of two
-  articles (Solar_energy, IPod) are left out of the collection and their questions become
-  out-of-collection questions (``ooc``); SQuAD 2.0's unanswerable questions are kind
-  ``ooc_adversarial`` (near-identical rewrites of answerable ones, reported apart). Splits as in
-  the data (half dev, half test by question id).
-* ``mlqa``: /work/shared/data/mlqa-dev-de (MLQA *dev*, German); about a fifth of the paragraphs
-  (chosen by the SHA-1 of their id) are left out and their questions become ``ooc``.
+* ``squad2``: benchmarks/data/squad2-train-head (the first ten articles of SQuAD 2.0 *train*,
+  see its README); its unanswerable questions are kind ``ooc`` (near misses written against
+  their own paragraph). Splits by article, half each.
+* ``covidqa``: benchmarks/data/covidqa (COVID-QA, April 2020 release: questions over CORD-19
+  papers cut into paragraphs; no unanswerable questions). Splits by paper, half each.
 * ``scifact``: BEIR SciFact, claims of ``train`` (split dev) or ``test`` (split test) against all
   abstracts (english analyzer, one passage per abstract), plus the calibration half (dev) or the
   held-out half (test) of benchmarks/data/off-topic-questions.txt as ``ooc``.
@@ -36,7 +34,7 @@ the same cache under ``<model>#query``, so a repeated run embeds nothing.
 from __future__ import annotations
 
 import atexit
-import hashlib
+import dataclasses
 import json
 import os
 import shutil
@@ -60,7 +58,6 @@ SHARED = Path("/work/shared/data")
 SCIFACT = SHARED / "beir" / "scifact"
 OFF_TOPIC = HERE / "data" / "off-topic-questions.txt"
 ACTOR = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
-SQUAD_LEFT_OUT = frozenset({"Solar_energy", "IPod"})
 #: The shipped case file: only its ``collection:`` and ``actors:`` are used (its cases are the
 #: held-out gate set), so the shop store is the one ``evidex eval --cases`` builds.
 SHOP_CASES = HERE.parent / "examples" / "eval" / "cases.yaml"
@@ -68,7 +65,9 @@ SHOP_CASES = HERE.parent / "examples" / "eval" / "cases.yaml"
 SHOP_ROOT = HERE.parent / "examples"
 SHOP_DEV = HERE / "data" / "shop-dev" / "queries.jsonl"
 SHOP_ACTOR = "customer"
-SETS = ("encyclopedia", "encyclopedia-en", "squad", "mlqa", "scifact", "shop")
+SQUAD2 = HERE / "data" / "squad2-train-head"
+COVIDQA = HERE / "data" / "covidqa"
+SETS = ("encyclopedia", "encyclopedia-en", "squad2", "covidqa", "scifact", "shop")
 
 
 @dataclass(frozen=True)
@@ -129,13 +128,9 @@ def load(name: str, split: str) -> QuestionSet:
         if name == "encyclopedia-en":
             qs = qs.only_languages({"en"})
         return _from_qa(qs, name)
-    if name == "squad":
-        qs = qa_sets.load(SHARED / "squad2-train-sample")
-        return _from_qa(qs, name, drop=lambda pid: pid.rsplit("-p", 1)[0] in SQUAD_LEFT_OUT,
-                        ooc_kind=lambda q: "ooc_adversarial")
-    if name == "mlqa":
-        qs = qa_sets.load(SHARED / "mlqa-dev-de")
-        return _from_qa(qs, name, drop=lambda pid: int(hashlib.sha1(pid.encode()).hexdigest()[:2], 16) < 52)
+    if name in ("squad2", "covidqa"):
+        return dataclasses.replace(_from_qa(qa_sets.load(SQUAD2 if name == "squad2" else COVIDQA), name),
+                                   analyzer=None)
     if name == "scifact":
         beir = load_beir(SCIFACT, "train" if split == "dev" else "test")
         off = [ln.strip() for ln in OFF_TOPIC.read_text().splitlines()

@@ -31,7 +31,7 @@ import evidex.embed
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, AnswerSettings, Document, EvidexError, KnowledgeBase, OpenAIConfig, SearchResults
 from evidex.answer import DECLINE_TEXT, SYSTEM_TEXT, gate, number_sources, token_counter
-from evidex.decide import passage_support, term_weights
+from evidex.decide._support import passage_support, term_weights
 from evidex.ingest import load_paths, scan
 from evidex.kb import QUESTION_LIMITS
 from evidex.query import get_analyzer, words

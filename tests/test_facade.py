@@ -138,9 +138,9 @@ def test_search_is_retrieve_search_then_decide_over_one_view(any_kb: KnowledgeBa
                        words=parse_query("alpha beta"), mode=mode, limit=4, depth=4, vector=qvec,
                        explain=True, evidence=True)
         ranking = search(view, any_kb._bm25, q)
-        want = evidence(view, q, ranking, any_kb._thresholds(),
+        want = evidence(view, q, ranking, any_kb._calibration_now(),
                         analyzer_for(any_kb.analyzer, q.keyword.own_language).terms,
-                        any_kb.embed_passages)
+                        any_kb._probes() if qvec is not None else None)
     assert [h.as_dict() for h in got] == [h.as_dict() for h in want.hits] and len(got) == 4
     assert (got.evidence, got.signals, got.terms) == (want.level, want.signals, tuple(q.keyword.terms))
 

@@ -266,7 +266,10 @@ def test_mixed_language_store_analyses_each_language(tmp_path: Path) -> None:
     assert auto_kw > exact_kw, (auto_kw, exact_kw)
     # Hybrid: the full encyclopedia's mixed view has auto above exact (benchmarks/RESULTS.md);
     # on these 106 questions, near the ceiling, each is within a few questions of the other.
+    # (The vector leg re-bases each language's cosines, which finds far more pages asked for in
+    # the other language; here it moves two same-language questions from rank 1 to 2: 0.940
+    # against 0.959 without it.)
     auto, exact = mrr(stores["auto"], questions), mrr(stores["exact"], questions)
-    assert auto >= 0.95 and exact >= 0.95, (auto, exact)
+    assert auto >= 0.93 and exact >= 0.93, (auto, exact)
     for kb in stores.values():
         kb.close()

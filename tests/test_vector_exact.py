@@ -40,6 +40,8 @@ from actors import PUBLIC_INTERNAL
 from backends import BACKENDS, Locator, locator
 from evidex import VISIBILITIES, Actor, Document, Filters, KnowledgeBase
 from evidex.embed import get_embedder
+from evidex.query import language_key
+from evidex.retrieve._vector import CENTRING
 from evidex.store import _vectors
 
 VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta")
@@ -87,24 +89,33 @@ class RefPassage:
 
 
 def ref_vector(docs: Sequence[Document], query: str) -> list[RefPassage]:
-    """Brute-force cosine of the query's hash-test vector with every passage of ``docs``."""
+    """Brute-force cosine of the query's hash-test vector with every passage of ``docs``,
+    re-based per language as the vector leg documents it (``retrieve._vector``): a passage in
+    language L gains CENTRING x (the highest of the query's cosines with a language's mean
+    passage vector - its cosine with L's), when ``docs`` hold more than one language."""
     emb = get_embedder("hash-test")
-    items = [(d.id, n, text) for d in docs for n, text in ref_passages(d)]
+    items = [(d.id, n, text, language_key(d.language)) for d in docs for n, text in ref_passages(d)]
     if not items:
         return []
-    vecs = emb.embed_passages([t for _, _, t in items])
+    vecs = emb.embed_passages([t for _, _, t, _ in items])
     q = emb.embed_queries([query])[0].astype(np.float64)
     cos = (vecs.astype(np.float64) * q).sum(axis=1)
-    return [RefPassage(d, n, float(c), v.tobytes())
-            for (d, n, _), c, v in zip(items, cos, vecs, strict=True)]
+    langs = sorted({lang for *_, lang in items})
+    shift = dict.fromkeys(langs, 0.0)
+    if len(langs) > 1:
+        mean = {lang: float(np.mean([c for c, (*_, la) in zip(cos, items, strict=True) if la == lang]))
+                for lang in langs}
+        shift = {lang: CENTRING * (max(mean.values()) - m) for lang, m in mean.items()}
+    return [RefPassage(d, n, float(c) + shift[lang], v.tobytes())
+            for (d, n, _, lang), c, v in zip(items, cos, vecs, strict=True)]
 
 
 def check_vector_ranking(got: Sequence[tuple[str, int, float]], ref: Sequence[RefPassage],
                          limit: int) -> None:
     """``got`` (document, passage, score) is the exact top ``limit`` of ``ref``.
 
-    Order: cosine descending; passages with equal vectors (an exact tie) by (document id,
-    passage); only different vectors whose cosines lie within float32 rounding may come in
+    Order: cosine descending; passages with equal vectors in one language (an exact tie) by
+    (document id, passage); only different vectors whose cosines lie within float32 rounding may come in
     either order, at the cut too.
     """
     by_key = {(r.doc, r.number): r for r in ref}
@@ -117,7 +128,7 @@ def check_vector_ranking(got: Sequence[tuple[str, int, float]], ref: Sequence[Re
 
     def before(a: RefPassage, b: RefPassage) -> bool:
         """May ``a`` be ranked above ``b``?"""
-        if a.vector == b.vector:
+        if a.vector == b.vector and a.cosine == b.cosine:  # one language: re-based alike
             return (a.doc, a.number) < (b.doc, b.number)
         return a.cosine >= b.cosine - NEAR
 

@@ -113,12 +113,13 @@ def test_a_vector_search_past_the_deadline_falls_back(
     assert store.search(STAFF, fresh("parcels austria")).fallback is None
 
 
-def test_sentence_vectors_past_the_deadline_fall_back_and_finish_into_the_cache(
+def test_quote_vectors_past_the_deadline_fall_back_and_finish_into_the_cache(
         store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The decision's sentence vectors (first meeting of a sentence) are part of the vector leg:
-    past the deadline the search is the keyword ranking, and the late embedding still fills the
-    cache, so the same search next time is fused. A plain search (no decision asked) embeds no
-    sentence at all, so it is never late for one."""
+    """The answer-bearing decision's quote vectors (first meeting of a sentence) have a deadline
+    of their own: past it the answer is decided by the quotes' words alone and its trace says
+    so, and the late embedding still fills the cache, so the same answer next time reads them
+    by meaning. A search (plain or with the on-topic decision) embeds no sentence at all, so it
+    is never late for one."""
     tag = uuid.uuid4().hex[:8]
     store.ingest([Document(id="gift", tenant="acme", groups=frozenset({"staff"}), version="1",
                            text=f"# Gift cards\n\nGift cards {tag} never expire and work online.")],
@@ -135,17 +136,18 @@ def test_sentence_vectors_past_the_deadline_fall_back_and_finish_into_the_cache(
 
     monkeypatch.setattr(embedder, "embed_passages", slow)
     store.vector_timeout_ms = 100
-    query = f"gift cards {tag} expire"
-    plain = store.search(STAFF, query)
-    assert asked == [] and plain.fallback is None and plain[0].document_id == "gift"
+    question = f"Do gift cards {tag} expire?"
+    for evidence in (False, True):
+        res = store.search(STAFF, question, evidence=evidence)
+        assert asked == [] and res.fallback is None and res[0].document_id == "gift"
     t0 = time.perf_counter()
-    res = store.search(STAFF, fresh(query), evidence=True)
-    assert time.perf_counter() - t0 < 0.45, "the search waited for the slow sentence embedding"
-    assert any(tag in t for t in asked), "the new sentence was not embedded at search time"
-    assert res.fallback is not None and res.fallback["reason"] == "vector_timeout"
-    assert "the sentence embedding did not finish" in res.fallback["detail"]
-    assert ranking(res) == ranking(store.search(STAFF, query, mode="keyword"))
-    assert res[0].document_id == "gift" and res.signals["similarity"] is None
+    ans = store.answer(STAFF, question)
+    assert time.perf_counter() - t0 < 0.45, "the answer waited for the slow quote embedding"
+    assert any(tag in t for t in asked), "the quotes were not embedded for the decision"
+    assert ans.trace is not None and ans.trace["fallback"] == {
+        "fallback": "keyword", "reason": "vector_timeout",
+        "detail": "the quotes' embedding did not finish within retrieval.vector.timeout_ms (100 ms)"}
+    assert ans.trace["decision"]["answer_bearing"]["threshold"] == store._calibration_now().keyword_coverage
     until = time.monotonic() + 10
     while not done and time.monotonic() < until:  # the late call finishes in the background
         time.sleep(0.02)
@@ -153,9 +155,10 @@ def test_sentence_vectors_past_the_deadline_fall_back_and_finish_into_the_cache(
     asked.clear()
     delay[0] = 0.0
     store.vector_timeout_ms = 30_000  # what is checked is the cache, not the machine's speed
-    again = store.search(STAFF, fresh(query), evidence=True)
-    assert again.fallback is None and again[0].document_id == "gift"
-    assert not any(tag in t for t in asked), "the late sentence vectors did not reach the cache"
+    again = store.answer(STAFF, question)
+    assert again.trace is not None and again.trace["fallback"] is None
+    assert again.trace["decision"]["answer_bearing"]["threshold"] == store._calibration_now().answer_bearing
+    assert not any(tag in t for t in asked), "the late quote vectors did not reach the cache"
 
 
 def test_an_answer_past_the_deadline_says_so_in_its_trace(

@@ -21,7 +21,7 @@ from ._batch import checked_batch, entries_by_document
 from .answer import GENERATORS, Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator
 from .check import CheckReport, check_store
 from .cite import resolve_citation
-from .decide import EVIDENCE_THRESHOLDS, EvidenceThresholds
+from .decide import Calibration, Probes, calibration, probe_texts
 from .embed import (
     DEFAULT_EMBEDDER,
     EMBEDDERS,
@@ -126,7 +126,7 @@ class KnowledgeBase:
         query_limits: QueryLimits = DEFAULT_LIMITS,
         bm25: BM25Params | None = None,
         embed_cache: EmbeddingCache | str | Path | None = None,
-        evidence: EvidenceThresholds | None = None,
+        calibration: Calibration | None = None,
         answer_settings: AnswerSettings | None = None,
         vector_timeout_ms: int | None = 4000,
         detect_conflicts: bool = True,
@@ -143,7 +143,8 @@ class KnowledgeBase:
         self._bm25 = BM25(bm25 or BM25Params())
         self._cache_arg = embed_cache
         self._cache: EmbeddingCache | None = embed_cache if isinstance(embed_cache, EmbeddingCache) else None
-        self._evidence = evidence
+        self._calibration = calibration
+        self._probe_vectors: dict[str, Probes] = {}
         self._query_vectors: QueryVectorCache = query_vectors
         self.answer_settings = answer_settings or AnswerSettings()
         #: Deadline of hybrid search's vector leg (query embedding plus vector search); past it,
@@ -475,15 +476,11 @@ class KnowledgeBase:
         if not q.evidence:
             return _results(q, ranking, ranking.hits[:q.limit])
         analyze = analyzer_for(self.store.analyzer, q.keyword.own_language).terms
-        found = decide.evidence(view, q, ranking, self._thresholds(), analyze, self.embed_passages)
-        if isinstance(found, Fallback):
-            q = dataclasses.replace(q, vector=found)
-            ranking = retrieve.search(view, self._bm25, q)
-            found = decide.evidence(view, q, ranking, self._thresholds(), analyze)
-        assert isinstance(found, decide.Evidence)  # without a query vector, never a fallback
+        probes = self._probes() if ranking.fallback is None and q.query_vector is not None else None
+        found = decide.evidence(view, q, ranking, self._calibration_now(), analyze, probes)
         res = _results(q, ranking, found.hits, found.level)
         res.signals, res.support, res.topic = found.signals, found.support, found.topic
-        res.question = found.question
+        res.question, res.shift = found.question, ranking.shift
         return res
 
     def _read(self, fn: Callable[[ReadView], T], tenant: str | None = None, at_least: int | None = None,
@@ -527,8 +524,20 @@ class KnowledgeBase:
         """The query's embedding, through the process-wide cache (see ``embed._queries``)."""
         return self._query_vectors.get(self.store.embedder, query, self._embedder().embed_queries)
 
-    def _thresholds(self) -> EvidenceThresholds:
-        return self._evidence or EVIDENCE_THRESHOLDS.get(self.store.embedder, EVIDENCE_THRESHOLDS["none"])
+    def _calibration_now(self) -> Calibration:
+        """The decisions' values: the ones given, else the store's model's."""
+        return self._calibration or calibration(self.store.embedder)
+
+    def _probes(self) -> Probes:
+        """The probe questions' vectors for the store's model (``decide._probes``), embedded
+        once ever through the embedding cache (query side) and kept per process."""
+        model = self.store.embedder
+        got = self._probe_vectors.get(model)
+        if got is None:
+            e = self._embedder()
+            got = self._probe_vectors[model] = Probes(self._embed_cache().embed(
+                f"{e.model_id}#query", e.dimension, list(probe_texts()), e.embed_queries))
+        return got
 
     def answer(
         self,
@@ -595,26 +604,50 @@ class KnowledgeBase:
             return gated
         bearing = None
         if generator == "extractive":
-            similar = None if mode == "keyword" else self._similar(question)
-            bearing = decide.answer_bearing([s.citation["quote"] for s in gated.kept],
-                                            gated.kept_support, results.question, similar,
-                                            st.max_sentences)
+            bearing = self._answer_bearing(question, results, gated, st.max_sentences)
         output = answer.generate(gated, bearing, gen)
         if isinstance(output, Answer):
             return output
         terms_of = self._analyzer.terms
-        checked = answer.verify(gated, output, terms_of)
+        checked = answer.verify(gated, output, terms_of, bearing)
         if isinstance(checked, Answer):
             return checked
         return answer.release(gated, checked,
                               [self.resolve(actor, s.citation, at_least=at_least) for s in checked.cited],
                               terms_of)
 
-    def _similar(self, question: str) -> Callable[[list[str]], list[float]]:
-        """Cosine of each sentence with ``question`` (sentences go through the cache)."""
-        def similar(texts: list[str]) -> list[float]:
-            return (self.embed_passages(texts) @ self._query_vector(question)).tolist()
-        return similar
+    def _answer_bearing(self, question: str, results: SearchResults, gated: answer.Gated,
+                        max_sentences: int) -> decide.AnswerBearing:
+        """The answer-bearing decision over the sources that passed the gate: their spans
+        embedded through the embedding cache and compared with the question's vector (none in
+        the keyword fallback)."""
+        kept, support = gated.kept, gated.kept_support
+        vectors = qvec = probes = None
+        if results.fallback is None and self.store.embedder != "none":
+            vectors, qvec = self._quotes_within(gated.trace), self._query_vector(question)
+            probes = self._probes()
+        by_pid = {(h.document_id, h.passage): h for h in results}
+        hits = [by_pid[(s.citation["document_id"], s.citation["passage"])] for s in kept]
+        return decide.answer_bearing(
+            [s.citation["quote"] for s in kept], [(h.title or "", *h.heading_path) for h in hits],
+            [p for p in support if p is not None], results.question, self._calibration_now(),
+            vectors, qvec, probes, [results.shift.of(h.language) for h in hits], max_sentences)
+
+    def _quotes_within(self, trace: dict[str, Any]) -> Callable[[list[str]], np.ndarray | None]:
+        """Embeds the candidate quotes (through the embedding cache) within a deadline of
+        ``vector_timeout_ms`` of its own: past it, None (the decision reads the quotes by their
+        words alone, as after a keyword fallback) and ``trace["fallback"]`` says so. The late
+        embedding still finishes into the cache, so the same quotes are fast next time."""
+        def embed(texts: list[str]) -> np.ndarray | None:
+            if self.vector_timeout_ms is None:
+                return self.embed_passages(texts)
+            got = retrieve.within(Deadline.start(self.vector_timeout_ms), "the quotes' embedding",
+                                  lambda: self.embed_passages(texts))
+            if isinstance(got, Fallback):
+                trace["fallback"] = got.as_dict()
+                return None
+            return got
+        return embed
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any], *,
                 at_least: int | None = None) -> Resolution:

@@ -630,8 +630,11 @@ class SearchResults(list[Hit]):
         #: (``decide.OnTopic``); None when not computed.
         self.topic: Any = None
         #: The question's facts the decision computed once (``decide.Question``: language,
-        #: whether it asks for a number, idf weights); None when not computed.
+        #: what it asks for, idf weights); None when not computed.
         self.question: Any = None
+        #: How the vector leg re-based each readable language's cosines
+        #: (``retrieve.LanguageShift``); None when not computed.
+        self.shift: Any = None
         #: Set when a hybrid search returned the keyword ranking instead: {"fallback":
         #: "keyword", "reason": "no_vectors" | "vector_timeout", "detail": ...}.
         self.fallback: dict[str, Any] | None = None

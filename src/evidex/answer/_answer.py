@@ -40,6 +40,12 @@ __all__ = ["GENERATORS", "RELATED", "Checked", "Gated", "gate", "generate", "num
 GENERATORS = ("extractive", "openai")
 #: Passages a declined answer offers as related reading, at most.
 RELATED = 3
+#: Why the answer-bearing decision declined -> (reason, detail).
+_NOT_ANSWER_BEARING = {
+    "not_stated": ("not_stated", "the passages are about the question, but none states what it asks for"),
+    "weak_evidence": ("weak_evidence", "no sentence of the passages answers the question closely enough"),
+    "no_quotable": ("no_answer_in_sources", "the passages hold no sentence that could be quoted"),
+}
 #: Declines after which no passage is offered: none was found, or the question asked for a
 #: live lookup that failed (passages about the same thing never stand in for live data).
 _NOTHING_RELATED = frozenset({"no_evidence", "tool_unavailable", "tool_needs_sign_in"})
@@ -172,9 +178,11 @@ def generate(gated: Gated, bearing: AnswerBearing | None = None,
         if bearing is None:
             raise EvidexError("the extractive generator writes what answer_bearing chose: pass it")
         gated.trace["decision"]["answer_bearing"] = {
-            "verdict": bearing.verdict, "disagree": bearing.disagree,
+            **bearing.as_dict(),
             "quotes": [{"n": gated.kept[q.source].n, "start": q.start, "end": q.end}
                        for q in bearing.quotes]}
+        if not bearing.verdict:
+            return gated.decline(*_NOT_ANSWER_BEARING[bearing.why or "no_quotable"])
         output: Any = extractive_answer(gated.kept, bearing)
     else:
         if openai is None:
@@ -188,9 +196,11 @@ def generate(gated: Gated, bearing: AnswerBearing | None = None,
     return output
 
 
-def verify(gated: Gated, output: Any, terms_of: Terms) -> Checked | Answer:
+def verify(gated: Gated, output: Any, terms_of: Terms,
+           bearing: AnswerBearing | None = None) -> Checked | Answer:
     """The output contract (``check_output``), with each sentence supported by a passage it
-    cites (``supporting_span``); a violation declines, never repaired."""
+    cites (``supporting_span``); a violation declines, never repaired. An extractive answer's
+    citations point at the spans ``bearing`` quoted (its text shows them without Markdown)."""
     by_n = {s.n: s for s in gated.kept}
     spans: dict[int, list[tuple[int, int]]] = {}
 
@@ -211,6 +221,10 @@ def verify(gated: Gated, output: Any, terms_of: Terms) -> Checked | Answer:
         return gated.decline("invalid_model_output", "; ".join(problems))
     if output["answer"].startswith(DISAGREE_TEXT):
         gated.trace["disagreement"] = sorted(set(output["citations"]))
+    if bearing is not None:
+        spans = {}
+        for q in bearing.quotes:
+            spans.setdefault(gated.kept[q.source].n, []).append((q.start, q.end))
     return Checked(output, spans, [by_n[n] for n in sorted(set(output["citations"]))])
 
 

@@ -1,6 +1,8 @@
-"""The extractive generator: no model, deterministic, writes the sentences the answer-bearing
-decision chose (``decide.answer_bearing``), verbatim with their [n] markers; when the sources
-disagree, "Sources disagree." first.
+"""The extractive generator: no model, deterministic, writes the spans the answer-bearing
+decision chose (``decide.answer_bearing``) with their [n] markers, as a reader should see them
+(``decide.shown``: no Markdown emphasis, heading marks, bullets or table pipes; the citation's
+offsets still point at the span in the source); when the sources disagree, "Sources disagree."
+first.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ import itertools
 import re
 from collections.abc import Sequence
 
-from ..decide import AnswerBearing
+from ..decide import AnswerBearing, shown
+from ..ingest import sentence_spans
 from ._types import Source
 
 __all__ = ["DISAGREE_TEXT", "extractive_answer"]
@@ -32,7 +35,10 @@ def extractive_answer(sources: Sequence[Source], bearing: AnswerBearing) -> dict
     ordered = sorted(quotes, key=lambda q: (first[q.source], q.start))
     for q in ordered:
         src = sources[q.source]
-        parts.append(f"{src.citation['quote'][q.start:q.end]} [{src.n}]")
+        # Each sentence of a quote (and each line: a step, a table row) carries the marker of
+        # its source, as the output contract reads sentences.
+        said = shown(src.citation["quote"][q.start:q.end])
+        parts.extend(f"{said[a:b]} [{src.n}]" for a, b in sentence_spans(said))
     # Each quote stays one sentence to the output contract: a quoted line without final
     # punctuation (a list item), or one before a quote that opens in lower case, ends with a
     # line break rather than a space.

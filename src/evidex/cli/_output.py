@@ -20,8 +20,8 @@ import typer
 
 from ..model import EvidexError
 
-__all__ = ["JsonOpt", "UsageError", "citation_line", "emit", "errors", "fail", "print_hits", "progress",
-           "safe"]
+__all__ = ["JsonOpt", "UsageError", "citation_line", "decision_lines", "emit", "errors", "fail",
+           "print_hits", "progress", "safe"]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
@@ -121,9 +121,45 @@ def print_hits(hits: Any, explain: bool) -> None:
 
 def citation_line(c: Mapping[str, Any]) -> str:
     """An answer citation's source line on a terminal: a live lookup with its tool and time, a
-    passage with its document, version and place (untrusted text made one printable line)."""
+    passage with its document, version and place (untrusted text made one printable line).
+    A citation without a number (a declined answer's related reading) is marked "-"."""
+    mark = f"[{c['n']}]" if "n" in c else "-"
     if c.get("kind") == "live":
-        return safe(f"  [{c['n']}] live lookup {c['tool']} at {c['fetched_at']} ({c['source_url']})")
+        return safe(f"  {mark} live lookup {c['tool']} at {c['fetched_at']} ({c['source_url']})")
     where = " > ".join(c["heading_path"]) or f"passage {c['passage']}"
-    return (f"  [{c['n']}] {safe(c['document_id'])} v{safe(c['version'])} #{c['passage']} "
+    return (f"  {mark} {safe(c['document_id'])} v{safe(c['version'])} #{c['passage']} "
             f"{safe(c['title'] or '')} ({safe(where)})")
+
+
+def decision_lines(trace: Mapping[str, Any]) -> list[str]:
+    """An answer trace's two decisions on a terminal: each passage read for "on topic" with its
+    score, the parts it is made of and the threshold, then the answer-bearing quote's score and
+    threshold (extractive answers only; a model decides that itself)."""
+    decision = trace.get("decision") or {}
+    out: list[str] = []
+    topic = decision.get("on_topic")
+    if topic is None:
+        out.append("on topic: not decided (no passage found)" if not trace.get("available")
+                   else "on topic: not decided")
+    else:
+        first = topic["passages"][0]["thresholds"]["score"] if topic["passages"] else None
+        out.append(f"on topic: {'yes' if topic['verdict'] else 'no'}"
+                   + (f" (a passage's score must reach {first:g})" if first is not None else ""))
+        for p in topic["passages"]:
+            parts = ", ".join(f"{k} {v:.3f}" for k, v in p["scores"].items()
+                              if k != "score" and v is not None)
+            lang = ", other language" if p["cross_language"] else ""
+            out.append(safe(f"  [{p['n']}] {p['document_id']} #{p['passage']}: "
+                            f"{p['scores']['score']:.3f} ({parts}{lang}) "
+                            f"{'on topic' if p['on_topic'] else 'below'}"))
+    bearing = decision.get("answer_bearing")
+    if bearing is not None:
+        verdict = "yes" if bearing["verdict"] else f"no ({bearing['why']})"
+        score = "" if bearing["score"] is None else (
+            f", quote score {bearing['score']:.3f} against {bearing['threshold']:g}")
+        quoted = " ".join(f"[{q['n']}]" for q in bearing["quotes"])
+        out.append(f"answer-bearing: {verdict}; asks for: {bearing['asked']}{score}"
+                   + (f"; quotes {quoted}" if quoted else ""))
+    elif topic is not None and topic["verdict"] and trace.get("generator") == "openai":
+        out.append("answer-bearing: decided by the model")
+    return out

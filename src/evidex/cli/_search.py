@@ -12,7 +12,7 @@ import typer
 from ..kb import KnowledgeBase
 from ..model import EvidexError
 from ..store import current_session
-from ._output import JsonOpt, citation_line, emit, errors, print_hits, safe
+from ._output import JsonOpt, citation_line, decision_lines, emit, errors, print_hits, safe
 from ._settings import AsOpt, ClaimOpt, GroupsOpt, TenantOpt, VisOpt, caller, open_kb, server_note, state
 
 
@@ -71,6 +71,9 @@ def ask(
     generator: Annotated[str | None, typer.Option(help="extractive or openai.")] = None,
     handoff: Annotated[str | None, typer.Option(help="How to reach a person when declining.")] = None,
     claim: ClaimOpt = None,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Show both decisions: each passage's on-topic score and the quote's "
+                          "answer-bearing score, each against its threshold.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer from the passages the caller may read and its live lookups, citing every claim, or decline."""
@@ -89,6 +92,11 @@ def ask(
         typer.echo(f"  reason: {ans.reason}")
         if ans.handoff:
             typer.echo(f"  {safe(ans.handoff)}")
+        if ans.related:
+            typer.echo("related reading (not an answer):")
+            typer.echo("\n".join(citation_line(c) for c in ans.related))
+    if explain:
+        typer.echo("\n".join(decision_lines(ans.trace or {})))
 
 
 @errors

@@ -2,59 +2,58 @@
 
 Two decisions, named and separate:
 
-* ``on_topic``: do the passages the caller may read cover the question's subject at all? It
-  gates every generator (a language model is called only for an on-topic question).
-* ``answer_bearing`` (extractive answers only): does a sentence state what is asked? A model
-  decides that itself, and its output is then checked sentence by sentence.
+* ``on_topic`` (``_topic``): do the passages the caller may read cover the question's subject
+  at all? It gates every generator (a language model is called only for an on-topic question).
+* ``answer_bearing`` (``_bearing``, extractive answers only): does a span of those passages
+  state what is asked, and which? A model decides that itself, and its output is then checked
+  sentence by sentence.
 
 Both read what ``evidence`` measures over a ``retrieve.Ranking``, computed only when asked (a
 search with ``evidence=True``, ``explain`` or the ranker, or an answer): the question's facts
-(``Question``: language, whether it asks for a number, idf weights), each passage's support
-(``_support``), the second-stage ranker (``_rerank``) and the comparison by meaning
-(``_meaning``).
+(``Question``: language, what it asks for, idf weights), each passage's support
+(``_support``), the second-stage ranker (``_rerank``) and each passage's closeness to questions
+in general (``_probes``). The values they compare with are per embedding model
+(``_calibration``).
 """
 
-from ._bearing import AnswerBearing, Quote, answer_bearing, choose_sentences
+from ._bearing import CHOOSE_DEPTH, FEATURES, AnswerBearing, Candidate, Quote, answer_bearing, candidates
+from ._calibration import CALIBRATIONS, Calibration, calibration
 from ._decide import Evidence, Question, depth, evidence, question
-from ._evidence import (
-    DECIDE_DEPTH,
-    EVIDENCE_THRESHOLDS,
-    EvidenceThresholds,
-    OnTopic,
-    PassageDecision,
-    answer_score,
-    on_topic,
-    supports,
-)
 from ._language import guess_language
 from ._meaning import SentenceVectors, in_context
+from ._probes import Probes, probe_texts
 from ._rerank import RERANK_DEPTH
-from ._support import PassageSupport, SentenceMatch, passage_support, term_weights
+from ._spans import shown
+from ._support import PassageSupport, SentenceMatch
+from ._topic import TOPIC_DEPTH, OnTopic, PassageDecision, on_topic
 
 __all__ = [
-    "DECIDE_DEPTH",
-    "EVIDENCE_THRESHOLDS",
+    "CALIBRATIONS",
+    "CHOOSE_DEPTH",
+    "FEATURES",
     "RERANK_DEPTH",
+    "TOPIC_DEPTH",
     "AnswerBearing",
+    "Calibration",
+    "Candidate",
     "Evidence",
-    "EvidenceThresholds",
     "OnTopic",
     "PassageDecision",
     "PassageSupport",
+    "Probes",
     "Question",
     "Quote",
     "SentenceMatch",
     "SentenceVectors",
     "answer_bearing",
-    "answer_score",
-    "choose_sentences",
+    "calibration",
+    "candidates",
     "depth",
     "evidence",
     "guess_language",
     "in_context",
     "on_topic",
-    "passage_support",
+    "probe_texts",
     "question",
-    "supports",
-    "term_weights",
+    "shown",
 ]

@@ -1,37 +1,31 @@
-"""Answer-bearing (extractive answers only): does a sentence of the passages state what is
-asked? Today's rule: the decision is the sentence choice itself; the passages are answer-bearing
-when it finds a sentence to quote (``answer_bearing``), and the quotes it chose are what the
-extractive generator writes.
+"""Answer-bearing (extractive answers only): does a sentence of the passages state what is asked,
+and which one?
 
-It reads the evidence the decision measured (``PassageSupport``: per passage, its sentences and
-how much of the question each covers, idf-weighted) and chooses, verbatim:
+The candidates are the quotable spans (``_spans``) of the first ``CHOOSE_DEPTH`` passages: each
+sentence, or a sentence with the one it refers to, or for a "how do I" question its run of
+steps. What the question asks for (``_types``) rules some out: a question for a duration, an
+amount, a count, a phone number ... is answered only by a span that states one (a span lacking
+it does not answer, however close in meaning), and a line that only names an identifier ("SKU
+JK-1310.") answers only a question for an identifier.
 
-1. the sentence that best answers: in each passage that is on topic, the sentence whose
-   question words are most informative, weighting each word by its idf in the collection and
-   by how few of the passage's sentences contain it (the topic, named in the title or in every
-   sentence, cannot tell them apart; sentences words cannot tell apart go to the one closest in
-   meaning, when compared, else the first); across passages, a passage in the question's
-   language before one in another language whenever one supports answering, and among them the
-   one whose best sentence is closest in meaning to the question (``_meaning``), else the
-   highest coverage, a better-ranked passage winning near-ties. When the question is in another
-   language than the passage, or shares no informative word with any of its sentences, words
-   cannot choose, and the sentence most similar in meaning to the question is taken
-   (``similar``, the embedding model), else the passage's first sentence;
-2. a second or third sentence only when it adds something: the sentence right after a quoted
-   one when it states a condition or exception ("unless", "except", "only if", "es sei denn",
-   ...); the rule a quoted exception qualifies ("There is one exception, ...": the nearest
-   sentence before it holding a question word, with those between); or a sentence about the
-   same subject (it shares a question word with the quote) that answers well on its own and
-   covers question words the quoted ones do not (from the same passage only when adjacent, so
-   each passage's quote is one contiguous span). Another source is not quoted merely because it
-   answers about as well: on short questions that is most sources of the topic;
-3. when another on-topic passage's best sentence is about the same thing (its own words hold
-   the most informative question word that the first quote's own words hold) and states a
-   different value of the same kind (a duration, period, time, price, percentage, date or
-   measured quantity: ``ingest.values``), the sources disagree and both are quoted.
+Among the rest, a linear scorer over a few features of each span (``FEATURES``: its cosine with
+the question, how much closer it is than the best, its hubness, its passage's rank and score,
+its idf-weighted word coverage, whether it states the asked kind and how near that value sits
+to the question's words, whether it is a record line whose label the question names, ...)
+picks the span to quote. The weights are per embedding model, fitted on development data
+(``_calibration``); a keyword-only store picks by coverage.
 
-Heading lines and title lines are never quoted (``_support``), nor a table's header row, nor
-sentences with markup, links or bracketed numbers, which the output contract would reject.
+The picked span answers when its own score
+
+    cosine(question, span) - hub_weight * hubness(span) + coverage_weight * coverage
+
+reaches the model's ``answer_bearing`` value (``_calibration``: the lowest at which 97 % of
+development off-topic questions are declined). A near miss (on topic, not stated) is declined
+by the kind it asks for and by the span read as a whole, not by a higher bar.
+
+A second span is quoted only when it adds to the first: the sentence right after it that states
+a condition or exception ("unless ...", "es sei denn ..."), or another passage's span about the
+same thing that states a different value of the asked kind ("Sources disagree.", both quoted).
 """
 
 from __future__ import annotations
@@ -41,192 +35,268 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..conflicts import disagreement, values
+from ..query import stem
+from ._calibration import Calibration
 from ._decide import Question
-from ._support import PassageSupport, SentenceMatch, coverage, has_number
+from ._meaning import in_context
+from ._probes import Probes
+from ._spans import Span, identifier_only, record_label, spans
+from ._support import PassageSupport, coverage
+from ._types import Mention, matches, stated
 
-__all__ = ["AnswerBearing", "Quote", "answer_bearing", "choose_sentences"]
+__all__ = ["CHOOSE_DEPTH", "FEATURES", "AnswerBearing", "Candidate", "Quote", "answer_bearing",
+           "bearing_score", "candidates"]
 
-#: Markup and links would break the output contract, and so would a bracketed number quoted
-#: from the source (reference lists such as "... since 1979 [14]."): the contract reads it as
-#: a citation marker of a source that was never provided.
-_SKIP = re.compile(r"<\s*/?\s*[a-zA-Z]|&[a-zA-Z]+;|https?://|www\.|\[\d{1,3}\]", re.IGNORECASE)
+#: Passages (by rank) whose spans may be quoted.
+CHOOSE_DEPTH = 6
+#: The scorer's features, in the order of ``Calibration.scorer``.
+FEATURES = ("similarity", "similarity_rel", "hubness", "passage_rel", "rank", "coverage",
+            "coverage_rel", "typed", "antecedent", "identifier", "list_item", "log_words",
+            "proximity", "first", "label_match", "label_other")
+#: A sentence that states a condition or exception of the one before it.
 _CONDITION = re.compile(
     r"^(?:unless|except|only|but|however|provided|if|as long as|this does not|this doesn't|"
     r"note|es sei denn|außer|ausgenommen|nur|aber|jedoch|allerdings|sofern|wenn|falls)\b"
     r"|\b(?:unless|except|only if|provided that|as long as|es sei denn|außer wenn|nur wenn|sofern)\b",
     re.IGNORECASE)
-#: A sentence that qualifies the one before it: it opens with a contrast or restriction, or
-#: names an exception ("There is one exception, ...").
-_QUALIFIES = re.compile(
-    r"^(?:unless|except|only|but|however|this does not|this doesn't|es sei denn|außer|ausgenommen|"
-    r"nur|aber|jedoch|allerdings)\b|\b(?:exceptions?|ausnahmen?)\b", re.IGNORECASE)
-#: A sentence from another passage counts as the better answer only when its coverage exceeds
-#: the better-ranked one's by this much.
-_RANK_MARGIN = 0.1
-#: A further sentence must add this much weighted coverage to be quoted for support.
-_MIN_GAIN = 0.2
-#: More values of one kind than this in a sentence are a list (see ``_states_other``).
+#: Markup and links would break the output contract, and so would a bracketed number quoted
+#: from the source (the contract reads it as a citation marker of a source never provided).
+_SKIP = re.compile(r"<\s*/?\s*[a-zA-Z]|&[a-zA-Z]+;|https?://|www\.|\[\d{1,3}\]", re.IGNORECASE)
+#: A Markdown table's header row: the line right after it is the row of dashes under it.
+_UNDER_HEADER = re.compile(r"[ \t]*\n[ \t]*\|?[ \t]*:?-{3,}")
+_WORD = re.compile(r"[^\W_]+")
+#: More values of one kind than this in a sentence are a list, not a value of one thing.
 _LIST = 2
-#: Below this coverage a sentence shares no informative word with the question.
-_NO_OVERLAP = 0.15
+#: Words between a stated value and the question's nearest word that count as "far".
+_FAR = 20
+
+#: Embeds texts on the passage side; None when it could not in time (then words alone decide).
+Vectors = Callable[[list[str]], np.ndarray | None]
 
 
 @dataclass(frozen=True, slots=True)
 class Quote:
-    """One quoted sentence: its passage (index into the passages decided on) and span in it."""
+    """One quoted span: its passage (index into the passages decided on) and span in it."""
 
     source: int
     start: int
     end: int
 
 
-#: A Markdown table's header row: the line right after it is the row of dashes under it.
-_UNDER_HEADER = re.compile(r"[ \t]*\n[ \t]*\|?[ \t]*:?-{3,}")
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A span that may be quoted, with what the decision read of it."""
+
+    source: int
+    span: Span
+    features: tuple[float, ...]
+    #: Cosine of the span (read with its passage's title and heading path) with the question,
+    #: on the passage language's footing; None in a keyword-only store.
+    similarity: float | None
+    hubness: float | None
+    coverage: float
+    #: States what the question asks for (its answer type).
+    typed: bool
+    identifier: bool
 
 
-def _quotable(text: str, m: SentenceMatch) -> bool:
-    """Not markup, and not a table's header row: it names the columns, like a heading, and
-    answers nothing on its own (the row below it that holds the question's words does).
-    (Questions, headings and title lines are no ``SentenceMatch`` at all: ``_support``.)"""
-    if text.startswith("|", m.start) and _UNDER_HEADER.match(text, m.end):
+@dataclass(frozen=True, slots=True)
+class AnswerBearing:
+    """The answer-bearing decision: the quotes chosen (in answer order, empty when declined),
+    whether the sources disagree, the chosen span's score and the threshold it was compared
+    with, the verdict, and why not."""
+
+    verdict: bool
+    quotes: tuple[Quote, ...]
+    disagree: bool
+    score: float | None = None
+    threshold: float | None = None
+    #: "not_stated" (no span states the asked kind), "weak_evidence" (below the threshold),
+    #: or "no_quotable" (no span may be quoted); None when answered.
+    why: str | None = None
+    asked: str = "other"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"verdict": self.verdict, "disagree": self.disagree, "asked": self.asked,
+                "score": None if self.score is None else round(self.score, 6),
+                "threshold": self.threshold, "why": self.why,
+                "quotes": [{"source": q.source, "start": q.start, "end": q.end} for q in self.quotes]}
+
+
+def _quotable(text: str, s: int, e: int) -> bool:
+    if text.startswith("|", s) and _UNDER_HEADER.match(text, e):
         return False
-    return not _SKIP.search(text[m.start:m.end])
+    return not _SKIP.search(text[s:e])
 
 
-def _best(text: str, p: PassageSupport, similar: Callable[[list[str]], Sequence[float]] | None,
-          number: bool = False) -> tuple[float, SentenceMatch] | None:
-    """(coverage of the chosen sentence, the sentence) of one supporting passage; a question
-    asking for a quantity or a time (``number``) is answered by a sentence holding a number
-    when the passage has one."""
-    cands = [m for m in p.sentences if _quotable(text, m)]
-    if not cands:
-        return None
-    if number:
-        cands = [m for m in cands if has_number(text[m.start:m.end])] or cands
-    best = max(cands, key=lambda m: (m.coverage, -m.start))
-    if (p.cross_language or best.coverage < _NO_OVERLAP) and similar is not None:
-        sims = similar([text[m.start:m.end] for m in cands])
-        k = max(range(len(cands)), key=lambda j: (sims[j], -j))
-        return best.coverage, cands[k]
-    # Inside the passage, a question word in the title every sentence is read with (the topic:
-    # "Lisbon", "earthquake") cannot tell its sentences apart at all, and one found in most
-    # sentences hardly; one found in a single sentence ("shaking") can.
-    n = len(cands)
-    local = {s: 0.0 if s in p.context else math.log(1 + (n - sf + 0.5) / (sf + 0.5))
-             for s in p.weights for sf in [sum(s in m.stems for m in cands)]}
-    scored = [(sum(w * local[s] for s, w in p.weights.items() if s in m.stems), m) for m in cands]
-    top_score = max(x[0] for x in scored)
-    if top_score <= 0:
-        # Words cannot choose: the sentence with the best coverage (all tie when the title
-        # holds every question word they share).
-        tied = [m for m in cands if m.coverage >= best.coverage]
-    else:
-        tied = [m for sc, m in scored if sc >= top_score]
-    return (chosen := _by_meaning(tied, p)).coverage, chosen
+def _word_stems(text: str, analyze: Callable[[str], list[str]]) -> list[tuple[int, frozenset[str]]]:
+    """(offset, stems) of each word of ``text``."""
+    return [(m.start(), frozenset(stem(t) for t in analyze(m.group(0)))) for m in _WORD.finditer(text)]
 
 
-def _by_meaning(tied: list[SentenceMatch], p: PassageSupport) -> SentenceMatch:
-    """Of sentences that words cannot tell apart, the one closest in meaning to the question
-    when the decision compared them by meaning (``PassageSupport.meaning``), else the first:
-    the earlier sentence of a passage usually states what the later ones qualify."""
-    cos = dict(p.meaning)
-    known = [m for m in tied if m.start in cos]
-    if len(known) >= 2:
-        return max(known, key=lambda m: (cos[m.start], -m.start))
-    return min(tied, key=lambda m: m.start)
+def _proximity(text: str, mentions: Sequence[Mention], question: Question) -> float:
+    """Words between a value of the asked kind and the nearest question word, over ``_FAR``
+    (1 when none is near or none is stated)."""
+    if not mentions:
+        return 1.0
+    words = _word_stems(text, question.analyze)
+    asked = [i for i, (_, st) in enumerate(words) if st & question.weights.keys()]
+    if not asked:
+        return 1.0
+    best = _FAR
+    for m in mentions:
+        at = [i for i, (o, _) in enumerate(words) if m.start <= o < m.end] or [
+            min(range(len(words)), key=lambda i: abs(words[i][0] - m.start))]
+        best = min(best, *(abs(i - j) for i in at for j in asked))
+    return best / _FAR
 
 
-def choose_sentences(texts: Sequence[str], support: Sequence[PassageSupport],
-                     similar: Callable[[list[str]], Sequence[float]] | None = None,
-                     max_sentences: int = 3, number: bool = False) -> tuple[list[Quote], bool]:
-    """(quotes in answer order, whether the sources disagree) from the passages (``texts``)
-    that support answering (on topic); ``support`` is aligned with ``texts``."""
-    found = []
-    for i, (passage, p) in enumerate(zip(texts, support, strict=False)):
-        if p.supported:
-            got = _best(passage, p, similar, number)
-            if got is not None:
-                found.append((got[0], i, got[1]))
+def _label(text: str, question: Question) -> tuple[bool, bool]:
+    """(a record line whose label the question names, a record line with another label)."""
+    label = record_label(text)
+    if label is None:
+        return False, False
+    named = bool({stem(t) for t in question.analyze(label)} & question.weights.keys())
+    return named, not named
+
+
+def candidates(texts: Sequence[str], contexts: Sequence[Sequence[str]],
+               support: Sequence[PassageSupport], question: Question,
+               vectors: Vectors | None = None, query: np.ndarray | None = None,
+               probes: Probes | None = None, shifts: Sequence[float] = ()) -> list[Candidate]:
+    """Every span of the first ``CHOOSE_DEPTH`` passages (``texts``, each with its title and
+    heading path in ``contexts`` and its ``support``) that may be quoted, with its features.
+    ``vectors`` embeds texts on the passage side of the store's model (through its cache),
+    ``query`` is the question's vector, ``shifts`` each passage's language re-basing."""
+    asked = question.asked
+    procedure = asked.kind == "procedure"
+    found: list[tuple[int, Span, str, frozenset[str]]] = []
+    for i, (text, p) in enumerate(zip(texts[:CHOOSE_DEPTH], support[:CHOOSE_DEPTH], strict=False)):
+        sentences = [(m.start, m.end) for m in p.sentences]
+        stems = {m.start: m.stems for m in p.sentences}
+        ok = [_quotable(text, s, e) for s, e in sentences]
+        seen: set[tuple[int, int]] = set()
+        for sp in spans(text, sentences, ok, procedure):
+            if (sp.start, sp.end) in seen:
+                continue
+            seen.add((sp.start, sp.end))
+            st = frozenset().union(*(stems[s] for s, _ in sentences if sp.start <= s < sp.end))
+            found.append((i, sp, text[sp.start:sp.end], st))
     if not found:
-        return [], False
-    # A reader is answered in their own language when a passage in it supports answering.
-    pool = [f for f in found if not support[f[1]].cross_language] or found
-    top_cov = pool[0][0]
-    first = pool[0]
-    for cov, i, m in pool[1:]:
-        if cov > top_cov + _RANK_MARGIN and cov > first[0]:
-            first = (cov, i, m)
-    # When the decision compared each of these passages' best sentences with the question by
-    # meaning, the closest one answers: coverage counts the words a sentence shares with the
-    # question, and a passage on a neighbouring topic shares as many. Cosines across languages
-    # are not on one scale, so a pool in another language keeps the order above.
-    near = [support[i].sentence_similarity for _, i, _m in pool]
-    if len(pool) > 1 and not support[pool[0][1]].cross_language and None not in near:
-        first = pool[max(range(len(pool)), key=lambda k: (near[k] or 0.0, -k))]
-    _, fi, fm = first
-    quotes = [Quote(fi, fm.start, fm.end)]
-    weights = support[fi].weights
-    have: set[str] = set(fm.stems)
-    text = texts[fi]
-    pos = support[fi].sentences
-    # An exception is read with the rule it qualifies: the nearest sentence before it that is
-    # about the question too, with what lies between, so the quote stays one contiguous span
-    # ("We cannot accept worn items. Marks on soles count as use. There is one exception: ...").
-    if _QUALIFIES.search(text[fm.start:fm.end]):
-        before: list[SentenceMatch] = []
-        end = fm.start
-        for m in reversed([m for m in pos if m.end <= fm.start]):
-            if (len(quotes) + len(before) >= max_sentences or text[m.end:end].strip()
-                    or not _quotable(text, m)):
-                break
-            before.insert(0, m)
-            end = m.start
-            if m.stems & weights.keys():
-                quotes[:0] = [Quote(fi, b.start, b.end) for b in before]
-                have.update(*(b.stems for b in before))
-                break
-    # A condition right after the quoted sentence belongs to the answer.
-    nxt = next((m for m in pos if m.start > fm.end), None)
-    if (nxt is not None and len(quotes) < max_sentences and _quotable(text, nxt)
-            and _CONDITION.search(text[nxt.start:nxt.end])
-            and not text[fm.end:nxt.start].strip()):
-        quotes.append(Quote(fi, nxt.start, nxt.end))
-        have |= nxt.stems
-    # Sources that state a different value for the same thing: quote both.
-    conflict = False
-    asked_first = fm.stems & weights.keys()
-    subject = max(asked_first, key=lambda s: (weights[s], s)) if asked_first else None
-    for cov, i, m in found:
-        if i == fi or cov < max(0.3, 0.6 * first[0]) or (subject is not None and subject not in m.stems):
+        return []
+    sims: list[float | None] = [None] * len(found)
+    hubs: list[float | None] = [None] * len(found)
+    rows = None if vectors is None or query is None else vectors(
+        [in_context(t, contexts[i]) for i, _, t, _ in found])
+    if rows is not None and query is not None:
+        shift = [shifts[i] if i < len(shifts) else 0.0 for i, *_ in found]
+        sims = [float(x) + s for x, s in zip((rows @ query).tolist(), shift, strict=True)]
+        if probes is not None:
+            hubs = probes.hubness(rows).tolist()
+    covs = [coverage(st | support[i].context, support[i].weights) for i, _, _, st in found]
+    top_sim = max((s for s in sims if s is not None), default=0.0)
+    top_cov = max(covs)
+    passage = [support[i].similarity for i, *_ in found]
+    top_passage = max((s for s in passage if s is not None), default=0.0)
+    out = []
+    for k, (i, sp, text, _) in enumerate(found):
+        mentions = matches(asked, stated(text))
+        named, other = _label(text[sp.focus[0] - sp.start:], question)
+        s, h = sims[k], hubs[k]
+        f = (s or 0.0, (s or 0.0) - top_sim, h or 0.0, (passage[k] or 0.0) - top_passage, i / 5,
+             covs[k], covs[k] - top_cov, float(bool(mentions)), float(sp.kind == "antecedent"),
+             float(identifier_only(text)), float(text.lstrip().startswith(("-", "*", "|", "•"))),
+             math.log1p(len(_WORD.findall(text))), _proximity(text, mentions, question),
+             float(sp.start == (support[i].sentences[0].start if support[i].sentences else 0)),
+             float(named), float(other))
+        out.append(Candidate(i, sp, f, s, h, covs[k], bool(mentions), identifier_only(text)))
+    return out
+
+
+def bearing_score(c: Candidate, cal: Calibration) -> float:
+    """The score the answer-bearing decision compares with ``cal.answer_bearing`` (coverage
+    alone in a keyword-only store, compared with ``cal.keyword_coverage``)."""
+    if c.similarity is None:
+        return c.coverage
+    return c.similarity - cal.hub_weight * (c.hubness or 0.0) + cal.coverage_weight * c.coverage
+
+
+def _rank(c: Candidate, cal: Calibration) -> float:
+    """How the scorer ranks ``c`` among the question's candidates."""
+    if c.similarity is None:
+        return c.coverage - 0.01 * c.source
+    if len(cal.scorer) == len(FEATURES) + 1:
+        return float(np.dot(c.features, cal.scorer[:-1]) + cal.scorer[-1])
+    return bearing_score(c, cal)
+
+
+def answer_bearing(texts: Sequence[str], contexts: Sequence[Sequence[str]],
+                   support: Sequence[PassageSupport], question: Question, cal: Calibration,
+                   vectors: Vectors | None = None, query: np.ndarray | None = None,
+                   probes: Probes | None = None, shifts: Sequence[float] = (),
+                   max_sentences: int = 3) -> AnswerBearing:
+    """Does a span of the passages (``texts``, in context ``contexts``, ``support`` aligned)
+    state what ``question`` asks, and which spans answer it? (The rule: the module docstring.)"""
+    asked = question.asked
+    cands = candidates(texts, contexts, support, question, vectors, query, probes, shifts)
+    cands = [c for c in cands if not c.identifier or asked.kind == "code"]
+    if not cands:
+        return AnswerBearing(False, (), False, why="no_quotable", asked=asked.kind)
+    if asked.strict:
+        cands = [c for c in cands if c.typed]
+        if not cands:
+            return AnswerBearing(False, (), False, why="not_stated", asked=asked.kind)
+    best = max(cands, key=lambda c: (_rank(c, cal), -c.source, -c.span.start))
+    score = bearing_score(best, cal)
+    limit = cal.answer_bearing if best.similarity is not None else cal.keyword_coverage
+    if score < limit:
+        return AnswerBearing(False, (), False, score, limit, "weak_evidence", asked.kind)
+    quotes, disagree = _quotes(texts, support, best, cands, cal, max_sentences)
+    return AnswerBearing(True, tuple(quotes), disagree, score, limit, None, asked.kind)
+
+
+def _quotes(texts: Sequence[str], support: Sequence[PassageSupport], best: Candidate,
+            cands: Sequence[Candidate], cal: Calibration, max_sentences: int
+            ) -> tuple[list[Quote], bool]:
+    """The chosen span, a condition right after it, or another passage's span stating a
+    different value of the same thing (then the sources disagree)."""
+    text = texts[best.source]
+    first = Quote(best.source, best.span.start, best.span.end)
+    used = sum(1 for m in support[best.source].sentences if best.span.start <= m.start < best.span.end)
+    nxt = next((m for m in support[best.source].sentences if m.start >= best.span.end), None)
+    if (nxt is not None and used < max_sentences and not text[best.span.end:nxt.start].strip()
+            and _quotable(text, nxt.start, nxt.end) and _CONDITION.search(text[nxt.start:nxt.end])):
+        first = Quote(best.source, best.span.start, nxt.end)
+        used += 1
+    if used >= max_sentences:
+        return [first], False
+    # The same thing stated otherwise elsewhere: another passage's best span that covers the
+    # question about as well, shares the chosen span's most informative question word and
+    # states a different value of one kind.
+    weights = support[best.source].weights
+    own = _stems(support[best.source], best.span) & weights.keys()
+    if not own:  # the quote shares no word with the question: nothing to compare it about
+        return [first], False
+    subject = max(own, key=lambda s: (weights[s], s))
+    seen: set[int] = set()
+    for c in sorted((c for c in cands if c.source != best.source), key=lambda c: -_rank(c, cal)):
+        if c.source in seen or c.coverage < max(0.3, 0.6 * best.coverage):
             continue
-        other = texts[i][m.start:m.end]
-        if _states_other(text[fm.start:fm.end], other) and len(quotes) < max_sentences:
-            quotes.append(Quote(i, m.start, m.end))
-            conflict = True
-            break
-    # Sentences about the same subject (sharing a question word with what is quoted) that
-    # answer well on their own and cover question words the quoted ones do not.
-    while len(quotes) < max_sentences and not conflict:
-        base = coverage(have, weights)
-        asked = have & weights.keys()
-        best_gain, pick = 0.0, None
-        for _, i, _m in found:
-            span = _span(quotes, i)
-            for m in support[i].sentences:
-                if (m.coverage < 0.5 * first[0] or not (m.stems & asked) or not _quotable(texts[i], m)
-                        or any(q.source == i and q.start == m.start for q in quotes)):
-                    continue
-                if span is not None and not _adjacent(texts[i], span, m):
-                    continue
-                gain = coverage(have | m.stems, weights) - base
-                if gain > best_gain + 1e-9:
-                    best_gain, pick = gain, (i, m)
-        if pick is None or best_gain < _MIN_GAIN:
-            break
-        quotes.append(Quote(pick[0], pick[1].start, pick[1].end))
-        have |= pick[1].stems
-    return quotes, conflict
+        seen.add(c.source)
+        if subject not in _stems(support[c.source], c.span):
+            continue
+        # The values of the sentences scored, not of the antecedents read with them.
+        if _states_other(text[best.span.focus[0]:best.span.focus[1]],
+                         texts[c.source][c.span.focus[0]:c.span.focus[1]]):
+            return [first, Quote(c.source, c.span.start, c.span.end)], True
+    return [first], False
+
+
+def _stems(p: PassageSupport, span: Span) -> set[str]:
+    return {s for m in p.sentences if span.start <= m.start < span.end for s in m.stems}
 
 
 def _states_other(a: str, b: str) -> bool:
@@ -239,39 +309,3 @@ def _states_other(a: str, b: str) -> bool:
               if sum(v.kind == k for v in vs) > _LIST}
     return bool(disagreement([v for v in va if v.kind not in listed],
                              [v for v in vb if v.kind not in listed]))
-
-
-def _span(quotes: list[Quote], i: int) -> tuple[int, int] | None:
-    mine = [q for q in quotes if q.source == i]
-    return (min(q.start for q in mine), max(q.end for q in mine)) if mine else None
-
-
-def _adjacent(text: str, span: tuple[int, int], m: SentenceMatch) -> bool:
-    """``m`` directly before or after ``span``, with only whitespace between."""
-    return ((m.start >= span[1] and not text[span[1]:m.start].strip())
-            or (m.end <= span[0] and not text[m.end:span[0]].strip()))
-
-
-@dataclass(frozen=True, slots=True)
-class AnswerBearing:
-    """The answer-bearing decision: the quotes chosen (in answer order), whether the sources
-    disagree, and the verdict (a sentence states what is asked). Today's rule compares no score
-    with a threshold: a quotable sentence of an on-topic passage is the verdict."""
-
-    verdict: bool
-    quotes: tuple[Quote, ...]
-    disagree: bool
-
-    def as_dict(self) -> dict[str, object]:
-        return {"verdict": self.verdict, "disagree": self.disagree,
-                "quotes": [{"source": q.source, "start": q.start, "end": q.end} for q in self.quotes]}
-
-
-def answer_bearing(texts: Sequence[str], support: Sequence[PassageSupport], question: Question,
-                   similar: Callable[[list[str]], Sequence[float]] | None = None,
-                   max_sentences: int = 3) -> AnswerBearing:
-    """Does a sentence of the on-topic passages (``texts``, ``support`` aligned with them)
-    state what ``question`` asks, and which sentences answer it (``choose_sentences``)?"""
-    quotes, disagree = choose_sentences(texts, support, similar, max_sentences,
-                                        number=question.asks_number)
-    return AnswerBearing(bool(quotes), tuple(quotes), disagree)

@@ -5,38 +5,40 @@ the caller asks (``evidence=True``, ``explain``, the ranker, or an answer).
 ``evidence`` runs, in order, over the ``Ranking`` that ``retrieve.search`` returned for a
 ``Query``, inside the same read view:
 
-1. the question's facts (``Question``), once: its language, whether it asks for a number, and
+1. the question's facts (``Question``), once: its language, what it asks for (``_types``), and
    the idf weight of each of its words among the passages the actor may read (from the keyword
    leg's readable postings when it ran);
 2. support (``_support``) for the passages the decision or the ranker reads: the ``depth``
-   ranked with the ranker, else the ``DECIDE_DEPTH`` best;
+   ranked with the ranker, else the ``TOPIC_DEPTH`` best;
 3. the ranker (``_rerank``, when the query asks) re-orders them; the list is cut to ``limit``;
-4. the passages decided on get their candidate sentences compared with the question by meaning
-   (``_meaning``, when the store can embed sentences and the search has a query vector); in
-   hybrid mode within the vector leg's deadline, else the caller gets the ``Fallback`` and
-   returns the keyword ranking, decided on again without similarity;
-5. the on-topic decision (``_evidence.on_topic``) and the level ("none", "weak", "strong").
+4. the on-topic decision (``_topic``) over the best passages, with their hubness (``_probes``,
+   when the caller has the probes' vectors), and the level ("none", "weak", "strong").
+
+Which sentence states what is asked is the answer-bearing decision (``_bearing``), made by an
+extractive answer over the passages that passed this one.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..model import Hit
 from ..query import content_terms
-from ..retrieve import Deadline, Fallback, Query, Ranking, within
+from ..retrieve import Query, Ranking
 from ..store import ReadView
-from ._evidence import DECIDE_DEPTH, EvidenceThresholds, OnTopic, on_topic, terms_in_hits
+from ._calibration import Calibration
 from ._language import guess_language
-from ._meaning import SentenceVectors, with_meaning
+from ._probes import Probes
 from ._rerank import RERANK_DEPTH, rank_score, rerank_order
-from ._support import PassageSupport, asks_number, passage_support, term_weights, wants_number
+from ._support import PassageSupport, passage_support, term_weights
+from ._topic import TOPIC_DEPTH, OnTopic, on_topic
+from ._types import Asked, asked
 
-__all__ = ["Evidence", "Question", "depth", "evidence", "question"]
+__all__ = ["Evidence", "Question", "depth", "evidence", "question", "terms_in_hits"]
 
 Analyze = Callable[[str], list[str]]
 
@@ -48,12 +50,8 @@ class Question:
     text: str
     #: "en", "de" or None (``guess_language``): which passages are in another language.
     language: str | None
-    #: The question opens by asking for a quantity or a time (``wants_number``): a passage whose
-    #: best sentences hold no number does not state what is asked.
-    wants_number: bool
-    #: Some sentence of it asks for one (``asks_number``): the sentence choice prefers a
-    #: sentence holding a number.
-    asks_number: bool
+    #: What it asks for (its answer type, ``_types``).
+    asked: Asked
     #: The analysed query terms the weights are over.
     terms: tuple[str, ...]
     #: Light stem -> idf weight among the passages the actor may read (``term_weights``).
@@ -95,45 +93,36 @@ def question(view: ReadView, query: Query, ranking: Ranking, analyze: Analyze) -
 def _facts(query: Query, terms: tuple[str, ...], weights: dict[str, float],
            analyze: Analyze) -> Question:
     text = query.text
-    return Question(text, guess_language(text), wants_number(text), asks_number(text), terms,
-                    weights, analyze)
+    return Question(text, guess_language(text), asked(text), terms, weights, analyze)
 
 
-def evidence(view: ReadView, query: Query, ranking: Ranking, thresholds: EvidenceThresholds,
-             analyze: Analyze, sentence_vectors: SentenceVectors | None = None
-             ) -> Evidence | Fallback:
-    """The decision over ``ranking`` (see the module docstring); or, when the sentence vectors
-    are not ready by the query's deadline, the fallback saying so."""
+def evidence(view: ReadView, query: Query, ranking: Ranking, cal: Calibration,
+             analyze: Analyze, probes: Probes | None = None) -> Evidence:
+    """The decision over ``ranking`` (see the module docstring). ``probes``: the probe
+    questions' vectors of the store's model (None: the on-topic decision reads no hubness)."""
     hits = ranking.hits
     # A keyword fallback has no similarity, whatever vector the query had.
     qvec = query.query_vector if ranking.fallback is None else None
     facts = (question(view, query, ranking, analyze) if hits
              else _facts(query, tuple(query.keyword.terms), {}, analyze))
-    # Without the ranker only the passages the decision reads are measured (DECIDE_DEPTH): a
-    # search for 10 or 100 hits need not read every passage again sentence by sentence.
-    measured = hits if query.rerank else hits[:min(query.limit, DECIDE_DEPTH)]
+    # Without the ranker only the passages the decision reads are measured: a search for 10 or
+    # 100 hits need not read every passage again sentence by sentence.
+    measured = hits if query.rerank else hits[:min(query.limit, TOPIC_DEPTH)]
     support = _support(view, measured, ranking, facts, qvec)
     if query.rerank and hits:
-        support = [dataclasses.replace(p, score=rank_score(p, thresholds)) for p in support]
+        support = [dataclasses.replace(p, score=rank_score(p, cal)) for p in support]
         order = rerank_order(support)[: query.limit]
         hits = [dataclasses.replace(hits[i], rank=r) for r, i in enumerate(order, start=1)]
         support = [support[i] for i in order]
     else:
         hits = hits[: query.limit]
-    if qvec is not None and sentence_vectors is not None and support:
-        top = min(DECIDE_DEPTH, len(support))
-        vectors = sentence_vectors
-        deadline = query.deadline if query.mode == "hybrid" else None
-        if deadline is not None:
-            vectors = _bounded(vectors, deadline)
-        try:
-            support = [*with_meaning([h.quote for h in hits[:top]],
-                                     [(h.title or "", *h.heading_path) for h in hits[:top]],
-                                     support[:top], qvec, vectors),
-                       *support[top:]]
-        except _Late as late:
-            return late.fallback
-    topic = on_topic(support, thresholds)
+    hubness = None
+    if qvec is not None and probes is not None and support:
+        top = [h.pid for h in hits[:TOPIC_DEPTH]]
+        got = view.passage_vectors(top)
+        if all(p in got for p in top):
+            hubness = probes.hubness(np.stack([got[p] for p in top]))
+    topic = on_topic(support, hubness, cal)
     decided = [d.on_topic for d in topic.passages]
     support = [dataclasses.replace(p, supported=i < len(decided) and decided[i])
                for i, p in enumerate(support)]
@@ -177,8 +166,9 @@ def _support(view: ReadView, hits: list[Hit], ranking: Ranking, facts: Question,
             cos = dict(zip(vc.pids.tolist(), vc.scores.tolist(), strict=True))
         missing = [h.pid for h in hits if h.pid not in cos]
         if missing:
+            lang = {h.pid: h.language for h in hits}
             for pid, vec in view.passage_vectors(missing).items():
-                cos[pid] = float(np.dot(vec, qvec))
+                cos[pid] = float(np.dot(vec, qvec)) + ranking.shift.of(lang[pid])
     out = []
     for h in hits:
         lang = (h.language or "").split("-")[0].lower() or None
@@ -186,24 +176,26 @@ def _support(view: ReadView, hits: list[Hit], ranking: Ranking, facts: Question,
             h.quote, (h.title or "", *h.heading_path), facts.analyze, facts.weights,
             similarity=cos.get(h.pid) if qvec is not None else None,
             cross_language=bool(facts.language and lang and lang != facts.language),
-            keyword=kw.get(h.pid, 0.0) / best_kw if best_kw > 0 else 0.0,
-            number=facts.wants_number))
+            keyword=kw.get(h.pid, 0.0) / best_kw if best_kw > 0 else 0.0))
     return out
 
 
-class _Late(Exception):
-    """The sentence vectors missed the vector leg's deadline."""
-
-    def __init__(self, fallback: Fallback) -> None:
-        super().__init__(fallback.detail)
-        self.fallback = fallback
-
-
-def _bounded(vectors: SentenceVectors, deadline: Deadline) -> SentenceVectors:
-    """``vectors`` raising ``_Late`` when its result is not ready by ``deadline``."""
-    def call(texts: list[str]) -> np.ndarray:
-        got = within(deadline, "the sentence embedding", lambda: vectors(texts))
-        if isinstance(got, Fallback):
-            raise _Late(got)
-        return got
-    return call
+def terms_in_hits(view: ReadView, hits: Sequence[Hit], terms: Sequence[str],
+                  term_pids: Mapping[str, np.ndarray] | None) -> list[set[str]]:
+    """The content terms of the query each hit contains. ``term_pids`` (the keyword leg's
+    readable passages per term, when it ran) answers for every hit, since hits are readable;
+    without it, every segment's postings are searched."""
+    pids = np.array([h.pid for h in hits], dtype=np.int64)
+    contained: list[set[str]] = [set() for _ in hits]
+    for t in content_terms(terms) if hits else ():
+        known = term_pids.get(t) if term_pids is not None else None
+        runs = [known] if known is not None else [p for p, _ in view.postings(t)]
+        for p in runs:  # sorted ids: binary search; "clip" keeps ids past the end in range
+            if len(p):
+                # Needles in the haystack's dtype: int64 needles would make numpy convert the
+                # whole postings array on every call.
+                n = pids.astype(p.dtype, copy=False)
+                for i, hit in enumerate((p.take(p.searchsorted(n), mode="clip") == n).tolist()):
+                    if hit:
+                        contained[i].add(t)
+    return contained

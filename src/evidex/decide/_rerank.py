@@ -8,12 +8,12 @@ title or heading path names the question's subject. Its score is a hand-set line
 
     similarity / similarity_scale + 0.3 * keyword + 1.0 * sentence_coverage + 0.3 * title_coverage
 
-where ``similarity`` is the cosine (raised by the model's ``cross_offset`` when the question's
-language differs from the passage's, so a German question is not drawn to German passages of
-the wrong topic), ``keyword`` the BM25 score relative to the query's best, and
-``similarity_scale`` the model's cosine spread worth one fully covered sentence (per model, in
-``EvidenceThresholds``). The weights were set by hand on development data (SciFact train,
-encyclopedia dev, SQuAD 2.0 train sample, MLQA dev German); their measured effect is in
+where ``similarity`` is the cosine (re-based per passage language by the vector leg, so a
+German question is not drawn to German passages of the wrong topic), ``keyword`` the BM25 score
+relative to the query's best, and ``similarity_scale`` the model's cosine spread worth one
+fully covered sentence (per model, in ``Calibration``). The weights were set by hand on
+development data (SciFact train, encyclopedia dev, SQuAD 2.0 train sample, MLQA dev German);
+their measured effect is in
 benchmarks/RESULTS.md. Answers always use it; ``search`` only when asked
 (``rerank=True``), because on search benchmarks it did not pay for its cost.
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._evidence import EvidenceThresholds
+from ._calibration import Calibration
 from ._support import PassageSupport
 
 __all__ = ["RANKER", "RERANK_DEPTH", "RankerWeights", "rank_score", "rerank_order"]
@@ -43,10 +43,8 @@ class RankerWeights:
 RANKER = RankerWeights()
 
 
-def rank_score(p: PassageSupport, t: EvidenceThresholds, w: RankerWeights = RANKER) -> float:
-    sim = 0.0
-    if p.similarity is not None:
-        sim = (p.similarity + (t.cross_offset if p.cross_language else 0.0)) / t.similarity_scale
+def rank_score(p: PassageSupport, c: Calibration, w: RankerWeights = RANKER) -> float:
+    sim = 0.0 if p.similarity is None else p.similarity / c.similarity_scale
     return (w.similarity * sim + w.keyword * p.keyword + w.sentence * p.sentence_coverage
             + w.title * p.title_coverage)
 

@@ -13,10 +13,8 @@ behind ranking candidates, deciding to answer and choosing the sentences that an
   with its passage's title and heading path: "Band E1 ranges from 52,000 to 61,000 euros"
   under "Salary bands 2026 > Engineering" answers a question about engineering salary bands.
 
-A question that asks for a quantity or a time ("how many", "how much", "how long", "when",
-"wie viele", "wann", ...: ``wants_number``) is answered only by a sentence holding a number
-(digits or a number word: ``has_number``); a passage whose best-covering sentences hold none is
-on the topic but does not state what was asked (``PassageSupport.typed`` is False).
+What a question asks for, and whether a sentence states it, is ``_types`` (the answer-bearing
+decision reads it); coverage only counts words.
 
 Heading lines ("# Returns", "## ERR-401: Please sign in again") and title lines (a short first
 line without final punctuation, such as "Error ERR-401" above the text that explains it) are
@@ -40,8 +38,8 @@ from ..ingest import sentence_spans
 from ..query import FUNCTION_WORDS, stem
 from ..retrieve import idf as bm25_idf
 
-__all__ = ["PassageSupport", "SentenceMatch", "asks_number", "coverage", "has_number", "is_title_line",
-           "passage_support", "term_weights", "wants_number"]
+__all__ = ["PassageSupport", "SentenceMatch", "coverage", "is_title_line", "passage_support",
+           "term_weights"]
 
 Analyze = Callable[[str], list[str]]
 _WORDS = re.compile(r"[^\W_]+")
@@ -51,37 +49,6 @@ _QUESTION_END = re.compile(r"\?[\s*_\"'»«“”)]*$")
 _POINTER = re.compile(r"(?:see|siehe)\s+[\"'„“‘«»]", re.IGNORECASE)
 #: A title line has at most this many words.
 _TITLE_WORDS = 8
-
-
-_NUMBER_QUESTION = re.compile(
-    r"^\W*(?:(?:and|so|but|also|und|aber|also)\s+)?(?:"
-    r"how (?:many|much|long|old|far|tall|high|big|large|heavy|often|fast|soon)\b|when\b|"
-    r"what (?:year|time|date)\b|in (?:what|which) year\b|until when\b|since when\b|"
-    r"wie (?:viele?|lange|alt|weit|hoch|groß|gross|schwer|oft|schnell|bald|teuer)\b|wann\b|"
-    r"in welchem jahr\b|bis wann\b|seit wann\b|ab wann\b|um wie viel\b|was kostet\b)",
-    re.IGNORECASE)
-_NUMBER = re.compile(
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
-    r"forty|fifty|hundred|thousand|million|billion|dozen|half|once|twice|free|"
-    r"ein|eine|einen|einem|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|elf|zwölf|zwanzig|"
-    r"dreißig|hundert|tausend|millionen?|milliarden?|dutzend|halbe?|einmal|zweimal|kostenlos|"
-    r"gratis)\b", re.IGNORECASE)
-
-
-def wants_number(question: str) -> bool:
-    """The question asks for a quantity, an amount, a duration or a time (English or German)."""
-    return bool(_NUMBER_QUESTION.search(question))
-
-
-def asks_number(question: str) -> bool:
-    """Some sentence of the question asks for a quantity or a time: "I'm locked out after a few
-    tries. How long do I have to wait?" asks in its second."""
-    return any(wants_number(question[s:e]) for s, e in sentence_spans(question))
-
-
-def has_number(text: str) -> bool:
-    """Digits or a number word (English or German) in ``text``."""
-    return bool(_NUMBER.search(text))
 
 
 @lru_cache(maxsize=16)
@@ -138,15 +105,8 @@ class PassageSupport:
     weights: Mapping[str, float] = field(default_factory=dict)
     #: Stems of the title and heading path: the context every sentence is read with.
     context: frozenset[str] = frozenset()
-    #: False when the question asks for a number and none of the sentences covering at least
-    #: half as much as the best one holds a number (see the module docstring).
-    typed: bool = True
     score: float = 0.0  # the second-stage ranker's score (see _rerank)
-    #: Highest cosine of the question with one of the passage's candidate sentences, and each
-    #: candidate's as (sentence start, cosine); None / empty when not compared (see _meaning).
-    sentence_similarity: float | None = None
-    meaning: tuple[tuple[int, float], ...] = ()
-    supported: bool = False  # the answer decision for this passage (see _evidence)
+    supported: bool = False  # the on-topic decision for this passage (see _topic)
 
 
 def is_title_line(text: str, start: int, end: int, first: bool, titles: Iterable[str]) -> bool:
@@ -200,18 +160,15 @@ def _analysed(text: str, titles: tuple[str, ...], analyze: Analyze) -> _Analysed
 
 def passage_support(text: str, titles: Iterable[str], analyze: Analyze,
                     weights: Mapping[str, float], *, similarity: float | None,
-                    cross_language: bool, keyword: float, number: bool = False) -> PassageSupport:
-    """The lexical evidence of one passage for a question with the given ``weights``;
-    ``number``: the question asks for one (``wants_number``)."""
+                    cross_language: bool, keyword: float) -> PassageSupport:
+    """The lexical evidence of one passage for a question with the given ``weights``."""
     a = _analysed(text, tuple(titles), analyze)
     sentences = [SentenceMatch(s, e, coverage(stems | a.title_stems, weights), stems)
                  for s, e, stems in a.sentences]
     best = max((m.coverage for m in sentences), default=0.0)
-    typed = not number or any(has_number(text[m.start:m.end]) for m in sentences
-                              if m.coverage > 0 and m.coverage >= 0.5 * best)
     return PassageSupport(
         similarity=similarity, cross_language=cross_language,
         coverage=coverage(a.everything, weights), sentence_coverage=best,
         title_coverage=coverage(a.title_stems, weights), keyword=keyword,
-        sentences=tuple(sentences), weights=weights, context=a.title_stems, typed=typed,
+        sentences=tuple(sentences), weights=weights, context=a.title_stems,
     )

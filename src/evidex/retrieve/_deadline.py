@@ -10,11 +10,10 @@ The query is embedded on a worker thread so a caller can stop waiting for it: a 
 be cancelled, so an embedding that missed its deadline still finishes in the background and
 fills the query-vector cache (the same question next time is fast). The vector search itself
 runs on the caller's thread (it reads the caller's snapshot); it starts only when time is left
-and its result is discarded when it finished past the deadline. The answer decision's sentence
-vectors (``decide._meaning``, when a search asks for the decision) are part of the vector leg
-too: embedded on the pool within what is left of the deadline, or the search falls back to the
-keyword ranking as well; a hybrid result is either all within the deadline or the keyword
-ranking.
+and its result is discarded when it finished past the deadline, so a hybrid result is either
+all within the deadline or the keyword ranking. The answer-bearing decision's quote vectors
+(``KnowledgeBase._quotes_within``) get a deadline of the same length of their own: past it the
+quotes are read by their words alone, and the answer's trace says so.
 
 Loading a model is not the vector leg being slow: the first query embedding of each model in a
 process runs without deadline and the deadline starts after it, so a cold process (every

@@ -23,7 +23,7 @@ sees one committed state.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,7 @@ from ._keyword_leg import Candidates, hits_from, keyword_candidates
 from ._query import Query
 from ._select import select_top
 from ._signals import TOP, query_signals
-from ._vector import vector_candidates
+from ._vector import LanguageShift, language_shift, vector_candidates
 
 __all__ = ["MODES", "Ranking", "search"]
 
@@ -64,6 +64,9 @@ class Ranking:
     weights: LegWeights | None = None
     #: Set when a hybrid search returned the keyword ranking instead.
     fallback: Fallback | None = None
+    #: How the vector leg re-based each readable language's cosines (``_vector``); the
+    #: decision reads cosines on the same footing.
+    shift: LanguageShift = field(default_factory=LanguageShift)
 
     @property
     def term_pids(self) -> Mapping[str, np.ndarray] | None:
@@ -84,7 +87,7 @@ def search(view: ReadView, bm25: BM25, query: Query) -> Ranking:
     if not isinstance(vector, np.ndarray):
         raise ValueError(f"mode {query.mode!r} needs the query vector")
     kq, depth, fusion, mode = query.keyword, query.depth, query.fusion, query.mode
-    allowed = query.access.allowed
+    shift = language_shift(view, query.access, vector)
     scale = 1
     while True:
         window = max(fusion.window, depth) * scale
@@ -93,7 +96,7 @@ def search(view: ReadView, bm25: BM25, query: Query) -> Ranking:
         if mode == "hybrid" and kq.terms:
             kc = keyword_candidates(view, bm25, query.access, kq, query.match, window, None)
             legs.append(_ranked(view, kc, "keyword", window))
-        vc = vector_candidates(view, allowed, vector, window)
+        vc = vector_candidates(view, query.access, vector, window, shift)
         if mode == "hybrid" and query.deadline is not None and query.deadline.left() < 0:
             return _keyword(view, bm25, query, query.deadline.missed("the vector search"))
         best_similarity = float(vc.scores.max()) if len(vc.scores) else None
@@ -105,7 +108,7 @@ def search(view: ReadView, bm25: BM25, query: Query) -> Ranking:
                             query.explain, weights)
         filled = any(len(leg.pids) >= window for leg in legs)
         if len(hits) >= depth or not filled or query.max_per_document is None:
-            return Ranking(hits, kc, vc, best_similarity, weights)
+            return Ranking(hits, kc, vc, best_similarity, weights, shift=shift)
         scale *= _GROWTH
 
 

@@ -267,6 +267,13 @@ class ReadView(Protocol):
         with every row tied to the k-th."""
         ...
 
+    def vector_sums(self, sigs: Iterable[int]) -> dict[int, tuple[np.ndarray, int]]:
+        """Per signature among ``sigs`` that has live rows: (the sum of its live passages'
+        vectors as float64, how many). Summed over exactly the signatures an actor may read,
+        they give the mean vector of what the actor may read (per language, the decision's
+        language centring), never anything about the rest."""
+        ...
+
     def history(self, tenant: str, doc_id: str) -> list[HistoryEntry]: ...
 
 

@@ -123,6 +123,10 @@ class VectorStorage(Protocol):
     def search(self, c: Any, sigs: Iterable[int], query: np.ndarray,
                k: int) -> tuple[np.ndarray, np.ndarray]: ...
 
+    def sums(self, c: Any, sigs: Iterable[int]) -> dict[int, tuple[np.ndarray, int]]:
+        """Per signature with live rows: (sum of its vectors, how many) (``ReadView.vector_sums``)."""
+        ...
+
     def get(self, c: Any, pids: Iterable[int]) -> dict[int, np.ndarray]: ...
 
     def matrix(self, c: Any, pids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

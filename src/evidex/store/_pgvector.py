@@ -124,6 +124,8 @@ class RowVectors:
         #: Exact mode's in-memory vectors, the (model, dimension) they hold and the segment-cache
         #: generation they were synced to (see ``_sync``).
         self.blocks: VectorBlocks | None = None
+        #: hnsw mode: signature -> (its version, sum of its vectors, how many, the model).
+        self._sums: dict[int, tuple[int | None, np.ndarray, int, str]] = {}
         self._model: tuple[str, int] | None = None
         self._gen: int | None = None
 
@@ -163,6 +165,29 @@ class RowVectors:
         if hnsw and hnsw[0] == "1":
             c.execute("SET LOCAL maintenance_work_mem = '1GB'")
             c.raw.execute(hnsw_ddl(dimension))
+
+    def sums(self, c: Any, sigs: Iterable[int]) -> dict[int, tuple[np.ndarray, int]]:
+        s = self._s
+        sig_list = sorted({int(x) for x in sigs})
+        if s.embedder == "none" or not sig_list:
+            return {}
+        if s.vector_search == "exact":
+            return self._sync(c).sums(sig_list)
+        # hnsw mode keeps no vectors in memory: summed in SQL, once per signature and version
+        # (a signature's version moves with every write that adds or removes one of its rows).
+        version = {x.id: x.version for xs in self._cache().by_tenant.values() for x in xs}
+        known = {x: v[0] for x, v in self._sums.items() if v[3] == s.embedder}
+        want = [x for x in sig_list if x not in known or known[x] != version.get(x)]
+        if want:
+            for sig, total, n in c.execute(
+                    "SELECT sig, sum(embedding), count(*) FROM vectors WHERE sig = ANY(?) "
+                    "GROUP BY sig", (want,)).fetchall():
+                self._sums[int(sig)] = (version.get(int(sig)), np.asarray(total, dtype=np.float64),
+                                        int(n), s.embedder)
+                want.remove(int(sig))
+            for x in want:  # no live row left
+                self._sums.pop(x, None)
+        return {x: self._sums[x][1:3] for x in sig_list if x in self._sums}
 
     def get(self, c: Any, pids: Iterable[int]) -> dict[int, np.ndarray]:
         if self._s.embedder == "none":

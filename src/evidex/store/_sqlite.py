@@ -157,6 +157,10 @@ class _SegmentVectors:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         return vectors.search(sigs, query, k)
 
+    def sums(self, c: Any, sigs: Iterable[int]) -> dict[int, tuple[np.ndarray, int]]:
+        vectors = self._s._cache.vectors
+        return {} if vectors is None else vectors.sums(sigs)
+
     def get(self, c: Any, pids: Iterable[int]) -> dict[int, np.ndarray]:
         vectors = self._s._cache.vectors
         return {} if vectors is None else vectors.get(pids)

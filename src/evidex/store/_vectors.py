@@ -41,7 +41,7 @@ def _quantize(vecs: np.ndarray) -> np.ndarray:
 
 
 class _Block:
-    __slots__ = ("alive", "dead", "n", "pids", "q8", "vecs")
+    __slots__ = ("alive", "dead", "n", "pids", "q8", "sum", "vecs")
 
     def __init__(self, dim: int, cap: int = 256) -> None:
         self.pids = np.empty(cap, dtype=np.int32)
@@ -50,6 +50,8 @@ class _Block:
         self.q8 = np.empty((cap, dim), dtype=np.int8)
         self.n = 0
         self.dead = 0
+        #: (n, dead, the sum of the live rows) once asked, for the state it was computed in.
+        self.sum: tuple[int, int, np.ndarray] | None = None
 
     def append(self, pids: np.ndarray, vecs: np.ndarray) -> int:
         need = self.n + len(pids)
@@ -132,6 +134,20 @@ class VectorBlocks:
             fresh.append(block.pids[keep], block.vecs[keep])
             self._row[fresh.pids[: fresh.n]] = np.arange(fresh.n, dtype=np.int32)
         self.blocks[sig] = fresh
+
+    def sums(self, sigs: Iterable[int]) -> dict[int, tuple[np.ndarray, int]]:
+        """Per signature with live rows: (the sum of their vectors, float64; how many). Kept per
+        block until a row is added or killed (rows are appended and killed, never changed)."""
+        out = {}
+        for sig in sigs:
+            block = self.blocks.get(sig)
+            if block is None or block.n == block.dead:
+                continue
+            if block.sum is None or block.sum[:2] != (block.n, block.dead):
+                rows = block.vecs[: block.n][block.alive[: block.n]]
+                block.sum = (block.n, block.dead, rows.sum(axis=0, dtype=np.float64))
+            out[int(sig)] = (block.sum[2], block.n - block.dead)
+        return out
 
     def search(self, sigs: Iterable[int], q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Passage ids and cosine scores of the best rows of the given signatures: at least the

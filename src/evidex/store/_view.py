@@ -170,6 +170,9 @@ class SQLView:
     def vector_search(self, sigs: Iterable[int], query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return self._vectors.search(self._c, sigs, query, k)
 
+    def vector_sums(self, sigs: Iterable[int]) -> dict[int, tuple[np.ndarray, int]]:
+        return self._vectors.sums(self._c, sigs)
+
     def history(self, tenant: str, doc_id: str) -> list[HistoryEntry]:
         return [HistoryEntry(*r) for r in self._c.execute(
             "SELECT version, content_sha256, text, split, superseded_at, meta FROM history "
