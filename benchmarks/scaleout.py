@@ -553,33 +553,36 @@ def failover(args: argparse.Namespace) -> dict[str, Any]:
                 "distinct_errors": sorted({m for _, m in write_errors}),
                 "reads": sum(reads.values()), "served_by": dict(reads), "failed_reads": len(failed),
                 "failed_examples": failed[:3], "writes_again_after_restart_s": round(time.monotonic() - t, 2)}
+            wait_replayed(p, r1, timeout=60), wait_replayed(p, r2, timeout=60)  # the last write everywhere
             out["primary_frozen"] = _frozen_primary(kb, p, actor, args.seconds)
     return out
 
 
 def _frozen_primary(kb: Any, p: Any, actor: Any, seconds: float) -> dict[str, Any]:
     """The primary's processes stopped with SIGSTOP (a hung server: connections open, nothing
-    answers): how long writes take to fail (a write still waiting after 30 s counts as hung),
-    and whether reads go on meanwhile."""
+    answers). A write started at that moment waits on its connection (nothing bounds a
+    statement the server never answers); the probe marks the primary down within
+    ``timeout_s``; writes started after that fail at once. Reads go on meanwhile."""
     import psutil
 
     from evidex import ServerUnavailable
 
     root = psutil.Process(p.pid())
     procs = [root, *root.children(recursive=True)]
-    results: list[tuple[float, str]] = []
     reads, failed = [0], []
     stop = threading.Event()
+    first: dict[str, Any] = {}
 
-    def write() -> None:
+    def write(n: int) -> tuple[float, str]:
         t0 = time.monotonic()
         try:
-            kb.ingest(_tenant_doc("acme", 30_000 + len(results)))
-            results.append((time.monotonic() - t0, "succeeded"))
+            kb.ingest(_tenant_doc("acme", 30_000 + n))
+            return time.monotonic() - t0, "succeeded"
         except ServerUnavailable as exc:
-            results.append((time.monotonic() - t0, str(exc)))
-        except Exception as exc:
-            results.append((time.monotonic() - t0, f"{type(exc).__name__}: {exc}"))
+            return time.monotonic() - t0, str(exc)
+
+    def in_flight() -> None:
+        first["seconds"], first["outcome"] = write(0)
 
     def reader() -> None:
         while not stop.is_set():
@@ -591,26 +594,33 @@ def _frozen_primary(kb: Any, p: Any, actor: Any, seconds: float) -> dict[str, An
 
     for proc in procs:
         proc.suspend()
-    hung = 0
-    rt = threading.Thread(target=reader)
-    rt.start()
+    frozen = time.monotonic()
+    threads = [threading.Thread(target=in_flight, daemon=True), threading.Thread(target=reader)]
+    for t in threads:
+        t.start()
+    later: list[tuple[float, str]] = []
     try:
-        for _ in range(3):
-            t = threading.Thread(target=write, daemon=True)
-            t.start()
-            t.join(30)
-            if t.is_alive():
-                hung += 1
+        while next(s for s in kb.servers() if s["role"] == "primary")["state"] != "down":
+            if time.monotonic() - frozen > 60:
                 break
+            time.sleep(0.01)
+        down_after = time.monotonic() - frozen
+        later = [write(n) for n in range(1, 4)]
         time.sleep(seconds / 2)
     finally:
         stop.set()
         for proc in procs:
             proc.resume()
-        rt.join()
-    return {"write_attempts": len(results) + hung, "hung_writes": hung,
-            "write_fail_s": [round(x, 2) for x, _ in results], "errors": sorted({m for _, m in results}),
-            "reads": reads[0], "failed_reads": len(failed), "failed_examples": failed[:3]}
+        resumed = time.monotonic()
+        threads[1].join()
+    threads[0].join(60)
+    return {"down_after_s": round(down_after, 2),
+            "write_in_flight_at_freeze": {"waited_s": round(first.get("seconds", float("nan")), 2),
+                                          "outcome": first.get("outcome", "still waiting"),
+                                          "resumed_after_s": round(resumed - frozen, 2)},
+            "writes_after_down": len(later), "write_fail_s": [round(x, 3) for x, _ in later],
+            "errors": sorted({m for _, m in later}), "reads": reads[0], "failed_reads": len(failed),
+            "failed_examples": failed[:3]}
 
 
 # -- single-server speed against main --------------------------------------------------------------
