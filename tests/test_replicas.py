@@ -10,8 +10,11 @@ that needs a generation is never served an older snapshot.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import random
+import subprocess
 import threading
 import time
 import uuid
@@ -508,6 +511,46 @@ def test_a_supersede_is_never_seen_half_applied_on_a_replica(servers: tuple[PgSe
             for t in threads:
                 t.join()
         assert torn == [] and reads[0] > 10
+
+
+# -- the command line ------------------------------------------------------------------------------
+def test_the_next_command_reads_the_last_ones_write_another_caller_need_not(servers: tuple[PgServer, ...],
+                                                                             tmp_path: Path) -> None:
+    """``evidex ingest`` then ``evidex search`` (two processes) with the replica's replay
+    paused: the search reads the ingest's write (the primary answers, and says so); a caller
+    with no memory of that write is served by the replica, as old as it is."""
+    p, r1, _ = servers
+    schema = _schema()
+    KnowledgeBase.open(p.url(schema), embedder="none").close()
+    wait_replayed(p, r1)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Policy\n\nOmega returns within ten days.\n", encoding="utf-8")
+
+    # A replica behind by a paused replay is, by PostgreSQL's measure (the time since the last
+    # transaction it replayed), as far behind as the primary was idle: no bound on lag here.
+    config = tmp_path / "config.yaml"
+    store = {"default": {"url": p.url(schema), "replicas": [r1.url(schema)]}, "max_lag_s": 3600}
+    config.write_text(yaml.safe_dump({"store": store}), encoding="utf-8")
+
+    def evidex(cache: str, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "EVIDEX_CACHE_DIR": str(tmp_path / cache)}
+        return subprocess.run([str(BIN / "evidex"), "--config", str(config), *args], capture_output=True,
+                              text=True, timeout=120, env=env)
+
+    search = ("search", "omega", "--tenant", "t", "--groups", "g", "--visibilities", "public,internal",
+              "--json")
+    r1.pause_replay()
+    try:
+        assert evidex("mine", "ingest", str(docs), "--tenant", "t", "--groups", "g").returncode == 0
+        mine = evidex("mine", *search)
+        assert mine.returncode == 0 and len(json.loads(mine.stdout)["hits"]) == 1, mine.stderr
+        assert "served by primary" in mine.stderr
+        other = evidex("other", *search)
+        assert other.returncode == 0 and json.loads(other.stdout)["hits"] == [], other.stderr
+        assert "served by replica" in other.stderr
+    finally:
+        _resumed(r1)
 
 
 # -- the service ----------------------------------------------------------------------------------
