@@ -157,6 +157,7 @@ class ReplicatedStore:
         self.label = self._primary.name
         self._lock = threading.Lock()
         self._opening = threading.Lock()  # one handle per server, whichever thread opens it
+        self._log_lock = threading.Lock()
         self._turn = itertools.count()
         self._on_primary_logged = False
         self._ready = False  # the first probe sets every state: nothing to log before it
@@ -249,13 +250,14 @@ class ReplicatedStore:
         replica serves again."""
         if not self._ready:
             return
-        none = not any(r.state == "ok" for r in self._replicas)
-        if none and not self._on_primary_logged:
-            self._on_primary_logged = True
-            logger.warning("no replica of %s can serve reads: they go to the primary", self.label)
-        elif not none and self._on_primary_logged:
-            self._on_primary_logged = False
-            logger.info("replicas of %s serve reads again", self.label)
+        with self._log_lock:  # replicas are probed on threads of their own: one message per change
+            none = not any(r.state == "ok" for r in self._replicas)
+            if none and not self._on_primary_logged:
+                self._on_primary_logged = True
+                logger.warning("no replica of %s can serve reads: they go to the primary", self.label)
+            elif not none and self._on_primary_logged:
+                self._on_primary_logged = False
+                logger.info("replicas of %s serve reads again", self.label)
 
     def _probe_loop(self) -> None:
         while not self._stop.wait(self.settings.probe_s):
