@@ -47,11 +47,15 @@ from ._spans import Span, identifier_only, record_label, spans
 from ._support import PassageSupport, coverage
 from ._types import Mention, matches, stated
 
-__all__ = ["CHOOSE_DEPTH", "FEATURES", "AnswerBearing", "Candidate", "Quote", "answer_bearing",
+__all__ = ["CHOOSE_DEPTH", "FEATURES", "PREFERRED", "AnswerBearing", "Candidate", "Quote", "answer_bearing",
            "bearing_score", "candidates"]
 
 #: Passages (by rank) whose spans may be quoted.
 CHOOSE_DEPTH = 6
+#: Kinds that cannot be required (``_types``: not reliably read from text) but, when the chosen
+#: passage has a sentence stating one, are answered by that sentence: the steps of a "how do
+#: I", the "because" of a "why".
+PREFERRED = frozenset({"procedure", "reason"})
 #: The scorer's features, in the order of ``Calibration.scorer``.
 FEATURES = ("similarity", "similarity_rel", "hubness", "passage_rel", "rank", "coverage",
             "coverage_rel", "typed", "antecedent", "identifier", "list_item", "log_words",
@@ -250,6 +254,12 @@ def answer_bearing(texts: Sequence[str], contexts: Sequence[Sequence[str]],
         if not cands:
             return AnswerBearing(False, (), False, why="not_stated", asked=asked.kind)
     best = max(cands, key=lambda c: (_rank(c, cal), -c.source, -c.span.start))
+    if asked.kind in PREFERRED and not best.typed:
+        # The passage the scorer chose states it in another sentence: that one answers (the
+        # scorer, fitted mostly on wh-questions, weighs a step or a "because" lightly).
+        typed = [c for c in cands if c.typed and c.source == best.source]
+        if typed:
+            best = max(typed, key=lambda c: (_rank(c, cal), -c.span.start))
     score = bearing_score(best, cal)
     limit = cal.answer_bearing if best.similarity is not None else cal.keyword_coverage
     if score < limit:
