@@ -268,15 +268,20 @@ def test_the_primary_stopped_writes_fail_at_once_with_one_error_reads_continue(
             assert kb.document(STAFF, "d1") is not None
         finally:
             p.start()
-        deadline = time.monotonic() + 20
-        while True:  # the probe finds the primary again; writes go through
-            try:
-                kb.ingest(_doc(9))
-                break
-            except ServerUnavailable:
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
+        _writes_again(kb)
         assert kb.search(STAFF, "alpha", at_least=kb.written_generation)
+
+
+def _writes_again(kb: KnowledgeBase) -> None:
+    """Wait until the probe finds the primary again and a write goes through."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            kb.ingest(_doc(9))
+            return
+        except ServerUnavailable:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
 
 
 def test_a_hung_primary_is_down_within_the_timeout_and_the_replicas_go_on(
@@ -312,14 +317,7 @@ def test_a_hung_primary_is_down_within_the_timeout_and_the_replicas_go_on(
         finally:
             for proc in procs:
                 proc.resume()
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                kb.ingest(_doc(9))
-                break
-            except ServerUnavailable:
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
+        _writes_again(kb)
 
 
 # -- properties ---------------------------------------------------------------------------------
