@@ -460,7 +460,9 @@ class IngestReport:
     conflicts: tuple[Conflict, ...] = ()
     #: The store generation the write committed (None when it changed nothing): a read with
     #: ``at_least=generation`` sees it, on whichever server answers (see ``KnowledgeBase.search``).
-    generation: int | None = None
+    #: Where in the store's history the write landed, not what it did: two reports of the same
+    #: changes are equal whatever their generations.
+    generation: int | None = field(default=None, compare=False)
 
     def __add__(self, other: IngestReport) -> IngestReport:
         """The report of two batches written one after the other."""
