@@ -1,20 +1,25 @@
 """What a newcomer meets on a clean clone (issue 39): the command line's text output as the
-getting-started page shows it, and the demo configuration ``make run`` serves.
+getting-started page shows it, the demo configuration ``make run`` serves, and a source's
+Markdown table on the page (Chromium).
 
-The CLI runs as a real subprocess on a temporary SQLite store (the tiny deterministic embedder:
-these check printing, not ranking)."""
+The CLI and the service run as real subprocesses on a temporary SQLite store (the tiny
+deterministic embedder: these check what is shown, not ranking)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
+from evidex import Document, KnowledgeBase
 from evidex.config import load_config
+from page_helpers import chromium, sign_in, tab
+from service_helpers import BIN, Server, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_CONFIG = ROOT / "examples" / "knowledge.config.yaml"
@@ -103,3 +108,42 @@ def test_the_demo_links_the_help_centre_it_serves() -> None:
     assert config.server is not None
     served = {urlsplit(str(s.sitemap)).netloc for s in config.sources if s.type == "web"}
     assert served and served <= set(config.server.allowed_link_hosts), served
+
+
+# -- a source's Markdown table on the page ----------------------------------------------------------
+PRICES = Document("repairs", "acme", frozenset({"customers"}), "2026-01",
+                  "## Prices\n\n| Repair | Price |\n|---|---|\n| Zip slider replacement | 15 € |\n"
+                  "| Patch on **shell** fabric | 19 € |\n\nRepairs covered by the warranty are free.",
+                  title="Repair service", visibility="public", language="en")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("newcomer-page")
+    kb = KnowledgeBase.open(tmp / "kb.db", embedder="hash-test",
+                            embed_cache=tmp / "cache" / "embeddings.sqlite")
+    kb.ingest([PRICES], split="heading")
+    kb.close()
+    server = Server([str(BIN / "evidex"), "--db", str(tmp / "kb.db"), "serve", "--config",
+                     str(write_config(tmp / "config.yaml"))],
+                    {"EVIDEX_CACHE_DIR": str(tmp / "cache")}, tmp / "serve.log")
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def test_a_sources_table_is_shown_row_by_row_without_pipes(site: str) -> None:
+    """The demo's search for "worn hiking boots" listed the repair prices as "| Repair | Price |
+    |---|---| | Zip slider replacement | 15 € |"."""
+    with chromium() as browser, tab(browser, site + "/") as page:
+        sign_in(page, "acme-customer-key")
+        page.click("#view-search")
+        page.fill("#query", "zip slider replacement price")
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#hits .hit")
+        shown = page.inner_text("#hits .hit .quote")
+        assert shown.splitlines() == ["Prices", "", "Repair · Price", "Zip slider replacement · 15 €",
+                                      "Patch on shell fabric · 19 €", "", "Repairs covered by the "
+                                      "warranty are free."], shown
+        assert page.locator("#hits .hit .quote strong").all_inner_texts() == ["Prices", "shell"]
