@@ -27,7 +27,8 @@ import numpy as np
 import yaml
 
 from evidex import Actor, KnowledgeBase
-from evidex.decide import in_context, passage_support
+from evidex.decide import in_context
+from evidex.decide._support import passage_support
 from evidex.embed import EmbeddingCache, default_cache_path, get_embedder
 from evidex.ingest import load_paths
 from evidex.kb import QUESTION_LIMITS
