@@ -23,7 +23,8 @@ import yaml
 
 from evidex import Actor, ConfigError, KnowledgeBase
 from evidex.answer import Answer
-from evidex.evaluation import SCHEMA, evaluate_cases, lint_cases, load_cases, render_html
+from evidex.evaluation import evaluate_cases, lint_cases, load_cases, render_html
+from evidex.evaluation._report import SCHEMA
 
 EVIDEX = Path(sys.executable).parent / "evidex"
 
