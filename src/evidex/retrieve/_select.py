@@ -154,6 +154,8 @@ def _select_small(neg: list[float], dk: list[int], nm: list[int],
     the head is found before ties are broken, and when it holds no ties the entries kept on
     the way are the answer."""
     order = sorted(range(len(neg)), key=neg.__getitem__)
+    if cap is not None and len(set(dk)) == len(dk):
+        cap = None  # every candidate from another document (whole documents): the cap drops none
     kept, end = _capped(order, neg, dk, cap, limit)
     if doc_ids is None:
         return kept
