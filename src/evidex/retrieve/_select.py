@@ -5,8 +5,8 @@ prefix of the candidates is ever sorted: every candidate whose score reaches a c
 m-th best is taken (so ties at the cut are never split arbitrarily), and m grows only when the
 prefix left the list short. Any cut gives the same selection once the prefix holds enough
 hits: every candidate left out scores below every one taken, so it would come after them and
-cannot use up a document's cap before them. Document ids (strings) are looked up only for runs of equal
-scores (passages of equal length and term frequencies; rank fusion).
+cannot use up a document's cap before them. Document ids (strings) are looked up only for runs
+of equal scores (passages of equal length and term frequencies; rank fusion).
 """
 
 from __future__ import annotations
