@@ -9,11 +9,15 @@ from typing import Annotated
 
 import typer
 
+from ..kb import MATCHES, MODES
 from ..model import EvidexError
-from ._output import JsonOpt, citation_line, decision_lines, emit, errors, print_hits, safe
+from ._output import JsonOpt, choice, citation_line, decision_lines, emit, errors, print_hits, safe
 from ._settings import AsOpt, ClaimOpt, GroupsOpt, TenantOpt, VisOpt, caller, open_kb, state
 
 __all__ = ["COMMANDS"]
+
+#: Declines that report something broken rather than a decision about the passages.
+FAILURES = frozenset({"tool_unavailable", "generator_error", "invalid_model_output"})
 
 
 @errors
@@ -33,6 +37,7 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Search the passages the caller may read (defaults from --config's retrieval section)."""
+    mode, match = choice("mode", mode, MODES), choice("match", match, MATCHES)
     who = caller(tenant, groups, visibilities, as_name)
     filters = {"language": language, "tags": tag or []}
     r = state.cfg.retrieval
@@ -77,7 +82,10 @@ def ask(
     if ans.status == "answered":
         typer.echo("\n".join(citation_line(c) for c in ans.citations))
     else:
-        typer.echo(f"  reason: {ans.reason}")
+        # A failure someone must mend (a lookup's missing credential, an unreachable generator)
+        # is named here, as in --json; a decision's reason is explained by --explain.
+        failed = f" ({safe(ans.detail)})" if ans.reason in FAILURES and ans.detail else ""
+        typer.echo(f"  reason: {ans.reason}{failed}")
         if ans.handoff:
             typer.echo(f"  {safe(ans.handoff)}")
         if ans.related:
