@@ -62,7 +62,7 @@ def select_top(
 
 #: A candidate list this many times longer than the prefix wanted is cut at a score read off a
 #: sample (``_prefix``) rather than at its m-th best: finding that among thousands of
-#: candidates was the largest part of a selection (benchmarks/results/speed.md).
+#: candidates was the largest part of a selection (benchmarks/RESULTS-history.md, "Plain search speed").
 _SAMPLE_FROM = 16
 #: The sample is every (m / this)-th candidate, cut at its this-th best score: about m
 #: candidates reach it (fewer than the limit under the cap makes the next, longer prefix).
