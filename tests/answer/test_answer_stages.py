@@ -16,7 +16,7 @@ import pytest
 from evidex import Actor, Document, KnowledgeBase
 from evidex.decide import calibration, on_topic
 from evidex.tools import LiveSource
-from test_answer import FakeLLM, completion
+from llm_server import FakeLLM, completion
 
 CUSTOMER = Actor("acme", frozenset({"customers"}), visibilities=frozenset({"public"}))
 #: On topic, but its only sentence holds a link, which an extractive answer never quotes (the

@@ -19,7 +19,7 @@ from evidex.decide import guess_language
 
 pytestmark = pytest.mark.slow
 
-DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "encyclopedia"
+DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "encyclopedia"
 TOPICS = ("en-lisbon", "en-turing", "de-einstein")
 ACTOR = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)  # the documents are internal
 

@@ -18,7 +18,7 @@ from evidex.kb import QUESTION_LIMITS
 
 pytestmark = pytest.mark.slow
 
-SHOP = Path(__file__).resolve().parents[1] / "examples" / "shop"
+SHOP = Path(__file__).resolve().parents[2] / "examples" / "shop"
 #: Read at import, before the autouse fixture points the cache at a temporary folder.
 USER_CACHE = default_cache_path()
 CUSTOMER = Actor("acme", frozenset({"customers"}), visibilities=frozenset({"public"}))

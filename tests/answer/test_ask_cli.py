@@ -27,7 +27,7 @@ from evidex import Actor, EvidexError, KnowledgeBase
 from evidex.answer import DECLINE_TEXT, AnswerSettings
 from evidex.evaluation import load_qa
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 EVIDEX = Path(sys.executable).parent / "evidex"
 ASK_KEYS = {"status", "text", "citations", "reason", "handoff", "trace"}

@@ -27,7 +27,7 @@ import pytest
 
 from evidex.ingest import load_paths, split_text
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 EVIDEX = Path(sys.executable).parent / "evidex"
 CITATION_KEYS = {

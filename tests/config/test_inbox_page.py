@@ -10,12 +10,12 @@ from pathlib import Path
 import httpx
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
+from demo_helpers import demo_config, example_module
 from evidex.config import load_config
 from evidex.notify import Message, deliver, send_handoff
 from service_helpers import free_port
-from test_ops_config import example_config, example_module
 
-STATIC = Path(__file__).resolve().parents[1] / "src" / "evidex" / "server" / "static"
+STATIC = Path(__file__).resolve().parents[2] / "src" / "evidex" / "server" / "static"
 
 
 def test_the_inbox_lists_handoffs_and_notices_as_a_table(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_the_inbox_lists_handoffs_and_notices_as_a_table(tmp_path: Path) -> None
         empty = httpx.get(base + "/")
         assert empty.headers["content-type"].startswith("text/html")
         assert "Nothing has arrived yet." in empty.text
-        cfg = load_config(example_config(tmp_path, {8082: port}))
+        cfg = load_config(demo_config(tmp_path, {8082: port}))
         env = {"ACME_INBOX_SECRET": "demo-secret"}
         sent = send_handoff(cfg.answer.handoff, None, tenant="acme", caller="key:demo-customer",
                             question="Can I return <b>worn</b> boots?", conversation=[], trace_ids=[],
@@ -61,5 +61,5 @@ def test_the_page_and_the_inbox_name_the_handoff_alike() -> None:
     """The README called the button "Ask a person", the page said "Send my question to a person"."""
     js = (STATIC / "app.js").read_text(encoding="utf-8")
     assert '"Ask a person"' in js and "Send my question to a person" not in js
-    inbox = Path(__file__).resolve().parents[1] / "examples" / "inbox_server.py"
+    inbox = Path(__file__).resolve().parents[2] / "examples" / "inbox_server.py"
     assert "Ask a person" in inbox.read_text(encoding="utf-8")

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from actors import PUBLIC_INTERNAL
+from demo_helpers import demo_config, example_module
 from evidex import Actor, KnowledgeBase
 from evidex.cadence import parse_cadence
 from evidex.config import PdfSource, WebSource, WikiSource, load_config
 from evidex.model import ConfigError
 from evidex.sources import sync
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: Verbatim from issue 24 ("Why").
 REFERENCE = """\
 sources:
@@ -68,27 +68,6 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def example_module(name: str) -> Any:
-    """One of examples/'s standalone scripts (a helper service of `make run`), imported."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def example_config(tmp_path: Path, ports: dict[int, int]) -> Path:
-    """examples/knowledge.config.yaml in ``tmp_path`` with its helper services on other ports
-    (``make run``'s port -> the test's) and its paths absolute."""
-    text = (ROOT / "examples" / "knowledge.config.yaml").read_text(encoding="utf-8")
-    for theirs, ours in ports.items():
-        text = text.replace(f"127.0.0.1:{theirs}", f"127.0.0.1:{ours}")
-    return write(tmp_path / "knowledge.config.yaml",
-                 text.replace("path: shop/", f"path: {ROOT / 'examples' / 'shop'}/"))
 
 
 def errors(path: Path) -> list[str]:
@@ -250,7 +229,7 @@ def test_the_shipped_example_syncs_from_the_example_site(tmp_path: Path) -> None
     try:
         pages = [p for p in site.SITE.rglob("*") if p.suffix in site.PAGES]
         with KnowledgeBase.open(tmp_path / "kb.db") as kb:
-            report = sync(kb, load_config(example_config(tmp_path, {8765: port})))
+            report = sync(kb, load_config(demo_config(tmp_path, {8765: port})))
             help_centre, returns, handbook = report.sources
             assert not any(s.errors or s.skipped for s in report.sources)
             # Every page of the sitemap but the return form, which returns-policy owns.
@@ -278,7 +257,7 @@ def test_the_example_inbox_takes_what_evidex_signs_and_nothing_else(tmp_path: Pa
     httpd, kept = inbox.server(port, "demo-secret", out=printed)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        cfg = load_config(example_config(tmp_path, {8082: port}))
+        cfg = load_config(demo_config(tmp_path, {8082: port}))
         env = {"ACME_INBOX_SECRET": "demo-secret"}
         sent = send_handoff(cfg.answer.handoff, None, tenant="acme", caller="demo-customer",
                             question="Can I return\na worn jacket?", conversation=[], trace_ids=[], env=env)

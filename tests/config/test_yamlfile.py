@@ -15,7 +15,7 @@ from evidex.notify import HandoffRoute
 from evidex.tools import ToolConfig
 from evidex.yamlfile import StrictModel, YamlRefused, compose_yaml, read_yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("text", "line", "problem"), [

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCIFACT = ROOT.parent / "shared" / "data" / "beir" / "scifact"
 GERMAN = ROOT / "benchmarks" / "data" / "german-qa"
 #: SciFact abstracts where float32 and float64 sums pick different segmentations.

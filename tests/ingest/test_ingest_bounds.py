@@ -2,7 +2,7 @@
 millions of paragraphs and text of millions of tiny words are refused quickly, one file at a
 time, with one line naming the bound and the setting that raises it; the good files of the
 same ingest or sync are kept. Peak memory of the hostile files is checked in
-tests/test_fuzz_loaders.py (a child process each) and measured in benchmarks/ingest_memory.py."""
+tests/ingest/test_fuzz_loaders.py (a child process each) and measured in benchmarks/ingest_memory.py."""
 
 from __future__ import annotations
 

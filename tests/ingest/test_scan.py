@@ -22,7 +22,7 @@ from evidex.ingest._confusables import FOLD
 from evidex.ingest._scan import FAMILIES, _scan
 from evidex.ingest._scan_views import _FOLDABLE, Rule, normalise
 
-CORPUS = Path(__file__).parent / "data" / "injection"
+CORPUS = Path(__file__).parents[1] / "data" / "injection"
 SPLITS = ("dev", "heldout")
 
 

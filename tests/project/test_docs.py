@@ -6,7 +6,7 @@ A block is marked by an HTML comment on the line before its fence:
 * ``<!-- run: python -->``: executed (in a fresh folder, default embedding model);
 * ``<!-- run: config -->``: a YAML block loaded as a whole ``knowledge.config.yaml``;
 * ``<!-- run: demo -->``: a console block of ``$ command`` lines and their output, run in the
-  `make run` demo (tests/demo_helpers.py) and compared line by line; ``EVIDEX_UPDATE_DOCS=1``
+  `make run` demo (tests/support/demo_helpers.py) and compared line by line; ``EVIDEX_UPDATE_DOCS=1``
   rewrites the output from the demo;
 * ``<!-- run: demo-sh -->``: shell commands run in the demo, each must succeed (``http://127.0.0.1:8000``
   is the demo's service);

@@ -3,7 +3,7 @@
 The import graph is read from the source (every import, including those inside functions and
 under ``TYPE_CHECKING``: a lazy import is still a dependency). Run as a script to print it:
 
-    .venv/bin/python tests/test_package_edges.py
+    .venv/bin/python tests/project/test_package_edges.py
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 #: The layers, lowest first: a package may import only packages of lower layers ("__init__"
 #: is the package root, where ``evidex.__version__`` lives). The README's design section and

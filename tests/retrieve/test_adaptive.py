@@ -21,6 +21,7 @@ from evidex.query import identify
 from evidex.retrieve import Fusion, Leg, fuse
 from evidex.retrieve._adaptive import AdaptiveRule, QuerySignals, leg_weights
 from evidex.retrieve._signals import query_signals
+from small_stores import two_language_store
 
 A = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)  # the documents are internal
 RULE = AdaptiveRule()
@@ -107,21 +108,8 @@ def test_language_identification_among_candidates() -> None:
 
 
 # -- through a search -------------------------------------------------------------------------
-def _store(tmp_path: Path) -> KnowledgeBase:
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
-    kb.ingest([
-        Document("errors", "acme", {"staff"}, "1", "ERR-401 appears when your session has expired. "
-                 "Sign in again.\n\nERR-403 means your plan does not include this feature.", language="en"),
-        Document("returns", "acme", {"staff"}, "1", "You can return most items within 30 days.\n\n"
-                 "Worn jackets can be returned only when they are faulty.", language="en"),
-        Document("reisen", "acme", {"staff"}, "1", "Belege sind innerhalb von 30 Tagen einzureichen.",
-                 language="de"),
-    ])
-    return kb
-
-
 def test_adaptive_is_the_default_and_explain_shows_the_weights(tmp_path: Path) -> None:
-    kb = _store(tmp_path)
+    kb = two_language_store(tmp_path)
     res = kb.search(A, "Kann ich eine getragene Jacke zurückgeben?", explain=True, max_per_document=None)
     assert res.weights is not None and res.weights.keyword < 0.5
     assert all(h.explain is not None and h.explain["weights"] == res.weights.as_dict() for h in res)
@@ -140,7 +128,7 @@ def test_adaptive_is_the_default_and_explain_shows_the_weights(tmp_path: Path) -
 
 
 def test_a_query_the_keyword_leg_cannot_match_gets_the_vector_ranking(tmp_path: Path) -> None:
-    kb = _store(tmp_path)
+    kb = two_language_store(tmp_path)
     for q in ("Wie lange dauert die Lieferung nach Wien?", "quux zorble"):
         hybrid = kb.search(A, q, max_per_document=None, limit=10)
         vector = kb.search(A, q, max_per_document=None, limit=10, mode="vector")
@@ -149,7 +137,7 @@ def test_a_query_the_keyword_leg_cannot_match_gets_the_vector_ranking(tmp_path: 
 
 
 def test_exact_code_keeps_its_keyword_hit_first(tmp_path: Path) -> None:
-    kb = _store(tmp_path)
+    kb = two_language_store(tmp_path)
     for q in ("ERR-401", "ERR-403", "err 401"):
         res = kb.search(A, q, explain=True, max_per_document=None)
         want = 1 if "401" in q else 2
@@ -171,7 +159,7 @@ def test_permission_exact_languages(tmp_path: Path) -> None:
 
 
 def test_cli_explain_prints_the_weights(tmp_path: Path) -> None:
-    kb = _store(tmp_path)
+    kb = two_language_store(tmp_path)
     kb.close()
     evidex = Path(sys.executable).parent / "evidex"
     out = subprocess.run([str(evidex), "--db", str(tmp_path / "kb.db"), "search",

@@ -11,7 +11,7 @@ from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, QueryError
 from evidex.ingest import load_paths
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def test_two_people_finds_the_current_policy_only(example_kb: KnowledgeBase, staff: Actor) -> None:

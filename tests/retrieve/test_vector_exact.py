@@ -38,20 +38,23 @@ from hypothesis import strategies as st
 
 from actors import PUBLIC_INTERNAL
 from backends import BACKENDS, Locator, locator
-from evidex import VISIBILITIES, Actor, Document, Filters, KnowledgeBase
+from evidex import Actor, Document, Filters, KnowledgeBase
 from evidex.embed import get_embedder
 from evidex.query import language_key
 from evidex.retrieve._vector import CENTRING
 from evidex.store import _vectors
+from strategies import (
+    ABSENT,
+    OUTSIDERS,
+    VOCAB,
+    actors,
+    filters,
+    hidden_doc,
+    remove_or_optimize,
+    visible,
+    visible_doc,
+)
 
-VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta")
-ABSENT = "absent"  # never in any document
-TENANTS = ("t1", "t2")
-GROUPS = ("g1", "g2", "g3")
-OUTSIDERS = "outsiders"  # a group no actor ever has
-LANGS = (None, "en", "de")
-TAGS = ("x", "y")
-VIS = tuple(sorted(VISIBILITIES))
 MODES = ("vector", "hybrid")
 #: Cosines of different vectors closer than this may be ordered either way (float32 rounding).
 NEAR = 1e-6
@@ -64,17 +67,6 @@ SETTINGS = settings(
 
 
 # -- reference model (independent of evidex's retrieval code) ---------------------------------
-def visible(actor: Actor, flt: Filters, d: Document) -> bool:
-    return (
-        actor.active
-        and d.tenant == actor.tenant
-        and bool(set(actor.groups) & set(d.groups))
-        and d.visibility in actor.visibilities
-        and (flt.language is None or d.language == flt.language)
-        and set(flt.tags) <= set(d.tags)
-    )
-
-
 def ref_passages(d: Document) -> list[tuple[int, str]]:
     """Paragraph split: parts at blank lines numbered 1..n, whitespace-only parts skipped."""
     return [(n, part) for n, part in enumerate(d.text.split("\n\n"), start=1) if part.strip()]
@@ -141,10 +133,6 @@ def check_vector_ranking(got: Sequence[tuple[str, int, float]], ref: Sequence[Re
 
 
 # -- strategies --------------------------------------------------------------------------------
-word = st.tuples(st.sampled_from(VOCAB), st.booleans()).map(lambda t: t[0].title() if t[1] else t[0])
-words_paragraph = st.lists(word, min_size=1, max_size=4).map(" ".join)
-paragraph = st.one_of(words_paragraph, words_paragraph, st.sampled_from(["alpha", "beta gamma", "--", ""]))
-text = st.lists(paragraph, min_size=1, max_size=4).map("\n\n".join)
 
 
 @dataclass(frozen=True)
@@ -156,57 +144,6 @@ class Query:
     window: int
     rrf_k: int
     filters: Filters | dict[str, object] | None
-
-
-# Shared with the keyword property tests, so both draw the same kinds of actors and documents.
-from test_permission_exact import actors, filters, remove_or_optimize, visible_doc  # noqa: E402
-
-
-@st.composite
-def hidden_doc(draw: st.DrawFn, actor: Actor, flt: Filters, index: int, version: str = "v1"
-               ) -> Document:
-    """A document the actor may not read under the filters, often a near miss that differs
-    from a readable one in one attribute only (tenant, groups, visibility, language, tags)."""
-    base = draw(visible_doc(actor, flt, f"h{index}", version))
-    ways = ["tenant", "groups", "random"]
-    if set(actor.visibilities) != set(VIS):
-        ways.append("visibility")
-    if flt.language is not None:
-        ways.append("language")
-    if flt.tags:
-        ways.append("tags")
-    way = draw(st.sampled_from(ways))
-    fields: dict[str, Any] = {
-        "id": base.id, "tenant": base.tenant, "groups": base.groups, "version": version,
-        "text": base.text, "language": base.language, "visibility": base.visibility,
-        "tags": base.tags,
-    }
-    if way == "tenant":
-        other = next(t for t in TENANTS if t != actor.tenant)
-        fields.update(tenant=other, id=f"d{index}")
-    elif way == "groups":
-        others = sorted(set(GROUPS) - set(actor.groups))
-        extra = draw(st.sets(st.sampled_from(others))) if others else set()
-        fields.update(groups=frozenset({OUTSIDERS, *extra}))
-    elif way == "visibility":
-        fields.update(visibility=draw(st.sampled_from(sorted(set(VIS) - set(actor.visibilities)))))
-    elif way == "language":
-        fields.update(language=draw(st.sampled_from([x for x in LANGS if x != flt.language])))
-    elif way == "tags":
-        fields.update(tags=tuple(set(base.tags) - set(flt.tags)))
-    else:
-        tenant = draw(st.sampled_from(TENANTS))
-        fields.update(
-            tenant=tenant, id=f"h{index}" if tenant == actor.tenant else f"d{index}",
-            groups=frozenset(draw(st.sets(st.sampled_from((*GROUPS, OUTSIDERS)), min_size=1))),
-            visibility=draw(st.sampled_from(VIS)), language=draw(st.sampled_from(LANGS)),
-            tags=tuple(draw(st.sets(st.sampled_from(TAGS)))),
-        )
-    d = Document(**fields)
-    if actor.active and visible(actor, flt, d):
-        d = Document(**{**fields, "groups": frozenset({OUTSIDERS})})
-    assert not visible(actor, flt, d)
-    return d
 
 
 @st.composite

@@ -20,7 +20,7 @@ from evidex.config import load_config
 from evidex.retrieve import Fusion, Leg, fuse
 from evidex.retrieve._adaptive import LegWeights
 from evidex.retrieve._fusion import rrf_contributions
-from test_adaptive import _store
+from small_stores import two_language_store
 
 A = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 KW = Leg("keyword", np.array([1, 2, 3]), np.array([9.0, 5.0, 1.0]))
@@ -61,7 +61,7 @@ def test_weighted_rrf_needs_the_query_weights() -> None:
 
 
 def test_a_search_with_weighted_rrf_weighs_the_legs_and_says_so(tmp_path: Path) -> None:
-    kb = _store(tmp_path)
+    kb = two_language_store(tmp_path)
     q = "Kann ich eine getragene Jacke zurückgeben?"
     res = kb.search(A, q, fusion="weighted_rrf", explain=True, max_per_document=None)
     adaptive = kb.search(A, q, fusion="adaptive", max_per_document=None)

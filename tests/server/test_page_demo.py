@@ -1,6 +1,6 @@
 """The web page of the `make run` demo in Debian's headless Chromium (issue 39's page defects).
 
-The demo is built as the Makefile builds it (tests/demo_helpers.py: the example site, tools
+The demo is built as the Makefile builds it (tests/support/demo_helpers.py: the example site, tools
 service and inbox as processes, a sync of examples/knowledge.config.yaml with the default model,
 `evidex serve` with EVIDEX_DEMO_KEY). Each defect has a test that fails without its fix:
 
@@ -39,7 +39,7 @@ from service_helpers import ROOT
 pytestmark = pytest.mark.slow
 
 ARTIFACTS = ROOT / "test-artifacts"
-LAYOUTS = Path(__file__).resolve().parent / "data" / "page-layout"
+LAYOUTS = Path(__file__).resolve().parents[1] / "data" / "page-layout"
 SCREENSHOT = ROOT / "docs" / "assets" / "page.png"
 RAW_MARKDOWN = re.compile(r"(^|\n)#{1,6} |\*\*|__")
 

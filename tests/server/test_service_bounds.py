@@ -1,7 +1,7 @@
 """The service under a slow tool and towards customers (issue 37, findings 1 and 16): a live
 lookup holds no store handle and no request thread while it waits, so another tenant's search
 goes on as before; a server path (a files source's ``file://`` URL) reaches admin keys only.
-A real `evidex serve` process, a real tools service (tests/tools_helpers.py)."""
+A real `evidex serve` process, a real tools service (tests/support/tools_helpers.py)."""
 
 from __future__ import annotations
 

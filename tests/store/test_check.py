@@ -24,7 +24,7 @@ from evidex.store import is_postgres_url
 from evidex.store._postgres import split_url
 from service_helpers import GLOBEX, Server, auth, write_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 BIN = Path(sys.executable).parent
 

@@ -31,7 +31,7 @@ from evidex.store._migrations import MIGRATIONS, SCHEMA_VERSION
 from old_stores import postgres_legacy
 
 EVIDEX = Path(sys.executable).parent / "evidex"
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 A = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
 
 

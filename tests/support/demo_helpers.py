@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evidex.embed import DEFAULT_EMBEDDER, default_cache_path
 from service_helpers import BIN, ROOT, Server, free_port
@@ -59,6 +60,17 @@ def demo_config(tmp: Path, ports: dict[int, int]) -> Path:
     path = tmp / "knowledge.config.yaml"
     path.write_text(text.replace("path: shop/", f"path: {ROOT / 'examples' / 'shop'}/"), encoding="utf-8")
     return path
+
+
+def example_module(name: str) -> Any:
+    """One of examples/'s standalone scripts (a helper service of `make run`), imported."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @contextmanager

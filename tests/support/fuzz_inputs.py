@@ -1,7 +1,7 @@
 """Hostile inputs for the loaders, the configuration loader and the evaluation case-file loader,
 and the one check they share.
 
-Used by ``tests/test_fuzz_loaders.py`` (a short run in the suite) and by
+Used by ``tests/ingest/test_fuzz_loaders.py`` (a short run in the suite) and by
 ``benchmarks/fuzz_loaders.py`` (a long run, with hypothesis and atheris). A "target" takes bytes
 and either returns or raises; ``run_one`` turns that into an outcome: ``ok``, ``rejected`` (an
 ``EvidexError`` whose message is one non-empty line) or a failure (any other exception, a

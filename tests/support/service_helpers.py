@@ -22,7 +22,7 @@ import yaml
 from evidex import Document, KnowledgeBase
 from evidex.ingest import load_paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 BIN = Path(sys.executable).parent
 

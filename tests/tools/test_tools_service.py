@@ -258,7 +258,7 @@ def test_cli_tools_list_and_call(tmp_path: Path, tool_server: ToolServer) -> Non
 
 
 def test_demo_key_carries_the_customer_claim() -> None:
-    cfg = load_config(Path(__file__).resolve().parents[1] / "examples" / "knowledge.config.yaml")
+    cfg = load_config(Path(__file__).resolve().parents[2] / "examples" / "knowledge.config.yaml")
     assert cfg.server is not None
     customer = next(k for k in cfg.server.api_keys if k.key_sha256 == sha("evidex-demo-customer"))
     assert customer.claims == {"customer_id": "C-1001"}
