@@ -9,27 +9,26 @@ answered). The ``openai`` generator is pointed at a real loopback server through
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli_runner import run_cli, run_parallel
 from evidex import Actor, EvidexError, KnowledgeBase
 from evidex.answer import DECLINE_TEXT, AnswerSettings
 from evidex.evaluation import load_qa
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-EVIDEX = Path(sys.executable).parent / "evidex"
 ASK_KEYS = {"status", "text", "citations", "reason", "handoff", "trace"}
 #: Extra keys emitted by Answer.as_dict(): the decline's why, and its related reading (passages
 #: offered as not an answer, never cited).
@@ -54,18 +53,13 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 def run(env: dict[str, str], *args: Any, db: Path | None = None, stdin: str = "",
         **extra_env: str) -> subprocess.CompletedProcess[str]:
-    cmd = [str(EVIDEX)] + (["--db", str(db)] if db else []) + [str(a) for a in args]
-    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, encoding="utf-8",
-                          env={**env, **extra_env}, timeout=120)
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
-    return proc
+    return run_cli(*args, db=db, stdin=stdin, env={**env, **extra_env})
 
 
 def run_many(env: dict[str, str], calls: Sequence[tuple[tuple[Any, ...], dict[str, Any]]]
              ) -> list[subprocess.CompletedProcess[str]]:
     """Independent invocations at once (each is mostly interpreter start-up)."""
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return list(pool.map(lambda call: run(env, *call[0], **call[1]), calls))
+    return run_parallel(calls, run=functools.partial(run, env))
 
 
 def ok_json(proc: subprocess.CompletedProcess[str]) -> Any:

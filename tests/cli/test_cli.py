@@ -14,22 +14,22 @@ import os
 import pty
 import re
 import subprocess
-import sys
 import tty
 import unicodedata
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from cli_runner import EVIDEX, clean_env
+from cli_runner import run_cli as evidex
+from cli_runner import run_parallel as evidex_parallel
 from evidex.ingest import load_paths, split_text
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-EVIDEX = Path(sys.executable).parent / "evidex"
 CITATION_KEYS = {
     "kind",
     "document_id",
@@ -47,46 +47,6 @@ CITATION_KEYS = {
 HR = ("--tenant", "acme", "--groups", "hr", "--visibilities", "public,internal,confidential")
 STAFF = ("--tenant", "acme", "--groups", "staff", "--visibilities", "public,internal")
 CUSTOMER = ("--tenant", "acme", "--groups", "customers", "--visibilities", "public")
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "EVIDEX_DB"}
-    env.update(PYTHONIOENCODING="utf-8", **extra)
-    return env
-
-
-def run_raw(
-    *args: Any,
-    db: Path | None = None,
-    stdin: str | None = None,
-    cwd: Path | None = None,
-    env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    cmd = [str(EVIDEX)] + (["--db", str(db)] if db is not None else []) + [str(a) for a in args]
-    return subprocess.run(
-        cmd,
-        input=stdin if stdin is not None else "",
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=cwd,
-        env=env or clean_env(),
-        timeout=120,
-    )
-
-
-def evidex(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    proc = run_raw(*args, **kwargs)
-    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
-    return proc
-
-
-def evidex_parallel(
-    calls: Sequence[tuple[tuple[Any, ...], dict[str, Any]]],
-) -> list[subprocess.CompletedProcess[str]]:
-    """Independent read-only invocations at once (each is mostly interpreter start-up)."""
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return list(pool.map(lambda call: run_raw(*call[0], **call[1]), calls))
 
 
 def ok_json(proc: subprocess.CompletedProcess[str]) -> Any:

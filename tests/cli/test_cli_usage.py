@@ -15,13 +15,13 @@ import os
 import re
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-EVIDEX = Path(sys.executable).parent / "evidex"
+from cli_runner import EVIDEX, run_cli, run_parallel
+
 STAFF = ("--tenant", "acme", "--groups", "staff")
 #: A configuration naming one caller (the key's SHA-256 is never used here: the CLI is local).
 CONFIG = """\
@@ -48,15 +48,11 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 def run(*args: Any, env: dict[str, str] | None = None, stdin: str = "",
         command: tuple[str, ...] = (str(EVIDEX),)) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([*command, *map(str, args)], input=stdin, capture_output=True, text=True,
-                          encoding="utf-8", env=env or clean_env(), timeout=120)
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
-    return proc
+    return run_cli(*args, env=env or clean_env(), stdin=stdin, command=command)
 
 
 def parallel(calls: list[tuple[Any, ...]], **kwargs: Any) -> list[subprocess.CompletedProcess[str]]:
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return list(pool.map(lambda args: run(*args, **kwargs), calls))
+    return run_parallel([(args, kwargs) for args in calls], run=run)
 
 
 @pytest.fixture(scope="module")

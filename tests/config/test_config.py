@@ -4,18 +4,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_cli as run
 from evidex.config import FilesSource, RecordsSource, ServerSettings, WebSource, load_config
 from evidex.model import ConfigError, EvidexError
 from evidex.yamlfile import YamlRefused, compose_yaml
-
-EVIDEX = Path(sys.executable).parent / "evidex"
 
 EXAMPLE = """\
 sources:
@@ -170,10 +167,6 @@ def test_a_missing_file_is_a_config_error(tmp_path: Path) -> None:
 
 
 # -- the CLI applies it -----------------------------------------------------------------------
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(EVIDEX), *args], capture_output=True, text=True, timeout=120)
-
 
 def test_cli_config_sets_search_and_answer_defaults(tmp_path: Path) -> None:
     docs = tmp_path / "docs"

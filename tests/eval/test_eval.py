@@ -5,26 +5,21 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli_runner import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 SCIFACT = ROOT.parent / "shared" / "data" / "beir" / "scifact"
-EVIDEX = Path(sys.executable).parent / "evidex"
 KEYS = {"ndcg@10", "recall@100", "mrr@10", "queries", "queries_per_second"}
 
 
 def evidex(*args: Any) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "EVIDEX_DB"}
-    proc = subprocess.run([str(EVIDEX), *map(str, args)], capture_output=True, text=True,
-                          encoding="utf-8", env={**env, "PYTHONIOENCODING": "utf-8"}, timeout=600)
-    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
-    return proc
+    return run_cli(*args, timeout=600)
 
 
 def run_eval(folder: Path, *extra: str) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from html.parser import HTMLParser
 from pathlib import Path
@@ -21,11 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
+from cli_runner import run_cli
 from evidex import Actor, ConfigError, KnowledgeBase
 from evidex.answer import Answer
 from evidex.evaluation import SCHEMA, evaluate_cases, lint_cases, load_cases, render_html
-
-EVIDEX = Path(sys.executable).parent / "evidex"
 
 
 def _md(doc_id: str, version: str, body: str, *, groups: str = "[customers, staff]",
@@ -371,12 +369,7 @@ def test_the_html_report_is_static_and_escaped(folder: Path) -> None:
 # -- the command ------------------------------------------------------------------------------------
 
 def evidex(*args: Any, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "EVIDEX_DB"}
-    proc = subprocess.run([str(EVIDEX), *map(str, args)], capture_output=True, text=True,
-                          encoding="utf-8", env={**env, "PYTHONIOENCODING": "utf-8"}, timeout=300,
-                          cwd=cwd)
-    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
-    return proc
+    return run_cli(*args, cwd=cwd)
 
 
 def test_exit_status_follows_the_gate(folder: Path) -> None:

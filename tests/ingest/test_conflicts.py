@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import evidex.conflicts
+from cli_runner import run_cli
 from evidex import Document, KnowledgeBase
 from evidex.ingest import load_paths
 from evidex.store._migrations import SCHEMA_VERSION
@@ -216,46 +217,13 @@ def test_cli_lists_conflicts_as_json(tmp_path: Path) -> None:
             f"---\nid: {d.id}\ntitle: {d.title}\n---\n{d.text}", encoding="utf-8"
         )
     db = str(tmp_path / "kb.db")
-    run = subprocess.run(
-        [
-            str(BIN / "evidex"),
-            "--db",
-            db,
-            "ingest",
-            str(tmp_path),
-            "--tenant",
-            "acme",
-            "--groups",
-            "staff",
-            "--split",
-            "heading",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    run = run_cli("ingest", tmp_path, "--tenant", "acme", "--groups", "staff", "--split", "heading", "--json",
+                  db=db)
     assert run.returncode == 0, run.stderr
     [found] = json.loads(run.stdout)["conflicts"]
-    listed = subprocess.run(
-        [str(BIN / "evidex"), "--db", db, "conflicts", "--json"], capture_output=True, text=True
-    )
+    listed = run_cli("conflicts", "--json", db=db)
     assert json.loads(listed.stdout)["conflicts"] == [found]
-    human = subprocess.run(
-        [
-            str(BIN / "evidex"),
-            "--db",
-            db,
-            "conflicts",
-            "--dismiss",
-            str(found["id"]),
-            "--tenant",
-            "acme",
-            "--status",
-            "all",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    human = run_cli("conflicts", "--dismiss", found["id"], "--tenant", "acme", "--status", "all", db=db)
     assert human.returncode == 0 and "dismissed" in human.stdout and "1 conflict(s)" in human.stdout
     assert f"dismissed conflict {found['id']} of tenant acme" in human.stderr
 

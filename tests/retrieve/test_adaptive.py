@@ -8,14 +8,13 @@ model's cross-language behaviour is in test_real_models.py.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from actors import PUBLIC_INTERNAL
+from cli_runner import run_cli
 from evidex import Actor, Document, KnowledgeBase, QueryError
 from evidex.query import identify
 from evidex.retrieve import Fusion, Leg, fuse
@@ -161,16 +160,12 @@ def test_permission_exact_languages(tmp_path: Path) -> None:
 def test_cli_explain_prints_the_weights(tmp_path: Path) -> None:
     kb = two_language_store(tmp_path)
     kb.close()
-    evidex = Path(sys.executable).parent / "evidex"
-    out = subprocess.run([str(evidex), "--db", str(tmp_path / "kb.db"), "search",
-                          "Kann ich eine getragene Jacke zurückgeben?", "--tenant", "acme",
-                          "--groups", "staff", "--visibilities", "public,internal", "--explain"],
-                         capture_output=True, text=True, check=True)
+    out = run_cli("search", "Kann ich eine getragene Jacke zurückgeben?", "--tenant", "acme",
+                  "--groups", "staff", "--visibilities", "public,internal", "--explain",
+                  db=tmp_path / "kb.db", check=True)
     assert "leg weights: keyword" in out.stdout and "(query language: de)" in out.stdout
     assert "0% of the query's words occur in the passages you may read" in out.stdout
-    js = subprocess.run([str(evidex), "--db", str(tmp_path / "kb.db"), "search", "ERR-401", "--tenant",
-                         "acme", "--groups", "staff", "--visibilities", "public,internal", "--explain",
-                         "--json"],
-                        capture_output=True, text=True, check=True)
+    js = run_cli("search", "ERR-401", "--tenant", "acme", "--groups", "staff", "--visibilities",
+                 "public,internal", "--explain", "--json", db=tmp_path / "kb.db", check=True)
     hits = json.loads(js.stdout)["hits"]
     assert hits[0]["explain"]["weights"]["keyword"] >= 0.5

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -22,11 +20,11 @@ import pytest
 
 import evidex.kb as kb_module
 from actors import PUBLIC_INTERNAL
+from cli_runner import run_cli
 from evidex import Actor, Document, KnowledgeBase, QueryError, StoreError
 from evidex.embed import get_embedder
 from evidex.retrieve._vector import CENTRING
 
-EVIDEX = Path(sys.executable).parent / "evidex"
 A = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 NOBODY = Actor("acme", frozenset({"interns"}), visibilities=PUBLIC_INTERNAL)
 
@@ -541,11 +539,6 @@ def test_reembed_rejects_unknown_and_none_and_keeps_the_store(tmp_path: Path) ->
     assert kb.reembed("hash-test") == N_PASSAGES
     assert vector_view(kb, "plan") == before
     kb.close()
-
-
-def run_cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(EVIDEX), "--db", str(db), *args], capture_output=True, text=True,
-                          encoding="utf-8", timeout=300)
 
 
 def test_cli_reembed(tmp_path: Path) -> None:

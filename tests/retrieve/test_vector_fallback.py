@@ -5,8 +5,6 @@ the keyword ranking with ``fallback: keyword`` and why, on a real SQLite store."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -16,10 +14,10 @@ import pytest
 
 import evidex.retrieve._search as hybrid_module
 from actors import PUBLIC_INTERNAL
+from cli_runner import run_cli
 from evidex import Actor, Document, KnowledgeBase
 from evidex.embed import get_embedder
 
-EVIDEX = Path(sys.executable).parent / "evidex"
 STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)  # the documents are internal
 TEXTS = {
     "returns": "# Returns\n\nUnworn boots can be returned within 30 days for a full refund.",
@@ -202,17 +200,14 @@ def test_evidex_search_on_a_keyword_only_store_works_in_its_default_mode(tmp_pat
     folder.mkdir()
     for name, text in TEXTS.items():
         (folder / f"{name}.md").write_text(text, encoding="utf-8")
-    run = [str(EVIDEX), "--db", db]
-    subprocess.run([*run, "--embedder", "none", "ingest", str(folder), "--tenant", "acme",
-                    "--groups", "staff"], check=True, capture_output=True)
-    out = subprocess.run([*run, "search", "free repairs jackets", "--tenant", "acme", "--groups",
-                          "staff", "--visibilities", "public,internal"],
-                         check=True, capture_output=True, text=True).stdout
+    run_cli("--embedder", "none", "ingest", folder, "--tenant", "acme", "--groups", "staff", db=db,
+            check=True)
+    out = run_cli("search", "free repairs jackets", "--tenant", "acme", "--groups", "staff",
+                  "--visibilities", "public,internal", db=db, check=True).stdout
     assert out.startswith("fallback: keyword (no_vectors: this store is keyword-only")
     assert "repairs" in out.splitlines()[2]
-    data = json.loads(subprocess.run([*run, "search", "free repairs", "--tenant", "acme", "--groups",
-                                      "staff", "--visibilities", "public,internal", "--json"],
-                                     check=True, capture_output=True, text=True).stdout)
+    data = json.loads(run_cli("search", "free repairs", "--tenant", "acme", "--groups", "staff",
+                              "--visibilities", "public,internal", "--json", db=db, check=True).stdout)
     assert data["fallback"]["reason"] == "no_vectors" and data["hits"][0]["document_id"] == "repairs.md"
 
 

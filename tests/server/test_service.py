@@ -11,7 +11,6 @@ import json
 import os
 import re
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ import jwt
 import pytest
 import yaml
 
+from cli_runner import run_cli
 from evidex import Document, KnowledgeBase
 from service_helpers import (
     BIN,
@@ -469,10 +469,8 @@ def test_serve_on_a_port_in_use_is_one_error_line(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        proc = subprocess.run([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config),
-                               "--port", str(port), "--no-schedule"],
-                              capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "EVIDEX_CACHE_DIR": str(tmp_path / "cache")})
+        proc = run_cli("serve", "--config", config, "--port", port, "--no-schedule", db=db,
+                       env={**os.environ, "EVIDEX_CACHE_DIR": str(tmp_path / "cache")})
     assert proc.returncode == 1 and proc.stdout == "", (proc.returncode, proc.stdout, proc.stderr)
     assert proc.stderr.splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"]
 
@@ -483,10 +481,9 @@ def test_serve_refuses_a_bad_thread_count_at_start(tmp_path: Path) -> None:
     db = tmp_path / "kb.db"
     build_store(db, tmp_path / "cache")
     config = write_config(tmp_path / "config.yaml")
-    proc = subprocess.run([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config),
-                           "--port", "0", "--no-schedule"], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "EVIDEX_CACHE_DIR": str(tmp_path / "cache"),
-                               "EVIDEX_EMBED_THREADS": "abc"})
+    proc = run_cli("serve", "--config", config, "--port", "0", "--no-schedule", db=db,
+                   env={**os.environ, "EVIDEX_CACHE_DIR": str(tmp_path / "cache"),
+                        "EVIDEX_EMBED_THREADS": "abc"})
     assert proc.returncode == 1 and proc.stdout == "", (proc.returncode, proc.stdout, proc.stderr)
     assert proc.stderr.splitlines() == ["error: EVIDEX_EMBED_THREADS must be a positive integer, got 'abc'"]
 

@@ -11,6 +11,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from cli_runner import run_cli
 from evidex import KnowledgeBase
 from service_helpers import BIN, build_store, write_config
 
@@ -90,12 +91,9 @@ def test_tool_arguments_cannot_carry_identity_and_are_validated(setup: dict[str,
 
 
 def test_mcp_needs_a_configured_key(setup: dict[str, Path]) -> None:
-    import subprocess
-
     for env in ({}, {"EVIDEX_API_KEY": "not-configured"}):
-        r = subprocess.run([str(BIN / "evidex"), "--db", str(setup["db"]), "mcp", "--config",
-                            str(setup["config"])], env={"PATH": "/usr/bin:/bin", **env},
-                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        r = run_cli("mcp", "--config", setup["config"], db=setup["db"], env={"PATH": "/usr/bin:/bin", **env},
+                    timeout=60)
         assert r.returncode == 1
         assert "EVIDEX_API_KEY" in r.stderr
     # The store is untouched by failed starts.

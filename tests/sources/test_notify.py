@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from cli_runner import run_cli
 from evidex import KnowledgeBase
 from evidex.config import load_config
 from evidex.model import ConfigError, EvidexError
@@ -248,8 +249,6 @@ def test_the_drift_webhook_is_retried_like_the_owners_routes(tmp_path: Path) -> 
 def test_cli_drift_tells_the_owners_when_the_drift_webhook_fails(tmp_path: Path) -> None:
     """`evidex drift` with a freshness webhook that fails: the owners are still told (a failing
     route never blocks the others), and the exit status says a route failed."""
-    import subprocess
-    import sys
 
     _write(tmp_path / "care", "a.md", "# A\n\nalpha\n")
     with webhook_receiver() as (hooks, url):
@@ -259,9 +258,7 @@ def test_cli_drift_tells_the_owners_when_the_drift_webhook_fails(tmp_path: Path)
             f"     owner: {{name: Care, webhook: '{url}/owner'}}}}\n"
             f"freshness:\n  notify: {{webhook: 'http://127.0.0.1:{free_port()}/down'}}\n",
             encoding="utf-8")
-        evidex = Path(sys.executable).parent / "evidex"
-        done = subprocess.run([str(evidex), "--db", str(tmp_path / "kb.db"), "--config", str(config),
-                               "drift"], capture_output=True, text=True, timeout=120)
+        done = run_cli("--config", config, "drift", db=tmp_path / "kb.db")
     assert done.returncode == 2, done.stderr
     assert "the drift webhook" in done.stderr and "notify Care by webhook: sent" in done.stderr
     assert [h[0] for h in hooks.received] == ["/owner"]

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -20,12 +19,12 @@ import httpx
 import pytest
 
 import evidex.sources._items as items_module
+from cli_runner import EVIDEX, run_cli
 from evidex import KnowledgeBase
 from evidex.config import load_config
 from evidex.sources import Scheduler, SyncReport
-from service_helpers import BIN, Server, auth, write_config
+from service_helpers import Server, auth, write_config
 
-EVIDEX = Path(sys.executable).parent / "evidex"
 #: A Sunday: the day ends at Monday 00:00, when daily and weekly cadences are due.
 START = datetime(2026, 12, 6, 0, 0, tzinfo=UTC)
 END = START + timedelta(days=1)
@@ -197,18 +196,16 @@ def test_an_overrun_skips_its_own_missed_minutes_and_others_catch_up_once(
 def test_runs_are_listed_by_the_cli_and_by_admins_of_their_tenant(tmp_path: Path, setup: Path) -> None:
     simulated_day(tmp_path, setup, [])
     db = str(tmp_path / "kb.db")
-    out = subprocess.run([str(EVIDEX), "--db", db, "runs", "--json", "--limit", "5", "--source", "broken"],
-                         check=True, capture_output=True, text=True).stdout
+    out = run_cli("runs", "--json", "--limit", "5", "--source", "broken", db=db, check=True).stdout
     listed = json.loads(out)["runs"]
     assert len(listed) == 5 and all(r["source"] == "broken" and not r["ok"] for r in listed)
     assert listed[0]["scheduled_for"] == "2026-12-06T10:40:00+00:00"
     assert set(listed[0]) == {"id", "kind", "source", "tenant", "scheduled_for", "started_at",
                               "ended_at", "ok", "counts", "problems"}
-    text = subprocess.run([str(EVIDEX), "--db", db, "runs", "--limit", "1"], check=True,
-                          capture_output=True, text=True).stdout
+    text = run_cli("runs", "--limit", "1", db=db, check=True).stdout
     assert "sync  catalogue: ok" in text
     config = write_config(tmp_path / "server.yaml")
-    server = Server([str(BIN / "evidex"), "--db", db, "--config", str(config), "serve", "--no-schedule"],
+    server = Server([str(EVIDEX), "--db", db, "--config", str(config), "serve", "--no-schedule"],
                     {"EVIDEX_CACHE_DIR": str(tmp_path / "cache")}, tmp_path / "server.log")
     try:
         mine = httpx.get(f"{server.url}/v1/runs?limit=3", headers=auth("acme-admin-key"), timeout=30)
@@ -224,8 +221,7 @@ def test_runs_are_listed_by_the_cli_and_by_admins_of_their_tenant(tmp_path: Path
 
 def test_nothing_scheduled_is_a_clear_error(tmp_path: Path) -> None:
     config = write(tmp_path / "k.yaml", "freshness: {drift_check: daily}\n")
-    done = subprocess.run([str(EVIDEX), "--db", str(tmp_path / "kb.db"), "--config", str(config),
-                           "schedule"], capture_output=True, text=True, timeout=60)
+    done = run_cli("--config", config, "schedule", db=tmp_path / "kb.db", timeout=60)
     assert done.returncode == 1 and "error: nothing is scheduled" in done.stderr
 
 

@@ -12,7 +12,6 @@ import functools
 import json
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -26,11 +25,11 @@ from fpdf import FPDF
 import evidex.sources._items as items_module
 from actors import PUBLIC_INTERNAL
 from backends import Locator, raw
+from cli_runner import run_cli
 from evidex import Actor, KnowledgeBase
 from evidex.config import Config, load_config
 from evidex.sources import SyncReport, drift, sync
 
-EVIDEX = Path(sys.executable).parent / "evidex"
 CUSTOMER = Actor("acme", frozenset({"customers"}), visibilities=frozenset({"public"}))
 STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 
@@ -592,7 +591,7 @@ def test_drift_reports_each_kind_of_change_without_writing(
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(EVIDEX), *args], capture_output=True, text=True, timeout=300)
+    return run_cli(*args)
 
 
 def test_cli_sync_and_drift_exit_statuses_json_and_webhook(

@@ -14,18 +14,17 @@ import random
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from actors import PUBLIC_INTERNAL
+from cli_runner import EVIDEX, run_cli
 from evidex import Actor, KnowledgeBase
 from evidex.ingest import split_text
 from evidex.model import sha256_text
 
-EVIDEX = Path(sys.executable).parent / "evidex"
 STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 N = 1500
 
@@ -126,7 +125,7 @@ def test_sync_killed_at_random_moments_then_rerun_holds_each_document_once(tmp_p
             (docs / names[i]).rename(docs / new)
             names[i] = new
     assert kills >= 4, f"only {kills} of 6 syncs were still running when killed"
-    final = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    final = run_cli(*cmd[1:], env=env, timeout=600)
     assert final.returncode == 0, final.stderr
     texts = check_consistent(db)
     assert texts == {f"s/{names[i]}": doc_text(i, revs[i]) for i in revs}

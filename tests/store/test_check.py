@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import pytest
 from psycopg import sql
 
 from backends import raw
+from cli_runner import EVIDEX, run_cli
 from evidex import KnowledgeBase
 from evidex.ingest import load_paths
 from evidex.store import is_postgres_url
@@ -26,7 +25,6 @@ from service_helpers import GLOBEX, Server, auth, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-BIN = Path(sys.executable).parent
 
 
 def build(location: str) -> None:
@@ -179,13 +177,11 @@ def test_cli_exits_1_and_names_the_problem(locate: Callable[[str], str]) -> None
     loc = locate("kb")
     build(loc)
     env = {**os.environ, "EVIDEX_EMBEDDER": "hash-test"}
-    ok = subprocess.run([str(BIN / "evidex"), "--db", loc, "check"], capture_output=True, text=True,
-                        env=env, timeout=300)
+    ok = run_cli("check", db=loc, env=env)
     assert ok.returncode == 0, ok.stderr
     assert "no problems" in ok.stdout
     expected = text_changed(loc)
-    bad = subprocess.run([str(BIN / "evidex"), "--db", loc, "check"], capture_output=True, text=True,
-                         env=env, timeout=300)
+    bad = run_cli("check", db=loc, env=env)
     assert bad.returncode == 1
     assert bad.stdout.splitlines()[0].startswith(expected)
     assert "1 problem" in bad.stderr
@@ -197,7 +193,7 @@ def test_service_check_is_admin_only_and_shows_only_the_admins_tenant(tmp_path: 
     with KnowledgeBase.open(db, embedder="hash-test") as kb:
         kb.ingest(GLOBEX, split="paragraph")
     config = write_config(tmp_path / "server.yaml")
-    server = Server([str(BIN / "evidex"), "--db", db, "serve", "--config", str(config)],
+    server = Server([str(EVIDEX), "--db", db, "serve", "--config", str(config)],
                     {"EVIDEX_EMBEDDER": "hash-test"}, tmp_path / "server.log")
     try:
         clean = httpx.get(f"{server.url}/v1/check", headers=auth("acme-admin-key"), timeout=120)

@@ -12,8 +12,6 @@ import dataclasses
 import json
 import random
 import struct
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import pytest
 
 from actors import PUBLIC_INTERNAL
 from backends import Locator, locator, raw
+from cli_runner import run_cli
 from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.ingest import load_paths
 from evidex.kb import migrate_store
@@ -30,7 +29,6 @@ from evidex.store._location import split_url
 from evidex.store._migrations import MIGRATIONS, SCHEMA_VERSION
 from old_stores import postgres_legacy
 
-EVIDEX = Path(sys.executable).parent / "evidex"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 A = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
 
@@ -336,8 +334,7 @@ def test_migrate_sqlite_to_postgres_and_back(tmp_path: Path, pg: Locator) -> Non
         a.store.apply([], keep_history=True, sources=[
             SourceEntry("help", doc.tenant, doc.id, "d.md", "12:34:56", doc.content_sha256)])
     dst = pg("copy")
-    proc = subprocess.run([str(EVIDEX), "migrate", "--from", src, "--to", dst, "--json"],
-                          capture_output=True, text=True, timeout=300)
+    proc = run_cli("migrate", "--from", src, "--to", dst, "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["mismatches"] == [] and report["verified"] == report["documents"] >= 10
@@ -348,26 +345,21 @@ def test_migrate_sqlite_to_postgres_and_back(tmp_path: Path, pg: Locator) -> Non
         assert b.resolve(A, old).matched_version == a.resolve(A, old).matched_version == "1"
         assert b.source_entries() == a.source_entries() and len(a.source_entries()) == 1
     back = str(tmp_path / "back.db")
-    proc = subprocess.run([str(EVIDEX), "migrate", "--from", dst, "--to", back],
-                          capture_output=True, text=True, timeout=300)
+    proc = run_cli("migrate", "--from", dst, "--to", back)
     assert proc.returncode == 0, proc.stderr
     with KnowledgeBase.open(src) as a, KnowledgeBase.open(back) as c:
         assert _snapshot(a) == _snapshot(c)
-    again = subprocess.run([str(EVIDEX), "migrate", "--from", src, "--to", dst],
-                           capture_output=True, text=True, timeout=300)
+    again = run_cli("migrate", "--from", src, "--to", dst)
     assert again.returncode == 1 and "already holds documents" in again.stderr
 
 
 def test_cli_with_a_postgres_url(pg: Locator) -> None:
     url = pg("cli")
-    env_db = ["--db", url]
-    ing = subprocess.run([str(EVIDEX), *env_db, "ingest", str(EXAMPLES / "collection"), "--tenant",
-                          "acme", "--split", "heading", "--json"], capture_output=True, text=True,
-                         timeout=300)
+    ing = run_cli("ingest", EXAMPLES / "collection", "--tenant", "acme", "--split", "heading", "--json",
+                  db=url)
     assert ing.returncode == 0, ing.stderr
-    found = subprocess.run([str(EVIDEX), *env_db, "search", "ERR-401", "--tenant", "acme", "--groups",
-                            "customers", "--visibilities", "public", "--json"],
-                           capture_output=True, text=True, timeout=120)
+    found = run_cli("search", "ERR-401", "--tenant", "acme", "--groups", "customers", "--visibilities",
+                    "public", "--json", db=url)
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)["hits"]
     assert hits and "ERR-401" in hits[0]["quote"]

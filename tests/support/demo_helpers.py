@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cli_runner import EVIDEX, run_cli
 from evidex.embed import DEFAULT_EMBEDDER, default_cache_path
-from service_helpers import BIN, ROOT, Server, free_port
+from service_helpers import ROOT, Server, free_port
 
 #: Read at import, before the tests' autouse fixture points the cache at a temporary folder.
 USER_CACHE_DIR = default_cache_path().parent
@@ -47,9 +48,8 @@ class Demo:
 
     def evidex(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """`evidex --db DB --config CONFIG ARGS` as `make run`'s user would type it."""
-        cmd = [str(BIN / "evidex"), "--db", str(self.db), "--config", str(self.config), *args]
-        return subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **self.env},
-                              check=check, timeout=300)
+        return run_cli("--config", self.config, *args, db=self.db, env={**os.environ, **self.env},
+                       check=check)
 
 
 def demo_config(tmp: Path, ports: dict[int, int]) -> Path:
@@ -95,9 +95,8 @@ def running_demo(tmp: Path) -> Iterator[Demo]:
                         f"http://127.0.0.1:{ports[8765]}/sitemap.xml", "30"], check=True)
         config = demo_config(tmp, ports)
         db = tmp / "evidex.db"
-        subprocess.run([str(BIN / "evidex"), "--db", str(db), "--config", str(config), "sync"],
-                       env=full, check=True, capture_output=True, timeout=900)
-        server = Server([str(BIN / "evidex"), "--db", str(db), "--config", str(config), "serve"],
+        run_cli("--config", config, "sync", db=db, env=full, check=True, timeout=900)
+        server = Server([str(EVIDEX), "--db", str(db), "--config", str(config), "serve"],
                         env, tmp / "serve.log")
         yield Demo(server.url, db, config, f"http://127.0.0.1:{ports[8082]}", inbox_log, env, ports)
     finally:

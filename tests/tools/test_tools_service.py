@@ -16,6 +16,7 @@ import jwt
 import pytest
 import yaml
 
+from cli_runner import clean_env, run_cli
 from evidex.config import load_config
 from evidex.model import ConfigError
 from service_helpers import BIN, JWT_ISSUER, JWT_SECRET, Server, auth, build_store, sha, write_config
@@ -213,10 +214,7 @@ def test_tool_mistakes_name_file_and_line(tmp_path: Path, tool_server: ToolServe
 
 # -- CLI -----------------------------------------------------------------------------------------------
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run([EVIDEX, *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, TOKEN_ENV: SECRET, **(env or {})})
+    return run_cli(*args, env=clean_env(**{TOKEN_ENV: SECRET, **(env or {})}))
 
 
 def test_cli_tools_list_and_call(tmp_path: Path, tool_server: ToolServer) -> None:
