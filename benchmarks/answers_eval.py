@@ -11,7 +11,8 @@ runs ``kb.answer`` (extractive) and reports, per kind and in total:
   ``sentence_start``/``sentence_end`` is not a span of its quote;
 * citation precision: released sentences (three words or more) supported by the passage they
   cite, by the support check of the answer pipeline (``evidex.answer.supporting_span``), and
-  quoted verbatim inside the cited span;
+  quoted verbatim inside the cited span as the answer shows it (``evidex.decide.shown``:
+  Markdown marks removed);
 * answer span quoted: for questions with a known answer span, how often the answer text
   contains it;
 * ``ask`` overhead: answer time minus the time of the same search (the answer's search with
@@ -32,6 +33,7 @@ from collections import defaultdict
 
 from answers_sets import WORK, build, load
 from evidex.answer import DISAGREE_TEXT, markers, sentences, supporting_span
+from evidex.decide import shown
 from evidex.kb import QUESTION_LIMITS
 
 
@@ -85,7 +87,8 @@ def main(argv: list[str] | None = None) -> dict:
                     bare = bare.replace(f" [{n}]", "")
                 if any(supporting_span(sent, by_n[n]["quote"], an.terms) for n in refs):
                     supported += 1
-                if any(bare in by_n[n]["quote"][by_n[n]["sentence_start"]:by_n[n]["sentence_end"]]
+                # As the answer shows it: Markdown marks out, one line per source line.
+                if any(bare in shown(by_n[n]["quote"][by_n[n]["sentence_start"]:by_n[n]["sentence_end"]])
                        for n in refs):
                     verbatim += 1
         if q.answerable:

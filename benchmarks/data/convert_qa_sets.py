@@ -220,70 +220,6 @@ def germanquad_test() -> Writer:
     return w
 
 
-# ---------------------------------------------------------------- SubjQA (sampled items)
-def _ws(x: str) -> str:
-    return re.sub(r"\s+", "", x)
-
-
-def subjqa(max_questions: int = 3000) -> Writer:
-    """One question per q_review_id (its annotators' rows merged); a question is ooc only when
-    every annotator marked ANSWERNOTFOUND. SubjQA's spans are tokenised ("Jesus 's"), so the
-    verbatim span is review[start:end] from human_ans_indices, accepted when it equals the
-    tokenised span up to whitespace."""
-    w = Writer("subjqa")
-    rows = []
-    for dom in ("books", "electronics", "grocery", "movies", "restaurants", "tripadvisor"):
-        for part in ("train", "dev", "test"):
-            p = SRC / "subjqa" / dom / f"{part}.csv"
-            if p.exists():
-                with open(p, encoding="utf-8", newline="") as f:
-                    rows += list(csv.DictReader(f))
-    by_q = collections.defaultdict(list)
-    for r in rows:
-        by_q[r["q_review_id"]].append(r)
-    by_item = collections.defaultdict(list)
-    for qid, rs in by_q.items():
-        by_item[f"{rs[0]['domain']}/{rs[0]['item_id']}"].append(qid)
-    n = 0
-    chosen = []
-    for item in sorted(by_item, key=h):
-        if n + len(by_item[item]) > max_questions:
-            continue
-        n += len(by_item[item])
-        chosen.append(item)
-    w.dropped["items not sampled"] = len(by_item) - len(chosen)
-    splits = assign_splits(chosen, stratum=lambda t: t.split("/", 1)[0])
-    for item in sorted(chosen):
-        split = splits[item]
-        for qid in sorted(by_item[item]):
-            rs = by_q[qid]
-            review = rs[0]["review"]
-            assert all(r["review"] == review for r in rs)
-            text = re.sub(r"\s*ANSWERNOTFOUND\s*$", "", review)
-            pid = f"subj-{rs[0]['review_id']}"
-            w.passage(pid, item, text, "en")
-            spans = []
-            for r in rs:
-                if r["human_ans_spans"] == "ANSWERNOTFOUND":
-                    continue
-                st, en = (int(x) for x in r["human_ans_indices"].strip("()").split(","))
-                cand = review[st:en].strip()
-                if cand and _ws(cand) == _ws(r["human_ans_spans"]) and cand in text:
-                    spans.append(cand)
-                elif r["human_ans_spans"].strip() in text:
-                    spans.append(r["human_ans_spans"].strip())
-                else:
-                    w.dropped["annotator span not placeable"] += 1
-            if not spans:
-                if all(r["human_ans_spans"] == "ANSWERNOTFOUND" for r in rs):
-                    w.question(f"subj-{qid}", rs[0]["question"], "en", split, None, None)
-                else:
-                    w.dropped["answerable but no placeable span"] += 1
-                continue
-            w.question(f"subj-{qid}", rs[0]["question"], "en", split, pid, spans[0])
-    return w
-
-
 # ---------------------------------------------------------------- COVID-QA (2020-04-23 file)
 def covidqa(min_chunk: int = 300, max_passages: int = 3000) -> Writer:
     w = Writer("covidqa")
@@ -354,7 +290,7 @@ def covidqa(min_chunk: int = 300, max_passages: int = 3000) -> Writer:
 
 
 if __name__ == "__main__":
-    which = sys.argv[2:] or ["squad2_train_head", "germanquad_test", "subjqa", "covidqa"]
+    which = sys.argv[2:] or ["squad2_train_head", "germanquad_test", "covidqa"]
     for name in which:
         w = globals()[name]()
         st = w.write()

@@ -591,6 +591,10 @@ class KnowledgeBase:
         def embed(texts: list[str]) -> np.ndarray | None:
             if self.vector_timeout_ms is None:
                 return self.embed_passages(texts)
+            e = self._embedder()
+            known = self._embed_cache().cached(e.model_id, e.dimension, texts)
+            if known is not None:  # met before: nothing to wait for
+                return known
             got = retrieve.within(Deadline.start(self.vector_timeout_ms), "the quotes' embedding",
                                   lambda: self.embed_passages(texts))
             if isinstance(got, Fallback):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evidex.decide._types import STRICT, Asked, asked, matches, stated
+from evidex.decide._types import STRICT, Asked, asked, matches, stated, stated_as
 
 
 @pytest.mark.parametrize(("question", "kind", "dimension"), [
@@ -100,3 +100,23 @@ def test_any_text_is_typed_without_error(text: str) -> None:
     assert a.kind in STRICT | {"place", "person", "reason", "procedure", "yesno", "other"}
     for m in stated(text):
         assert 0 <= m.start < m.end <= len(text)
+
+
+@pytest.mark.parametrize("question", [
+    "How long does delivery take?", "When does the store open?", "What does it cost?",
+    "How much does the tent weigh?", "How many people fit in the tent?", "What is your phone number?",
+    "Which year was it built?", "How tall is the tower?", "Why is it closed?", "How do I return it?",
+    "Do you ship to Austria?", "Wie viel kostet der Versand?", "Wann öffnet die Filiale?"])
+def test_stated_as_is_matches_of_every_mention(question: str) -> None:
+    """``stated_as`` scans only the kinds that can answer: it finds exactly what ``matches``
+    keeps of all mentions."""
+    sentences = [
+        "Delivery takes 2 to 4 business days and costs 4.95 €, free from 50 €.",
+        "The store opens at 10:00 on Saturdays, call +49 30 1234567 or write to shop@acme.example.",
+        "The tent weighs 2.4 kg and sleeps two people; it was built in 1998, 120 metres tall.",
+        "Closed because of the holiday. First, open the order page. Then click Return.",
+        "Wir öffnen montags um 9 Uhr; der Versand kostet 5 Euro innerhalb von drei Tagen.",
+    ]
+    a = asked(question)
+    for s in sentences:
+        assert stated_as(a, s) == matches(a, stated(s)), (question, s)

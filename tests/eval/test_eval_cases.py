@@ -23,7 +23,8 @@ import yaml
 from cli_runner import run_cli
 from evidex import Actor, ConfigError, KnowledgeBase
 from evidex.answer import Answer
-from evidex.evaluation import SCHEMA, evaluate_cases, lint_cases, load_cases, render_html
+from evidex.evaluation import evaluate_cases, lint_cases, load_cases, render_html
+from evidex.evaluation._report import SCHEMA
 
 
 def _md(doc_id: str, version: str, body: str, *, groups: str = "[customers, staff]",
@@ -265,6 +266,8 @@ def test_figures_and_gate(folder: Path) -> None:
     assert (t["cases"], t["passed"], t["failed"], t["skipped"]) == (11, 9, 1, 1)
     assert (t["answerable"], t["answerable_cited"], t["answerable_rate"]) == (6, 6, 1.0)
     assert (t["unanswerable"], t["unanswerable_declined_rate"]) == (1, 1.0)
+    assert (t["out_of_scope"], t["out_of_scope_declined_rate"], t["near_misses"]) == (1, 1.0, 0)
+    assert t["near_misses_declined_rate"] is None  # nothing to measure: the check passes
     assert t["access_violations"] == 0 and t["invalid_citations"] == 0
     assert t["retrieval_cases"] == 7 and t["recall_at_k"] == 1.0 and 0 < t["mrr"] <= 1
     assert t["citation_precision"] == 1.0  # extractive answers quote their passages
@@ -274,6 +277,29 @@ def test_figures_and_gate(folder: Path) -> None:
     assert report["languages"]["de"]["cases"] == 1
     failed = [c["name"] for c in report["gate"]["checks"] if not c["passed"]]
     assert failed == ["injection_citations"] and report["gate"]["passed"] is False
+
+
+def test_near_misses_are_reported_and_gated_apart(folder: Path) -> None:
+    """A case marked ``near_miss`` counts in its own share with its own gate (the shipped set's
+    70 %), not in the out-of-scope share (100 %); the answer it gets decides its outcome."""
+    text = HEAD + CASES.replace(
+        'question: "Do you sell inflatable kayaks?"}',
+        'question: "Do you sell inflatable kayaks?", near_miss: true}')
+    report = evaluate_cases(write(folder, text), ids=("u1", "a1"))
+    t = report["totals"]
+    u1 = by_id(report)["u1"]
+    declined = u1["outcome"] == "pass"
+    assert (t["near_misses"], t["near_misses_declined"], t["out_of_scope"]) == (1, int(declined), 0)
+    checks = {c["name"]: c for c in report["gate"]["checks"]}
+    assert checks["near_misses_declined"]["limit"] == 0.70
+    assert checks["near_misses_declined"]["value"] == (1.0 if declined else 0.0)
+    assert checks["out_of_scope_declined"]["value"] is None
+
+
+def test_near_miss_is_a_key_of_unanswerable_cases_only(folder: Path) -> None:
+    text = HEAD + CASES.replace('question: "refunds",', 'question: "refunds", near_miss: true,')
+    with pytest.raises(ConfigError, match="near_miss"):
+        evaluate_cases(write(folder, text))
 
 
 def test_a_leaking_search_is_an_access_violation(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -58,16 +58,14 @@ def test_the_shipped_set_releases_nothing_it_must_not(shipped: dict[str, Any]) -
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "the answers miss the gate (measured 2026-12-02, session 17, issues 21 and 23: "
-    "multilingual-e5-small-int8, extractive, adaptive fusion; benchmarks/RESULTS.md): "
-    "answerable cited 44 % (63/144, gate 85 %; 57/144 in session 16), unanswerable declined "
-    "80 % (28/35, gate 95 %), 16 of 19 categories below 60 % (cross-language 2/13, german 6/17, "
-    "superseded 0.25, returns, shipping, privacy 0.33, ...); 0 injection citations, 0 access "
-    "violations, 0 invalid citations. 56 of the failing cases are declines with the expected "
-    "passage among the 3 the decision reads: the decision (the question compared by meaning with "
-    "the sentences that would be quoted, plus weighted coverage, typed for number questions, "
-    "fitted on development data of several kinds) cannot separate on-topic near misses from "
-    "answerable questions on this collection at the gate's rates; see the results file."
+    "the answers miss the gate (measured 2026-12-05, issue 36: multilingual-e5-small-int8, "
+    "extractive, adaptive fusion; benchmarks/RESULTS.md): answerable cited 69 % (100/144, gate "
+    "85 %), out of scope declined 8/22 (gate 100 %), near misses declined 4/13 (gate 70 %), 5 of "
+    "19 categories below 60 % (cross-language, payment, returns, superseded, warranty); 0 "
+    "injection citations, 0 access violations, 0 invalid citations. The decisions are fitted "
+    "for the most answered questions with 97 % of off-topic questions declined; on this "
+    "collection most out-of-scope questions are on its subjects, and raising the bar declines "
+    "answerable ones at the same rate (the trade-off is in the results file)."
 ))
 def test_the_shipped_set_holds_its_gate(shipped: dict[str, Any]) -> None:
     assert shipped["gate"]["passed"], _failed(shipped)

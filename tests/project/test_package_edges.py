@@ -142,6 +142,8 @@ def module_graph() -> dict[str, set[str]]:
         if len(modules) < len(names) or not names:  # a name defined in the module itself
             modules.append(target)
         for parts in modules:
+            if not _is_module(parts):  # ``from evidex import __version__``: the package
+                parts = parts[:-1]
             if ".".join(parts) != src:
                 edges[src].add(".".join(parts))
     return edges
@@ -189,9 +191,96 @@ def test_no_import_circle_between_modules() -> None:
     assert import_circles(module_graph()) == []
 
 
+def test_the_module_graph_holds_type_only_and_lazy_imports() -> None:
+    """The store's package imports ``_postgres`` only under ``TYPE_CHECKING`` and inside a
+    function; both are edges of the graph the circle check reads."""
+    assert "evidex.store._postgres" in module_graph()["evidex.store"]
+
+
 def test_the_circle_finder_finds_a_circle() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
     assert import_circles(edges) == [["a", "b", "c"]]
+
+
+def _inner_packages() -> list[str]:
+    return sorted(p.name for p in (SRC / "evidex").iterdir() if (p / "__init__.py").is_file())
+
+
+def exported(package: str) -> set[str]:
+    """The names a package's ``__init__`` exports: its ``__all__``, or without one every public
+    name it binds at top level."""
+    tree = ast.parse((SRC / "evidex" / package / "__init__.py").read_text(encoding="utf-8"))
+    bound: set[str] = set()
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "__all__"):
+            return set(ast.literal_eval(node.value))
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound.update(t.id for t in targets if isinstance(t, ast.Name))
+    return {n for n in bound if not n.startswith("_")}
+
+
+def used_from_outside() -> dict[str, set[str]]:
+    """Package -> the names of it that modules of *other* evidex packages (or the top-level
+    modules) use: ``from evidex.P import name`` and, where a module binds the package itself
+    (``from . import retrieve``), every ``retrieve.name`` it reads."""
+    used: dict[str, set[str]] = defaultdict(set)
+    for path, target, names in imports():
+        if len(target) == 2 and target[1] != _top(_module_name(Path(path))[0]):
+            used[target[1]].update(names)
+    for path in sorted((SRC / "evidex").rglob("*.py")):
+        parts, package = _module_name(path)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases: dict[str, str] = {}  # local name -> the evidex package it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                target = (package[: len(package) - (node.level - 1)] if node.level else [])
+                target = target + (node.module.split(".") if node.module else [])
+                if target == ["evidex"]:
+                    aliases.update({a.asname or a.name: a.name for a in node.names})
+            elif isinstance(node, ast.Import):
+                aliases.update({a.asname: a.name.split(".")[1] for a in node.names
+                                if a.asname and len(a.name.split(".")) == 2
+                                and a.name.startswith("evidex.")})
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases and aliases[node.value.id] != _top(parts)):
+                used[aliases[node.value.id]].add(node.attr)
+    return used
+
+
+def unused_exports() -> dict[str, list[str]]:
+    """Inner package -> the names its ``__init__`` exports that no other evidex package uses."""
+    used = used_from_outside()
+    return {p: sorted(exported(p) - used[p]) for p in _inner_packages()}
+
+
+#: At most this many exported names per inner package may serve only tests, benchmarks or
+#: users of the package itself; the rest of a package's surface is what evidex depends on.
+MAX_UNUSED_EXPORTS = 10
+
+
+def test_an_inner_package_exports_what_other_packages_use() -> None:
+    over = {p: names for p, names in unused_exports().items() if len(names) > MAX_UNUSED_EXPORTS}
+    assert over == {}
+
+
+def test_what_other_packages_use_is_exported() -> None:
+    """A name another package imports from a package's ``__init__`` is in its ``__all__``."""
+    used = used_from_outside()
+    missing = {p: sorted(used[p] - exported(p) - _submodules(p)) for p in _inner_packages()}
+    assert {p: m for p, m in missing.items() if m} == {}
+
+
+def _submodules(package: str) -> set[str]:
+    folder = SRC / "evidex" / package
+    return {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir()
+                                                     if (p / "__init__.py").is_file()}
 
 
 def _is_module(parts: list[str]) -> bool:
@@ -285,3 +374,6 @@ def test_a_pdf_without_the_formats_extra_is_rejected_with_the_install_line(tmp_p
 
 if __name__ == "__main__":
     print(table())
+    print("\n| package | exported names no other package uses |\n|---|---|")
+    for name, names in unused_exports().items():
+        print(f"| `{name}` | {len(names)}: {', '.join(names)} |")

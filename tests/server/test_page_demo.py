@@ -12,8 +12,8 @@ service and inbox as processes, a sync of examples/knowledge.config.yaml with th
 
 Screenshots go to test-artifacts/ and are compared by layout (element boxes and their relations,
 tests/data/page-layout/), not by pixels: fonts and anti-aliasing differ between machines.
-A declined answer's ``related`` passages are not sent by the service yet (issue 36 adds them):
-that test stubs the answer response, and says so.
+A declined answer's ``related`` passages come from the real service in one test; another stubs
+the answer response to pin the page's rules (at most 3, Markdown marks removed).
 """
 
 from __future__ import annotations
@@ -228,8 +228,24 @@ def test_the_sent_handoff_button_looks_disabled_and_the_inbox_lists_it(page: Pag
     assert reference in inbox and "What is the capital of Mongolia?" in inbox and "Ask a person" in inbox
 
 
+def test_the_service_sends_a_declined_answer_with_its_related_reading(page: Page) -> None:
+    """A question the shop's pages do not cover is declined by the real service with the offer
+    of a person and the passages its search found, shown as "not an answer", each opening
+    with its citation checked again."""
+    sign_in(page)
+    ask(page, "Do you sell kayaks?")
+    assert page.locator("#answer .declined").count() == 1
+    assert page.locator("#handoff-button").inner_text() == "Ask a person"
+    items = page.locator("#answer .related-item strong").all_inner_texts()
+    assert 1 <= len(items) <= 3 and all("**" not in t and "##" not in t for t in items)
+    assert page.locator("#answer .chip").count() == 0
+    page.locator("#answer .related-item button").first.click()
+    page.wait_for_selector("#resolve-badge[data-state]")
+    assert page.get_attribute("#resolve-badge", "data-state") == "current"
+
+
 def test_a_declined_answer_shows_related_passages_as_not_an_answer(page: Page) -> None:
-    """Stubbed: the service does not send ``related`` yet (issue 36 adds it)."""
+    """Stubbed, to pin the page's rules on a list longer than the service sends."""
     sign_in(page)
     related = [{**CITATION, "passage": i, "title": f"Page {i}",
                 "heading_path": [f"Page {i}", f"**Part {i}**"]} for i in range(1, 5)]

@@ -42,6 +42,7 @@ import numpy as np
 from ..embed import EmbeddingCache
 from ..ingest import sentence_spans
 from ..model import Conflict, ConflictSide, sha256_text
+from ..query import SUBJECT_STOPWORDS, singular
 from ..store import ReadView, StoredDocument, StoredPassage
 from ._values import Value, close, values
 
@@ -65,16 +66,6 @@ PASSAGE_RATIO = 10.0
 #: Nearest passages looked at per new passage, and the documents taken from them.
 NEIGHBOURS = 24
 CANDIDATE_DOCUMENTS = 5
-_STOP = frozenset(" ".join([
-    "the and for with from that this are you your our can not will may any each per more less",
-    "than after before about into out also only when which what how who use using has have its",
-    "there their them been were was all but der die das und oder ein eine einen einem einer mit",
-    "von für ist sind bei nach wir sie ihr ihre den dem des auf aus als auch wie wenn nur noch",
-    "minute minutes minut hour hours day days week weeks month months year years stund stunde",
-    "stunden tag tage tagen woche wochen woch monat monate monaten jahr jahre jahren uhr eur euro",
-    "euros",
-]).split())
-
 Terms = Callable[[str], Iterable[str]]
 
 
@@ -82,18 +73,14 @@ Terms = Callable[[str], Iterable[str]]
 def _words(terms_of: Terms, text: str) -> frozenset[str]:
     """The words of a sentence (or heading path) that can name its subject. Kept for the
     process: a candidate passage is compared again after each write of a collection."""
-    return frozenset(t for t in set(terms_of(text)) - _STOP if len(t) > 2 and not t[0].isdigit())
+    return frozenset(t for t in set(terms_of(text)) - SUBJECT_STOPWORDS if len(t) > 2 and not t[0].isdigit())
 
 
 @functools.lru_cache(maxsize=8192)
 def _title_words(terms_of: Terms, title: str) -> frozenset[str]:
     # Numbers count here: a product number or a year names one thing. Every title of the
     # tenant is read on each write.
-    return frozenset(_stem(t) for t in terms_of(title) if len(t) > 1 and t not in _STOP)
-
-
-def _stem(term: str) -> str:
-    return term[:-1] if len(term) > 4 and term.endswith("s") and not term.endswith("ss") else term
+    return frozenset(singular(t) for t in terms_of(title) if len(t) > 1 and t not in SUBJECT_STOPWORDS)
 
 
 Spans = list[tuple[int, int, tuple[Value, ...]]]
@@ -334,7 +321,7 @@ class _Detector:
 
     def _text_words(self, b: StoredDocument) -> set[str]:
         if b.dkey not in self.doc_words:
-            self.doc_words[b.dkey] = {_stem(t) for t in self.terms_of(self.view.document_text(b.dkey))}
+            self.doc_words[b.dkey] = {singular(t) for t in self.terms_of(self.view.document_text(b.dkey))}
         return self.doc_words[b.dkey]
 
     def _names_in(self, a: StoredDocument, b: StoredDocument) -> bool:

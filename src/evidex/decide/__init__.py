@@ -16,44 +16,29 @@ in general (``_probes``). The values they compare with are per embedding model
 (``_calibration``).
 """
 
-from ._bearing import CHOOSE_DEPTH, FEATURES, AnswerBearing, Candidate, Quote, answer_bearing, candidates
-from ._calibration import CALIBRATIONS, Calibration, calibration
-from ._decide import Evidence, Question, depth, evidence, question
+from ._bearing import AnswerBearing, answer_bearing
+from ._calibration import Calibration, calibration
+from ._decide import Question, depth, evidence
 from ._language import guess_language
-from ._meaning import SentenceVectors, in_context
+from ._meaning import in_context
 from ._probes import Probes, probe_texts
-from ._rerank import RERANK_DEPTH
 from ._spans import shown
-from ._support import PassageSupport, SentenceMatch
-from ._topic import TOPIC_DEPTH, OnTopic, PassageDecision, on_topic
+from ._support import PassageSupport
+from ._topic import on_topic
 
 __all__ = [
-    "CALIBRATIONS",
-    "CHOOSE_DEPTH",
-    "FEATURES",
-    "RERANK_DEPTH",
-    "TOPIC_DEPTH",
     "AnswerBearing",
     "Calibration",
-    "Candidate",
-    "Evidence",
-    "OnTopic",
-    "PassageDecision",
     "PassageSupport",
     "Probes",
     "Question",
-    "Quote",
-    "SentenceMatch",
-    "SentenceVectors",
     "answer_bearing",
     "calibration",
-    "candidates",
     "depth",
     "evidence",
     "guess_language",
     "in_context",
     "on_topic",
     "probe_texts",
-    "question",
     "shown",
 ]

@@ -42,16 +42,20 @@ from ..query import stem
 from ._calibration import Calibration
 from ._decide import Question
 from ._meaning import in_context
-from ._probes import Probes
+from ._probes import Probes, cosines
 from ._spans import Span, identifier_only, record_label, spans
 from ._support import PassageSupport, coverage
-from ._types import Mention, matches, stated
+from ._types import Mention, stated_as
 
-__all__ = ["CHOOSE_DEPTH", "FEATURES", "AnswerBearing", "Candidate", "Quote", "answer_bearing",
+__all__ = ["CHOOSE_DEPTH", "FEATURES", "PREFERRED", "AnswerBearing", "Candidate", "Quote", "answer_bearing",
            "bearing_score", "candidates"]
 
 #: Passages (by rank) whose spans may be quoted.
 CHOOSE_DEPTH = 6
+#: Kinds that cannot be required (``_types``: not reliably read from text) but, when the chosen
+#: passage has a sentence stating one, are answered by that sentence: the steps of a "how do
+#: I", the "because" of a "why".
+PREFERRED = frozenset({"procedure", "reason"})
 #: The scorer's features, in the order of ``Calibration.scorer``.
 FEATURES = ("similarity", "similarity_rel", "hubness", "passage_rel", "rank", "coverage",
             "coverage_rel", "typed", "antecedent", "identifier", "list_item", "log_words",
@@ -193,7 +197,7 @@ def candidates(texts: Sequence[str], contexts: Sequence[Sequence[str]],
         [in_context(t, contexts[i]) for i, _, t, _ in found])
     if rows is not None and query is not None:
         shift = [shifts[i] if i < len(shifts) else 0.0 for i, *_ in found]
-        sims = [float(x) + s for x, s in zip((rows @ query).tolist(), shift, strict=True)]
+        sims = [float(x) + s for x, s in zip(cosines(rows, query[None])[:, 0].tolist(), shift, strict=True)]
         if probes is not None:
             hubs = probes.hubness(rows).tolist()
     covs = [coverage(st | support[i].context, support[i].weights) for i, _, _, st in found]
@@ -203,7 +207,7 @@ def candidates(texts: Sequence[str], contexts: Sequence[Sequence[str]],
     top_passage = max((s for s in passage if s is not None), default=0.0)
     out = []
     for k, (i, sp, text, _) in enumerate(found):
-        mentions = matches(asked, stated(text))
+        mentions = stated_as(asked, text)
         named, other = _label(text[sp.focus[0] - sp.start:], question)
         s, h = sims[k], hubs[k]
         f = (s or 0.0, (s or 0.0) - top_sim, h or 0.0, (passage[k] or 0.0) - top_passage, i / 5,
@@ -250,6 +254,12 @@ def answer_bearing(texts: Sequence[str], contexts: Sequence[Sequence[str]],
         if not cands:
             return AnswerBearing(False, (), False, why="not_stated", asked=asked.kind)
     best = max(cands, key=lambda c: (_rank(c, cal), -c.source, -c.span.start))
+    if asked.kind in PREFERRED and not best.typed:
+        # The passage the scorer chose states it in another sentence: that one answers (the
+        # scorer, fitted mostly on wh-questions, weighs a step or a "because" lightly).
+        typed = [c for c in cands if c.typed and c.source == best.source]
+        if typed:
+            best = max(typed, key=lambda c: (_rank(c, cal), -c.span.start))
     score = bearing_score(best, cal)
     limit = cal.answer_bearing if best.similarity is not None else cal.keyword_coverage
     if score < limit:

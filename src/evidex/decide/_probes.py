@@ -20,9 +20,10 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
+import numkong
 import numpy as np
 
-__all__ = ["HUB_K", "Probes", "probe_texts"]
+__all__ = ["HUB_K", "Probes", "cosines", "probe_texts"]
 
 #: A text's hubness: the mean cosine of this many of its closest probe questions.
 HUB_K = 10
@@ -36,6 +37,18 @@ def probe_texts() -> tuple[str, ...]:
                  if line.strip() and not line.startswith("#"))
 
 
+def cosines(rows: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """``rows`` x ``others`` dot products (float64), with numkong's single-threaded SIMD kernel
+    as the store's vector search uses: these products are small, and a multi-threaded BLAS on
+    a busy machine (a service's workers, other processes) spends far longer waking its threads
+    than multiplying (measured: 30 x 491 x 384 in 40 ms with two OpenBLAS threads under load,
+    1.4 ms here)."""
+    out = np.empty((len(rows), len(others)), dtype=np.float64)
+    numkong.cdist(np.ascontiguousarray(rows, dtype=np.float32),
+                  np.ascontiguousarray(others, dtype=np.float32), metric="dot", out=out)
+    return out
+
+
 class Probes:
     """The probe questions' vectors (unit rows, query side of one model)."""
 
@@ -47,6 +60,6 @@ class Probes:
         closest probes."""
         if not len(rows):
             return np.zeros(0, dtype=np.float64)
-        sims = np.asarray(rows, dtype=np.float32) @ self.vectors.T
+        sims = cosines(rows, self.vectors)
         k = min(HUB_K, sims.shape[1])
         return np.partition(sims, sims.shape[1] - k, axis=1)[:, -k:].mean(axis=1, dtype=np.float64)

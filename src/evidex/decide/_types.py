@@ -14,7 +14,8 @@ similarity bar.
 * ``stated(sentence)``: the typed mentions a sentence holds (``Mention``: kind, span). Durations,
   periods, times, dates, prices, percentages and measured quantities come from the value scanner
   of conflict detection (``values``), so both read values one way.
-* ``matches(asked, mentions)``: the mentions of the asked kind.
+* ``matches(asked, mentions)``: the mentions of the asked kind; ``stated_as(asked, sentence)``
+  both at once.
 
 Patterns are deliberately small and readable; the unit and property tests pin their behaviour.
 """
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 from ..conflicts import values
 
-__all__ = ["STRICT", "Asked", "Mention", "asked", "matches", "stated"]
+__all__ = ["STRICT", "Asked", "Mention", "asked", "matches", "stated", "stated_as"]
 
 #: Kinds a sentence must state to answer (when the question asks for them).
 STRICT = frozenset({"duration", "date", "time", "year", "price", "percent", "quantity", "count",
@@ -292,15 +293,22 @@ _SENTENCE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
-def stated(sentence: str) -> list[Mention]:
+def stated(sentence: str, kinds: frozenset[str] | None = None) -> list[Mention]:
     """The typed mentions of ``sentence``, in order (overlaps allowed: "+49 30 1234" is a phone
-    number and holds numbers)."""
-    out = [Mention(v.kind.split(":")[0] if not v.kind.startswith("quantity") else v.kind, v.start, v.end)
-           for v in values(sentence)]
+    number and holds numbers); with ``kinds``, only mentions of those kinds (the patterns of
+    other kinds are not run: most of the time is theirs)."""
+    found = [Mention(_value_kind(v.kind), v.start, v.end) for v in values(sentence)]
+    out = [m for m in found if kinds is None or m.kind in kinds]
     for kind, rx in _SENTENCE_PATTERNS:
-        out.extend(Mention(kind, m.start(), m.end()) for m in rx.finditer(sentence))
+        if kinds is None or kind in kinds:
+            out.extend(Mention(kind, m.start(), m.end()) for m in rx.finditer(sentence))
     out.sort(key=lambda m: (m.start, m.end))
     return out
+
+
+def _value_kind(kind: str) -> str:
+    """A conflict value's kind as a mention kind ("quantity:mass" stays whole)."""
+    return kind if kind.startswith("quantity") else kind.split(":")[0]
 
 
 #: For each asked kind, the mention kinds that state it.
@@ -322,6 +330,22 @@ _STATES: dict[str, frozenset[str]] = {
     "reason": frozenset({"reason"}),
     "procedure": frozenset({"steps"}),
 }
+
+
+def stated_as(a: Asked, sentence: str) -> list[Mention]:
+    """The mentions of ``sentence`` that state what ``a`` asks for: ``matches(a,
+    stated(sentence))``, without scanning a sentence for a kind no mention can state (yes/no,
+    other), which is most questions."""
+    kinds = _wanted(a)
+    return matches(a, stated(sentence, kinds)) if kinds else []
+
+
+def _wanted(a: Asked) -> frozenset[str]:
+    """The mention kinds that can state what ``a`` asks for (``matches`` keeps only these)."""
+    if a.kind == "quantity":
+        return frozenset({f"quantity:{a.dimension}", "number"})
+    kinds = _STATES.get(a.kind, frozenset())
+    return kinds | {"quantity:length"} if a.kind == "duration" else kinds
 
 
 def matches(a: Asked, mentions: list[Mention]) -> list[Mention]:

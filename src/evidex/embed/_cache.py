@@ -80,17 +80,8 @@ class EmbeddingCache:
         """Vectors for ``texts`` (float32, one row each), computing only the uncached ones."""
         keys = [text_key(t) for t in texts]
         out = np.zeros((len(texts), dimension), dtype=np.float32)
-        found: dict[str, np.ndarray] = {}
         unique = list(dict.fromkeys(keys))
-        with self._lock:
-            for i in range(0, len(unique), 500):
-                chunk = unique[i : i + 500]
-                q = (
-                    f"SELECT sha256, vec FROM vectors WHERE model = ? AND dim = ? AND sha256 IN "
-                    f"({','.join('?' * len(chunk))})"
-                )
-                for k, v in self._conn.execute(q, [model_id, dimension, *chunk]):
-                    found[k] = np.frombuffer(v, dtype=np.float32)
+        found = self._found(model_id, dimension, unique)
         todo = [k for k in unique if k not in found]
         self.hits += len(unique) - len(todo)
         self.misses += len(todo)
@@ -110,6 +101,29 @@ class EmbeddingCache:
         for i, k in enumerate(keys):
             out[i] = found[k]
         return out
+
+    def cached(self, model_id: str, dimension: int, texts: Sequence[str]) -> np.ndarray | None:
+        """Vectors for ``texts`` when every one is cached, else None (nothing is computed): a
+        caller with a deadline answers from the cache without handing work to a thread."""
+        keys = [text_key(t) for t in texts]
+        found = self._found(model_id, dimension, list(dict.fromkeys(keys)))
+        if len(found) < len(set(keys)):
+            return None
+        return np.array([found[k] for k in keys], dtype=np.float32).reshape(len(keys), dimension)
+
+    def _found(self, model_id: str, dimension: int, unique: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached vectors of the text keys ``unique``, by key."""
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for i in range(0, len(unique), 500):
+                chunk = unique[i : i + 500]
+                q = (
+                    f"SELECT sha256, vec FROM vectors WHERE model = ? AND dim = ? AND sha256 IN "
+                    f"({','.join('?' * len(chunk))})"
+                )
+                for k, v in self._conn.execute(q, [model_id, dimension, *chunk]):
+                    found[k] = np.frombuffer(v, dtype=np.float32)
+        return found
 
     def derived(self, kind: str, keys: Sequence[str]) -> dict[str, str]:
         """What ``put_derived`` kept under ``kind`` for these text keys (SHA-256 hex digests

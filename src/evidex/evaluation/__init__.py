@@ -15,33 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from ..answer import AnswerSettings
-from ._beir import (
-    EVAL_LIMITS,
-    BeirSet,
-    corpus_documents,
-    evaluate_beir,
-    evaluate_qa,
-    load_beir,
-    load_qa,
-    metrics,
-    released_problems,
-    run_queries,
-)
-from ._casefile import TYPES, Case, CaseFile, Gate, load_cases
+from ._beir import EVAL_LIMITS, corpus_documents, evaluate_beir, evaluate_qa, load_beir, metrics, run_queries
+from ._casefile import TYPES, Case, CaseFile, load_cases
 from ._collection import Collection, build_store, lint
 from ._html import render_html
-from ._report import SCHEMA, build_report, render_text
+from ._report import build_report, render_text
 from ._run import Runner
 
 __all__ = [
     "EVAL_LIMITS",
-    "SCHEMA",
     "TYPES",
-    "BeirSet",
-    "Case",
-    "CaseFile",
-    "Gate",
-    "LintReport",
     "corpus_documents",
     "evaluate_beir",
     "evaluate_cases",
@@ -49,9 +32,7 @@ __all__ = [
     "lint_cases",
     "load_beir",
     "load_cases",
-    "load_qa",
     "metrics",
-    "released_problems",
     "render_html",
     "render_text",
     "run_queries",

@@ -70,7 +70,10 @@ class Gate(_Model):
     invalid_citations_max: Annotated[int, Field(ge=0)] = 0
     injection_citations_max: Annotated[int, Field(ge=0)] = 0
     answerable_cited_min: Annotated[float, Field(ge=0, le=1)] = 0.85
-    unanswerable_declined_min: Annotated[float, Field(ge=0, le=1)] = 0.95
+    #: Unanswerable cases about something the collection does not cover at all.
+    out_of_scope_declined_min: Annotated[float, Field(ge=0, le=1)] = 1.0
+    #: Unanswerable cases marked ``near_miss``: on topic, but no source states the answer.
+    near_misses_declined_min: Annotated[float, Field(ge=0, le=1)] = 0.70
     category_answerable_min: Annotated[float, Field(ge=0, le=1)] = 0.60
 
 
@@ -202,6 +205,9 @@ class _Language(_Case):
 class _Unanswerable(_Case):
     type: Literal["unanswerable"]
     expect: _UnanswerableExpect = _UnanswerableExpect()
+    #: On topic (the collection is about the question's subject) but no source states the
+    #: answer; reported and gated apart from questions the collection does not cover at all.
+    near_miss: bool = False
 
 
 class _Access(_Case):
@@ -290,6 +296,7 @@ class Case:
     steps: tuple[IngestEntry, ...] = ()
     old_citation: dict[str, Any] | None = None
     expect_matched_version: str | None = None
+    near_miss: bool = False
 
     def line_of(self, key: str) -> int:
         return self.lines.get(key, self.line)
@@ -426,7 +433,7 @@ class _Resolver:
         return Case(c.id, c.category, c.type, c.question, language, actor, self.actors[actor],
                     expect.get("top_k", defaults.top_k or 6), expect, line, where, lines, c.note,
                     steps, old.model_dump(exclude_none=True) if old else None,
-                    getattr(c, "expect_matched_version", None))
+                    getattr(c, "expect_matched_version", None), getattr(c, "near_miss", False))
 
 
 def load_cases(path: str | Path, *, root: str | Path | None = None) -> CaseFile:

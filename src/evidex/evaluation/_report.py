@@ -37,6 +37,8 @@ def figures(results: Iterable[CaseResult]) -> dict[str, Any]:
     ran = [r for r in rs if r.outcome != "skip"]
     answerable = [r for r in ran if r.case.type in ANSWERED_TYPES]
     unanswerable = [r for r in ran if r.case.type == "unanswerable"]
+    near = [r for r in unanswerable if r.case.near_miss]
+    scope = [r for r in unanswerable if not r.case.near_miss]
     asked = [r for r in ran if r.status is not None]
     retrieval = [r for r in ran if "documents" in r.case.expect]
     sentences = sum(r.sentences for r in ran)
@@ -54,6 +56,12 @@ def figures(results: Iterable[CaseResult]) -> dict[str, Any]:
         "unanswerable_declined": sum(r.outcome == "pass" for r in unanswerable),
         "unanswerable_declined_rate": _rate(sum(r.outcome == "pass" for r in unanswerable),
                                             len(unanswerable)),
+        "out_of_scope": len(scope),
+        "out_of_scope_declined": sum(r.outcome == "pass" for r in scope),
+        "out_of_scope_declined_rate": _rate(sum(r.outcome == "pass" for r in scope), len(scope)),
+        "near_misses": len(near),
+        "near_misses_declined": sum(r.outcome == "pass" for r in near),
+        "near_misses_declined_rate": _rate(sum(r.outcome == "pass" for r in near), len(near)),
         "answered": sum(r.status == "answered" for r in asked),
         "declined": sum(r.status == "declined" for r in asked),
         "declined_rate": _rate(sum(r.status == "declined" for r in asked), len(asked)),
@@ -91,8 +99,10 @@ def gate_checks(gate: Gate, totals: dict[str, Any],
            check("injection_citations", totals["injection_citations"], gate.injection_citations_max,
                  True),
            check("answerable_cited", totals["answerable_rate"], gate.answerable_cited_min, False),
-           check("unanswerable_declined", totals["unanswerable_declined_rate"],
-                 gate.unanswerable_declined_min, False)]
+           check("out_of_scope_declined", totals["out_of_scope_declined_rate"],
+                 gate.out_of_scope_declined_min, False),
+           check("near_misses_declined", totals["near_misses_declined_rate"],
+                 gate.near_misses_declined_min, False)]
     out += [check(f"category_answerable[{name}]", f["answerable_rate"], gate.category_answerable_min,
                   False) for name, f in categories.items() if f["answerable"]]
     return out

@@ -13,7 +13,8 @@ word that carries no evidence" and "which words are the same word" have one answ
   inflection ending, cut to five letters; numbers whole), so "returns" meets "returned" and
   "Rückgabe" meets "Rückgaben" whatever analyzer the store uses.
 * ``singular``: the lighter stem conflict detection compares subjects by (a final plural "s"
-  only).
+  only); ``SUBJECT_STOPWORDS``: the words it never takes as naming a subject (function words
+  and the units of the amounts it compares: "days", "euro").
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from collections.abc import Sequence
 from functools import cache, lru_cache
 from importlib import resources
 
-__all__ = ["DE_FUNCTION_WORDS", "EN_FUNCTION_WORDS", "FUNCTION_WORDS", "content_terms",
-           "singular", "stem", "stopwords"]
+__all__ = ["DE_FUNCTION_WORDS", "EN_FUNCTION_WORDS", "FUNCTION_WORDS", "SUBJECT_STOPWORDS",
+           "content_terms", "singular", "stem", "stopwords"]
 
 
 @cache
@@ -92,3 +93,17 @@ def stem(term: str) -> str:
 def singular(term: str) -> str:
     """``term`` without a final plural "s" (not "ss"; terms of five letters or more)."""
     return term[:-1] if len(term) > 4 and term.endswith("s") and not term.endswith("ss") else term
+
+
+#: Words conflict detection never takes as naming a subject: function words of both
+#: languages and the units of the amounts it compares (two pages about "days" are not
+#: about one thing).
+SUBJECT_STOPWORDS = frozenset(" ".join([
+    "the and for with from that this are you your our can not will may any each per more less",
+    "than after before about into out also only when which what how who use using has have its",
+    "there their them been were was all but der die das und oder ein eine einen einem einer mit",
+    "von für ist sind bei nach wir sie ihr ihre den dem des auf aus als auch wie wenn nur noch",
+    "minute minutes minut hour hours day days week weeks month months year years stund stunde",
+    "stunden tag tage tagen woche wochen woch monat monate monaten jahr jahre jahren uhr eur euro",
+    "euros",
+]).split())

@@ -5,30 +5,24 @@ inside a read view and returns a ``Ranking``; whether the passages answer the qu
 ``evidex.decide``'s. The other names are the parts other packages use.
 """
 
-from ._access import Access, Allowed, access, allowed_signatures
+from ._access import access, allowed_signatures
 from ._bm25 import BM25, BM25Params, idf
 from ._deadline import Deadline, Fallback, embed_within, within
-from ._fusion import DEFAULT_FUSION, FUSIONS, Fusion, Leg, fuse
+from ._fusion import DEFAULT_FUSION, Fusion, Leg, fuse
 from ._keyword_leg import Candidates, hits_from, keyword_candidates
-from ._keywords import KeywordQuery, keyword_query
 from ._query import Query, make_query
 from ._search import MODES, Ranking, search
 from ._select import select_top
-from ._vector import vector_candidates
 
 __all__ = [
     "BM25",
     "DEFAULT_FUSION",
-    "FUSIONS",
     "MODES",
-    "Access",
-    "Allowed",
     "BM25Params",
     "Candidates",
     "Deadline",
     "Fallback",
     "Fusion",
-    "KeywordQuery",
     "Leg",
     "Query",
     "Ranking",
@@ -39,10 +33,8 @@ __all__ = [
     "hits_from",
     "idf",
     "keyword_candidates",
-    "keyword_query",
     "make_query",
     "search",
     "select_top",
-    "vector_candidates",
     "within",
 ]
