@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from ..decide import shown
 from ..model import EvidexError
 
 __all__ = ["JsonOpt", "UsageError", "citation_line", "decision_lines", "emit", "errors", "fail",
@@ -111,7 +112,9 @@ def print_hits(hits: Any, explain: bool) -> None:
         flagged = f"  [flagged: {safe(', '.join(h.flags))}]" if h.flags else ""
         typer.echo(f"{h.rank}. [{safe(h.document_id)} v{safe(h.version)} #{h.passage}] "
                    f"{safe(h.title or '')}  ({safe(where)}; score {h.score:.3f}){flagged}")
-        quote = " ".join(safe(h.quote).split())
+        # Sources keep their Markdown; a terminal shows the text as an answer does (no "## ",
+        # "**" or table pipes), one line.
+        quote = " ".join(safe(shown(h.quote)).split())
         typer.echo(f"   {quote[:300]}{'…' if len(quote) > 300 else ''}")
         if h.explain:
             legs = ", ".join(f"{k} #{v['rank']} ({v['score']:.4f})" for k, v in h.explain.items()

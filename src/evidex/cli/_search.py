@@ -15,6 +15,9 @@ from ._settings import AsOpt, ClaimOpt, GroupsOpt, TenantOpt, VisOpt, caller, op
 
 __all__ = ["COMMANDS"]
 
+#: Declines that report something broken rather than a decision about the passages.
+FAILURES = frozenset({"tool_unavailable", "generator_error", "invalid_model_output"})
+
 
 @errors
 def search(
@@ -77,7 +80,10 @@ def ask(
     if ans.status == "answered":
         typer.echo("\n".join(citation_line(c) for c in ans.citations))
     else:
-        typer.echo(f"  reason: {ans.reason}")
+        # A failure someone must mend (a lookup's missing credential, an unreachable generator)
+        # is named here, as in --json; a decision's reason is explained by --explain.
+        failed = f" ({safe(ans.detail)})" if ans.reason in FAILURES and ans.detail else ""
+        typer.echo(f"  reason: {ans.reason}{failed}")
         if ans.handoff:
             typer.echo(f"  {safe(ans.handoff)}")
         if ans.related:

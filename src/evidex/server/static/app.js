@@ -51,35 +51,71 @@
   const INLINE = /\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__|(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])|(?<![\w_])_(?=[^\s_])(.+?)(?<=[^\s_])_(?![\w_])|`([^`]+)`/g;
   const STYLE_OF_GROUP = [null, "strong", "strong", "em", "em", "code"];
 
+  // A table row ("| Repair | Price |") and its delimiter row ("|---|---|").
+  const TABLE_ROW = /^[ \t]*\|.*\|[ \t]*$/;
+  const TABLE_RULE = /^[ \t]*\|(?:[ \t]*:?-+:?[ \t]*\|)+[ \t]*$/;
+  const CELL_GAP = " · ";
+
+  // Runs of text[from, end) with its inline marks (**strong**, *em*, `code`) left out.
+  function inlineRuns(runs, text, from, end, block) {
+    const body = text.slice(from, end);
+    let pos = 0;
+    for (const m of body.matchAll(INLINE)) {
+      const g = m.findIndex((v, i) => i > 0 && v !== undefined);
+      const inner = m[g];
+      const open = m[0].indexOf(inner);
+      if (m.index > pos) runs.push({ a: from + pos, b: from + m.index, style: block });
+      runs.push({ a: from + m.index + open, b: from + m.index + open + inner.length,
+        style: block || STYLE_OF_GROUP[g] });
+      pos = m.index + m[0].length;
+    }
+    if (body.length > pos) runs.push({ a: from + pos, b: end, style: block });
+  }
+
   // Runs [{a, b, style, text?}] covering what is shown of text; a run with ``text`` shows that
-  // text instead of text.slice(a, b) (a list item's bullet).
+  // text instead of text.slice(a, b) (a list item's bullet, a table's cell gap; "" hides).
+  // A table is shown row by row, cells apart, without its pipes and delimiter row.
   function markdownRuns(text) {
     const runs = [];
     let start = 0;
     for (const line of text.split("\n")) {
       const end = start + line.length;
-      let from = start;
-      let block = null;
-      const heading = /^#{1,6}[ \t]+/.exec(line);
-      const bullet = /^([ \t]*)[-*+][ \t]+/.exec(line);
-      if (heading) { from = start + heading[0].length; block = "strong"; }
-      else if (bullet) {
-        runs.push({ a: start, b: start + bullet[0].length, style: null, text: bullet[1] + "• " });
-        from = start + bullet[0].length;
+      const last = end >= text.length;
+      if (TABLE_RULE.test(line)) {  // hidden with its newline: no empty line in the table
+        runs.push({ a: start, b: last ? end : end + 1, style: null, text: "" });
+        start = end + 1;
+        continue;
       }
-      const body = text.slice(from, end);
-      let pos = 0;
-      for (const m of body.matchAll(INLINE)) {
-        const g = m.findIndex((v, i) => i > 0 && v !== undefined);
-        const inner = m[g];
-        const open = m[0].indexOf(inner);
-        if (m.index > pos) runs.push({ a: from + pos, b: from + m.index, style: block });
-        runs.push({ a: from + m.index + open, b: from + m.index + open + inner.length,
-          style: block || STYLE_OF_GROUP[g] });
-        pos = m.index + m[0].length;
+      if (TABLE_ROW.test(line)) {
+        const pipes = [...line.matchAll(/\|/g)].map((m) => start + m.index);
+        pipes.forEach((p, i) => {
+          const outer = i === 0 || i === pipes.length - 1;
+          runs.push({ a: p, b: p + 1, style: null, text: outer ? "" : CELL_GAP });
+          if (i + 1 < pipes.length) {
+            let [a, b] = [p + 1, pipes[i + 1]];
+            while (a < b && /\s/.test(text[a])) a++;
+            while (b > a && /\s/.test(text[b - 1])) b--;
+            if (a > p + 1) runs.push({ a: p + 1, b: a, style: null, text: "" });
+            inlineRuns(runs, text, a, b, null);
+            if (pipes[i + 1] > b) runs.push({ a: b, b: pipes[i + 1], style: null, text: "" });
+          }
+        });
+        if (pipes[0] > start) runs.push({ a: start, b: pipes[0], style: null, text: "" });
+        if (end > pipes[pipes.length - 1] + 1) runs.push({ a: pipes[pipes.length - 1] + 1, b: end, style: null, text: "" });
+        runs.sort((x, y) => x.a - y.a);
+      } else {
+        let from = start;
+        let block = null;
+        const heading = /^#{1,6}[ \t]+/.exec(line);
+        const bullet = /^([ \t]*)[-*+][ \t]+/.exec(line);
+        if (heading) { from = start + heading[0].length; block = "strong"; }
+        else if (bullet) {
+          runs.push({ a: start, b: start + bullet[0].length, style: null, text: bullet[1] + "• " });
+          from = start + bullet[0].length;
+        }
+        inlineRuns(runs, text, from, end, block);
       }
-      if (body.length > pos) runs.push({ a: from + pos, b: end, style: block });
-      if (end < text.length) runs.push({ a: end, b: end + 1, style: null });  // the newline
+      if (!last) runs.push({ a: end, b: end + 1, style: null });  // the newline
       start = end + 1;
     }
     return runs;
