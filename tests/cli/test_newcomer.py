@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
+from cli_runner import EVIDEX, run_cli
 from evidex import Document, KnowledgeBase
 from evidex.config import load_config
 from page_helpers import chromium, sign_in, tab
-from service_helpers import BIN, Server, write_config
+from service_helpers import Server, write_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO_CONFIG = ROOT / "examples" / "knowledge.config.yaml"
-EVIDEX = Path(sys.executable).parent / "evidex"
 RETURNS = """---
 id: returns
 version: "2026-01"
@@ -64,10 +63,7 @@ def db(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(env: dict[str, str], *args: object) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([str(EVIDEX), *map(str, args)], capture_output=True, text=True,
-                          encoding="utf-8", env=env, timeout=120)
-    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-3000:]
-    return proc
+    return run_cli(*args, env=env)
 
 
 def test_search_text_shows_a_sources_markdown_as_text(env: dict[str, str], db: Path) -> None:
@@ -124,7 +120,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                             embed_cache=tmp / "cache" / "embeddings.sqlite")
     kb.ingest([PRICES], split="heading")
     kb.close()
-    server = Server([str(BIN / "evidex"), "--db", str(tmp / "kb.db"), "serve", "--config",
+    server = Server([str(EVIDEX), "--db", str(tmp / "kb.db"), "serve", "--config",
                      str(write_config(tmp / "config.yaml"))],
                     {"EVIDEX_CACHE_DIR": str(tmp / "cache")}, tmp / "serve.log")
     try:
