@@ -120,6 +120,16 @@ def test_a_decline_offers_related_passages_apart_from_its_citations(kb: Knowledg
     assert kb.answer(CUSTOMER, "zzzz qqqq").related == []  # nothing found: nothing offered
 
 
+def test_an_off_topic_decline_offers_no_related_reading(kb: KnowledgeBase) -> None:
+    """Passages were found (a word matches), but none is on the question's topic: what ranked
+    best is not related to it, so nothing is offered as if it were."""
+    question = "Which dinosaurs wore feathers in the Jurassic?"
+    res = kb.search(CUSTOMER, question, evidence=True)
+    assert len(res) > 0 and res.topic is not None and not res.topic.verdict
+    ans = kb.answer(CUSTOMER, question)
+    assert (ans.status, ans.reason) == ("declined", "weak_evidence") and ans.related == []
+
+
 def test_related_passages_that_no_longer_resolve_are_not_offered(
         kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     near = "How long do worn boots take to be cleaned and resold?"

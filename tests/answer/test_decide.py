@@ -133,6 +133,8 @@ def test_shown_text_drops_markdown_but_keeps_words() -> None:
     assert shown("## ERR-401: Please sign in") == "ERR-401: Please sign in"
     assert shown("- **Summit:** _free_ shipping, snake_case kept") == "Summit: free shipping, snake_case kept"
     assert shown("| Zone 1 (Germany) | 4.95 € |") == "Zone 1 (Germany); 4.95 €"
+    table = "| Plan | Monthly |\n|---|:---:|\n| Summit | 9 € |"
+    assert shown(table) == "Plan; Monthly\nSummit; 9 €"  # no row of dashes
     assert shown("1. Open My orders\n2. Choose *Exchange*") == "Open My orders\nChoose Exchange"
 
 

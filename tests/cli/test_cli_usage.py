@@ -121,6 +121,8 @@ USAGE_ERRORS = {
     "tools-without-config": (("tools", "list"), "give --config"),
     "sync-without-config": (("sync",), "give --config"),
     "click-bad-value": (("search", "refund", *STAFF, "--limit", "many"), "--limit"),
+    "bad-mode": (("search", "refund", *STAFF, "--mode", "semantic"), "--mode must be one of"),
+    "bad-match": (("search", "refund", *STAFF, "--match", "some"), "--match must be one of"),
     "click-missing-argument": (("search",), "Missing argument"),
     "click-unknown-command": (("nosuch",), "No such command"),
 }

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from actors import PUBLIC_INTERNAL
 from backends import BACKENDS, Locator, locator
 from evidex import Actor, Document, Filters, KnowledgeBase
+from evidex.retrieve import access
 from strategies import (
     ABSENT,
     GROUPS,
@@ -572,6 +573,24 @@ def test_example_actor_who_can_read_nothing(locate: Locator) -> None:
     assert [h.document_id for h in public] == ["b"]
     # N = 1 and df = 1 for the public-only actor: idf = ln(1 + 0.5/1.5).
     assert math.isclose(public[0].score, math.log(1 + 0.5 / 1.5), rel_tol=1e-12)
+    kb.close()
+
+
+def test_access_is_worked_out_once_per_snapshot_and_actor(locate: Locator) -> None:
+    """Searches of one snapshot share the actor's ``Access``; another actor, other filters or
+    the next write's snapshot get their own, and a write that changes what is readable shows."""
+    kb = KnowledgeBase.open(locate("kb"))
+    kb.ingest([_doc("a", "alpha"), _doc("b", "alpha", visibility="public")])
+    public = Actor("acme", frozenset({"staff"}), visibilities=frozenset({"public"}))
+    with kb.store.read() as view:
+        first = access(view, STAFF, Filters())
+        assert access(view, STAFF, Filters()) is first
+        assert access(view, public, Filters()).allowed.passages == 1 < first.allowed.passages == 2
+        assert access(view, STAFF, Filters(language="de")).allowed.passages == 0
+    kb.ingest(_doc("c", "alpha", groups=("staff", "other")))
+    with kb.store.read() as view:
+        again = access(view, STAFF, Filters())
+        assert again is not first and again.allowed.passages == 3
     kb.close()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 
 from evidex import QueryError
@@ -46,6 +48,24 @@ def test_empty_or_punctuation_only_query_has_no_words(query: str) -> None:
 def test_contract_violations_raise_query_error(query: object, message: str) -> None:
     with pytest.raises(QueryError, match=message):
         parse_query(query)
+
+
+def test_exactly_the_unicode_control_characters_are_refused() -> None:
+    """Every code point of Unicode's category Cc is refused, named by its code point, and no
+    other character is refused as one (lone surrogates have their own error)."""
+    for code in range(0x110000):
+        ch = chr(code)
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        try:
+            parse_query(f"a{ch}b")
+            refused = None
+        except QueryError as e:
+            refused = str(e)
+        if unicodedata.category(ch) == "Cc":
+            assert refused == f"query contains the control character U+{code:04X}"
+        else:
+            assert refused is None or "control character" not in refused
 
 
 def test_limits_count_distinct_words_and_are_inclusive() -> None:

@@ -22,13 +22,15 @@ def columns(rows: list[tuple[float, int, int]]) -> tuple[np.ndarray, np.ndarray,
             np.array([r[2] for r in rows], dtype=np.int32))
 
 
-@pytest.fixture(params=["python", "numpy"])
+@pytest.fixture(params=["python", "numpy", "sampled"])
 def prefix_path(request):  # type: ignore[no-untyped-def]
-    """Each test below runs with short prefixes ordered in Python (the default) and in numpy."""
-    small = _select._SMALL
-    _select._SMALL = small if request.param == "python" else -1
+    """Each test below runs with short prefixes ordered in Python (the default) and in numpy,
+    and with every prefix cut at a sampled score (as thousands of candidates are)."""
+    small, sample_from = _select._SMALL, _select._SAMPLE_FROM
+    _select._SMALL = -1 if request.param == "numpy" else small
+    _select._SAMPLE_FROM = 1 if request.param == "sampled" else sample_from
     yield request.param
-    _select._SMALL = small
+    _select._SMALL, _select._SAMPLE_FROM = small, sample_from
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -105,3 +107,40 @@ def test_selection_without_tie_breaks_has_the_same_size_and_lowest_score(
     loose = select_top(scores, dkeys, numbers, limit, cap, doc_ids, ties=False)
     assert looked_up == []
     assert scores[loose].tolist() == scores[exact].tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n=st.integers(300, 3000),
+    distinct=st.sampled_from([3, 40, 0]),  # 0: continuous scores
+    documents=st.sampled_from([5, 60, 5000]),
+    limit=st.integers(1, 100),
+    cap=st.sampled_from([None, 1, 2]),
+    seed=st.integers(0, 2**16),
+)
+def test_long_candidate_lists_match_reference(
+    n: int, distinct: int, documents: int, limit: int, cap: int | None, seed: int
+) -> None:
+    """Thousands of candidates (a keyword query over a whole collection) are cut at a sampled
+    score before sorting; ties at that cut, clustered best scores and a cap that empties the
+    prefix still give exactly the reference choice."""
+    rng = np.random.default_rng(seed)
+    scores = (rng.integers(1, distinct + 1, n) / 4 if distinct else rng.random(n)).astype(np.float64)
+    if seed % 3 == 0:  # the best scores in one run of candidates, which a strided sample misses
+        scores[: n // 20] += 10.0
+    dkeys = rng.integers(0, documents, n).astype(np.int32)
+    numbers = np.arange(n, dtype=np.int32)  # distinct, so any two candidates are ordered
+    names = {d: f"doc-{(7 * d) % 11}-{d}" for d in range(documents)}
+
+    def doc_ids(keys):  # type: ignore[no-untyped-def]
+        return {int(k): names[int(k)] for k in keys}
+
+    ref: list[int] = []
+    used: dict[int, int] = {}
+    for i in sorted(range(n), key=lambda i: (-scores[i], names[int(dkeys[i])], int(numbers[i]))):
+        if cap is None or used.get(int(dkeys[i]), 0) < cap:
+            used[int(dkeys[i])] = used.get(int(dkeys[i]), 0) + 1
+            ref.append(i)
+            if len(ref) == limit:
+                break
+    assert select_top(scores, dkeys, numbers, limit, cap, doc_ids) == ref

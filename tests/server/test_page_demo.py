@@ -229,11 +229,11 @@ def test_the_sent_handoff_button_looks_disabled_and_the_inbox_lists_it(page: Pag
 
 
 def test_the_service_sends_a_declined_answer_with_its_related_reading(page: Page) -> None:
-    """A question the shop's pages do not cover is declined by the real service with the offer
-    of a person and the passages its search found, shown as "not an answer", each opening
-    with its citation checked again."""
+    """A question on the shop's topics that its pages do not answer is declined by the real
+    service with the offer of a person and the passages its search found, shown as "not an
+    answer", each opening with its citation checked again."""
     sign_in(page)
-    ask(page, "Do you sell kayaks?")
+    ask(page, "What is the phone number of the Repair Lab?")
     assert page.locator("#answer .declined").count() == 1
     assert page.locator("#handoff-button").inner_text() == "Ask a person"
     items = page.locator("#answer .related-item strong").all_inner_texts()

@@ -8,7 +8,9 @@ rows of a store written by the current code, then opened: what an existing store
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from backends import Locator, raw
-from evidex import Actor, Document, KnowledgeBase, StoreError
+from evidex import Actor, Document, Hit, KnowledgeBase, StoreError
 from evidex.store import DocumentWrite, SourceEntry
+from evidex.store._contract import CITED
 from evidex.store._merge_policy import MergePolicy, merge_budget, next_merge
 from evidex.store._migrations import MIGRATIONS, SCHEMA_VERSION
 from evidex.store._schema import TABLES
@@ -249,6 +252,38 @@ def test_passages_a_write_leaves_for_readers_read_as_the_database_returns_them(l
     with KnowledgeBase.open(location, embedder="none") as fresh, fresh.store.read() as view:
         assert not fresh.store._cache.passage_rows
         assert view.passages(pids) == cached and len(cached) == len(pids) > len(ODD_IDS)
+
+
+def test_what_a_hit_cites_is_read_from_the_passage_and_its_document(locate: Locator) -> None:
+    """``cited`` gives the passage's and its document's fields a hit cites, in ``CITED`` order
+    (``Hit``'s fields around its score and rank), as the row objects hold them, on a fresh
+    handle too. Kept by passage id across writes: a supersede (here of the title alone) ends
+    the passage ids, so the next search cites the new version."""
+    assert [f.name for f in fields(Hit) if f.name not in ("score", "rank", "explain", "pid")] == list(CITED)
+    location = locate("kb")
+    reader = Actor("t", ODD_GROUPS, visibilities=frozenset({"public", "internal"}))
+
+    def expected(view: Any, pids: list[int]) -> list[tuple[Any, ...]]:
+        ps = view.passages(pids)
+        ds = view.documents({p.dkey for p in ps.values()})
+        return [(ds[p.dkey].id, ds[p.dkey].version, ds[p.dkey].content_sha256, p.number, p.text, p.start,
+                 p.end, p.heading_path, p.anchor, ds[p.dkey].title, ds[p.dkey].source_url,
+                 ds[p.dkey].language, p.page, p.flags) for p in (ps[i] for i in pids)]
+
+    with KnowledgeBase.open(location, embedder="none") as kb:
+        kb.ingest([_odd_document(i, d) for i, d in enumerate(ODD_IDS)], split="heading")
+        with kb.store.read() as view:
+            pids = np.flatnonzero(view.sig >= 0).tolist()[::-1]
+            cited = view.cited(pids)
+            assert cited == expected(view, pids) and len({c[0] for c in cited}) == len(ODD_IDS)
+        before = kb.search(reader, "alpha", mode="keyword", limit=20)
+        assert {h.title for h in before if h.document_id == "B"} == {"Titel 0 ✓"}
+        kb.ingest(replace(_odd_document(0, "B"), title="Neu"), split="heading")
+        after = kb.search(reader, "alpha", mode="keyword", limit=20)
+        assert {h.title for h in after if h.document_id == "B"} == {"Neu"}
+    with KnowledgeBase.open(location, embedder="none") as fresh, fresh.store.read() as view:
+        pids = np.flatnonzero(view.sig >= 0).tolist()
+        assert view.cited(pids) == expected(view, pids)
 
 
 def test_a_passage_matrix_is_the_passage_vectors_in_the_given_order(locate: Locator) -> None:

@@ -249,9 +249,12 @@ def release(gated: Gated, checked: Checked, resolutions: Sequence[Resolution],
 def related(answer: Answer, results: SearchResults) -> list[dict[str, Any]]:
     """The citations a declined ``answer`` may offer as related reading (to be resolved again
     by the caller): the best ``RELATED`` passages of its search that are not flagged; none for
-    an answered question, or a decline that found nothing or failed a live lookup."""
+    an answered question, a decline that found nothing on the question's topic, or one that
+    failed a live lookup."""
     if answer.status != "declined" or answer.reason in _NOTHING_RELATED:
         return []
+    if results.topic is not None and not results.topic.verdict:
+        return []  # nothing found is about the question: what ranked best is not related to it
     return [h.citation() for h in results if not h.flags][:RELATED]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import wraps
 from typing import Annotated, Any, TypeVar
@@ -21,7 +21,7 @@ import typer
 from ..decide import shown
 from ..model import EvidexError
 
-__all__ = ["JsonOpt", "UsageError", "citation_line", "decision_lines", "emit", "errors", "fail",
+__all__ = ["JsonOpt", "UsageError", "choice", "citation_line", "decision_lines", "emit", "errors", "fail",
            "print_hits", "progress", "safe"]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -46,6 +46,14 @@ USAGE_STATUS = 2
 
 class UsageError(EvidexError):
     """The command was called wrongly: nothing was done (exit status 2, as click's own)."""
+
+
+def choice(option: str, value: str | None, allowed: Sequence[str]) -> str | None:
+    """``value`` of ``--option`` when it is one of ``allowed`` (or not given): a value outside
+    them is a usage error (exit 2), found before anything is opened."""
+    if value is not None and value not in allowed:
+        raise UsageError(f"--{option} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
 
 
 def fail(message: str, status: int = 1) -> typer.Exit:

@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 
+from ..kb import MATCHES, MODES
 from ..model import EvidexError
-from ._output import JsonOpt, citation_line, decision_lines, emit, errors, print_hits, safe
+from ._output import JsonOpt, choice, citation_line, decision_lines, emit, errors, print_hits, safe
 from ._settings import AsOpt, ClaimOpt, GroupsOpt, TenantOpt, VisOpt, caller, open_kb, state
 
 __all__ = ["COMMANDS"]
@@ -36,6 +37,7 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Search the passages the caller may read (defaults from --config's retrieval section)."""
+    mode, match = choice("mode", mode, MODES), choice("match", match, MATCHES)
     who = caller(tenant, groups, visibilities, as_name)
     filters = {"language": language, "tags": tag or []}
     r = state.cfg.retrieval

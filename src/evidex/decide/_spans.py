@@ -154,6 +154,7 @@ def spans(text: str, sentences: Sequence[tuple[int, int]], quotable: Sequence[bo
 
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])|"
                        r"`([^`\n]+)`|(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])")
+_DELIMITER_CELL = re.compile(r":?-{3,}:?")
 _LINE_MARK = re.compile(r"^[ \t]*(?:#{1,6}[ \t]+|[-*•+][ \t]+|\d+[.)][ \t]+|>[ \t]?)", re.MULTILINE)
 _PIPES = re.compile(r"[ \t]*\|[ \t]*")
 
@@ -166,7 +167,10 @@ def shown(text: str) -> str:
     lines = []
     for line in out.splitlines():
         if "|" in line:
-            line = "; ".join(c.strip() for c in line.strip().strip("|").split("|") if c.strip())
+            cells = [c.strip() for c in line.strip().strip("|").split("|") if c.strip()]
+            if all(_DELIMITER_CELL.fullmatch(c) for c in cells):  # a table's |---|:--:| row
+                continue
+            line = "; ".join(cells)
         line = " ".join(line.split())
         if line:
             lines.append(line)

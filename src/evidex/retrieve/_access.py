@@ -8,8 +8,11 @@ either.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -65,8 +68,35 @@ class Access:
 def access(view: ReadView, actor: Actor, filters: Filters, by_language: bool = False) -> Access:
     """The actor's allowed signatures under ``filters`` in ``view`` (``by_language``: also per
     language of the readable passages, what the ``auto`` analyzer ranks each language with).
-    Each signature is checked once; the per-language tables are cut from the readable ones."""
-    readable = _readable(view.signatures(actor.tenant), actor, filters)
+    Each signature is checked once; the per-language tables are cut from the readable ones.
+
+    Kept for the snapshot's signature list (``_MEMO``): the same signatures, access fields and
+    filters give the same value, and every search of an unchanged store asks again."""
+    sigs = view.signatures(actor.tenant)
+    key = (id(sigs), actor.tenant, actor.active, actor.groups, actor.visibilities, filters, by_language)
+    with _MEMO_LOCK:
+        kept = _MEMO.get(key)
+    if kept is not None and kept[0] is sigs:
+        return kept[1]
+    got = _access(sigs, actor, filters, by_language)
+    with _MEMO_LOCK:
+        _MEMO[key] = (sigs, got)
+        while len(_MEMO) > _MEMO_SIZE:
+            del _MEMO[next(iter(_MEMO))]
+    return got
+
+
+#: ``access`` values by (signature list, what ``can_access`` reads of the actor, filters, per
+#: language or not). A reader's signature lists are made anew by each refresh of its cache
+#: (``SegmentCache.refresh``) and never changed after, so one list is one snapshot's
+#: signatures; each entry holds its list, so the list's id cannot name another while it is here.
+_MEMO: dict[tuple[Any, ...], tuple[Sequence[Signature], Access]] = {}
+_MEMO_SIZE = 256
+_MEMO_LOCK = threading.Lock()
+
+
+def _access(sigs: Sequence[Signature], actor: Actor, filters: Filters, by_language: bool) -> Access:
+    readable = _readable(sigs, actor, filters)
     languages = frozenset(language_key(s.language) for s in readable if s.passages)
     parts: dict[str, Allowed] = {}
     if by_language:
@@ -76,7 +106,9 @@ def access(view: ReadView, actor: Actor, filters: Filters, by_language: bool = F
         # "" (passages without a language) stands in when nothing is readable: the keyword
         # query then has that one part, matching nothing.
         parts = {k: _table(by_key.get(k, [])) for k in sorted(languages) or [""]}
-    return Access(_table(readable), parts, {s.id: s.language for s in readable}, languages)
+    # Read-only mappings: the value is shared by every search of the snapshot (``_MEMO``).
+    return Access(_table(readable), MappingProxyType(parts),
+                  MappingProxyType({s.id: s.language for s in readable}), languages)
 
 
 def allowed_signatures(view: ReadView, actor: Actor, filters: Filters,

@@ -33,7 +33,7 @@ def dense(present: Sequence[tuple[np.ndarray, np.ndarray]], size: int) -> tuple[
     # BM25 weights are > 0, so non-zero means matched (a boolean array's positions are
     # cheaper to find than the floats' own).
     cand = (sums != 0).nonzero()[0]
-    return cand.astype(np.int64), sums[cand]
+    return cand.astype(np.int64, copy=False), sums[cand]
 
 
 class Scratch:

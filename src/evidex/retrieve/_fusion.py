@@ -79,13 +79,15 @@ def rrf_contributions(count: int, k: int, weight: float = 0.5) -> list[float]:
     return [scale / (k + r) for r in range(1, count + 1)]
 
 
-def fuse(legs: list[Leg], fusion: Fusion, weights: LegWeights | None = None,
+def fuse(legs: list[Leg], fusion: Fusion, weights: LegWeights | None = None, explain: bool = False,
          ) -> tuple[np.ndarray, np.ndarray, dict[int, dict[str, Any]]]:
-    """(passage ids, fused scores, per-passage explanation {leg: {rank, score}}). Adaptive
-    fusion and weighted RRF take the query's ``weights``; convex takes them from ``alpha``."""
+    """(passage ids, fused scores, per-passage explanation {leg: {rank, score}}, made only
+    when ``explain`` is asked: a dictionary per candidate and leg is most of the fusion's
+    work). Adaptive fusion and weighted RRF take the query's ``weights``; convex takes them
+    from ``alpha``."""
     if fusion.weighted and weights is None:
         raise ValueError(f"{fusion.method} fusion needs the query's leg weights")
-    explain: dict[int, dict[str, Any]] = {}
+    why: dict[int, dict[str, Any]] = {}
     fused: dict[int, float] = {}
     for leg in legs:
         pids = leg.pids.tolist()
@@ -104,9 +106,11 @@ def fuse(legs: list[Leg], fusion: Fusion, weights: LegWeights | None = None,
             else:
                 weight = fusion.alpha if leg.name == "vector" else 1.0 - fusion.alpha
             contrib = (weight * norm).tolist()
-        for rank, (pid, c, raw) in enumerate(zip(pids, contrib, leg.scores.tolist(), strict=True), 1):
+        for pid, c in zip(pids, contrib, strict=True):
             fused[pid] = fused.get(pid, 0.0) + c
-            explain.setdefault(pid, {})[leg.name] = {"rank": rank, "score": raw}
+        if explain:
+            for rank, (pid, raw) in enumerate(zip(pids, leg.scores.tolist(), strict=True), 1):
+                why.setdefault(pid, {})[leg.name] = {"rank": rank, "score": raw}
     pids_out = np.fromiter(fused, dtype=np.int64, count=len(fused))
     scores_out = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
-    return pids_out, scores_out, explain
+    return pids_out, scores_out, why

@@ -87,25 +87,13 @@ def hits_from(
     explain: dict[int, dict[str, Any]] | None = None,
 ) -> list[Hit]:
     """Select the best candidates and turn them into hits with full citation data."""
-    pids = cand.pids
     chosen = select_top(cand.scores, view.dkey, view.number, limit, max_per_document,
-                        view.doc_ids, pids)
-    sel = [int(pids[i]) for i in chosen]
-    passages = view.passages(sel)
-    docs = view.documents({p.dkey for p in passages.values()})
-    hits = []
-    for rank, (i, pid) in enumerate(zip(chosen, sel, strict=True), start=1):
-        p = passages[pid]
-        d = docs[p.dkey]
-        hits.append(
-            Hit(
-                document_id=d.id, version=d.version, content_sha256=d.content_sha256,
-                passage=p.number, quote=p.text, start=p.start, end=p.end,
-                heading_path=p.heading_path, anchor=p.anchor, title=d.title,
-                source_url=d.source_url, language=d.language, score=float(cand.scores[i]),
-                rank=rank, page=p.page, flags=p.flags, pid=pid,
-                explain=None if explain is None else {
-                    "fused_score": float(cand.scores[i]), **explain.get(pid, {})},
-            )
-        )
-    return hits
+                        view.doc_ids, cand.pids)
+    pids = cand.pids.take(chosen).tolist()
+    scores = cand.scores.take(chosen).tolist()
+    # Each cited tuple holds the Hit's fields before its score and rank, then page and flags
+    # (``ReadView.cited``).
+    return [Hit(*c[:-2], score, rank, *c[-2:],
+                None if explain is None else {"fused_score": score, **explain.get(pid, {})}, pid)
+            for rank, (pid, score, c) in enumerate(zip(pids, scores, view.cited(pids), strict=True),
+                                                   start=1)]

@@ -156,7 +156,7 @@ def _capped_hits(view: ReadView, legs: list[Leg], mode: str, fusion: Fusion, lim
                  max_per_document: int | None, explain: bool,
                  weights: LegWeights | None = None) -> list[Hit]:
     if mode == "hybrid":
-        pids, scores, why = fuse(legs, fusion, weights)
+        pids, scores, why = fuse(legs, fusion, weights, explain)
         if weights is not None and explain:
             for entry in why.values():
                 entry["weights"] = weights.as_dict()

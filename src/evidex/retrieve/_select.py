@@ -1,10 +1,12 @@
 """Choosing the best passages: order, per-document cap and deterministic ties.
 
 Order is (score descending, document id ascending, passage number ascending). Only a small
-prefix of the candidates is ever sorted: every candidate whose score reaches the m-th best is
-taken (so ties at the cut are never split arbitrarily), and m grows only when the cap per
-document left the list short. Document ids (strings) are looked up only for runs of equal
-scores (passages of equal length and term frequencies; rank fusion).
+prefix of the candidates is ever sorted: every candidate whose score reaches a cut near the
+m-th best is taken (so ties at the cut are never split arbitrarily), and m grows only when the
+prefix left the list short. Any cut gives the same selection once the prefix holds enough
+hits: every candidate left out scores below every one taken, so it would come after them and
+cannot use up a document's cap before them. Document ids (strings) are looked up only for runs
+of equal scores (passages of equal length and term frequencies; rank fusion).
 """
 
 from __future__ import annotations
@@ -42,11 +44,7 @@ def select_top(
         return []
     m = min(n, max(32, 2 * limit))
     while True:
-        if m < n:
-            kth = np.partition(scores, n - m)[n - m]  # the m-th best score
-            idx = (scores >= kth).nonzero()[0]
-        else:
-            idx = np.arange(n)
+        idx = _prefix(scores, m) if m < n else np.arange(n)
         at = idx if pids is None else pids.take(idx)
         dk, nm = dkeys.take(at), numbers.take(at)
         neg = -scores.take(idx)  # ascending order is best first
@@ -60,6 +58,29 @@ def select_top(
             if len(chosen) >= limit or m >= n:
                 return idx.take(chosen).tolist()
         m = min(n, m * 4)
+
+
+#: A candidate list this many times longer than the prefix wanted is cut at a score read off a
+#: sample (``_prefix``) rather than at its m-th best: finding that among thousands of
+#: candidates was the largest part of a selection (benchmarks/RESULTS-history.md, "Plain search speed").
+_SAMPLE_FROM = 16
+#: The sample is every (m / this)-th candidate, cut at its this-th best score: about m
+#: candidates reach it (fewer than the limit under the cap makes the next, longer prefix).
+_SAMPLE_HEAD = 8
+
+
+def _prefix(scores: np.ndarray, m: int) -> np.ndarray:
+    """Positions, in candidate order, of every candidate whose score reaches a cut near the
+    m-th best: the m-th best itself, or for a long list the ``_SAMPLE_HEAD``-th best of every
+    ``m // _SAMPLE_HEAD``-th candidate (a partition of a quarter of the candidates or less)."""
+    n = len(scores)
+    step = m // _SAMPLE_HEAD
+    if n >= _SAMPLE_FROM * m and step >= 2 and n // step >= _SAMPLE_HEAD:
+        sample = scores[::step]
+        cut = np.partition(sample, len(sample) - _SAMPLE_HEAD)[len(sample) - _SAMPLE_HEAD]
+    else:
+        cut = np.partition(scores, n - m)[n - m]  # the m-th best score
+    return (scores >= cut).nonzero()[0]
 
 
 def _select_large(neg: np.ndarray, dk: np.ndarray, nm: np.ndarray,
@@ -133,6 +154,8 @@ def _select_small(neg: list[float], dk: list[int], nm: list[int],
     the head is found before ties are broken, and when it holds no ties the entries kept on
     the way are the answer."""
     order = sorted(range(len(neg)), key=neg.__getitem__)
+    if cap is not None and len(set(dk)) == len(dk):
+        cap = None  # every candidate from another document (whole documents): the cap drops none
     kept, end = _capped(order, neg, dk, cap, limit)
     if doc_ids is None:
         return kept

@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from ..model import Conflict, Document, IngestReport, Passage, StoreError
 from ._runs import RunRecord
 
 __all__ = [
+    "CITED",
     "DocumentWrite",
     "HistoryEntry",
     "MissingVectors",
@@ -40,6 +41,7 @@ __all__ = [
     "Store",
     "StoredDocument",
     "StoredPassage",
+    "cited_row",
 ]
 
 
@@ -151,6 +153,20 @@ class StoredPassage:
                    _json_tuple(r[9]))
 
 
+#: What a search hit cites of one passage (``ReadView.cited``), in this order: the fields of
+#: ``model.Hit`` before its score and rank, then its page and flags.
+CITED = ("document_id", "version", "content_sha256", "passage", "quote", "start", "end",
+         "heading_path", "anchor", "title", "source_url", "language", "page", "flags")
+
+
+def cited_row(p: Sequence[object], d: Sequence[object]) -> tuple[object, ...]:
+    """The ``CITED`` tuple of a passage row (``StoredPassage.from_row``'s columns) and its
+    document's ``flat_document`` tuple: strings, numbers and tuples of strings, which the
+    garbage collector stops tracking, like the rows it is made of."""
+    return (d[2], d[3], d[4], p[2], p[5], p[3], p[4], _json_tuple(p[6]), p[7],  # type: ignore[arg-type]
+            d[5], d[6], d[7], p[8], _json_tuple(p[9]))  # type: ignore[arg-type]
+
+
 @functools.lru_cache(maxsize=4096)
 def _json_tuple(text: str) -> tuple[str, ...]:
     # A search decodes two per hit and conflict detection hundreds per write; the passages of a
@@ -219,6 +235,12 @@ class ReadView(Protocol):
     def documents(self, dkeys: Iterable[int]) -> dict[int, StoredDocument]: ...
 
     def passages(self, pids: Iterable[int]) -> dict[int, StoredPassage]: ...
+
+    def cited(self, pids: Sequence[int]) -> list[tuple[Any, ...]]:
+        """What a search hit cites of each live passage in ``pids``: ``CITED`` tuples, in the
+        order of ``pids``. (``passages`` and ``documents`` give the same data as objects; a
+        search needs only these fields of its few hits, and builds nothing else per hit.)"""
+        ...
 
     def document(self, tenant: str, doc_id: str) -> StoredDocument | None: ...
 

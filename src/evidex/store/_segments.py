@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ._contract import Signature, StoredDocument, StoredPassage, flat_document
+from ._contract import Signature, StoredDocument, StoredPassage, cited_row, flat_document
 from ._vectors import VectorBlocks
 
 __all__ = [
@@ -200,6 +200,8 @@ class SegmentCache:
         self.passage_rows: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
         self.document_rows: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
         self.max_passage_rows = 20_000
+        #: Passage id -> what a hit cites of it (``cited``), under the same bound.
+        self.cited_rows: OrderedDict[int, tuple[Any, ...]] = OrderedDict()
         #: Term -> its postings rows in the large (row-per-term) segments. Those segments are
         #: immutable and change only with large merges and ``optimize``; a small write adds a
         #: packed segment, which ``postings`` reads from memory. So the rows stay valid across
@@ -373,6 +375,29 @@ class SegmentCache:
         """The documents with these keys, cached like ``passages`` (as parsed flat tuples)."""
         return self._cached(self.document_rows, dkeys, fetch, flat_document, StoredDocument.from_flat)
 
+    def cited(self, pids: Sequence[int], passage_rows: RowFetch, document_rows: RowFetch
+              ) -> list[tuple[Any, ...]]:
+        """What a hit cites of each passage in ``pids`` (``CITED`` tuples, in order), made once
+        per passage id from its passage and document rows (cached as in ``passages`` and
+        ``documents``; the fetches read the rows not cached yet).
+
+        A passage's citation never changes while its id lives: a document's row changes only
+        when the document is superseded or deleted, which ends its passages' ids (ids are never
+        reused). So, like passage rows, these are kept across generations. Each is taken once,
+        as in ``_cached``."""
+        cache = self.cited_rows
+        got = {pid: row for pid in pids if (row := cache.get(pid)) is not None}
+        missing = [pid for pid in pids if pid not in got]
+        if missing:
+            passages = self._cached(self.passage_rows, missing, passage_rows, tuple, _row)
+            documents = self._cached(self.document_rows, {p[1] for p in passages.values()}, document_rows,
+                                     flat_document, _row)
+            for pid in missing:
+                p = passages[pid]
+                got[pid] = cache[pid] = cited_row(p, documents[p[1]])
+            _trim(cache, self.max_passage_rows)
+        return [got[pid] for pid in pids]
+
     def _cached(self, cache: OrderedDict[int, tuple[Any, ...]], keys: Iterable[int], fetch: RowFetch,
                 flat: Callable[[Sequence[Any]], tuple[Any, ...]],
                 build: Callable[[Any], Any]) -> dict[int, Any]:
@@ -462,6 +487,11 @@ _DEATHS_LOGGED = 100_000
 #: write); larger ones store a row per term, which readers fetch one term at a time. Equal to
 #: the merge policy's inline limit, so what a small write merges is written packed.
 PACK_LIMIT = 8192
+
+
+def _row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A cached row as it is (what ``cited`` builds from)."""
+    return row
 
 
 def _trim(cache: OrderedDict[int, tuple[Any, ...]], most: int) -> None:

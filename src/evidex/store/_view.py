@@ -103,10 +103,19 @@ class SQLView:
         return known
 
     def documents(self, dkeys: Iterable[int]) -> dict[int, StoredDocument]:
-        return self._cache.documents(dkeys, lambda keys: self._rows(f"{DOC_SELECT} WHERE", "dkey", keys))
+        return self._cache.documents(dkeys, self._document_rows)
 
     def passages(self, pids: Iterable[int]) -> dict[int, StoredPassage]:
-        return self._cache.passages(pids, lambda keys: self._rows(f"{PASSAGE_SELECT} WHERE", "pid", keys))
+        return self._cache.passages(pids, self._passage_rows)
+
+    def cited(self, pids: Sequence[int]) -> list[tuple[Any, ...]]:
+        return self._cache.cited(pids, self._passage_rows, self._document_rows)
+
+    def _passage_rows(self, pids: list[int]) -> Iterator[tuple[Any, ...]]:
+        return self._rows(f"{PASSAGE_SELECT} WHERE", "pid", pids)
+
+    def _document_rows(self, dkeys: list[int]) -> Iterator[tuple[Any, ...]]:
+        return self._rows(f"{DOC_SELECT} WHERE", "dkey", dkeys)
 
     def _rows(self, select: str, column: str, keys: list[int]) -> Iterator[tuple[Any, ...]]:
         """The rows of ``select`` (ending in WHERE) with ``column`` in ``keys``."""
