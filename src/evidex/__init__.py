@@ -20,9 +20,12 @@ from .model import (
     MissingExtraError,
     Passage,
     QueryError,
+    ReadFailed,
     Resolution,
     SearchResults,
+    ServerUnavailable,
     StoreError,
+    TenantMoved,
 )
 from .query import ANALYZERS, QueryLimits
 
@@ -49,8 +52,11 @@ __all__ = [
     "Passage",
     "QueryError",
     "QueryLimits",
+    "ReadFailed",
     "Resolution",
     "SearchResults",
+    "ServerUnavailable",
     "StoreError",
+    "TenantMoved",
     "__version__",
 ]

@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -44,9 +45,11 @@ from .model import (
     IngestReport,
     Passage,
     QueryError,
+    ReadFailed,
     Resolution,
     SearchResults,
     StoreError,
+    TenantMoved,
     can_access,
     check_unicode,
 )
@@ -57,18 +60,24 @@ from .store import (
     DocumentWrite,
     MissingVectors,
     PassageWrite,
+    ReadSession,
     ReadView,
     RunRecord,
     SourceEntry,
     Store,
     StoredDocument,
     copy_store,
+    current_session,
     is_postgres_url,
     open_store,
+    read_session,
+    redacted,
 )
 from .tools import LIVE_KIND, LiveSource, Toolbox, ToolConfig
 
 __all__ = ["KnowledgeBase", "migrate_store"]
+
+T = TypeVar("T")
 
 MATCHES = ("any", "all")
 #: Questions are sentences: longer than search queries, still bounded.
@@ -122,8 +131,12 @@ class KnowledgeBase:
         vector_timeout_ms: int | None = 4000,
         detect_conflicts: bool = True,
         tools: Toolbox | Sequence[ToolConfig] = (),
+        serve_moved_tenants: bool = False,
     ) -> None:
         self.store = store
+        #: Read a tenant this store marks as moved to another server as if it were not: only
+        #: for verifying a move back to a store the tenant once left (``placement``).
+        self.serve_moved_tenants = serve_moved_tenants
         self.keep_history = keep_history
         self.max_limit = max_limit
         self.query_limits = query_limits
@@ -154,6 +167,8 @@ class KnowledgeBase:
         *,
         analyzer: str | None = None,
         embedder: str | None = None,
+        replicas: Sequence[str] = (),
+        replica_settings: Any = None,
         **settings: Any,
     ) -> KnowledgeBase:
         """Open (creating if missing) the store at ``location``.
@@ -162,6 +177,10 @@ class KnowledgeBase:
         ``reembed`` change them); other ones for an existing store are an error. A new store
         gets ``embedder``, else ``$EVIDEX_EMBEDDER``, else multilingual-e5-small ("none": no
         vectors, keyword search only).
+
+        ``replicas``: URLs of streaming replicas of the PostgreSQL primary ``location``: reads
+        go to them, writes to the primary (see ``evidex.store._replicas``; ``replica_settings``
+        an ``evidex.store.ReplicaSettings``: lag bounds, waits, timeouts).
         """
         if analyzer is not None:
             get_analyzer(analyzer)  # validate the names before touching any file
@@ -174,6 +193,8 @@ class KnowledgeBase:
             embedder=embedder,
             dimension=_dimension(embedder) if embedder else 0,
             create_embedder=(default, _dimension(default)),
+            replicas=replicas,
+            replica_settings=replica_settings,
         )
         return cls(store, **settings)
 
@@ -276,7 +297,7 @@ class KnowledgeBase:
         """Conflicts of the documents just written with the rest of their tenant, recorded
         (see ``conflicts.find_conflicts``); returns those not recorded before."""
         found: list[Conflict] = []
-        with self.store.read() as view:
+        with self.store.read(latest=True) as view:  # the write just made, on whichever server
             for tenant in sorted({t for t, _ in written}):
                 every = {d.id: d for d in view.tenant_documents(tenant)}
                 docs = [every.get(i) for t, i in written if t == tenant]
@@ -292,8 +313,9 @@ class KnowledgeBase:
         "dismissed" when an admin dismissed it; ``status`` keeps only those."""
         if status not in (None, "open", "closed", "dismissed"):
             raise QueryError(f"status must be open, closed or dismissed, got {status!r}")
-        with self.store.read() as view:
-            now = [conflicts.conflict_status(view, c) for c in self.store.conflicts(tenant)]
+        recorded = self.store.conflicts(tenant)
+        with self.store.read(latest=True) as view:  # as new as the records
+            now = [conflicts.conflict_status(view, c) for c in recorded]
         return [c for c in now if status is None or c.status == status]
 
     def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
@@ -393,6 +415,7 @@ class KnowledgeBase:
         limits: QueryLimits | None = None,
         rerank: bool = False,
         evidence: bool = False,
+        at_least: int | None = None,
     ) -> SearchResults:
         """Passages ``actor`` may read that match ``query``, best first (``limit`` is top_k).
 
@@ -406,6 +429,8 @@ class KnowledgeBase:
         sentence by sentence; ``explain`` and ``rerank`` compute it too, else
         ``results.evidence`` is None. ``rerank``: re-order the best fused candidates with the
         second-stage ranker (answers always do; see ``decide._rerank``).
+        ``at_least``: a store generation (``IngestReport.generation`` of a write) the search
+        must see; with read replicas, one that has replayed it answers, else the primary.
         """
         _check_actor(actor)
         limit = _positive_int(limit, "limit", self.max_limit)
@@ -430,15 +455,19 @@ class KnowledgeBase:
         # Embedded before the snapshot is taken, so no read is held open while the model runs.
         model = self.store.embedder
         qvec, deadline = self._query_vector_for(mode, query)
-        with self.store.read() as view:
-            if isinstance(qvec, np.ndarray) and self.store.embedder != model:  # re-embedded meanwhile
-                qvec = self._query_vector(query)
+
+        def run(view: ReadView) -> SearchResults:
+            v = qvec
+            if isinstance(v, np.ndarray) and self.store.embedder != model:  # re-embedded meanwhile
+                v = self._query_vector(query)
             q = retrieve.make_query(
                 view, actor, query, analyzer=self.store.analyzer, words=words, filters=flt,
                 mode=mode, limit=limit, depth=decide.depth(limit, rerank), match=match,
-                max_per_document=max_per_document, explain=explain, fusion=fz, vector=qvec,
+                max_per_document=max_per_document, explain=explain, fusion=fz, vector=v,
                 deadline=deadline, rerank=rerank, evidence=decided)
             return self._search(view, q)
+
+        return self._read(run, actor.tenant, at_least)
 
     def _search(self, view: ReadView, q: retrieve.Query) -> SearchResults:
         """Rank ``q`` in ``view``, then (when ``q.evidence``) decide; sentence vectors that miss
@@ -453,6 +482,24 @@ class KnowledgeBase:
         res.signals, res.support, res.topic = found.signals, found.support, found.topic
         res.question, res.shift = found.question, ranking.shift
         return res
+
+    def _read(self, fn: Callable[[ReadView], T], tenant: str | None = None, at_least: int | None = None,
+              latest: bool = False) -> T:
+        """``fn`` on one snapshot (of ``tenant``'s data: refused with ``TenantMoved`` once the
+        tenant has moved to another server). A read replica that fails during it is skipped
+        and ``fn`` runs once more, on another server: a crashed replica costs no failed read."""
+        for attempt in range(2):
+            try:
+                with self.store.read(at_least=at_least, latest=latest) as view:
+                    if tenant is not None and not self.serve_moved_tenants:
+                        mark = view.moved(tenant)
+                        if mark is not None and mark.state == "moved":
+                            raise TenantMoved(tenant, mark.state, mark.location, mark.replicas)
+                    return fn(view)
+            except ReadFailed:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
 
     def _query_vector_for(self, mode: str, query: str
                           ) -> tuple[np.ndarray | Fallback | None, Deadline | None]:
@@ -502,6 +549,7 @@ class KnowledgeBase:
         settings: AnswerSettings | None = None,
         openai: OpenAIGenerator | OpenAIConfig | None = None,
         live: Sequence[LiveSource] | None = None,
+        at_least: int | None = None,
     ) -> Answer:
         """Answer from the passages ``actor`` may read and the live lookups (tools) it may
         make, citing every claim, or decline (``tool_unavailable`` when a lookup the question
@@ -512,6 +560,7 @@ class KnowledgeBase:
         OpenAI-compatible server, configured by ``openai`` or EVIDEX_OPENAI_* variables).
         ``live``: the lookups the question asks for, already made (a service starts them
         before it takes a store handle); None starts them here, overlapping the search.
+        ``at_least``: a generation its reads must see (see ``search``).
 
         The stages, in order: search (with the decision) -> gate (on topic) -> generate (the
         extractive generator also needs the answer-bearing decision) -> verify -> resolve the
@@ -533,21 +582,21 @@ class KnowledgeBase:
         # The lookups run on the toolbox's threads while the search below runs.
         lookups = None if live is not None else self._toolbox.start(self._toolbox.asked(actor, question))
         results = self.search(actor, question, limit=st.top_k, mode=mode, filters=filters,
-                              fusion=st.fusion, limits=QUESTION_LIMITS, rerank=True)
+                              fusion=st.fusion, limits=QUESTION_LIMITS, rerank=True, at_least=at_least)
         found = list(live) if live is not None else lookups.wait() if lookups else []
         if found and (refused := answer.live_gate(found, st)) is not None:
             return refused
         passages = self._from_passages(actor, question, results, st, generator, gen, mode,
-                                       len(found) + 1)
+                                       len(found) + 1, at_least)
         offered = answer.related(passages, results)
         if offered:
             passages = answer.with_related(passages, offered,
-                                           [self.resolve(actor, c) for c in offered])
+                                           [self.resolve(actor, c, at_least=at_least) for c in offered])
         return answer.join_live(found, passages) if found else passages
 
     def _from_passages(self, actor: Actor, question: str, results: SearchResults,
                        st: AnswerSettings, generator: str, gen: OpenAIGenerator | None,
-                       mode: str, first_n: int) -> Answer:
+                       mode: str, first_n: int, at_least: int | None = None) -> Answer:
         """The answer from the passages of ``results``, numbered from ``first_n``: gate,
         generate, verify, resolve again, release."""
         gated = answer.gate(question, results, st, generator, gen, first_n)
@@ -563,7 +612,8 @@ class KnowledgeBase:
         checked = answer.verify(gated, output, terms_of, bearing)
         if isinstance(checked, Answer):
             return checked
-        return answer.release(gated, checked, [self.resolve(actor, s.citation) for s in checked.cited],
+        return answer.release(gated, checked,
+                              [self.resolve(actor, s.citation, at_least=at_least) for s in checked.cited],
                               terms_of)
 
     def _answer_bearing(self, question: str, results: SearchResults, gated: answer.Gated,
@@ -603,17 +653,18 @@ class KnowledgeBase:
             return got
         return embed
 
-    def resolve(self, actor: Actor, citation: Mapping[str, Any]) -> Resolution:
+    def resolve(self, actor: Actor, citation: Mapping[str, Any], *,
+                at_least: int | None = None) -> Resolution:
         """Re-check a citation now: access, then version and fingerprint, then the quote. A
-        live citation (``kind: "live"``) is looked up again, as ``actor``."""
+        live citation (``kind: "live"``) is looked up again, as ``actor``. ``at_least``: a
+        generation the check must see (see ``search``)."""
         _check_actor(actor)
         kind = citation.get("kind", "passage") if isinstance(citation, Mapping) else "passage"
         if kind == LIVE_KIND:
             return self._toolbox.resolve(actor, citation)
         if kind != "passage":
             raise CitationError(f"this is not a citation: kind must be passage or live, got {kind!r}")
-        with self.store.read() as view:
-            return resolve_citation(view, actor, citation)
+        return self._read(lambda view: resolve_citation(view, actor, citation), actor.tenant, at_least)
 
     # -- live tools ---------------------------------------------------------------------------
     @property
@@ -643,7 +694,7 @@ class KnowledgeBase:
         _check_actor(actor)
         return self._toolbox.call(actor, tool_id, parameters, operator=operator)
 
-    def document(self, actor: Actor, document_id: str) -> DocumentView | None:
+    def document(self, actor: Actor, document_id: str, *, at_least: int | None = None) -> DocumentView | None:
         """Document ``document_id`` of the actor's tenant with its current passages, when
         ``actor`` may read it; None otherwise. Unknown and not readable are deliberately the
         same answer, so a caller cannot probe for documents it may not see."""
@@ -651,11 +702,17 @@ class KnowledgeBase:
         if not isinstance(document_id, str):
             raise DocumentError(f"document_id must be a string, got {type(document_id).__name__}")
         check_unicode(document_id, "document_id", DocumentError)
-        with self.store.read() as view:
+
+        def read(view: ReadView) -> tuple[StoredDocument, list[Any]] | None:
             doc = view.document(actor.tenant, document_id)
             if doc is None or not can_access(actor, doc.tenant, doc.groups, doc.visibility):
                 return None
-            rows = view.document_passages(doc.dkey)
+            return doc, view.document_passages(doc.dkey)
+
+        found = self._read(read, actor.tenant, at_least)
+        if found is None:
+            return None
+        doc, rows = found
         return DocumentView(
             document_id=doc.id, version=doc.version, content_sha256=doc.content_sha256,
             title=doc.title, source_url=doc.source_url, language=doc.language, tags=doc.tags,
@@ -679,6 +736,47 @@ class KnowledgeBase:
              tenant: str | None = None) -> list[RunRecord]:
         """The latest ``limit`` runs (of ``source``, of ``tenant``'s sources), newest first."""
         return self.store.runs(_positive_int(limit, "limit", 10_000, err=EvidexError), source, tenant)
+
+    @property
+    def written_generation(self) -> int:
+        """The newest store generation a write through this handle committed (0: none): a
+        read with ``at_least`` this generation sees every one of them."""
+        return self.store.written
+
+    @contextmanager
+    def session(self, at_least: int | None = None) -> Iterator[ReadSession]:
+        """A block of calls that read their own writes: every read in it sees every write made
+        in it (and generation ``at_least``), on whichever server answers; the session records
+        which server answered each read, at which generation (``ReadSession.served``)."""
+        outer = current_session()
+        s = ReadSession(memory=outer.memory if outer else None, caller=outer.caller if outer else "")
+        if outer is not None:  # what the enclosing caller must read stays due
+            s.at_least.update(outer.at_least)
+            s.written.update(outer.written)
+        if at_least is not None:
+            s.at_least[self.store.lineage] = at_least
+        with read_session(s):
+            yield s
+        if outer is not None:
+            for lineage, gen in s.written.items():
+                outer.wrote(lineage, gen)
+            outer.served.extend(s.served)
+
+    def for_tenant(self, tenant: str) -> KnowledgeBase:
+        """The handle that serves ``tenant``: this one (tenants on several servers: theirs)."""
+        return self
+
+    def server_of(self, tenant: str) -> str:
+        """Where ``tenant``'s data is, for messages (never a password)."""
+        return redacted(str(getattr(self.store, "url", None) or self.store.label))
+
+    def servers(self) -> list[dict[str, object]]:
+        """The servers behind this store: the primary and its replicas with their state,
+        generation and lag (a single server: itself)."""
+        servers = getattr(self.store, "servers", None)
+        if servers is not None:
+            return list(servers())
+        return [{"role": "single", "server": self.store.label, "state": "ok"}]
 
     def check_readable(self) -> None:
         """Take and release a read snapshot: raises when the store cannot be read now (what a

@@ -39,11 +39,14 @@ __all__ = [
     "NotifyError",
     "Passage",
     "QueryError",
+    "ReadFailed",
     "Resolution",
     "SearchResults",
     "Section",
+    "ServerUnavailable",
     "SourceError",
     "StoreError",
+    "TenantMoved",
     "can_access",
     "check_unicode",
     "is_language_tag",
@@ -81,6 +84,33 @@ class CitationError(EvidexError):
 
 class StoreError(EvidexError):
     """The store cannot be opened as asked (other analyzer, newer schema, unreadable file)."""
+
+
+class ServerUnavailable(StoreError):
+    """A database server did not answer (stopped, unreachable, its connections gone). A
+    replicated store raises it for a write when its primary is down (reads go on from the
+    replicas) and for a read that no server could serve."""
+
+
+class ReadFailed(ServerUnavailable):
+    """A replica went away (or cancelled the read) while serving a read: the replica is
+    skipped from now on, and the read may run again on another server (``KnowledgeBase``
+    does, once)."""
+
+
+class TenantMoved(StoreError):
+    """The tenant's data is moving or has moved to another server (``evidex move-tenant``).
+
+    ``state`` is ``moving`` while the move finishes (writes wait; reads are still served
+    here) or ``moved`` (reads and writes belong to ``location`` now). ``location`` is the new
+    server's URL without its password; ``replicas`` those of its replicas."""
+
+    def __init__(self, tenant: str, state: str, location: str, replicas: tuple[str, ...] = ()) -> None:
+        self.tenant, self.state, self.location, self.replicas = tenant, state, location, replicas
+        what = ("is being moved to" if state == "moving" else "has moved to")
+        hint = (" try again in a moment" if state == "moving" else
+                f" point the configuration's store.tenants.{tenant} at it")
+        super().__init__(f"tenant {tenant!r} {what} {location};{hint}")
 
 
 class ConfigError(EvidexError):
@@ -428,13 +458,19 @@ class IngestReport:
     passages_written: int = 0
     #: Conflicts this write found (see ``Conflict``); earlier ones are ``kb.conflicts()``.
     conflicts: tuple[Conflict, ...] = ()
+    #: The store generation the write committed (None when it changed nothing): a read with
+    #: ``at_least=generation`` sees it, on whichever server answers (see ``KnowledgeBase.search``).
+    #: Where in the store's history the write landed, not what it did: two reports of the same
+    #: changes are equal whatever their generations.
+    generation: int | None = field(default=None, compare=False)
 
     def __add__(self, other: IngestReport) -> IngestReport:
         """The report of two batches written one after the other."""
+        gens = [g for g in (self.generation, other.generation) if g is not None]
         return IngestReport(self.added + other.added, self.superseded + other.superseded,
                             self.unchanged + other.unchanged,
                             self.passages_written + other.passages_written,
-                            self.conflicts + other.conflicts)
+                            self.conflicts + other.conflicts, max(gens) if gens else None)
 
     def as_dict(self) -> dict[str, Any]:
         return {

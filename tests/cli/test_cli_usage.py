@@ -199,7 +199,8 @@ def test_remove_acts_in_the_tenant_of_the_named_caller(kb: dict[str, Path]) -> N
 # -- help --------------------------------------------------------------------------------------
 
 COMMANDS = ["ingest", "remove", "search", "ask", "resolve", "stats", "check", "reindex", "reembed",
-            "migrate", "eval", "serve", "mcp", "sync", "drift", "schedule", "conflicts", "runs", "tools"]
+            "migrate", "move-tenant", "servers", "eval", "serve", "mcp", "sync", "drift", "schedule",
+            "conflicts", "runs", "tools"]
 #: click's help width with an 80-column terminal (it keeps two columns free).
 WIDTH = 78
 

@@ -32,6 +32,7 @@ LAYERS: list[set[str]] = [
     {"decide"},
     {"answer"},
     {"kb", "config"},
+    {"placement"},
     {"__init__", "evaluation", "sources"},
     {"server"},
     {"cli"},

@@ -15,9 +15,10 @@ import typer
 from .. import __version__
 from ..config import load_config
 from ..model import EvidexError
-from . import _documents, _eval, _findings, _search, _service, _sources, _store
+from ..store import current_session, read_session
+from . import _documents, _eval, _findings, _scale, _search, _service, _sources, _store
 from ._output import fail, safe
-from ._settings import state
+from ._settings import command_session, state
 from ._tools import tools_app
 
 __all__ = ["app", "main"]
@@ -34,7 +35,7 @@ app = typer.Typer(
 )
 
 #: The subjects whose commands ``evidex --help`` lists, in this order (``tools`` last).
-SUBJECTS = (_documents, _search, _store, _eval, _service, _sources, _findings)
+SUBJECTS = (_documents, _search, _store, _scale, _eval, _service, _sources, _findings)
 
 
 def summary(command: Callable[..., object]) -> str:
@@ -68,7 +69,13 @@ def _show_version(value: bool) -> None:
 def main_options(
     db: Annotated[
         str | None,
-        typer.Option("--db", help="Store location (default: $EVIDEX_DB, then ./evidex.db)."),
+        typer.Option("--db", help="Store location (default: $EVIDEX_DB, then the configuration's "
+                     "store.default, then ./evidex.db)."),
+    ] = None,
+    replica: Annotated[
+        list[str] | None,
+        typer.Option("--replica", help="A streaming read replica of the --db PostgreSQL server "
+                     "(repeatable): reads go to the replicas, writes to --db."),
     ] = None,
     analyzer: Annotated[str | None, typer.Option(
         "--analyzer", help="Analyzer for a new store: auto (default), exact, english, german.")] = None,
@@ -84,7 +91,9 @@ def main_options(
     version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_show_version,
                                           help="Show the version.")] = False,
 ) -> None:
-    state.db = db or os.environ.get("EVIDEX_DB") or "evidex.db"
+    chosen = db or os.environ.get("EVIDEX_DB")
+    state.db, state.db_given = chosen or "evidex.db", bool(chosen)
+    state.replicas = tuple(replica or ())
     state.analyzer = analyzer
     state.embedder = embedder
     state.config_path = config or os.environ.get("EVIDEX_CONFIG") or None
@@ -99,12 +108,17 @@ def main_options(
             for line in str(exc).splitlines()[1:]:
                 typer.echo(f"  {safe(line)}", err=True)
             raise first from None
+    session = current_session()
+    if session is not None:  # main's session; the app called otherwise (tests) reads as it is
+        session.memory, session.caller = command_session()
 
 
 def main() -> None:
-    """Run the app with click's own error printing replaced by one ``error:`` line."""
+    """Run the app with click's own error printing replaced by one ``error:`` line, in one read
+    session (``_settings.command_session``)."""
     try:
-        code = app(standalone_mode=False, prog_name="evidex")
+        with read_session():
+            code = app(standalone_mode=False, prog_name="evidex")
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.TyperException as exc:  # usage errors: bad option values, missing options

@@ -11,7 +11,7 @@ import typer
 from ..ingest import DEFAULT_MAX_FILE_BYTES, FORMATS, load_paths
 from ..model import EvidexError
 from ._output import JsonOpt, emit, errors, fail, progress, safe
-from ._settings import AsOpt, TenantOpt, open_kb, split_csv, tenant_of
+from ._settings import AsOpt, TenantOpt, open_kb, server_note, split_csv, tenant_of
 
 __all__ = ["COMMANDS", "INGEST_BATCH"]
 
@@ -56,6 +56,9 @@ def ingest(
         # Large inputs go in batches, each atomic; the whole input is checked before any write.
         report = kb.ingest(loaded.documents, split=split, batch_size=INGEST_BATCH,
                            identify_languages=True, progress=step)
+        notes = sorted({n for t in {d.tenant for d in loaded.documents} if (n := server_note(kb, t))})
+    for note in notes:  # tenants on several servers, or replicas: which server was written
+        typer.echo(f"{note}" + (f" (generation {report.generation})" if report.generation else ""), err=True)
     summary = {**report.as_dict(), "rejected": len(loaded.rejected)}
     if as_json:
         emit({**summary, "rejections": [r.__dict__ for r in loaded.rejected]})
@@ -79,6 +82,9 @@ def remove(
     tenant = tenant_of(tenant, as_name)
     with open_kb() as kb:
         existed = kb.remove(tenant, document_id)
+        note = server_note(kb, tenant)
+    if note:
+        typer.echo(note, err=True)
     if as_json:
         emit({"removed": existed, "document_id": document_id})
     elif existed:

@@ -9,10 +9,19 @@ from typing import Annotated
 
 import typer
 
-from ..kb import MATCHES, MODES
+from ..kb import MATCHES, MODES, KnowledgeBase
 from ..model import EvidexError
+from ..store import current_session
 from ._output import JsonOpt, choice, citation_line, decision_lines, emit, errors, print_hits, safe
-from ._settings import AsOpt, ClaimOpt, GroupsOpt, TenantOpt, VisOpt, caller, open_kb, state
+from ._settings import AsOpt, ClaimOpt, GroupsOpt, TenantOpt, VisOpt, caller, open_kb, server_note, state
+
+
+def _served(kb: KnowledgeBase, tenant: str) -> None:
+    """Which server answered, at which generation (stderr), when there is more than one."""
+    session = current_session()
+    if server_note(kb, tenant) is not None and session is not None and session.served:
+        last = session.served[-1]
+        typer.echo(f"served by {last.server} at generation {last.generation}", err=True)
 
 __all__ = ["COMMANDS"]
 
@@ -48,6 +57,7 @@ def search(
                          fusion=r.fuse if fusion is None else fusion, rrf_k=r.rrf_k,
                          window=r.window, alpha=r.alpha, max_per_document=r.max_per_document,
                          evidence=True)  # the output shows the evidence level
+        _served(kb, who.tenant)
     if as_json:
         emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence,
               "fallback": hits.fallback})
@@ -72,9 +82,10 @@ def ask(
 ) -> None:
     """Answer from the passages the caller may read and its live lookups, citing every claim, or decline."""
     with open_kb() as kb:
-        ans = kb.answer(caller(tenant, groups, visibilities, as_name, claim), question,
-                        generator=generator or state.cfg.answer.generator,
+        who = caller(tenant, groups, visibilities, as_name, claim)
+        ans = kb.answer(who, question, generator=generator or state.cfg.answer.generator,
                         settings=state.cfg.answer_settings(handoff))
+        _served(kb, who.tenant)
     if as_json:
         emit(ans.as_dict())
         return
@@ -111,6 +122,7 @@ def resolve(
     citation = json.loads(text)
     with open_kb() as kb:
         res = kb.resolve(who, citation)
+        _served(kb, who.tenant)
     if as_json:
         emit(res.as_dict())
     else:

@@ -36,10 +36,13 @@ def serve(
     scheduled: Annotated[bool, typer.Option("--schedule/--no-schedule", help=(
         "Also run the configuration's scheduled syncs and drift checks."))] = True,
 ) -> None:
-    """Serve the HTTP API (/v1/...) and the web page over --db until interrupted."""
+    """Serve the HTTP API (/v1/...) and the web page over --db until interrupted.
+
+    With the configuration's store: section, over every tenant's store (and its replicas)."""
     from ..server import serve as run_service
 
-    run_service(state.db, _server_config(config), host, port, workers, schedule=scheduled)
+    run_service(state.db if state.db_given else "", _server_config(config), host, port, workers,
+                schedule=scheduled, replicas=state.replicas)
 
 
 @errors
@@ -49,7 +52,7 @@ def mcp(config: ServerConfigOpt = None) -> None:
     The caller is the API key in $EVIDEX_API_KEY (one of the configuration's server.api_keys)."""
     from ..server import run_mcp
 
-    run_mcp(state.db, _server_config(config))
+    run_mcp(state.db if state.db_given else "", _server_config(config), replicas=state.replicas)
 
 
 COMMANDS = {"serve": serve, "mcp": mcp}

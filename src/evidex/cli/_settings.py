@@ -1,7 +1,11 @@
 """The command line's settings and the caller it acts for.
 
-``state`` holds what the global options set (--db, --analyzer, --embedder, --config), read by
-every command; ``open_kb`` opens the store they name.
+``state`` holds what the global options set (--db, --replica, --analyzer, --embedder, --config),
+read by every command; ``open_kb`` opens the store they name: the configuration's ``store:``
+placement when it has one (tenants on several servers, replicas), else --db with its --replica
+servers. Every command runs in one read session (``command_session``): its reads include its
+own writes and, for a few seconds, those of the commands before it (remembered in the cache
+folder), on whichever server answers.
 
 The caller of a search, an answer or a resolve (``caller``) comes, in this order, from ``--as
 NAME`` (a caller the configuration names in ``server.api_keys``: its tenant, groups,
@@ -20,13 +24,15 @@ from typing import Annotated
 import typer
 
 from ..config import ApiKey, Config
+from ..embed import default_cache_path
 from ..kb import KnowledgeBase
 from ..model import Actor, EvidexError
-from ..store import is_postgres_url
+from ..placement import Placement, open_knowledge
+from ..store import RecentWrites, is_postgres_url
 from ._output import UsageError
 
-__all__ = ["AsOpt", "ClaimOpt", "GroupsOpt", "State", "TenantOpt", "VisOpt", "caller", "need_config",
-           "open_kb", "pairs", "split_csv", "state", "tenant_of"]
+__all__ = ["AsOpt", "ClaimOpt", "GroupsOpt", "State", "TenantOpt", "VisOpt", "caller", "command_session",
+           "need_config", "open_kb", "pairs", "placement", "server_note", "split_csv", "state", "tenant_of"]
 
 TENANT_ENV, GROUPS_ENV, VISIBILITIES_ENV = "EVIDEX_TENANT", "EVIDEX_GROUPS", "EVIDEX_VISIBILITIES"
 
@@ -52,6 +58,9 @@ class State:
     read by every command; one object so the tools commands see what the main ones see."""
 
     db: str = "evidex.db"
+    #: Whether --db (or $EVIDEX_DB) named the store, rather than the default file.
+    db_given: bool = False
+    replicas: tuple[str, ...] = ()
     analyzer: str | None = None
     embedder: str | None = None
     config: Config | None = None
@@ -66,19 +75,51 @@ class State:
 state = State()
 
 
+def placement() -> Placement:
+    """Where the stores are: the configuration's ``store:`` section, with --db (and --replica)
+    as its default location when the section names none."""
+    try:
+        return Placement.of(state.cfg.store, state.db if state.db_given else None, state.replicas)
+    except EvidexError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def open_kb(create: bool = False) -> KnowledgeBase:
-    """The store of --db with the command line's and the configuration's settings.
+    """The stores the command line and the configuration name (``placement``), with their
+    settings.
 
     Only commands that add documents (``create``) may create a missing SQLite file: a search
     or an answer from a mistyped --db would otherwise create an empty store and decline every
     question as if the collection lacked the answer."""
-    if not create and not is_postgres_url(state.db) \
-            and not Path(state.db.removeprefix("sqlite:///")).is_file():
-        raise EvidexError(f"no store at {state.db} (evidex ingest creates one; or give --db)")
+    where = placement()
+    for loc in where.locations():
+        if not create and not is_postgres_url(loc.url) and not Path(loc.url.removeprefix("sqlite:///")).is_file():
+            raise EvidexError(f"no store at {loc.url} (evidex ingest creates one; or give --db)")
     r = state.cfg.retrieval
-    return KnowledgeBase.open(state.db, analyzer=state.analyzer or r.analyzer,
-                              embedder=state.embedder or r.embedder,
-                              vector_timeout_ms=r.vector.timeout_ms, tools=state.cfg.tools)
+    return open_knowledge(where, analyzer=state.analyzer or r.analyzer, embedder=state.embedder or r.embedder,
+                          vector_timeout_ms=r.vector.timeout_ms, tools=state.cfg.tools)
+
+
+def server_note(kb: KnowledgeBase, tenant: str) -> str | None:
+    """``server: LOCATION`` for a command that touched ``tenant``'s data, when the stores span
+    more than one server (several placements, or replicas); None for one plain store."""
+    if len(kb.servers()) < 2:
+        return None
+    return f"server: {kb.server_of(tenant)}"
+
+
+def command_session() -> tuple[RecentWrites, str]:
+    """What the read session of one command remembers writes in, and as which caller (see the
+    module docstring)."""
+    store = state.cfg.store
+    seconds = store.remember_writes_s if store is not None else 12.0
+    folder = default_cache_path().parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        memory = RecentWrites(seconds, folder / "recent-writes.sqlite")
+    except OSError:  # no writable cache folder: the command still reads its own writes
+        memory = RecentWrites(seconds)
+    return memory, "evidex"
 
 
 def need_config() -> Config:

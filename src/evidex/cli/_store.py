@@ -7,33 +7,64 @@ from typing import Annotated
 
 import typer
 
-from ..kb import migrate_store
+from ..kb import KnowledgeBase, migrate_store
 from ._output import JsonOpt, emit, errors, fail, progress, safe
 from ._settings import open_kb
+
+ServerTenantOpt = Annotated[str | None, typer.Option(
+    "--tenant", help="Only the store this tenant is placed on (default: every store).")]
+
+
+def _chosen(kb: KnowledgeBase, tenant: str | None) -> KnowledgeBase:
+    """The handle of ``tenant``'s store, saying so on stderr; ``kb`` (every store) without one."""
+    if tenant is None:
+        return kb
+    typer.echo(f"server: {kb.server_of(tenant)}", err=True)
+    return kb.for_tenant(tenant)
+
+
+def _print_stats(data: dict[str, object], indent: str = "") -> None:
+    for k, v in data.items():
+        if k == "servers" and isinstance(v, list):
+            for s in v:
+                if "location" in s:  # a store of the placement, with its own counts
+                    typer.echo(f"{indent}server {s['location']} [{', '.join(s['placed'])}]:")
+                    own = {x: y for x, y in s.items() if x not in ("location", "placed")}
+                    _print_stats(own, indent + "  ")
+                else:  # a primary or replica of one store
+                    lag = f", lag {s['lag_s']} s" if s.get("lag_s") is not None else ""
+                    error = f": {s['error']}" if s.get("error") else ""
+                    typer.echo(safe(f"{indent}{s['server']}: {s['state']}, generation {s['generation']}{lag}"
+                                    f"{error}"))
+        else:
+            typer.echo(f"{indent}{k}: {v}")
 
 __all__ = ["COMMANDS"]
 
 
 @errors
-def stats(as_json: JsonOpt = False) -> None:
-    """Counts of documents, passages, versions and index segments."""
+def stats(tenant: ServerTenantOpt = None, as_json: JsonOpt = False) -> None:
+    """Counts of documents, passages, versions and index segments.
+
+    With tenants on several stores: per store (which tenants are placed there) and in total;
+    with read replicas: each server's state, generation and lag."""
     with open_kb() as kb:
-        data = kb.stats()
+        data = _chosen(kb, tenant).stats()
     if as_json:
         emit(data)
     else:
-        for k, v in data.items():
-            typer.echo(f"{k}: {v}")
+        _print_stats(data)
 
 
 @errors
-def check(as_json: JsonOpt = False) -> None:
+def check(tenant: ServerTenantOpt = None, as_json: JsonOpt = False) -> None:
     """Verify the store end to end.
 
     Fingerprints, postings, vectors, history and the database's own checks: each problem is
-    printed with its ids, and the exit status is 1 when there is any."""
+    printed with its ids (and its store, with tenants on several), and the exit status is 1
+    when there is any."""
     with open_kb() as kb:
-        report = kb.check()
+        report = _chosen(kb, tenant).check()
     if as_json:
         emit(report.as_dict())
     else:
@@ -53,21 +84,22 @@ def check(as_json: JsonOpt = False) -> None:
 
 @errors
 def reindex(analyzer: Annotated[str, typer.Option("--analyzer", help="auto, exact, english, german.")],
-            as_json: JsonOpt = False) -> None:
+            tenant: ServerTenantOpt = None, as_json: JsonOpt = False) -> None:
     """Rebuild the keyword index with another analyzer and switch to it atomically."""
     with open_kb() as kb:
-        count = kb.reindex(analyzer)
+        count = _chosen(kb, tenant).reindex(analyzer)
     emit({"analyzer": analyzer, "passages": count}) if as_json else typer.echo(f"reindexed {count} passages")
 
 
 @errors
 def reembed(
     model: Annotated[str, typer.Option("--model", help="Embedding model id.")],
+    tenant: ServerTenantOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Rebuild every passage vector with another model and switch to it atomically."""
     with open_kb() as kb, progress(f"embedding with {model}", show=not as_json) as step:
-        count = kb.reembed(model, progress=step)
+        count = _chosen(kb, tenant).reembed(model, progress=step)
     if as_json:
         emit({"model": model, "passages": count})
     else:

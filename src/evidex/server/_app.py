@@ -28,6 +28,7 @@ from ..answer import AnswerSettings
 from ..config import ServerSettings
 from ..kb import KnowledgeBase
 from ..model import EvidexError
+from ..store import RecentWrites
 from ..tools import Toolbox
 from . import (
     _admin,
@@ -42,6 +43,7 @@ from . import (
     _session,
     _tools,
 )
+from ._consistency import ReadYourWrites
 from ._deps import DriftFn, Services, SyncFn
 from ._guard import Guard
 from ._identity import Authenticator, RateLimiter
@@ -66,6 +68,7 @@ def create_app(
     generator: str = "extractive",
     handoff: Any = None,
     tools: Toolbox | None = None,
+    recent_writes: RecentWrites | None = None,
 ) -> FastAPI:
     """The service over a store: ``kb`` is a location, a factory of handles, or one handle
     (then every request shares it, one at a time). ``tools``: the live tools the handles
@@ -73,7 +76,10 @@ def create_app(
 
     Per-address limits key on the ASGI scope's client address: run the app under uvicorn with
     ``proxy_options(settings)`` (as ``evidex serve`` does), not uvicorn's defaults, which let
-    a connection from 127.0.0.1 name any client address."""
+    a connection from 127.0.0.1 name any client address.
+
+    ``recent_writes``: where each caller's last write is remembered, so its next reads see it
+    on any replica (``_consistency``; default: this process, for 12 seconds)."""
     auth = Authenticator(settings)
     if not auth.configured:
         raise EvidexError("the server configuration defines no api_keys and no jwt: nobody could sign in")
@@ -109,6 +115,8 @@ def create_app(
     for module in _ROUTERS:
         app.include_router(module.router)
     app.mount("/static", _page.static_files(), name="static")
+    # Inside the guard: the caller is known when the read session starts.
+    app.add_middleware(ReadYourWrites, memory=recent_writes or RecentWrites(12.0))  # type: ignore[arg-type]
     app.add_middleware(Guard, auth=auth, limiter=RateLimiter(settings.rate_limit_per_minute),  # type: ignore[arg-type]
                        max_body=settings.max_body_bytes,
                        failures=RateLimiter(settings.failed_auth_per_minute))

@@ -1,11 +1,14 @@
-"""``GET /healthz``: liveness and store readability, for load balancers; no credentials."""
+"""``GET /healthz``: liveness and store readability, for load balancers; no credentials.
+``GET /v1/health``: for admins, every database server behind the service (tenants' stores,
+primaries, replicas) with its state, generation and lag."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
-from ._deps import Svc
+from ._consistency import server_id
+from ._deps import ADMIN_ERRORS, Admin, Svc
 from ._logging import log_failure
 from ._schemas import Problem
 
@@ -22,3 +25,16 @@ def healthz(svc: Svc) -> Response:
         log_failure("health_check_failed", exc)
         return JSONResponse({"detail": "store unavailable"}, status_code=503)
     return JSONResponse({"status": "ok"})
+
+
+@router.get("/v1/health", responses=ADMIN_ERRORS)
+def health(who: Admin, svc: Svc) -> Response:
+    """Each server: role, state (ok, lagging, down), generation, lag in seconds, and the id the
+    ``X-Evidex-Server`` header names it by; ``status`` is ``degraded`` when one is not ok
+    (reads then go to the others, writes fail while a primary is down)."""
+    with svc.pool.handle() as kb:
+        servers = kb.servers()
+    shown = [{"id": server_id(str(s["server"])), **{k: v for k, v in s.items() if k != "url"}}
+             for s in servers]
+    status = "ok" if all(s.get("state") == "ok" for s in servers) else "degraded"
+    return JSONResponse({"status": status, "servers": shown})

@@ -1,9 +1,11 @@
 """Starting the service: ``evidex serve``, ``evidex mcp``, and the app factory of uvicorn's
 worker processes.
 
-Worker processes are started by uvicorn from an import string, so they learn the store and the
-configuration from two environment variables set here; each worker opens its own store
-handles (SQLite handles never cross a fork).
+Worker processes are started by uvicorn from an import string, so they learn the store, its
+replicas, the configuration and the file of recent writes (read your writes across workers,
+``store.RecentWrites``) from environment variables set here; each worker opens its own store
+handles (SQLite handles never cross a fork). The stores are the configuration's ``store:``
+placement when it has one (``placement``), else --db.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import ctypes
 import functools
 import os
 import secrets
+import shutil
 import socket
 import sys
+import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +28,9 @@ from ..embed import QUERY_THREADS_ENV, THREADS_ENV, thread_count
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
 from ..notify import HandoffRoute
+from ..placement import Placement, open_knowledge
 from ..sources import Scheduler, after_drift, drift, owners_hook, sync
+from ..store import RecentWrites, is_postgres_url, redacted
 from ..tools import Toolbox
 from ._handoff import TRACE_KEY_ENV
 from ._logging import log_failure, setup_logging
@@ -45,6 +51,8 @@ __all__ = [
 
 DB_ENV = "EVIDEX_DB"
 CONFIG_ENV = "EVIDEX_SERVER_CONFIG"
+REPLICAS_ENV = "EVIDEX_SERVE_REPLICAS"
+RECENT_WRITES_ENV = "EVIDEX_RECENT_WRITES"
 
 
 def require_settings(config: str | Path | Config) -> ServerSettings:
@@ -60,9 +68,17 @@ def require_settings(config: str | Path | Config) -> ServerSettings:
     return settings
 
 
-def _require_store(db: str) -> None:
-    if "://" not in db and not Path(db).is_file():
-        raise EvidexError(f"no store at {db}; ingest documents first (evidex --db {db} ingest ...)")
+def placement(db: str, cfg: Config, replicas: Sequence[str] = ()) -> Placement:
+    """The stores served: the configuration's ``store:`` placement, or ``db`` ("" when the
+    command line named none) with its ``replicas``."""
+    return Placement.of(cfg.store, db or None, replicas)
+
+
+def _require_stores(where: Placement) -> None:
+    for loc in where.locations():
+        db = loc.url
+        if not is_postgres_url(db) and not Path(db.removeprefix("sqlite:///")).is_file():
+            raise EvidexError(f"no store at {db}; ingest documents first (evidex --db {db} ingest ...)")
 
 
 def _require_thread_settings() -> None:
@@ -87,29 +103,30 @@ def _require_free_address(host: str, port: int) -> None:
             raise EvidexError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
-def opener(db: str, cfg: Config) -> Callable[[], KnowledgeBase]:
-    """Opens a handle on ``db`` with the configuration's retrieval settings."""
+def opener(db: str, cfg: Config, replicas: Sequence[str] = ()) -> Callable[[], KnowledgeBase]:
+    """Opens a handle on the stores (``placement``) with the configuration's retrieval settings."""
     r = cfg.retrieval
-    return functools.partial(KnowledgeBase.open, db, analyzer=r.analyzer, embedder=r.embedder,
-                             vector_timeout_ms=r.vector.timeout_ms)
+    return functools.partial(open_knowledge, placement(db, cfg, replicas), analyzer=r.analyzer,
+                             embedder=r.embedder, vector_timeout_ms=r.vector.timeout_ms)
 
 
-def service_scheduler(db: str, cfg: Config) -> Scheduler:
+def service_scheduler(db: str, cfg: Config, replicas: Sequence[str] = ()) -> Scheduler:
     """The scheduler of the configuration's syncs and drift checks; after each run it hands the
     memory the run freed back to the system (see ``release_freed_memory``). A due run the store
     failed is logged as a failure (class and place, no message) and the scheduler carries on."""
     setup_logging()
-    return Scheduler(opener(db, cfg), cfg, after_drift=after_drift(owners_hook(opener(db, cfg))),
+    return Scheduler(opener(db, cfg, replicas), cfg,
+                     after_drift=after_drift(owners_hook(opener(db, cfg, replicas))),
                      on_run=lambda _record: release_freed_memory(),
                      on_failure=lambda job, due, exc: log_failure(
                          "scheduled run failed", exc, job=job.name, due=due.isoformat()))
 
 
-def start_scheduler(db: str, cfg: Config) -> threading.Event | None:
+def start_scheduler(db: str, cfg: Config, replicas: Sequence[str] = ()) -> threading.Event | None:
     """Run the configuration's scheduled syncs and drift checks on a background thread of this
     process (see ``sources.Scheduler``); returns the event that stops it, None when nothing is
     scheduled."""
-    scheduler = service_scheduler(db, cfg)
+    scheduler = service_scheduler(db, cfg, replicas)
     if not scheduler.jobs:
         return None
     stop = threading.Event()
@@ -118,7 +135,7 @@ def start_scheduler(db: str, cfg: Config) -> threading.Event | None:
     return stop
 
 
-def source_operations(db: str, cfg: Config) -> tuple[Any, Any]:
+def source_operations(db: str, cfg: Config, replicas: Sequence[str] = ()) -> tuple[Any, Any]:
     """sync and drift callables for the service, confined to the calling admin's tenant: an
     admin key may run exactly the configured sources whose documents belong to its tenant."""
     def chosen(tenant: str, source: str | None) -> list[str]:
@@ -131,7 +148,7 @@ def source_operations(db: str, cfg: Config) -> tuple[Any, Any]:
             raise EvidexError("no sources are configured for this tenant")
         return mine
 
-    open_kb = opener(db, cfg)
+    open_kb = opener(db, cfg, replicas)
 
     def run_sync(*, tenant: str, source: str | None) -> dict[str, Any]:
         ids = chosen(tenant, source)
@@ -149,30 +166,35 @@ def source_operations(db: str, cfg: Config) -> tuple[Any, Any]:
     return run_sync, run_drift
 
 
-def build_app(db: str, config: str | Path | Config) -> Any:
-    """The app over ``db`` with everything the configuration sets: identity, answer settings,
-    generator, and sync/drift when it names sources."""
+def build_app(db: str, config: str | Path | Config, *, replicas: Sequence[str] = (),
+              recent_writes: str | None = None) -> Any:
+    """The app over the stores (``db`` or the configuration's placement) with everything the
+    configuration sets: identity, answer settings, generator, and sync/drift when it names
+    sources. ``recent_writes``: the file in which workers share each key's last write."""
     from ._app import create_app
     from ._handoff import HandoffSender
 
     cfg = load_config(config) if isinstance(config, str | Path) else config
-    run_sync, run_drift = source_operations(db, cfg) if cfg.sources else (None, None)
+    run_sync, run_drift = source_operations(db, cfg, replicas) if cfg.sources else (None, None)
     # Request handles open the store as it is (never with the configuration's analyzer or model)
     # and share one toolbox (its HTTP client and lookup threads), closed with the app.
     tools = Toolbox(cfg.tools)
-    handles = functools.partial(KnowledgeBase.open, db, vector_timeout_ms=cfg.retrieval.vector.timeout_ms,
-                                tools=tools)
+    handles = functools.partial(open_knowledge, placement(db, cfg, replicas),
+                                vector_timeout_ms=cfg.retrieval.vector.timeout_ms, tools=tools)
+    seconds = cfg.store.remember_writes_s if cfg.store is not None else 12.0
     settings = require_settings(cfg)
     route = cfg.answer.handoff
     handoff = HandoffSender(route, settings.smtp) if isinstance(route, HandoffRoute) else None
     return create_app(handles, settings, sync=run_sync, drift=run_drift,
                       answer_settings=cfg.answer_settings(), generator=cfg.answer.generator,
-                      handoff=handoff, tools=tools)
+                      handoff=handoff, tools=tools, recent_writes=RecentWrites(seconds, recent_writes))
 
 
 def app_from_env() -> Any:
     """The ASGI app of one worker process."""
-    return build_app(os.environ[DB_ENV], os.environ[CONFIG_ENV])
+    replicas = [r for r in os.environ.get(REPLICAS_ENV, "").split("\n") if r]
+    return build_app(os.environ[DB_ENV], os.environ[CONFIG_ENV], replicas=replicas,
+                     recent_writes=os.environ.get(RECENT_WRITES_ENV) or None)
 
 
 def proxy_options(settings: ServerSettings) -> dict[str, Any]:
@@ -228,30 +250,39 @@ def _glibc() -> Any:
 
 
 def serve(db: str, config: str | Path, host: str | None = None, port: int | None = None,
-          workers: int = 1, schedule: bool = True) -> None:
+          workers: int = 1, schedule: bool = True, replicas: Sequence[str] = ()) -> None:
     """Serve until interrupted; with ``schedule``, this (main) process also runs the
     configuration's scheduled syncs and drift checks, once for all workers."""
     import uvicorn
 
     limit_malloc_arenas()  # before the scheduler's and the server's threads allocate
     settings = require_settings(config)
-    _require_store(db)
+    cfg = load_config(config)
+    where = placement(db, cfg, replicas)
+    _require_stores(where)
     _require_thread_settings()
     host = host or settings.host
     port = port or settings.port
     _require_free_address(host, port)
-    stop = start_scheduler(db, load_config(config)) if schedule else None
+    stop = start_scheduler(db, cfg, replicas) if schedule else None
+    shared = tempfile.mkdtemp(prefix="evidex-serve-")  # the workers' file of recent writes
     if workers > 1 and THREADS_ENV not in os.environ:
         # Each worker embeds queries with its own OpenMP/onnxruntime thread pool; N pools of
         # all cores oversubscribe the machine and every query waits. Split the cores instead.
         os.environ[THREADS_ENV] = str(max(1, (os.cpu_count() or 1) // workers))
-    os.environ[DB_ENV] = str(Path(db).resolve()) if "://" not in db else db
+    os.environ[DB_ENV] = str(Path(db).resolve()) if db and "://" not in db else db
     os.environ[CONFIG_ENV] = str(Path(config).resolve())
+    os.environ[REPLICAS_ENV] = "\n".join(replicas)
+    os.environ[RECENT_WRITES_ENV] = str(Path(shared) / "recent-writes.sqlite")
     # One key for the trace ids of every worker: a handoff may reach another worker than the
     # answer it names.
     os.environ.setdefault(TRACE_KEY_ENV, secrets.token_hex(32))
     shown = f"[{host}]" if ":" in host else host
-    print(f"evidex serving {os.environ[DB_ENV]} at http://{shown}:{port}/ "
+    stores = redacted(str(Path(where.default.url).resolve()) if not is_postgres_url(where.default.url)
+                      else where.default.url)
+    others = len(where.locations()) - 1
+    more = f" and {others} more stores" if others else ""
+    print(f"evidex serving {stores}{more} at http://{shown}:{port}/ "
           f"({workers} worker{'s' if workers != 1 else ''})", file=sys.stderr, flush=True)
     try:
         uvicorn.run("evidex.server._run:app_from_env", factory=True, host=host, port=port,
@@ -261,14 +292,17 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
     finally:
         if stop is not None:
             stop.set()
+        shutil.rmtree(shared, ignore_errors=True)
 
 
-def run_mcp(db: str, config: str | Path) -> None:
+def run_mcp(db: str, config: str | Path, replicas: Sequence[str] = ()) -> None:
     """``evidex mcp``: the MCP tools over stdio for the API key in ``$EVIDEX_API_KEY``."""
     from ._mcp import run_stdio
 
-    _require_store(db)
-    _require_thread_settings()
     cfg = load_config(config)
-    run_stdio(db, require_settings(cfg), tools=cfg.tools, answer_settings=cfg.answer_settings(),
+    where = placement(db, cfg, replicas)
+    _require_stores(where)
+    _require_thread_settings()
+    run_stdio(functools.partial(open_knowledge, where, tools=cfg.tools), require_settings(cfg),
+              tools=cfg.tools, answer_settings=cfg.answer_settings(),
               generator=cfg.answer.generator)

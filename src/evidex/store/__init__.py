@@ -6,10 +6,12 @@ name ``PostgresStore``), so the library and its embedded SQLite store never load
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..extras import require
+from ..model import StoreError
 from ._contract import (
     DocumentWrite,
     HistoryEntry,
@@ -23,32 +25,52 @@ from ._contract import (
     StoredPassage,
 )
 from ._copy import CopyReport, copy_store, verify_copy
-from ._location import is_postgres_url
+from ._location import is_postgres_url, redacted, without_password
 from ._runs import RunRecord
+from ._session import ReadSession, RecentWrites, Served, current_session, read_session
 from ._sqlite import SQLiteStore
+from ._tenant_copy import TenantCounts, TenantSync, clear_tenant, compare_tenant, copy_records, sync_tenant
+from ._tenants import Mark
 
 if TYPE_CHECKING:
     from ._postgres import PostgresStore
+    from ._replicas import ReplicaSettings, ReplicatedStore
 
 __all__ = [
     "CopyReport",
     "DocumentWrite",
     "HistoryEntry",
+    "Mark",
     "MissingVectors",
     "PassageWrite",
     "PostgresStore",
+    "ReadSession",
     "ReadView",
+    "RecentWrites",
+    "ReplicaSettings",
+    "ReplicatedStore",
     "RunRecord",
     "SQLiteStore",
+    "Served",
     "Signature",
     "SourceEntry",
     "Store",
     "StoredDocument",
     "StoredPassage",
+    "TenantCounts",
+    "TenantSync",
+    "clear_tenant",
+    "compare_tenant",
+    "copy_records",
     "copy_store",
+    "current_session",
     "is_postgres_url",
     "open_store",
+    "read_session",
+    "redacted",
+    "sync_tenant",
     "verify_copy",
+    "without_password",
 ]
 
 def _load_postgres() -> Any:
@@ -59,9 +81,18 @@ def _load_postgres() -> Any:
     return _postgres
 
 
+def _load_replicas() -> Any:
+    require("postgres", "read replicas")
+    from . import _replicas
+
+    return _replicas
+
+
 def __getattr__(name: str) -> Any:
     if name == "PostgresStore":
         return _load_postgres().PostgresStore
+    if name in ("ReplicaSettings", "ReplicatedStore"):
+        return getattr(_load_replicas(), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -72,10 +103,22 @@ def open_store(
     embedder: str | None = None,
     dimension: int = 0,
     create_embedder: tuple[str, int] = ("none", 0),
+    replicas: Sequence[str] = (),
+    replica_settings: Any = None,
 ) -> Store:
     """Pick the backend from the location: ``postgresql://...`` (or ``postgres://``) is
-    PostgreSQL, a file path (or ``sqlite:///path``) is SQLite."""
+    PostgreSQL, a file path (or ``sqlite:///path``) is SQLite. ``replicas``: URLs of streaming
+    replicas of a PostgreSQL primary, which then serve its reads (``_replicas``;
+    ``replica_settings`` a ``ReplicaSettings``)."""
     loc = str(location)
+    if replicas:
+        bad = [u for u in (loc, *replicas) if not is_postgres_url(u)]
+        if bad:
+            raise StoreError(f"read replicas are PostgreSQL servers: {bad[0]!r} is not a postgresql:// URL")
+        replicated: Store = _load_replicas().ReplicatedStore(
+            loc, list(replicas), analyzer=analyzer, embedder=embedder, dimension=dimension,
+            create_embedder=create_embedder, settings=replica_settings)
+        return replicated
     if is_postgres_url(loc):
         store: Store = _load_postgres().PostgresStore(loc, analyzer=analyzer, embedder=embedder,
                                                  dimension=dimension, create_embedder=create_embedder)

@@ -21,7 +21,8 @@ from typing import Any
 from ..model import Conflict, ConflictSide
 from ._dialect import now
 
-__all__ = ["conflict_key", "copy_conflicts", "dismiss_conflict", "insert_conflicts", "select_conflicts"]
+__all__ = ["conflict_key", "conflict_rows", "copy_conflicts", "dismiss_conflict", "insert_conflicts",
+           "restore_rows", "select_conflicts"]
 
 
 def conflict_key(c: Conflict) -> str:
@@ -77,6 +78,25 @@ def copy_conflicts(source: Any, target: Any) -> int:
     """Copy every recorded conflict from the cursor ``source`` to the cursor ``target`` as it
     is (when it was found, who dismissed it and when), oldest first; returns how many the
     target did not hold yet. Rows are keyed by content, so copying twice adds nothing."""
-    rows = source.execute(f"SELECT {_ROW} FROM conflicts ORDER BY id").fetchall()
-    return sum(target.execute(f"INSERT INTO conflicts ({_ROW}) VALUES (?, ?, ?, ?, ?, ?) "
-                              "ON CONFLICT (key) DO NOTHING", tuple(r)).rowcount for r in rows)
+    return restore_rows(target, conflict_rows(source, None))
+
+
+def conflict_rows(c: Any, tenant: str | None) -> list[tuple[Any, ...]]:
+    """The recorded conflicts (of ``tenant``) as stored, oldest first, for copying."""
+    q = f"SELECT {_ROW} FROM conflicts"
+    rows = (c.execute(q + " ORDER BY id") if tenant is None else
+            c.execute(q + " WHERE tenant = ? ORDER BY id", (tenant,))).fetchall()
+    return [tuple(r) for r in rows]
+
+
+def restore_rows(c: Any, rows: list[tuple[Any, ...]]) -> int:
+    """Insert ``conflict_rows`` verbatim; a conflict already held keeps its row but takes a
+    dismissal it lacks (a copy made again after an admin dismissed it). How many were new."""
+    new = 0
+    for r in rows:
+        new += c.execute(f"INSERT INTO conflicts ({_ROW}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key) "
+                         "DO NOTHING", r).rowcount
+        if r[4] is not None:
+            c.execute("UPDATE conflicts SET dismissed_at = ?, dismissed_by = ? WHERE key = ? "
+                      "AND dismissed_at IS NULL", (r[4], r[5], r[1]))
+    return new

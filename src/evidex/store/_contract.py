@@ -28,6 +28,7 @@ import numpy as np
 
 from ..model import Conflict, Document, IngestReport, Passage, StoreError
 from ._runs import RunRecord
+from ._tenants import Mark
 
 __all__ = [
     "CITED",
@@ -217,6 +218,11 @@ class ReadView(Protocol):
 
     def signatures(self, tenant: str) -> Sequence[Signature]: ...
 
+    def moved(self, tenant: str) -> Mark | None:
+        """How ``tenant`` is marked as moving or moved to another server in this snapshot
+        (None: it lives here); see ``_tenants``."""
+        ...
+
     def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
         """(passage ids, term frequencies) per live segment; may include dead passages."""
         ...
@@ -256,6 +262,18 @@ class ReadView(Protocol):
         """The document's live passages in passage order (for copying a store)."""
         ...
 
+    def passages_of(self, dkeys: Sequence[int]) -> dict[int, list[StoredPassage]]:
+        """``document_passages`` of many documents in one read (copying and comparing a tenant)."""
+        ...
+
+    def texts_of(self, dkeys: Sequence[int]) -> dict[int, str]:
+        """``document_text`` of many documents in one read."""
+        ...
+
+    def histories_of(self, tenant: str, doc_ids: Sequence[str]) -> dict[str, list[HistoryEntry]]:
+        """``history`` of many documents of one tenant in one read (each newest first)."""
+        ...
+
     def passage_vectors(self, pids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored vectors of live passages (empty for a keyword-only store)."""
         ...
@@ -285,6 +303,12 @@ class Store(Protocol):
     analyzer: str
     embedder: str  # embedding model id, or "none" for a keyword-only store
     dimension: int
+    #: Names the server a read came from (``_session.Served``).
+    label: str
+    #: The history of writes the generations count (see ``_session``).
+    lineage: str
+    #: The newest generation a write through this handle committed (0: none).
+    written: int
 
     def unchanged(self, writes: Sequence[DocumentWrite]) -> set[tuple[str, str]]: ...
 
@@ -297,14 +321,33 @@ class Store(Protocol):
         the number of passages analysed."""
         ...
 
-    def read(self) -> AbstractContextManager[ReadView]: ...
+    def read(self, at_least: int | None = None, latest: bool = False) -> AbstractContextManager[ReadView]:
+        """A consistent snapshot holding at least generation ``at_least`` (and what the
+        current ``ReadSession`` needs); ``latest``: every write committed before the call. A
+        single server always holds both; a store with replicas picks a server that does."""
+        ...
 
     def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool,
-              sources: Sequence[SourceEntry] = ()) -> IngestReport:
+              sources: Sequence[SourceEntry] = (), moving: bool = False,
+              history: Sequence[tuple[str, str, HistoryEntry]] = ()) -> IngestReport:
         """Write ``writes`` and upsert ``sources`` (keyed by tenant and doc_id; one entry per
         document of the batch) in one transaction. An entry equal to the stored one writes
-        nothing, so an unchanged re-sync leaves the store untouched."""
+        nothing, so an unchanged re-sync leaves the store untouched. A tenant marked as moving
+        or moved away is refused (``TenantMoved``) unless ``moving``: the move's own writes.
+        ``history``: (tenant, document id, entry) appended verbatim in the same transaction
+        (a copy's superseded versions, timestamps included)."""
         ...
+
+    def remove_documents(self, tenant: str, doc_ids: Sequence[str], *, moving: bool = False) -> int:
+        """``remove`` of many documents of one tenant in one transaction; how many existed."""
+        ...
+
+    def mark_tenant(self, tenant: str, state: str | None, location: str = "",
+                    replicas: Sequence[str] = ()) -> None:
+        """Mark ``tenant`` as ``moving`` or ``moved`` to ``location``, or clear its mark."""
+        ...
+
+    def tenant_marks(self) -> dict[str, Mark]: ...
 
     def remove(self, tenant: str, doc_id: str) -> bool:
         """Delete the document, its passages, its history and its source entry."""
@@ -324,6 +367,18 @@ class Store(Protocol):
 
     def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
         """Mark a conflict of ``tenant`` dismissed; False when there is no such open one."""
+        ...
+
+    def conflict_rows(self, tenant: str) -> list[tuple[object, ...]]:
+        """``tenant``'s recorded conflicts as stored, oldest first (for copying them)."""
+        ...
+
+    def restore_conflicts(self, rows: list[tuple[object, ...]]) -> int:
+        """Record another store's ``conflict_rows`` verbatim (dismissals included)."""
+        ...
+
+    def remove_records(self, tenant: str) -> None:
+        """Delete ``tenant``'s recorded conflicts and runs."""
         ...
 
     def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, cast
 from ..model import Document, Passage, StoreError
 from ..query import analyzer_for
 from ._conflicts import copy_conflicts
-from ._contract import DocumentWrite, HistoryEntry, PassageWrite, Store, StoredDocument
+from ._contract import DocumentWrite, HistoryEntry, PassageWrite, ReadView, Store, StoredDocument
 
 if TYPE_CHECKING:
     from ._core import SQLStore
 
-__all__ = ["CopyReport", "copy_store"]
+__all__ = ["CopyReport", "copy_store", "rebuild_writes", "verify_copy"]
 
 
 @dataclass
@@ -65,25 +65,9 @@ def copy_store(source: Store, target: Store, *, batch: int = 200,
     report = CopyReport()
     history: list[tuple[str, str, HistoryEntry]] = []
     for chunk in _batches(docs, batch):
-        writes = []
-        with source.read() as view:
-            for d in chunk:
-                stored = view.document_passages(d.dkey)
-                vectors = view.passage_vectors(p.pid for p in stored)
-                if source.embedder != "none" and len(vectors) != len(stored):
-                    raise StoreError(f"document {d.id!r} of {d.tenant!r} lacks passage vectors")
-                passages = []
-                analyzer = analyzer_for(source.analyzer, d.language)
-                for p in stored:
-                    terms = Counter(analyzer.terms(p.text))
-                    passages.append(PassageWrite(
-                        Passage(p.number, p.start, p.end, p.text, p.heading_path, p.anchor, p.page),
-                        dict(terms), sum(terms.values()), flags=p.flags, vector=vectors.get(p.pid)))
-                doc = Document(d.id, d.tenant, d.groups, d.version, view.document_text(d.dkey),
-                               title=d.title, source_url=d.source_url, language=d.language,
-                               visibility=d.visibility, published_at=d.published_at, tags=d.tags)
-                writes.append(DocumentWrite(doc, d.split, tuple(passages)))
-                history += [(d.tenant, d.id, e) for e in reversed(view.history(d.tenant, d.id))]
+        with source.read(latest=True) as view:
+            writes, old = rebuild_writes(view, source, chunk)
+        history += old
         written = target.apply(writes, keep_history=True)
         report.documents += written.added
         report.passages += written.passages_written
@@ -105,6 +89,38 @@ def copy_store(source: Store, target: Store, *, batch: int = 200,
     report.mismatches = verify_copy(source, target)
     report.verified = len(docs) - len({m.split(":")[0] for m in report.mismatches})
     return report
+
+
+def rebuild_writes(view: ReadView, source: Store, docs: list[StoredDocument]
+                   ) -> tuple[list[DocumentWrite], list[tuple[str, str, HistoryEntry]]]:
+    """The writes that recreate ``docs`` (read in ``view`` of ``source``) in another store, and
+    their superseded versions, oldest first: passages verbatim with their stored vectors, index
+    terms re-derived with the store's analyzer (what wrote them). A few reads per batch."""
+    texts = view.texts_of([d.dkey for d in docs])
+    passages_of = view.passages_of([d.dkey for d in docs])
+    vectors = view.passage_vectors([p.pid for ps in passages_of.values() for p in ps])
+    by_tenant: dict[str, list[str]] = {}
+    for d in docs:
+        by_tenant.setdefault(d.tenant, []).append(d.id)
+    histories = {(t, i): h for t, ids in by_tenant.items() for i, h in view.histories_of(t, ids).items()}
+    writes, history = [], []
+    for d in docs:
+        stored = passages_of[d.dkey]
+        if source.embedder != "none" and any(p.pid not in vectors for p in stored):
+            raise StoreError(f"document {d.id!r} of {d.tenant!r} lacks passage vectors")
+        passages = []
+        analyzer = analyzer_for(source.analyzer, d.language)
+        for p in stored:
+            terms = Counter(analyzer.terms(p.text))
+            passages.append(PassageWrite(
+                Passage(p.number, p.start, p.end, p.text, p.heading_path, p.anchor, p.page),
+                dict(terms), sum(terms.values()), flags=p.flags, vector=vectors.get(p.pid)))
+        doc = Document(d.id, d.tenant, d.groups, d.version, texts[d.dkey],
+                       title=d.title, source_url=d.source_url, language=d.language,
+                       visibility=d.visibility, published_at=d.published_at, tags=d.tags)
+        writes.append(DocumentWrite(doc, d.split, tuple(passages)))
+        history += [(d.tenant, d.id, e) for e in reversed(histories[(d.tenant, d.id)])]
+    return writes, history
 
 
 def verify_copy(source: Store, target: Store) -> list[str]:

@@ -20,6 +20,10 @@ Invariants every write keeps, in one transaction:
   tombstones of the generations up to its own, and a reader refreshes by difference.
 * A write that changes nothing rolls back: a no-op re-ingest or re-sync leaves the store and
   every reader's caches untouched.
+* A write of a tenant the store marks as moving or moved to another server (``tenant_moves``,
+  see ``_tenants``) is refused inside its transaction, unless the move itself writes it.
+  Setting the mark takes the writers' lock exclusively, so every write either committed
+  before the mark (and a move's last catch-up copies it) or sees the mark.
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..model import IngestReport, StoreError
-from . import _reindex
+from ..model import IngestReport, StoreError, TenantMoved
+from . import _reindex, _tenants
 from ._contract import DocumentWrite, HistoryEntry, MissingVectors, SourceEntry, StoredDocument
 from ._dialect import Dialect, Retry, Tx, VectorStorage, now, sig_key
 from ._merge_policy import POLICY, merge_budget, merge_postings, next_merge
@@ -53,6 +57,7 @@ from ._segments import (
     encode,
     segment_from_rows,
 )
+from ._session import current_session
 from ._view import DOC_SELECT, SQLView, read_signatures
 
 if TYPE_CHECKING:
@@ -93,6 +98,12 @@ class SQLStore(Records):
     dialect: Dialect
     #: Names the store in messages (a path, a schema).
     _where: str
+    #: Names the server in what a read reports (``ReadSession.served``): a path, or the role
+    #: and host of a PostgreSQL server.
+    label: str
+    #: Identifies the history of writes this store's generations count: its own location, or
+    #: for a replica its primary's. Equal lineage and generation mean equal content.
+    lineage: str
     _merge_policy = POLICY
 
     def __init__(self, embedder: str | None, dimension: int, create_embedder: tuple[str, int]) -> None:
@@ -100,6 +111,8 @@ class SQLStore(Records):
         self._lock = threading.RLock()
         self._cache = SegmentCache()
         self._closed = False
+        #: The newest generation a write through this handle committed (0: none yet).
+        self.written = 0
 
     # -- what a backend provides ---------------------------------------------------------------
     _vectors: VectorStorage
@@ -172,7 +185,24 @@ class SQLStore(Records):
 
     # -- reading --------------------------------------------------------------------------------
     @contextmanager
-    def read(self) -> Iterator[SQLView]:
+    def read(self, at_least: int | None = None, latest: bool = False) -> Iterator[SQLView]:
+        """One consistent snapshot. It holds every committed write, so ``at_least`` (a
+        generation) and ``latest`` ask nothing more of a single server; a generation it has not
+        reached was never committed here (a number from another store) and is an error."""
+        with self._open_view() as view:
+            gen = int(view.generation)  # type: ignore[call-overload]
+            if at_least is not None and gen < at_least:
+                raise StoreError(f"{self._where} is at generation {gen}; generation {at_least} was "
+                                 "never committed here (it names a write to another store)")
+            session = current_session()
+            if session is not None:
+                session.read(self.label, gen)
+            yield view
+
+    @contextmanager
+    def _open_view(self) -> Iterator[SQLView]:
+        """A snapshot with the caches brought to its generation (what ``read`` yields; a store
+        with replicas opens its servers' views this way and reports the one it keeps)."""
         with self._snapshot() as c:
             gen = int(c.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
             view = SQLView(self._cache, self._vectors, self.dialect, c)
@@ -193,8 +223,17 @@ class SQLStore(Records):
             if tx.changed:
                 self._finish(tx)
                 c.execute("COMMIT")
+                self._committed(int(tx.generation or 0))
             else:
                 c.execute("ROLLBACK")
+
+    def _committed(self, generation: int) -> None:
+        """A write committed ``generation``: this handle's newest, and the session's (so the
+        caller's next reads include it, on whichever server)."""
+        self.written = max(self.written, generation)
+        session = current_session()
+        if session is not None:
+            session.wrote(self.lineage, generation)
 
     def _finish(self, tx: Tx) -> None:
         """Counters (in signature order, so concurrent writers lock them alike), then the
@@ -208,8 +247,9 @@ class SQLStore(Records):
         gen = self.dialect.bump_generation(c)
         if tx.dead:
             self.dialect.insert_many(c, "tombstones", ("gen", "pid"), [(gen, p) for p in tx.dead])
+        tx.generation = gen
         if tx.segment is not None:
-            tx.generation, tx.signatures = gen, read_signatures(c)
+            tx.signatures = read_signatures(c)
 
     def _retrying(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn`` (one whole transaction) again after a deadlock or serialization failure,
@@ -234,25 +274,29 @@ class SQLStore(Records):
             raise MissingVectors(f"the store now uses the model {self.embedder!r}")
 
     def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool = True,
-              sources: Sequence[SourceEntry] = ()) -> IngestReport:
-        if not writes and not sources:
+              sources: Sequence[SourceEntry] = (), moving: bool = False,
+              history: Sequence[tuple[str, str, HistoryEntry]] = ()) -> IngestReport:
+        if not writes and not sources and not history:
             return IngestReport()
         keys = [(w.document.tenant, w.document.id) for w in writes]
         if len(set(keys)) != len(keys):
             raise StoreError("a document appears twice in the batch; nothing was written")
         self._merges.check()  # a failed background merge is reported before writing more
-        report: IngestReport = self._retrying(self._apply, writes, keep_history, sources)
+        report: IngestReport = self._retrying(self._apply, writes, keep_history, sources, moving, history)
         if report.passages_written:
             self._merges.request(merge_budget(report.passages_written, self._merge_policy))
         return report
 
     def _apply(self, writes: Sequence[DocumentWrite], keep_history: bool,
-               sources: Sequence[SourceEntry]) -> IngestReport:
+               sources: Sequence[SourceEntry], moving: bool,
+               history: Sequence[tuple[str, str, HistoryEntry]]) -> IngestReport:
         added = superseded = written = 0
         with self._write() as tx:
             c = tx.cur
             self._check_model(c)
             keys = [(w.document.tenant, w.document.id) for w in writes]
+            if not moving:
+                self._refuse_moved(c, {t for t, _ in keys} | {e.tenant for e in sources})
             self.dialect.lock_documents(c, keys)
             existing = {(r[0], r[1]): r[2:] for r in self.dialect.by_document(
                 c, "SELECT tenant, doc_id, dkey, version, content_sha256, meta, split, sig FROM documents",
@@ -314,15 +358,26 @@ class SQLStore(Records):
                 tx.segment = SegmentArrays(seg, *(col.astype(PID) for col in cols), packed=packed,
                                            vectors=cached)
             self._put_sources(tx, sources)
+            if history:
+                self._put_history(tx, history)
         # Committed: the readers' cache gets the new passages' rows as the database would return
         # them, and the new segment when it held the generation before this write's (a reader
         # after the write, such as conflict detection, then reads neither back).
         self._cache.remember_passages([(*r[:5], r[10], r[6], r[7], r[8], r[9]) for r in prows])
-        if tx.generation is not None:
+        if tx.segment is not None and tx.generation is not None:
             with self._lock:
                 self._cache.install(tx.segment, tx.dead, tx.generation, tx.signatures or [],
                                     self._vectors.cache_model())
-        return IngestReport(added, superseded, len(writes) - len(changed), written)
+        return IngestReport(added, superseded, len(writes) - len(changed), written,
+                            generation=tx.generation if tx.changed else None)
+
+    def _refuse_moved(self, c: Any, tenants: set[str]) -> None:
+        """Raise ``TenantMoved`` when one of ``tenants`` is marked as moving or moved away
+        (inside the write's transaction, after the writers' lock: see the module docstring)."""
+        if not tenants:
+            return
+        for tenant, mark in sorted(_tenants.marks(c, sorted(tenants)).items()):
+            raise TenantMoved(tenant, mark.state, mark.location, mark.replicas)
 
     def _signatures(self, c: Any, writes: Sequence[DocumentWrite]) -> dict[str, int]:
         """Signature ids of these writes, created in key order (so concurrent writers creating
@@ -507,6 +562,7 @@ class SQLStore(Records):
         def run() -> bool:
             with self._write() as tx:
                 c = tx.cur
+                self._refuse_moved(c, {tenant})
                 self.dialect.lock_documents(c, [(tenant, doc_id)])
                 row = c.execute("SELECT dkey, sig FROM documents WHERE tenant = ? AND doc_id = ?",
                                 (tenant, doc_id)).fetchone()
@@ -523,14 +579,70 @@ class SQLStore(Records):
         removed: bool = self._retrying(run)
         return removed
 
+    def remove_documents(self, tenant: str, doc_ids: Sequence[str], *, moving: bool = False) -> int:
+        """Delete these documents of ``tenant`` with their passages, history and source
+        entries, in one transaction (a move clears a tenant off its old server this way);
+        the number that existed. ``moving``: the move itself writes (see ``apply``)."""
+        def run() -> int:
+            with self._write() as tx:
+                c = tx.cur
+                if not moving:
+                    self._refuse_moved(c, {tenant})
+                keys = [(tenant, d) for d in doc_ids]
+                self.dialect.lock_documents(c, keys)
+                rows = self.dialect.by_document(c, "SELECT dkey, sig, doc_id FROM documents", keys)
+                # History and sync records go with the ids, whether or not a document is left.
+                loose = {(t, d) for table in ("history", "source_documents") for t, d in
+                         self.dialect.by_document(c, f"SELECT tenant, doc_id FROM {table}", keys)}
+                if not rows and not loose:
+                    return 0
+                dkeys = [int(r[0]) for r in rows]
+                sig_of = {int(r[0]): int(r[1]) for r in rows}
+                for cond, params in self.dialect.where_in("dkey", dkeys):
+                    dead = self.dialect.delete_returning(c, "passages", cond, params, "pid, length, dkey")
+                    if dead:
+                        self._vectors.drop(c, [int(r[0]) for r in dead])
+                        tx.dead.extend(int(r[0]) for r in dead)
+                        for r in dead:
+                            tx.add(sig_of[int(r[2])], -1, -int(r[1]))
+                    c.execute(f"DELETE FROM document_texts WHERE {cond}", params)
+                    c.execute(f"DELETE FROM documents WHERE {cond}", params)
+                for table in ("history", "source_documents"):
+                    _tenants.delete_by_document(c, table, sorted(loose))
+                tx.changed = True
+                return len(rows)
+
+        removed: int = self._retrying(run)
+        return removed
+
+    # -- tenants moving between servers (see ``_tenants``) ---------------------------------------
+    def mark_tenant(self, tenant: str, state: str | None, location: str = "",
+                    replicas: Sequence[str] = ()) -> None:
+        """Mark ``tenant`` as ``moving`` or ``moved`` to ``location`` (None: clear the mark),
+        with every other writer kept out while the mark commits."""
+        def run() -> None:
+            with self._write(exclusive=True) as tx:
+                tx.changed = _tenants.set_mark(tx.cur, tenant, state, location, tuple(replicas))
+
+        self._retrying(run)
+
+    def tenant_marks(self) -> dict[str, _tenants.Mark]:
+        """Every tenant marked as moving or moved away, as committed now."""
+        with self._connection() as c:
+            return _tenants.marks(c, None)
+
     def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:
         if not entries:
             return
         with self._write() as tx:
-            self.dialect.insert_many(tx.cur, "history", columns("history")[1:], [
-                (t, d, e.version, e.content_sha256, e.meta, e.split, e.text, e.superseded_at)
-                for t, d, e in entries])
-            tx.changed = True
+            self._put_history(tx, entries)
+
+    def _put_history(self, tx: Tx, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:
+        """Append (tenant, document id, entry) to the history verbatim, oldest first."""
+        self.dialect.insert_many(tx.cur, "history", columns("history")[1:], [
+            (t, d, e.version, e.content_sha256, e.meta, e.split, e.text, e.superseded_at)
+            for t, d, e in entries])
+        tx.changed = True
 
     # -- merging --------------------------------------------------------------------------------
     def _merge_due(self, conn: Any, budget: int) -> None:

@@ -46,8 +46,8 @@ class Dialect(Protocol):
         ...
 
     def by_document(self, c: Any, select: str, keys: Sequence[tuple[str, str]]) -> list[Any]:
-        """The rows of ``select`` (a SELECT from ``documents`` without WHERE) whose
-        (tenant, doc_id) is one of ``keys``."""
+        """The rows of ``select`` (a SELECT without WHERE from ``documents`` or another table with
+        tenant and doc_id columns) whose (tenant, doc_id) is one of ``keys``."""
         ...
 
     def insert_many(self, c: Any, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:

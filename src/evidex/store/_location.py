@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..model import StoreError
 
-__all__ = ["VECTOR_SEARCH_MODES", "is_postgres_url", "redacted", "split_url"]
+__all__ = ["VECTOR_SEARCH_MODES", "is_postgres_url", "redacted", "split_url", "without_password"]
 
 VECTOR_SEARCH_MODES = ("exact", "hnsw")
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -43,3 +43,14 @@ def redacted(url: str) -> str:
         netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
         return urlunsplit(parts._replace(netloc=netloc))
     return url
+
+
+def without_password(url: str) -> str:
+    """The URL with its password left out (stored where others read it: libpq finds the
+    password of whoever connects in their password file or environment)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}@{host}" if user else host))

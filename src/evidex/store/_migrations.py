@@ -254,5 +254,12 @@ def _run_claims(c: SchemaCursor, dialect: str) -> None:
         c.execute(stmt)
 
 
+@migration("tenant_moves")
+def _tenant_moves(c: SchemaCursor, dialect: str) -> None:
+    """Tenants marked as moving or moved to another server (``_tenants``)."""
+    for stmt in create_statements("tenant_moves", dialect):
+        c.execute(stmt)
+
+
 #: The number of migrations a current store has applied (``meta.schema_version``).
 SCHEMA_VERSION = len(MIGRATIONS.names)

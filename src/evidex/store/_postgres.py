@@ -29,17 +29,31 @@ from typing import Any
 import psycopg
 from psycopg import errors as pgerrors
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..model import StoreError
+from ..model import ServerUnavailable, StoreError
 from ._core import SQLStore
 from ._integrity import postgres_integrity
 from ._location import redacted, split_url
 from ._merge_runner import InlineMerges
+from ._migrations import SCHEMA_VERSION
 from ._pgvector import HNSW_EF_SEARCH, RowVectors, hnsw_ddl, register_vector
 from ._schema import column_kinds
 
-__all__ = ["PostgresStore"]
+__all__ = ["PostgresStore", "lineage_of", "server_name"]
+
+
+def server_name(conninfo: str) -> str:
+    """``host:port/database`` of a libpq connection string (a Unix socket's folder as host)."""
+    d = conninfo_to_dict(conninfo)
+    return f"{d.get('host') or 'localhost'}:{d.get('port') or 5432}/{d.get('dbname') or d.get('user') or ''}"
+
+
+def lineage_of(url: str) -> str:
+    """What the generations of the store at ``url`` count: its server, database and schema."""
+    conninfo, schema, _ = split_url(url)
+    return f"postgresql://{server_name(conninfo)}?schema={schema}"
 
 
 @lru_cache(maxsize=512)
@@ -128,7 +142,13 @@ class PostgresDialect:
 
 
 class PostgresStore(SQLStore):
-    """One schema of a PostgreSQL database; safe for many reader and writer processes."""
+    """One schema of a PostgreSQL database; safe for many reader and writer processes.
+
+    ``read_only``: a hot standby's copy of a store (a streaming replica, see ``_replicas``):
+    opened without creating or migrating anything (the primary does that and the standby
+    replays it), refusing every write; ``lineage`` is then its primary's, so generations
+    compare across the two. ``role`` names the server in what reads report ("primary",
+    "replica"). ``connect_timeout`` also bounds the wait for a pooled connection."""
 
     def __init__(
         self,
@@ -140,27 +160,64 @@ class PostgresStore(SQLStore):
         create_embedder: tuple[str, int] = ("none", 0),
         pool_size: int = 4,
         connect_timeout: float = 30.0,
+        read_only: bool = False,
+        lineage: str | None = None,
+        role: str = "",
     ) -> None:
         super().__init__(embedder, dimension, create_embedder)
         self.url = url
         self.conninfo, self.schema, self.vector_search = split_url(url)
+        self.read_only = read_only
         self._where = repr(self.schema)
+        name = server_name(self.conninfo)
+        self.label = f"{role} {name}" if role else name
+        self.lineage = lineage or lineage_of(url)
         self.dialect = PostgresDialect(self.schema)
         self._vectors = RowVectors(self, lambda: self._cache)
         self._merges = InlineMerges(lambda budget: self._merge_due(None, budget))
         #: Settable per store: higher is slower and finds more true neighbours.
         self.hnsw_ef_search = HNSW_EF_SEARCH
+        seconds = max(1, round(connect_timeout))  # libpq takes whole seconds
         try:
-            with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=int(connect_timeout)) as c:
-                meta = self._init_schema(c, analyzer)
+            with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=seconds) as c:
+                meta = self._replica_meta(c) if read_only else self._init_schema(c, analyzer)
         except psycopg.OperationalError as exc:
-            raise StoreError(f"cannot connect to {redacted(url)}: {str(exc).strip()}") from None
+            raise ServerUnavailable(f"cannot connect to {redacted(url)}: {str(exc).strip()}") from None
         self.analyzer = self._adopt(meta, analyzer, embedder)
-        self._pool = ConnectionPool(
-            self.conninfo, min_size=1, max_size=pool_size, kwargs={"autocommit": True},
-            configure=self._configure, timeout=connect_timeout, open=True, name=f"evidex-{self.schema}")
-        if self.vector_search == "hnsw" and self.embedder != "none":
+        self._pool_args = (pool_size, seconds, connect_timeout)
+        self._pool = self._new_pool()
+        if self.vector_search == "hnsw" and self.embedder != "none" and not read_only:
             self._ensure_hnsw()
+
+    def _replica_meta(self, c: psycopg.Connection) -> dict[str, str]:
+        """The meta of a standby's copy of the store, which must be at this code's schema (the
+        primary migrates; its standbys replay the migration)."""
+        c.execute(sql.SQL("SET search_path = {}, public").format(sql.Identifier(self.schema)))
+        try:
+            meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
+        except psycopg.errors.UndefinedTable:
+            raise StoreError(f"{redacted(self.url)} holds no evidex store in schema {self.schema!r} "
+                             "(a replica holds what its primary holds: open the primary first)") from None
+        if int(meta.get("schema_version", "0")) != SCHEMA_VERSION:
+            raise StoreError(f"the store on {redacted(self.url)} has schema version "
+                             f"{meta.get('schema_version')}, this evidex {SCHEMA_VERSION}: open the "
+                             "primary with this evidex first (it migrates; replicas replay it)")
+        return meta
+
+    def _new_pool(self) -> ConnectionPool:
+        size, seconds, timeout = self._pool_args
+        # A replica's pooled connections are checked as they are handed out (one empty round
+        # trip), so a read after a network blip gets a working connection, not a dead one.
+        return ConnectionPool(
+            self.conninfo, min_size=1, max_size=size, kwargs={"autocommit": True, "connect_timeout": seconds},
+            check=ConnectionPool.check_connection if self.read_only else None,
+            configure=self._configure, timeout=timeout, open=True, name=f"evidex-{self.schema}")
+
+    def reconnect(self) -> None:
+        """Replace the pool by a fresh one (the caches stay): after the server was down, the
+        old pool may still be waiting out its reconnection back-off, while the server answers."""
+        old, self._pool = self._pool, self._new_pool()
+        old.close(timeout=0)
 
     def _configure(self, conn: psycopg.Connection) -> None:
         conn.execute(sql.SQL("SET search_path = {}, public").format(sql.Identifier(self.schema)))
@@ -218,7 +275,7 @@ class PostgresStore(SQLStore):
             with self._pool.connection() as conn:
                 yield conn
         except PoolTimeout as exc:
-            raise StoreError(f"no connection to {redacted(self.url)}: {exc}") from None
+            raise ServerUnavailable(f"no connection to {redacted(self.url)}: {exc}") from None
 
     @contextmanager
     def _connection(self) -> Iterator[_Cursor]:
@@ -239,6 +296,8 @@ class PostgresStore(SQLStore):
     @contextmanager
     def _transaction(self, exclusive: bool, conn: Any) -> Iterator[_Cursor]:
         """Writers share the segments lock; merges and re-embeds take it exclusively."""
+        if self.read_only:
+            raise StoreError(f"{self.label} is a read-only replica: write to its primary")
         with self._pooled() as pg:
             cur = pg.cursor(binary=True)
             cur.execute("BEGIN")

@@ -57,6 +57,27 @@ class Records:
             c.execute("COMMIT")
         return done
 
+    def conflict_rows(self, tenant: str) -> list[tuple[Any, ...]]:
+        """``tenant``'s recorded conflicts as stored, oldest first (moving a tenant copies them)."""
+        with self._connection() as c:
+            return _conflicts.conflict_rows(c, tenant)
+
+    def restore_conflicts(self, rows: list[tuple[Any, ...]]) -> int:
+        """Record ``conflict_rows`` of another store verbatim; how many were new here."""
+        if not rows:
+            return 0
+        with self._transaction(False, None) as c:
+            new = _conflicts.restore_rows(c, rows)
+            c.execute("COMMIT")
+        return new
+
+    def remove_records(self, tenant: str) -> None:
+        """Delete ``tenant``'s recorded conflicts and runs (a tenant moved off this store)."""
+        with self._transaction(False, None) as c:
+            c.execute("DELETE FROM conflicts WHERE tenant = ?", (tenant,))
+            c.execute("DELETE FROM runs WHERE tenant = ?", (tenant,))
+            c.execute("COMMIT")
+
     def claim_run(self, kind: str, source: str, scheduled_for: str, holder: str) -> bool:
         """True when ``holder`` is the first to take on this due run (see ``_runs.claim``)."""
         with self._transaction(False, None) as c:

@@ -128,6 +128,11 @@ TABLES: tuple[Table, ...] = (
     Table("run_claims", (
         _c("id", "bigid"), _c("key", "text", unique=True), _c("holder", "text"),
         _c("claimed_at", "text"))),
+    # One row per tenant marked as moving or moved to another server (``_tenants``); read by
+    # every write of the tenant and by each reader's cache refresh.
+    Table("tenant_moves", (
+        _c("tenant", "text"), _c("state", "text"), _c("location", "text"), _c("replicas", "text"),
+        _c("at", "text")), key=("tenant",)),
 )
 
 _TYPES = {

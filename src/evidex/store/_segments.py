@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ._contract import Signature, StoredDocument, StoredPassage, cited_row, flat_document
+from ._tenants import Mark
 from ._vectors import VectorBlocks
 
 __all__ = [
@@ -173,6 +174,10 @@ class SegmentSource(Protocol):
         """Postings of ``term`` in the large (row-per-term) segments."""
         ...
 
+    def tenant_moves(self) -> dict[str, Mark]:
+        """The tenants marked as moving or moved away (see ``_tenants``)."""
+        ...
+
 
 class SegmentCache:
     def __init__(self, max_postings_bytes: int = 256 << 20) -> None:
@@ -190,6 +195,8 @@ class SegmentCache:
         #: beyond it; readers see them cut to it (``columns``).
         self.size = 0
         self.by_tenant: dict[str, list[Signature]] = {}
+        #: Tenants marked as moving or moved to another server, as of ``generation``.
+        self.moves: dict[str, Mark] = {}
         #: Signature id -> generation of the last write this reader saw add or remove one of its
         #: passages (``Signature.version``).
         self.sig_version: dict[int, int] = {}
@@ -311,6 +318,7 @@ class SegmentCache:
             self.by_tenant.setdefault(s.tenant, []).append(Signature(
                 s.id, s.tenant, s.groups, s.visibility, s.language, s.tags, s.passages, s.total_length,
                 version))
+        self.moves = source.tenant_moves()
         self.generation = generation
 
     def install(self, segment: SegmentArrays, dead: Sequence[int], generation: int,
@@ -323,8 +331,8 @@ class SegmentCache:
         from the store."""
         if self.generation != generation - 1 or model[0] != self.vector_model:
             return False
-        self.refresh(_Written([*self.segments, segment.id], segment, dead, generation, signatures, model),
-                     generation)
+        self.refresh(_Written([*self.segments, segment.id], segment, dead, generation, signatures, model,
+                              self.moves), generation)
         return True
 
     def _log_deaths(self, dead: np.ndarray) -> None:
@@ -455,6 +463,7 @@ class _Written:
     generation: int
     signatures: list[Signature]
     model: tuple[str, int]
+    moves: dict[str, Mark]  # unchanged: a write of documents never marks a tenant
 
     def segment_ids(self) -> list[int]:
         return self.live
@@ -476,6 +485,9 @@ class _Written:
 
     def fetch_postings(self, term: str) -> list[tuple[np.ndarray, np.ndarray]]:
         raise NotImplementedError("a refresh reads no postings rows")
+
+    def tenant_moves(self) -> dict[str, Mark]:
+        return self.moves
 
 
 #: Passage deaths kept in the log (``SegmentCache.deaths_since``): about 10,000 one-document

@@ -197,6 +197,8 @@ class SQLiteStore(SQLStore):
         thread of the handle's own (see ``_merge_runner``) instead of inside the write call."""
         super().__init__(embedder, dimension, create_embedder)
         self.path = self._where = str(path)
+        self.label = self.path
+        self.lineage = f"sqlite:{Path(self.path).resolve()}"
         self._busy_timeout_ms = busy_timeout_ms
         self._vectors = _SegmentVectors(self)
         #: Taken around every write transaction of this handle's connections (the writer's and

@@ -17,6 +17,7 @@ import numpy as np
 from ._contract import HistoryEntry, Signature, StoredDocument, StoredPassage
 from ._dialect import Dialect, VectorStorage
 from ._segments import PID, TF, FlatPostings, SegmentArrays, SegmentCache, decode
+from ._tenants import Mark, marks
 
 __all__ = ["DOC_SELECT", "PASSAGE_SELECT", "SQLView", "read_signatures"]
 
@@ -83,9 +84,15 @@ class SQLView:
         return [(decode(p, PID), decode(t, TF)) for p, t in self._c.execute(
             "SELECT pids, tfs FROM postings WHERE term = ? ORDER BY segment", (term,))]
 
+    def tenant_moves(self) -> dict[str, Mark]:
+        return marks(self._c, None)
+
     # -- ReadView -------------------------------------------------------------------------------
     def signatures(self, tenant: str) -> Sequence[Signature]:
         return self._cache.by_tenant.get(tenant, ())
+
+    def moved(self, tenant: str) -> Mark | None:
+        return self._cache.moves.get(tenant)
 
     def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
         return self._cache.postings(self, term)
@@ -141,6 +148,26 @@ class SQLView:
     def document_passages(self, dkey: int) -> list[StoredPassage]:
         rows = self._c.execute(f"{PASSAGE_SELECT} WHERE dkey = ? ORDER BY number", (dkey,)).fetchall()
         return [StoredPassage.from_row(r) for r in rows]
+
+    def passages_of(self, dkeys: Sequence[int]) -> dict[int, list[StoredPassage]]:
+        out: dict[int, list[StoredPassage]] = {int(k): [] for k in dkeys}
+        for r in sorted(self._rows(f"{PASSAGE_SELECT} WHERE", "dkey", list(out)), key=lambda r: (r[1], r[2])):
+            out[int(r[1])].append(StoredPassage.from_row(r))
+        return out
+
+    def texts_of(self, dkeys: Sequence[int]) -> dict[int, str]:
+        return {int(r[0]): r[1] for r in self._rows("SELECT dkey, text FROM document_texts WHERE", "dkey",
+                                                      [int(k) for k in dkeys])}
+
+    def histories_of(self, tenant: str, doc_ids: Sequence[str]) -> dict[str, list[HistoryEntry]]:
+        out: dict[str, list[HistoryEntry]] = {d: [] for d in doc_ids}
+        rows = self._dialect.by_document(
+            self._c, "SELECT id, doc_id, version, content_sha256, text, split, superseded_at, meta "
+            "FROM history",
+            [(tenant, d) for d in doc_ids])
+        for r in sorted(rows, key=lambda r: -int(r[0])):
+            out[r[1]].append(HistoryEntry(*r[2:]))
+        return out
 
     def passage_vectors(self, pids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored vectors of live passages (empty for a keyword-only store)."""

@@ -1,0 +1,63 @@
+"""Read your writes through the service, and which server answered.
+
+Every request runs in a read session (``store.ReadSession``) of its caller, the API key (or
+token subject) the guard authenticated: the session's reads include what that caller wrote in
+the last few seconds (``store.RecentWrites``, shared by the worker processes through a small
+file), so an admin key that synced or deleted a document reads the change back on its next
+request, whichever replica or worker serves it. The response says which server answered its
+last read and at which generation (``X-Evidex-Server``, ``X-Evidex-Generation``), and the
+generation a write committed (``X-Evidex-Written-Generation``). A server is named by its role
+and a short digest of its address (``/v1/health`` maps digests to servers for admins): the
+addresses of the database servers are not for every caller.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from ..store import ReadSession, RecentWrites, read_session
+from ._identity import Principal
+
+__all__ = ["ReadYourWrites", "server_id"]
+
+
+def server_id(name: str) -> str:
+    """``role digest`` of a server name (``primary host:port/db``): what a response shows."""
+    role, _, where = name.partition(" ")
+    if not where:
+        role, where = "store", name
+    return f"{role} {hashlib.sha256(where.encode('utf-8')).hexdigest()[:8]}"
+
+
+class ReadYourWrites:
+    """ASGI middleware (inside ``Guard``, which authenticates first); see the module docstring."""
+
+    def __init__(self, app: Any, memory: RecentWrites) -> None:
+        self.app = app
+        self.memory = memory
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        who = scope.get("state", {}).get("principal")
+        session = ReadSession()
+        if isinstance(who, Principal):
+            session.memory, session.caller = self.memory, f"{who.label}\x1f{who.actor.tenant}"
+
+        async def send_with_servers(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                if session.served:
+                    last = session.served[-1]
+                    headers += [(b"x-evidex-server", server_id(last.server).encode()),
+                                (b"x-evidex-generation", str(last.generation).encode())]
+                if session.written:
+                    headers.append((b"x-evidex-written-generation",
+                                    str(max(session.written.values())).encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        with read_session(session):
+            await self.app(scope, receive, send_with_servers)

@@ -1,0 +1,396 @@
+"""Tenants placed on several servers, and moved between them online, on two independent real
+PostgreSQL servers (tests/pgcluster.py) and on SQLite files.
+
+What must hold: a tenant's documents, statistics, records and citations live on its server only;
+every ``KnowledgeBase`` call is routed by tenant (none is left to act on the default server); a
+move with reads and writes going on loses no acknowledged write, duplicates nothing, never
+fails a read, and leaves the old server empty; a move interrupted at any step finishes when run
+again; the configuration is rewritten in place, comments kept.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import random
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from actors import PUBLIC_INTERNAL
+from backends import raw
+from evidex import Actor, Document, KnowledgeBase, StoreError, TenantMoved
+from evidex import placement as placement_module
+from evidex.config import StoreConfig, StoreLocation, load_config
+from evidex.placement import TENANT_NEUTRAL, PlacedKnowledgeBase, Placement, move_tenant, open_knowledge
+from evidex.store import RunRecord, redacted
+from pgcluster import Cluster, PgServer
+
+EVIDEX = Path(sys.executable).parent / "evidex"
+
+
+def _actor(tenant: str) -> Actor:
+    return Actor(tenant, frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
+
+
+def _doc(tenant: str, i: int, version: str = "1", text: str = "") -> Document:
+    return Document(f"d{i}", tenant, frozenset({"g"}), version,
+                    text or f"alpha beta {tenant} number {i}\n\ngamma delta part {i % 7} of {tenant}")
+
+
+@pytest.fixture(scope="module")
+def two() -> Iterator[tuple[PgServer, PgServer]]:
+    c = Cluster()
+    try:
+        yield c.server("a"), c.server("b")
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def urls(two: tuple[PgServer, PgServer], pg_url: str) -> tuple[str, str]:
+    """A fresh schema on each server."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    return two[0].url(schema), two[1].url(schema)
+
+
+def _placement(default: str, **tenants: str) -> Placement:
+    return Placement.of(StoreConfig.model_validate({"default": default, "tenants": tenants}), None)
+
+
+# -- placement ----------------------------------------------------------------------------------
+def test_each_tenant_lives_on_its_own_server_only(urls: tuple[str, str]) -> None:
+    a, b = urls
+    with open_knowledge(_placement(a, acme=b)) as kb:
+        assert isinstance(kb, PlacedKnowledgeBase)
+        report = kb.ingest([_doc(t, i) for t in ("acme", "globex") for i in range(5)])
+        assert report.added == 10
+        kb.record_run(RunRecord("sync", "s", "acme", "2024-01-01T00:00:00+00:00", "2024-01-01T00:00:01+00:00",
+                                True))
+        assert raw(b, "SELECT DISTINCT tenant FROM documents") == [("acme",)]
+        assert raw(a, "SELECT DISTINCT tenant FROM documents") == [("globex",)]
+        assert raw(b, "SELECT tenant FROM runs") == [("acme",)] and raw(a, "SELECT tenant FROM runs") == []
+        # Permission-exact statistics of each tenant come from its server alone: the scores
+        # equal those of a store holding that tenant only.
+        with KnowledgeBase.open(a.replace("schema=", "schema=x")) as alone:
+            alone.ingest([_doc("acme", i) for i in range(5)])
+            want = [(h.document_id, h.passage, h.score) for h in alone.search(_actor("acme"), "alpha gamma",
+                                                                                 mode="keyword")]
+        got = [(h.document_id, h.passage, h.score) for h in kb.search(_actor("acme"), "alpha gamma",
+                                                                         mode="keyword")]
+        assert got == want and got
+        hit = kb.search(_actor("acme"), "number 3", mode="keyword")[0]
+        assert kb.resolve(_actor("acme"), hit.citation()).ok
+        assert kb.document(_actor("acme"), "d3") is not None
+        assert kb.remove("globex", "d4") and raw(a, "SELECT count(*) FROM documents") == [(4,)]
+        stats = kb.stats()
+        assert stats["documents"] == 9
+        assert [s["placed"] for s in stats["servers"]] == [["(default)"], ["acme"]]
+        assert kb.check().ok
+        assert {d.tenant for d in kb.documents()} == {"acme", "globex"}
+        assert kb.server_of("acme") == redacted(b) and kb.server_of("globex") == redacted(a)
+
+
+def test_every_knowledge_base_method_is_routed_by_tenant() -> None:
+    """A public method left to the base class would act on the default server alone."""
+    public = {n for n, v in inspect.getmembers(KnowledgeBase) if not n.startswith("_")
+              and (callable(v) or isinstance(v, property))}
+    routed = {n for n in vars(PlacedKnowledgeBase) if not n.startswith("_")}
+    assert public - routed - TENANT_NEUTRAL == set()
+
+
+# -- moving ---------------------------------------------------------------------------------------
+class Load:
+    """Writes and reads of one tenant through a handle on the *old* placement while a move
+    runs: every acknowledged write is remembered; every failed call is kept."""
+
+    def __init__(self, kb: KnowledgeBase, tenant: str, seed: int) -> None:
+        self.kb, self.tenant, self.rnd = kb, tenant, random.Random(seed)
+        self.expected: dict[str, str] = {}  # doc id -> version, after every acknowledged write
+        self.errors: list[BaseException] = []
+        self.reads = self.writes = 0
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+
+    def writer(self) -> None:
+        n = 1000
+        while not self.stop.is_set():
+            op = self.rnd.random()
+            try:
+                if op < 0.6 or not self.expected:
+                    doc = _doc(self.tenant, n, "1", f"fresh write {n} alpha")
+                    self.kb.ingest(doc)
+                    self.expected[doc.id] = "1"
+                    n += 1
+                elif op < 0.85:
+                    victim = self.rnd.choice(sorted(self.expected))
+                    v = str(int(self.expected[victim]) + 1)
+                    self.kb.ingest(Document(victim, self.tenant, frozenset({"g"}), v,
+                                            f"superseded {v} alpha"))
+                    self.expected[victim] = v
+                else:
+                    victim = self.rnd.choice(sorted(self.expected))
+                    assert self.kb.remove(self.tenant, victim)
+                    del self.expected[victim]
+                self.writes += 1
+            except BaseException as exc:  # kept, never raised in the thread
+                self.errors.append(exc)
+                return
+
+    def reader(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.kb.search(_actor(self.tenant), "alpha", mode="keyword")
+                self.kb.document(_actor(self.tenant), "d0")
+                self.reads += 1
+            except BaseException as exc:
+                self.errors.append(exc)
+                return
+
+
+def test_a_move_with_reads_and_writes_going_on_loses_and_duplicates_nothing(urls: tuple[str, str]) -> None:
+    a, b = urls
+    old = _placement(a)
+    with open_knowledge(old) as kb:
+        kb.ingest([_doc(t, i) for t in ("acme", "globex") for i in range(150)])
+        kb.ingest([_doc("acme", i, "2", f"second version {i} alpha") for i in range(0, 150, 3)])
+        kb.record_run(RunRecord("sync", "s", "acme", "2024-01-01T00:00:00+00:00", "2024-01-01T00:00:01+00:00",
+                                True))
+    load = Load(open_knowledge(old), "acme", 7)
+    load.expected.update({f"d{i}": "2" if i % 3 == 0 else "1" for i in range(150)})
+    threads = [threading.Thread(target=load.writer), threading.Thread(target=load.reader)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.3)
+        report = move_tenant("acme", old.location("acme"), StoreLocation(url=b))
+    finally:
+        time.sleep(0.3)  # writes and reads after the switch go on: through the mark
+        load.stop.set()
+        for t in threads:
+            t.join()
+        load.kb.close()
+    assert load.errors == [], load.errors[:3]
+    assert load.writes > 10 and load.reads > 10
+    assert report.state == "done" and report.counts is not None and not report.counts.mismatches
+    assert report.citations_checked > 0 and report.searches_checked > 0
+    assert report.removed_from_source > 0
+    # Every acknowledged write is on the new server, once; nothing of acme is left on the old.
+    got = dict(raw(b, "SELECT doc_id, version FROM documents WHERE tenant = 'acme'"))
+    assert got == load.expected
+    assert raw(b, "SELECT count(*), count(DISTINCT doc_id) FROM documents") == [(len(got), len(got))]
+    assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(0,)]
+    assert raw(a, "SELECT count(*) FROM passages p JOIN documents d USING (dkey) "
+                  "WHERE d.tenant = 'acme'") == [(0,)]
+    assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'globex'") == [(150,)]
+    assert raw(b, "SELECT count(*) FROM runs WHERE tenant = 'acme'") == [(1,)]
+    assert raw(a, "SELECT state FROM tenant_moves WHERE tenant = 'acme'") == [("moved",)]
+    with open_knowledge(_placement(a, acme=b)) as new, KnowledgeBase.open(b) as direct:
+        assert new.check().ok
+        assert len(new.search(_actor("acme"), "alpha", limit=50, mode="keyword")) == 50
+        # A plain handle on the old server says where the tenant went, in one line.
+        with KnowledgeBase.open(a) as stale, pytest.raises(TenantMoved, match="has moved to"):
+            stale.search(_actor("acme"), "alpha")
+        with KnowledgeBase.open(a) as stale, pytest.raises(TenantMoved):
+            stale.ingest(_doc("acme", 5000))
+        assert direct.stats()["documents"] == len(got)
+
+
+#: Every step of a move, in order, and where the tenant is when the process dies in it: while
+#: copying (still served and written on the source), frozen on the source (writes wait), or
+#: switched to the target (the source not yet cleared).
+STEPS = {"copy": "copying", "records": "copying", "freeze": "copying", "catch_up": "moving",
+         "verify": "moving", "samples": "moving", "switch": "moving", "config": "moved", "remove": "moved"}
+
+
+@pytest.mark.parametrize("crash", list(STEPS))
+def test_an_interrupted_move_finishes_when_run_again(urls: tuple[str, str], crash: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process dies in each step of the move in turn (an exception where the step's work
+    is done, half done for the first copy); the same command run again finishes the move, with
+    every document once on the target, none left on the source, and a write made between the
+    two runs kept."""
+    a, b = urls
+    with KnowledgeBase.open(a) as kb:
+        kb.ingest([_doc("acme", i) for i in range(30)])
+        kb.ingest([_doc("acme", i, "2") for i in range(5)])
+        kb.record_run(RunRecord("sync", "s", "acme", "2024-01-01T00:00:00+00:00", "2024-01-01T00:00:01+00:00",
+                                True))
+    source, target = StoreLocation(url=a), StoreLocation(url=b)
+    names = {"copy": "sync_tenant", "catch_up": "sync_tenant", "records": "copy_records",
+             "verify": "compare_tenant", "samples": "_same_answers", "remove": "clear_tenant"}
+
+    class Crash(Exception):
+        pass
+
+    switched = None
+    if crash in names:
+        real = getattr(placement_module, names[crash])
+
+        def run(*args, **kw):  # type: ignore[no-untyped-def]
+            if crash == "copy":  # part of the first pass written, then the process dies
+                kw["batch"] = 7
+                kw["progress"] = lambda done, total: (_ for _ in ()).throw(Crash()) if done >= 14 else None
+                return real(*args, **kw)
+            if crash == "catch_up" and args[0].tenant_marks().get("acme") is None:
+                return real(*args, **kw)  # the passes before the freeze run; the last one dies
+            raise Crash()
+
+        monkeypatch.setattr(placement_module, names[crash], run)
+    elif crash in ("freeze", "switch"):
+        state = "moving" if crash == "freeze" else "moved"
+        from evidex.store import _core
+
+        original = _core.SQLStore.mark_tenant
+
+        def mark(self, tenant, st, *rest):  # type: ignore[no-untyped-def]
+            if st == state:
+                raise Crash()
+            return original(self, tenant, st, *rest)
+
+        monkeypatch.setattr(_core.SQLStore, "mark_tenant", mark)
+    else:  # config: the configuration could not be written once the tenant was switched
+        def switched(report):  # type: ignore[no-untyped-def]
+            raise Crash()
+    with pytest.raises(Crash):
+        move_tenant("acme", source, target, switched=switched)
+    monkeypatch.undo()
+    marks = dict(raw(a, "SELECT tenant, state FROM tenant_moves"))
+    assert marks.get("acme", "copying") == STEPS[crash]
+    # A write the interruption let through is not lost either (a frozen tenant's writes wait
+    # for the move to finish, so only a copying one takes them).
+    late = STEPS[crash] == "copying"
+    with open_knowledge(_placement(a)) as kb:
+        if late:
+            kb.ingest(_doc("acme", 99, "1", "written after the interruption"))
+        written: list[str] = []
+        report = move_tenant("acme", source, target, switched=lambda r: written.append(r.config_line))
+    assert report.state == "done" and [yaml.safe_load(line) for line in written] == [{"acme": b}]
+    n = 31 if late else 30
+    assert raw(b, "SELECT count(*), count(DISTINCT doc_id) FROM documents WHERE tenant = 'acme'") == [(n, n)]
+    assert raw(b, "SELECT count(*) FROM history WHERE tenant = 'acme'") == [(5,)]
+    assert raw(b, "SELECT count(*) FROM runs WHERE tenant = 'acme'") == [(1,)]
+    assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(0,)]
+    assert raw(a, "SELECT count(*) FROM runs WHERE tenant = 'acme'") == [(0,)]
+    with KnowledgeBase.open(b) as kb:
+        assert kb.check().ok
+
+
+def test_a_copy_that_differs_is_never_switched_to_nor_the_source_cleared(
+        urls: tuple[str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A passage changed on the target between the last catch-up and the verification (a
+    copy gone wrong): the move stops with the difference named, the tenant stays frozen on the
+    source with all its data, and once the copy is right again the move finishes."""
+    a, b = urls
+    with KnowledgeBase.open(a) as kb:
+        kb.ingest([_doc("acme", i) for i in range(10)])
+    real = placement_module.compare_tenant
+
+    def corrupted(*args, **kw):  # type: ignore[no-untyped-def]
+        raw(b, "UPDATE passages SET text = 'tampered' WHERE pid = (SELECT min(pid) FROM passages) "
+            "RETURNING pid")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(placement_module, "compare_tenant", corrupted)
+    with pytest.raises(StoreError, match=r"differs from the source \(acme/d\d+: passages differ"):
+        move_tenant("acme", StoreLocation(url=a), StoreLocation(url=b))
+    monkeypatch.undo()
+    assert raw(a, "SELECT tenant, state FROM tenant_moves") == [("acme", "moving")]
+    assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(10,)]
+    with open_knowledge(_placement(a)) as kb:  # still served from the source meanwhile
+        assert len(kb.search(_actor("acme"), "alpha", limit=20, mode="keyword")) == 10
+    # Mended (here: the tampered document removed from the target, so the catch-up copies it
+    # again), the move finishes.
+    bad = raw(b, "SELECT d.doc_id FROM documents d JOIN passages p USING (dkey) WHERE p.text = 'tampered'")
+    with KnowledgeBase.open(b) as kb:
+        kb.remove("acme", bad[0][0])
+    report = move_tenant("acme", StoreLocation(url=a), StoreLocation(url=b))
+    assert report.state == "done" and report.counts is not None and report.counts.documents == 10
+    assert report.counts.mismatches == []
+
+
+def test_a_move_refuses_a_store_that_indexes_otherwise(urls: tuple[str, str]) -> None:
+    a, b = urls
+    with KnowledgeBase.open(a) as kb:
+        kb.ingest(_doc("acme", 1))
+    KnowledgeBase.open(b, analyzer="exact").close()
+    with pytest.raises(StoreError, match=r"analyzer 'exact'"):
+        move_tenant("acme", StoreLocation(url=a), StoreLocation(url=b))
+    assert raw(a, "SELECT count(*) FROM tenant_moves") == [(0,)]
+
+
+def test_moving_between_sqlite_files_and_back(tmp_path: Path) -> None:
+    a, b = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    with KnowledgeBase.open(a) as kb:
+        kb.ingest([_doc(t, i) for t in ("acme", "globex") for i in range(10)])
+    there = move_tenant("acme", StoreLocation(url=a), StoreLocation(url=b), keep_source=True)
+    assert there.state == "done" and there.removed_from_source == 0
+    assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(10,)]  # kept, frozen
+    with KnowledgeBase.open(b) as kb:
+        kb.ingest(_doc("acme", 50))
+    back = move_tenant("acme", StoreLocation(url=b), StoreLocation(url=a))
+    assert back.state == "done" and back.counts is not None and back.counts.documents == 11
+    assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(11,)]
+    assert raw(a, "SELECT count(*) FROM tenant_moves") == [(0,)]  # served here again
+    assert raw(b, "SELECT tenant, state FROM tenant_moves") == [("acme", "moved")]
+    with open_knowledge(_placement(a)) as kb:
+        assert len(kb.search(_actor("acme"), "alpha", limit=20, mode="keyword")) == 11
+
+
+# -- the configuration and the command line --------------------------------------------------------
+def test_move_tenant_command_writes_the_configuration_and_stats_summarise_all(urls: tuple[str, str],
+                                                                             tmp_path: Path) -> None:
+    a, b = urls
+    config = tmp_path / "knowledge.config.yaml"
+    config.write_text(f"# where the stores are\nstore:\n  default: {json.dumps(a)}  # the main one\n"
+                      "  tenants:\n    globex: " + json.dumps(a) + "\nretrieval:\n  top_k: 4\n")
+
+    def evidex(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(EVIDEX), "--config", str(config), *args], capture_output=True, text=True,
+                              timeout=300)
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(4):
+        (docs / f"p{i}.md").write_text(f"# Policy {i}\n\nReturns within {i + 10} days, alpha.\n")
+    assert evidex("ingest", str(docs), "--tenant", "acme", "--groups", "everyone").returncode == 0
+    moved = evidex("move-tenant", "acme", "--to", b, "--write-config", "--json")
+    assert moved.returncode == 0, moved.stderr
+    out = json.loads(moved.stdout)
+    assert out["state"] == "done"
+    assert out["verified"]["documents"] == 4 and out["verified"]["mismatches"] == []
+    text = config.read_text()
+    assert "# where the stores are" in text and "# the main one" in text
+    assert load_config(config).store.tenants["acme"].url == b  # type: ignore[union-attr]
+    stats = evidex("stats", "--json")
+    data = json.loads(stats.stdout)
+    assert data["documents"] == 4
+    assert [s["placed"] for s in data["servers"]] == [["(default)", "globex"], ["acme"]]
+    one = evidex("stats", "--tenant", "acme")
+    assert one.returncode == 0 and "server: " in one.stderr and "documents: 4" in one.stdout
+    checked = evidex("check")
+    assert checked.returncode == 0, checked.stderr
+    found = evidex("search", "returns days", "--tenant", "acme", "--groups", "everyone", "--visibilities",
+                   "public,internal", "--json")
+    assert found.returncode == 0 and json.loads(found.stdout)["hits"], found.stderr
+    again = evidex("move-tenant", "acme", "--to", b)
+    assert again.returncode == 1 and "already on" in again.stderr
+    # Back to the default store, keeping the copy on b: the line to change is printed (the
+    # file keeps saying b), and a caller of the old placement follows the tenant back.
+    back = evidex("move-tenant", "acme", "--to", a, "--keep-source")
+    assert back.returncode == 0, back.stderr
+    assert f"acme: {a}" in back.stdout and "(kept on the old store)" in back.stdout
+    assert raw(b, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(4,)]
+    assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(4,)]
+    assert load_config(config).store.tenants["acme"].url == b  # type: ignore[union-attr]
+    found = evidex("search", "returns days", "--tenant", "acme", "--groups", "everyone", "--visibilities",
+                   "public,internal", "--json")
+    assert found.returncode == 0 and len(json.loads(found.stdout)["hits"]) == 4, found.stderr
