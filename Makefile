@@ -77,8 +77,8 @@ run: install
 	  EVIDEX_DEMO_KEY=$(DEMO_KEY) ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) ACME_INBOX_SECRET=$(DEMO_INBOX_SECRET) \
 	    $(BIN)/evidex --db $(DB) --config $(CONFIG) serve
 
-# The whole suite, including the shipped evaluation set's gate (tests/test_eval_shipped.py), the
-# page in Chromium and the documentation's strict build (tests/test_docs.py runs `make docs`).
+# The whole suite, including the shipped evaluation set's gate (tests/eval/test_eval_shipped.py), the
+# page in Chromium and the documentation's strict build (tests/project/test_docs.py runs `make docs`).
 test: install browser
 	$(BIN)/python -m pytest -q
 

@@ -6,7 +6,7 @@ the evaluation case-file loader and live tools' responses.
     nice -n 10 .venv/bin/python benchmarks/fuzz_loaders.py --formats casefile --examples 5000 \
         --atheris-runs 0                                      # issue 37's >= 5,000 case files
 
-Three parts, all over the targets and the one outcome check of ``tests/fuzz_inputs.py`` (an
+Three parts, all over the targets and the one outcome check of ``tests/support/fuzz_inputs.py`` (an
 input either loads, or is rejected by an ``EvidexError`` of one line; anything else, or a run
 over its time budget, is a failure):
 
@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+SUPPORT = HERE.parent / "tests" / "support"  # the fuzz targets, shared with the tests
+sys.path.insert(0, str(SUPPORT))
 
 import fuzz_inputs as fz  # noqa: E402
 
@@ -105,7 +106,7 @@ def run_atheris(fmt: str, runs: int, seed: int, budget: float, crashes: Path, wo
     (corpus / "seed").write_bytes(fz.seed(fmt))
     counts_file = work / f"atheris-{fmt}-counts.json"
     counts_file.unlink(missing_ok=True)
-    code = _ATHERIS.format(tests=str(HERE.parent / "tests"), fmt=fmt, budget=budget, runs=runs, rss=3072,
+    code = _ATHERIS.format(tests=str(SUPPORT), fmt=fmt, budget=budget, runs=runs, rss=3072,
                            max_len=max(4096, 2 * len(fz.seed(fmt))), seed=seed, crashes=str(crashes),
                            corpus=str(corpus), counts_file=str(counts_file))
     t0 = time.perf_counter()

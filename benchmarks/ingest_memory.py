@@ -42,7 +42,7 @@ import yaml
 from _service import free_port, wait_healthy
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 
 import fuzz_inputs as fz  # noqa: E402
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,14 +25,31 @@ def kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
     base.close()
 
 
+@pytest.fixture(scope="session")
+def example_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled collection, old policy version first and then superseded, as `make run`:
+    ingested once per test run into a closed SQLite file that tests copy, never open."""
+    path = tmp_path_factory.mktemp("example-store") / "examples.db"
+    # A session fixture runs before the per-test environment below: set the same one here.
+    with pytest.MonkeyPatch.context() as mp:
+        _test_environment(mp, tmp_path_factory)
+        base = KnowledgeBase.open(path)
+        try:
+            for folder in ("versions", "collection"):
+                loaded = load_paths([EXAMPLES / folder], {"tenant": "acme"})
+                assert not loaded.rejected, loaded.rejected
+                base.ingest(loaded.documents, split="heading")
+        finally:
+            base.close()
+    return path
+
+
 @pytest.fixture
-def example_kb(tmp_path: Path) -> Iterator[KnowledgeBase]:
-    """The bundled collection, old policy version first and then superseded, as `make run`."""
-    base = KnowledgeBase.open(tmp_path / "examples.db")
-    for folder in ("versions", "collection"):
-        loaded = load_paths([EXAMPLES / folder], {"tenant": "acme"})
-        assert not loaded.rejected, loaded.rejected
-        base.ingest(loaded.documents, split="heading")
+def example_kb(example_db: Path, tmp_path: Path) -> Iterator[KnowledgeBase]:
+    """The bundled collection in this test's own copy of the store: the test may write to it."""
+    copy = tmp_path / "examples.db"
+    shutil.copyfile(example_db, copy)
+    base = KnowledgeBase.open(copy)
     yield base
     base.close()
 
@@ -53,10 +71,14 @@ def hr() -> Actor:
 
 # Unit tests run on the tiny deterministic embedder unless a test asks for a real model, and
 # keep their embedding cache out of the user's home.
+def _test_environment(mp: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    mp.setenv("EVIDEX_EMBEDDER", "hash-test")
+    mp.setenv("EVIDEX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "embed-cache"))
+
+
 @pytest.fixture(autouse=True)
 def _test_embedder(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    monkeypatch.setenv("EVIDEX_EMBEDDER", "hash-test")
-    monkeypatch.setenv("EVIDEX_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "embed-cache"))
+    _test_environment(monkeypatch, tmp_path_factory)
 
 
 # -- backends: the store-contract tests run against SQLite and PostgreSQL ---------------------

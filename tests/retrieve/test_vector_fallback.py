@@ -1,0 +1,246 @@
+"""Hybrid search keeps answering when the vector leg cannot: an embedder made slow on purpose
+(and a slow vector search) past ``retrieval.vector.timeout_ms``, and a keyword-only store, give
+the keyword ranking with ``fallback: keyword`` and why, on a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import evidex.retrieve._search as hybrid_module
+from actors import PUBLIC_INTERNAL
+from cli_runner import run_cli
+from evidex import Actor, Document, KnowledgeBase
+from evidex.embed import get_embedder
+
+STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)  # the documents are internal
+TEXTS = {
+    "returns": "# Returns\n\nUnworn boots can be returned within 30 days for a full refund.",
+    "shipping": "# Shipping\n\nParcels to Austria take three working days; express takes one.",
+    "repairs": "# Repairs\n\nZips and seams of jackets are repaired free for two years.",
+    "club": "# Club\n\nMembers collect points on every order and redeem them at checkout.",
+}
+
+
+def docs() -> list[Document]:
+    return [Document(id=k, tenant="acme", groups=frozenset({"staff"}), version="1", text=v)
+            for k, v in TEXTS.items()]
+
+
+def fresh(words: str) -> str:
+    """A query text no earlier search embedded (query vectors are cached per process)."""
+    return f"{words} {uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> KnowledgeBase:
+    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    kb.ingest(docs(), split="heading")
+    kb.search(STAFF, fresh("warm up"))  # the model's first query is never under a deadline
+    return kb
+
+
+@pytest.fixture
+def slow_embedder(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The store's embedder, made to take ``delay[0]`` seconds per query embedding."""
+    embedder = get_embedder("hash-test")
+    real = embedder.embed_queries
+    delay = [0.0]
+
+    def slow(texts):  # type: ignore[no-untyped-def]
+        time.sleep(delay[0])
+        return real(texts)
+
+    monkeypatch.setattr(embedder, "embed_queries", slow)
+    return delay
+
+
+def ranking(hits) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    return [(h.document_id, h.passage) for h in hits]
+
+
+def test_a_fast_vector_leg_is_fused_and_says_no_fallback(
+        store: KnowledgeBase, slow_embedder: list[float]) -> None:
+    slow_embedder[0] = 0.05
+    store.vector_timeout_ms = 30_000
+    res = store.search(STAFF, fresh("return boots refund"), explain=True)
+    assert res.fallback is None and res.signals["similarity"] is not None
+    assert any("vector" in (h.explain or {}) for h in res)
+
+
+def test_a_slow_query_embedding_falls_back_to_the_keyword_ranking(
+        store: KnowledgeBase, slow_embedder: list[float]) -> None:
+    slow_embedder[0] = 3.0
+    store.vector_timeout_ms = 100
+    query = fresh("return boots refund")
+    t0 = time.perf_counter()
+    res = store.search(STAFF, query, explain=True)
+    waited = time.perf_counter() - t0
+    assert waited < 2.5, "the search waited for the slow embedding"
+    assert res.fallback == {"fallback": "keyword", "reason": "vector_timeout",
+                            "detail": "the query embedding did not finish within "
+                                      "retrieval.vector.timeout_ms (100 ms)"}
+    keyword = store.search(STAFF, query, mode="keyword", explain=True)
+    assert ranking(res) == ranking(keyword) and res[0].document_id == "returns"
+    # The evidence decision used keyword signals only: no similarity, the keyword level.
+    assert res.signals == keyword.signals and res.signals["similarity"] is None
+    assert res.evidence == keyword.evidence
+    assert all(set(h.explain or {}) <= {"fused_score", "keyword"} for h in res)
+
+
+def test_a_vector_search_past_the_deadline_falls_back(
+        store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = hybrid_module.vector_candidates
+
+    def slow_search(*args, **kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hybrid_module, "vector_candidates", slow_search)
+    store.vector_timeout_ms = 50
+    res = store.search(STAFF, fresh("parcels austria"))
+    assert res.fallback is not None and res.fallback["reason"] == "vector_timeout"
+    assert "the vector search did not finish" in res.fallback["detail"]
+    assert res[0].document_id == "shipping"
+    store.vector_timeout_ms = 30_000
+    assert store.search(STAFF, fresh("parcels austria")).fallback is None
+
+
+def test_quote_vectors_past_the_deadline_fall_back_and_finish_into_the_cache(
+        store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The answer-bearing decision's quote vectors (first meeting of a sentence) have a deadline
+    of their own: past it the answer is decided by the quotes' words alone and its trace says
+    so, and the late embedding still fills the cache, so the same answer next time reads them
+    by meaning. A search (plain or with the on-topic decision) embeds no sentence at all, so it
+    is never late for one."""
+    tag = uuid.uuid4().hex[:8]
+    store.ingest([Document(id="gift", tenant="acme", groups=frozenset({"staff"}), version="1",
+                           text=f"# Gift cards\n\nGift cards {tag} never expire and work online.")],
+                 split="heading")
+    embedder = get_embedder("hash-test")
+    real, asked, done, delay = embedder.embed_passages, [], [], [0.5]
+
+    def slow(texts):  # type: ignore[no-untyped-def]
+        asked.extend(texts)
+        time.sleep(delay[0])
+        out = real(texts)
+        done.append(len(texts))
+        return out
+
+    monkeypatch.setattr(embedder, "embed_passages", slow)
+    store.vector_timeout_ms = 100
+    question = f"Do gift cards {tag} expire?"
+    for evidence in (False, True):
+        res = store.search(STAFF, question, evidence=evidence)
+        assert asked == [] and res.fallback is None and res[0].document_id == "gift"
+    t0 = time.perf_counter()
+    ans = store.answer(STAFF, question)
+    assert time.perf_counter() - t0 < 0.45, "the answer waited for the slow quote embedding"
+    assert any(tag in t for t in asked), "the quotes were not embedded for the decision"
+    assert ans.trace is not None and ans.trace["fallback"] == {
+        "fallback": "keyword", "reason": "vector_timeout",
+        "detail": "the quotes' embedding did not finish within retrieval.vector.timeout_ms (100 ms)"}
+    assert ans.trace["decision"]["answer_bearing"]["threshold"] == store._calibration_now().keyword_coverage
+    until = time.monotonic() + 10
+    while not done and time.monotonic() < until:  # the late call finishes in the background
+        time.sleep(0.02)
+    time.sleep(0.2)  # ... and then writes its vectors to the cache
+    asked.clear()
+    delay[0] = 0.0
+    store.vector_timeout_ms = 30_000  # what is checked is the cache, not the machine's speed
+    again = store.answer(STAFF, question)
+    assert again.trace is not None and again.trace["fallback"] is None
+    assert again.trace["decision"]["answer_bearing"]["threshold"] == store._calibration_now().answer_bearing
+    assert not any(tag in t for t in asked), "the late quote vectors did not reach the cache"
+
+
+def test_an_answer_past_the_deadline_says_so_in_its_trace(
+        store: KnowledgeBase, slow_embedder: list[float]) -> None:
+    """The answer's trace (``ask --json``, ``POST /v1/answer``) says the keyword fallback and
+    why, as the search does: an answer decided on keyword signals alone is not mistaken for a
+    fused one."""
+    slow_embedder[0] = 3.0
+    store.vector_timeout_ms = 100
+    ans = store.answer(STAFF, fresh("Can unworn boots be returned for a refund?"))
+    assert ans.trace is not None and ans.trace["signals"]["similarity"] is None
+    assert ans.trace["fallback"] == {"fallback": "keyword", "reason": "vector_timeout",
+                                     "detail": "the query embedding did not finish within "
+                                               "retrieval.vector.timeout_ms (100 ms)"}
+    slow_embedder[0] = 0.0
+    store.vector_timeout_ms = 30_000
+    fused = store.answer(STAFF, fresh("Can unworn boots be returned for a refund?"))
+    assert fused.trace is not None and fused.trace["fallback"] is None
+
+
+def test_the_vector_mode_is_not_bounded_and_raises_nothing(
+        store: KnowledgeBase, slow_embedder: list[float]) -> None:
+    slow_embedder[0] = 0.3
+    store.vector_timeout_ms = 10
+    res = store.search(STAFF, fresh("jacket zips"), mode="vector")
+    assert res.fallback is None and len(res) > 0
+
+
+def test_a_keyword_only_store_answers_hybrid_searches_by_keywords(tmp_path: Path) -> None:
+    with KnowledgeBase.open(tmp_path / "kw.db", embedder="none") as kb:
+        kb.ingest(docs(), split="heading")
+        res = kb.search(STAFF, "points checkout")
+        assert res.fallback is not None and res.fallback["reason"] == "no_vectors"
+        assert ranking(res) == ranking(kb.search(STAFF, "points checkout", mode="keyword"))
+        assert res[0].document_id == "club"
+
+
+def test_evidex_search_on_a_keyword_only_store_works_in_its_default_mode(tmp_path: Path) -> None:
+    db = str(tmp_path / "kw.db")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in TEXTS.items():
+        (folder / f"{name}.md").write_text(text, encoding="utf-8")
+    run_cli("--embedder", "none", "ingest", folder, "--tenant", "acme", "--groups", "staff", db=db,
+            check=True)
+    out = run_cli("search", "free repairs jackets", "--tenant", "acme", "--groups", "staff",
+                  "--visibilities", "public,internal", db=db, check=True).stdout
+    assert out.startswith("fallback: keyword (no_vectors: this store is keyword-only")
+    assert "repairs" in out.splitlines()[2]
+    data = json.loads(run_cli("search", "free repairs", "--tenant", "acme", "--groups", "staff",
+                              "--visibilities", "public,internal", "--json", db=db, check=True).stdout)
+    assert data["fallback"]["reason"] == "no_vectors" and data["hits"][0]["document_id"] == "repairs.md"
+
+
+def test_a_timeout_is_not_a_silent_change_of_results_when_fast(store: KnowledgeBase) -> None:
+    """Same query, generous deadline: the fused ranking, identical to no deadline at all."""
+    query = fresh("boots refund days")
+    store.vector_timeout_ms = None
+    unbounded = store.search(STAFF, query, evidence=True)
+    store.vector_timeout_ms = 60_000
+    bounded = store.search(STAFF, query, evidence=True)
+    assert ranking(bounded) == ranking(unbounded) and bounded.fallback is None
+    assert np.isclose(bounded.signals["similarity"], unbounded.signals["similarity"])
+
+
+def test_a_cached_query_vector_needs_no_embedding_thread(
+        store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A question embedded before (asked again, or searched by an answer) is not handed to the
+    embedding thread; the vector search still has its deadline."""
+    import evidex.retrieve._deadline as deadline_module
+
+    store.vector_timeout_ms = 30_000
+    query = fresh("return boots refund")
+    first = store.search(STAFF, query)
+    calls: list[object] = []
+    real = deadline_module._POOL.submit
+
+    def counted(*a: object, **kw: object) -> object:
+        calls.append(a)
+        return real(*a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(deadline_module._POOL, "submit", counted)
+    again = store.search(STAFF, query)
+    assert calls == [] and again.fallback is None
+    assert [h.as_dict() for h in again] == [h.as_dict() for h in first]
+    store.search(STAFF, fresh("return boots refund"))
+    assert len(calls) == 1  # a new question is embedded on the thread, within the deadline

@@ -1,0 +1,130 @@
+"""Hypothesis strategies and the reference access rule shared by the permission-exact property
+tests (keyword: tests/retrieve/test_permission_exact.py, vector and fusion:
+tests/retrieve/test_vector_exact.py), so both draw the same kinds of actors and documents.
+
+Documents are drawn over a six-word vocabulary so that terms overlap everywhere: an inaccessible
+document that leaked into the statistics would change document frequencies, the passage count
+or the average length, and with them every score.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from evidex import VISIBILITIES, Actor, Document, Filters, KnowledgeBase
+
+VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta")
+ABSENT = "absent"  # never in any document
+TENANTS = ("t1", "t2")
+GROUPS = ("g1", "g2", "g3")
+OUTSIDERS = "outsiders"  # a group no actor ever has
+LANGS = (None, "en", "de")
+TAGS = ("x", "y")
+VIS = tuple(sorted(VISIBILITIES))
+
+
+def visible(actor: Actor, flt: Filters, d: Document) -> bool:
+    """The access rule and the filters, written out from the issue's text."""
+    return (
+        actor.active
+        and d.tenant == actor.tenant
+        and bool(set(actor.groups) & set(d.groups))
+        and d.visibility in actor.visibilities
+        and (flt.language is None or d.language == flt.language)
+        and set(flt.tags) <= set(d.tags)
+    )
+
+
+word = st.tuples(st.sampled_from(VOCAB), st.booleans()).map(lambda t: t[0].title() if t[1] else t[0])
+words_paragraph = st.lists(word, min_size=1, max_size=6).map(" ".join)
+paragraph = st.one_of(words_paragraph, words_paragraph, words_paragraph, st.sampled_from(["", "--"]))
+text = st.lists(paragraph, min_size=1, max_size=4).map("\n\n".join)
+
+
+@st.composite
+def actors(draw: st.DrawFn) -> Actor:
+    return Actor(
+        draw(st.sampled_from(TENANTS)),
+        frozenset(draw(st.sets(st.sampled_from(GROUPS), min_size=1))),
+        active=draw(st.sampled_from([True] * 9 + [False])),
+        visibilities=frozenset(draw(st.sets(st.sampled_from(VIS), min_size=1))),
+    )
+
+
+@st.composite
+def filters(draw: st.DrawFn) -> Filters:
+    return Filters(draw(st.sampled_from(LANGS)), frozenset(draw(st.sets(st.sampled_from(TAGS)))))
+
+
+@st.composite
+def visible_doc(draw: st.DrawFn, actor: Actor, flt: Filters, doc_id: str, version: str = "v1"
+                ) -> Document:
+    """A document this actor may read under these filters (unless the actor is inactive)."""
+    groups = {draw(st.sampled_from(sorted(actor.groups)))} | draw(st.sets(st.sampled_from(GROUPS)))
+    return Document(
+        doc_id, actor.tenant, frozenset(groups), version, draw(text),
+        language=flt.language if flt.language is not None else draw(st.sampled_from(LANGS)),
+        visibility=draw(st.sampled_from(sorted(actor.visibilities))),
+        tags=tuple(set(flt.tags) | draw(st.sets(st.sampled_from(TAGS)))),
+    )
+
+
+@st.composite
+def hidden_doc(draw: st.DrawFn, actor: Actor, flt: Filters, index: int, version: str = "v1"
+               ) -> Document:
+    """A document the actor may not read under these filters: either random, or a near miss
+    that differs from a readable document in exactly one attribute."""
+    base = draw(visible_doc(actor, flt, f"h{index}", version))
+    ways = ["tenant", "groups", "random"]
+    if set(actor.visibilities) != set(VIS):
+        ways.append("visibility")
+    if flt.language is not None:
+        ways.append("language")
+    if flt.tags:
+        ways.append("tags")
+    way = draw(st.sampled_from(ways))
+    fields = {
+        "id": base.id, "tenant": base.tenant, "groups": base.groups, "version": version,
+        "text": base.text, "language": base.language, "visibility": base.visibility,
+        "tags": base.tags,
+    }
+    if way == "tenant":
+        # Another tenant, and the id of a readable document: ids are only unique per tenant.
+        other = next(t for t in TENANTS if t != actor.tenant)
+        fields.update(tenant=other, id=f"d{index}")
+    elif way == "groups":
+        others = sorted(set(GROUPS) - set(actor.groups))
+        extra = draw(st.sets(st.sampled_from(others))) if others else set()
+        fields.update(groups=frozenset({OUTSIDERS, *extra}))
+    elif way == "visibility":
+        fields.update(visibility=draw(st.sampled_from(sorted(set(VIS) - set(actor.visibilities)))))
+    elif way == "language":
+        fields.update(language=draw(st.sampled_from([x for x in LANGS if x != flt.language])))
+    elif way == "tags":
+        fields.update(tags=tuple(set(base.tags) - set(flt.tags)))
+    else:
+        tenant = draw(st.sampled_from(TENANTS))
+        fields.update(
+            tenant=tenant, id=f"h{index}" if tenant == actor.tenant else f"d{index}",
+            groups=frozenset(draw(st.sets(st.sampled_from((*GROUPS, OUTSIDERS)), min_size=1))),
+            visibility=draw(st.sampled_from(VIS)), language=draw(st.sampled_from(LANGS)),
+            tags=tuple(draw(st.sets(st.sampled_from(TAGS)))),
+        )
+    d = Document(**fields)  # type: ignore[arg-type]
+    if actor.active and visible(actor, flt, d):
+        # Only the "random" way can land here: push it out through the group set.
+        d = Document(**{**fields, "groups": frozenset({OUTSIDERS})})  # type: ignore[arg-type]
+    assert not visible(actor, flt, d)
+    return d
+
+
+def remove_or_optimize(kb: KnowledgeBase, step: str, live: dict[tuple[str, str], Document],
+                       data: st.DataObject) -> None:
+    """The "remove" step (a random live document, if any) or the "optimize" step of the
+    write-series tests."""
+    if step == "remove" and live:
+        key = data.draw(st.sampled_from(sorted(live)))
+        assert kb.remove(*key)
+        del live[key]
+    elif step == "optimize":
+        kb.optimize()
