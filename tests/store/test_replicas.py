@@ -27,13 +27,13 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_permission_exact import Scenario, ref_bm25, results, scenarios, visible
 
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, ServerUnavailable
 from evidex.store import ReplicaSettings
 from pgcluster import Cluster, PgServer, wait_replayed
 from service_helpers import BIN, Server, auth, sha
-from test_permission_exact import Scenario, ref_bm25, results, scenarios, visible
 
 pytestmark = pytest.mark.usefixtures("pg_url")  # skips with the other PostgreSQL tests
 
