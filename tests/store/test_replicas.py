@@ -45,7 +45,8 @@ def _permission_exact() -> ModuleType:
     property test reuses (not on the path from this folder: loaded by its file, once)."""
     name = "test_permission_exact"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "retrieve" / f"{name}.py")
+        path = Path(__file__).parents[1] / "retrieve" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
