@@ -57,7 +57,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "tests"))  # pgcluster: the tests' real servers
+sys.path.insert(0, str(ROOT / "tests" / "support"))  # pgcluster: the tests' real servers
 
 _DATA = Path("shared") / "data" / "beir" / "scifact"
 SCIFACT = next((up / _DATA for up in HERE.parents if (up / _DATA).is_dir()), HERE.parents[1] / _DATA)
