@@ -21,7 +21,6 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,7 +32,6 @@ from backends import BACKENDS, Locator, locator
 from evidex import Actor, Document, Filters, KnowledgeBase
 from evidex.retrieve import access
 from strategies import (
-    ABSENT,
     GROUPS,
     LANGS,
     OUTSIDERS,
@@ -41,105 +39,27 @@ from strategies import (
     TENANTS,
     VIS,
     VOCAB,
+    Query,
+    Scenario,
     actors,
     filters,
     hidden_doc,
+    queries,
+    ref_bm25,
+    ref_passages,
     remove_or_optimize,
+    results,
+    scenarios,
     text,
     visible,
     visible_doc,
 )
-
-K1, B = 1.2, 0.75
 
 SETTINGS = settings(
     max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-
-
-# -- reference model (deliberately independent of evidex's code) ------------------------------
-def ref_passages(d: Document) -> list[tuple[int, list[str]]]:
-    """Paragraph split as the contract says: parts at blank lines numbered 1..n over the whole
-    split, whitespace-only parts not indexed; terms are lower-cased letter runs."""
-    out = []
-    for number, part in enumerate(d.text.split("\n\n"), start=1):
-        if part.strip():
-            out.append((number, re.findall(r"[a-z]+", part.lower())))
-    return out
-
-
-def ref_bm25(docs: Iterable[Document], query_terms: Sequence[str], match: str
-             ) -> dict[tuple[str, int], float]:
-    """Textbook Okapi BM25 over exactly ``docs``: (document id, passage) -> score."""
-    passages = [(d.id, n, Counter(toks), len(toks)) for d in docs for n, toks in ref_passages(d)]
-    if not passages:
-        return {}
-    n_pass = len(passages)
-    avgdl = sum(p[3] for p in passages) / n_pass
-    terms = sorted(set(query_terms))
-    df = {t: sum(1 for p in passages if p[2][t]) for t in terms}
-    idf = {t: math.log(1 + (n_pass - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
-    out = {}
-    for doc_id, number, tf, dl in passages:
-        present = [t for t in terms if tf[t]]
-        if not present or (match == "all" and len(present) != len(terms)):
-            continue
-        out[(doc_id, number)] = sum(
-            idf[t] * tf[t] * (K1 + 1) / (tf[t] + K1 * (1 - B + B * dl / avgdl)) for t in present
-        )
-    return out
-
-
-def results(kb: KnowledgeBase, actor: Actor, q: Query) -> list[tuple[str, str, int, str, float]]:
-    hits = kb.search(actor, q.text, limit=q.limit, match=q.match, filters=q.filters,
-                     max_per_document=q.max_per_document, mode="keyword")
-    return [(h.document_id, h.version, h.passage, h.quote, h.score) for h in hits]
-
-
-# -- strategies --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Query:
-    text: str
-    match: str
-    limit: int
-    max_per_document: int | None
-    filters: Filters | dict[str, object] | None
-
-
-@st.composite
-def queries(draw: st.DrawFn, flt: Filters) -> Query:
-    qwords = draw(st.lists(st.sampled_from((*VOCAB, ABSENT)), min_size=1, max_size=3))
-    # The filters go in as the object or as the documented mapping form.
-    as_mapping = draw(st.booleans())
-    filt: Filters | dict[str, object] = (
-        {"language": flt.language, "tags": sorted(flt.tags)} if as_mapping else flt
-    )
-    return Query(
-        " ".join(w.upper() if draw(st.booleans()) else w for w in qwords),
-        draw(st.sampled_from(["any", "all"])),
-        draw(st.integers(1, 50)),
-        draw(st.sampled_from([None, 1, 2, 3])),
-        filt,
-    )
-
-
-Scenario = tuple[Actor, Filters, list[Document], list[Document], list[Query]]
-
-
-@st.composite
-def scenarios(draw: st.DrawFn) -> Scenario:
-    actor = draw(actors())
-    flt = draw(filters())
-    n_vis = draw(st.integers(0, 6))
-    n_hid = draw(st.integers(1, 6))
-    vis = [draw(visible_doc(actor, flt, f"d{i}")) for i in range(n_vis)]
-    hid = [draw(hidden_doc(actor, flt, i)) for i in range(n_hid)]
-    qs = draw(st.lists(queries(flt), min_size=2, max_size=4))
-    return actor, flt, vis, hid, qs
 
 
 @contextmanager

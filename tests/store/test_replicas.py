@@ -10,19 +10,16 @@ that needs a generation is never served an older snapshot.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
 import random
 import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import httpx
 import psutil
@@ -36,26 +33,10 @@ from evidex import Actor, Document, KnowledgeBase, ServerUnavailable
 from evidex.store import ReplicaSettings
 from pgcluster import Cluster, PgServer, wait_replayed
 from service_helpers import BIN, Server, auth, sha
+from strategies import Scenario, ref_bm25, results, scenarios, visible
 
 pytestmark = pytest.mark.usefixtures("pg_url")  # skips with the other PostgreSQL tests
 
-
-def _permission_exact() -> ModuleType:
-    """tests/retrieve/test_permission_exact.py, whose scenarios and reference BM25 the replica's
-    property test reuses (not on the path from this folder: loaded by its file, once)."""
-    name = "test_permission_exact"
-    if name not in sys.modules:
-        path = Path(__file__).parents[1] / "retrieve" / f"{name}.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
-
-
-_pe = _permission_exact()
-Scenario, ref_bm25, results, scenarios, visible = (_pe.Scenario, _pe.ref_bm25, _pe.results, _pe.scenarios,
-                                                   _pe.visible)
 
 FAST = ReplicaSettings(max_lag_s=3600, wait_s=0.2, probe_s=0.1, timeout_s=3)
 
