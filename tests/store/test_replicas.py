@@ -10,6 +10,7 @@ that needs a generation is never served an older snapshot.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -49,6 +50,23 @@ def servers() -> Iterator[tuple[PgServer, PgServer, PgServer]]:
         yield p, c.replica(p, "r1"), c.replica(p, "r2")
     finally:
         c.close()
+
+
+@pytest.fixture(autouse=True)
+def _servers_back(servers: tuple[PgServer, ...]) -> Iterator[None]:
+    """After each test every server runs and replays again, whatever the test did to them and
+    however it ended: a failure stays that test's, it does not take the next tests' servers."""
+    yield
+    for s in servers:
+        pid = s.pid()
+        if pid is not None and psutil.pid_exists(pid):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if psutil.Process(pid).status() == psutil.STATUS_STOPPED:  # a SIGSTOP left
+                    for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+                        proc.resume()
+        if not s.running():
+            s.start()
+    _resumed(*servers[1:])
 
 
 def _schema() -> str:

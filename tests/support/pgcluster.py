@@ -133,7 +133,14 @@ class PgServer:
             return None
 
     def running(self) -> bool:
-        return _run("pg_ctl", "-D", str(self.data), "status", check=False).returncode == 0
+        """The postmaster is alive. Not ``pg_ctl status``: after a SIGKILL the postmaster is a
+        zombie until reaped, its pid still exists, and ``pg_ctl`` calls that running (a loaded
+        machine reaps late, so a killed server was then never restarted)."""
+        pid = self.pid()
+        try:
+            return pid is not None and _alive(psutil.Process(pid))
+        except psutil.NoSuchProcess:
+            return False
 
     # -- SQL ---------------------------------------------------------------------------------------
     def sql(self, query: str, params: Any = None) -> list[tuple[Any, ...]]:
