@@ -34,7 +34,6 @@ from evidex.retrieve import access
 from strategies import (
     GROUPS,
     LANGS,
-    OUTSIDERS,
     TAGS,
     TENANTS,
     VIS,
@@ -51,6 +50,7 @@ from strategies import (
     results,
     scenarios,
     text,
+    unreadable_writes,
     visible,
     visible_doc,
 )
@@ -132,30 +132,7 @@ def test_adding_superseding_removing_inaccessible_documents_in_place(
         try:
             assert [results(other, actor, q) for q in qs] == before
             live = {(d.tenant, d.id): d for d in hid}
-            steps = data.draw(st.lists(st.sampled_from(["add", "supersede", "remove", "optimize"]),
-                                       min_size=1, max_size=8))
-            for k, step in enumerate(steps):
-                if step == "add":
-                    d = data.draw(hidden_doc(actor, flt, 100 + k))
-                    kb.ingest(d)
-                    live[(d.tenant, d.id)] = d
-                elif step == "supersede" and live:
-                    old = live[data.draw(st.sampled_from(sorted(live)))]
-                    new = data.draw(hidden_doc(actor, flt, 0, version=f"v{k + 2}"))
-                    # Either a new version and text, or the same version and text with other
-                    # (still unreadable) access attributes, which re-indexes it too.
-                    same = data.draw(st.booleans())
-                    new = Document(old.id, old.tenant, new.groups if new.tenant == old.tenant
-                                   else frozenset({OUTSIDERS}), old.version if same else new.version,
-                                   old.text if same else new.text,
-                                   language=new.language, visibility=new.visibility, tags=new.tags)
-                    assert not visible(actor, flt, new)
-                    report = kb.ingest(new)
-                    assert (report.superseded, report.unchanged) == (
-                        (0, 1) if new.metadata() == old.metadata() and same else (1, 0))
-                    live[(new.tenant, new.id)] = new
-                elif step in ("remove", "optimize"):
-                    remove_or_optimize(kb, step, live, data)
+            for step in unreadable_writes(kb, data, actor, flt, live):
                 for q, want in zip(qs, before, strict=True):
                     assert results(kb, actor, q) == want, (step, q)
                     assert results(other, actor, q) == want, (step, q)

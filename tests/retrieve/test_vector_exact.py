@@ -45,14 +45,12 @@ from evidex.retrieve._vector import CENTRING
 from evidex.store import _vectors
 from strategies import (
     ABSENT,
-    OUTSIDERS,
     VOCAB,
-    actors,
-    filters,
-    hidden_doc,
-    remove_or_optimize,
+    unreadable_writes,
     visible,
-    visible_doc,
+)
+from strategies import (
+    scenarios as shared_scenarios,
 )
 
 MODES = ("vector", "hybrid")
@@ -169,14 +167,9 @@ def queries(draw: st.DrawFn, flt: Filters) -> Query:
 Scenario = tuple[Actor, Filters, list[Document], list[Document], list[Query]]
 
 
-@st.composite
-def scenarios(draw: st.DrawFn) -> Scenario:
-    actor = draw(actors())
-    flt = draw(filters())
-    vis = [draw(visible_doc(actor, flt, f"d{i}")) for i in range(draw(st.integers(0, 6)))]
-    hid = [draw(hidden_doc(actor, flt, i)) for i in range(draw(st.integers(1, 6)))]
-    qs = draw(st.lists(queries(flt), min_size=2, max_size=4))
-    return actor, flt, vis, hid, qs
+def scenarios() -> st.SearchStrategy[Scenario]:
+    """The shared scenarios, with this file's queries (they also draw a window and k)."""
+    return shared_scenarios(queries)
 
 
 @contextmanager
@@ -268,26 +261,7 @@ def test_a_writes_to_unreadable_documents_change_nothing_in_place(
         try:
             assert all_results(other, actor, qs) == before
             live = {(d.tenant, d.id): d for d in hid}
-            steps = data.draw(st.lists(st.sampled_from(["add", "supersede", "remove", "optimize"]),
-                                       min_size=1, max_size=8))
-            for k, step in enumerate(steps):
-                if step == "add":
-                    d = data.draw(hidden_doc(actor, flt, 100 + k))
-                    kb.ingest(d)
-                    live[(d.tenant, d.id)] = d
-                elif step == "supersede" and live:
-                    old = live[data.draw(st.sampled_from(sorted(live)))]
-                    new = data.draw(hidden_doc(actor, flt, 0, version=f"v{k + 2}"))
-                    same = data.draw(st.booleans())
-                    new = Document(old.id, old.tenant, new.groups if new.tenant == old.tenant
-                                   else frozenset({OUTSIDERS}), old.version if same else new.version,
-                                   old.text if same else new.text,
-                                   language=new.language, visibility=new.visibility, tags=new.tags)
-                    assert not visible(actor, flt, new)
-                    kb.ingest(new)
-                    live[(new.tenant, new.id)] = new
-                elif step in ("remove", "optimize"):
-                    remove_or_optimize(kb, step, live, data)
+            for k, step in enumerate(unreadable_writes(kb, data, actor, flt, live)):
                 assert all_results(kb, actor, qs) == before, (k, step)
                 assert all_results(other, actor, qs) == before, (k, step)
             fresh = KnowledgeBase.open(path)

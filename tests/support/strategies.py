@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -124,6 +125,38 @@ def hidden_doc(draw: st.DrawFn, actor: Actor, flt: Filters, index: int, version:
     return d
 
 
+def unreadable_writes(kb: KnowledgeBase, data: st.DataObject, actor: Actor, flt: Filters,
+                      live: dict[tuple[str, str], Document]) -> Iterator[str]:
+    """Draw 1-8 writes the actor may not read (add, supersede, remove, optimize) and apply them
+    to ``kb`` one at a time, yielding each step after it is applied (``live``: the unreadable
+    documents stored, kept current)."""
+    steps = data.draw(st.lists(st.sampled_from(["add", "supersede", "remove", "optimize"]),
+                               min_size=1, max_size=8))
+    for k, step in enumerate(steps):
+        if step == "add":
+            d = data.draw(hidden_doc(actor, flt, 100 + k))
+            kb.ingest(d)
+            live[(d.tenant, d.id)] = d
+        elif step == "supersede" and live:
+            old = live[data.draw(st.sampled_from(sorted(live)))]
+            new = data.draw(hidden_doc(actor, flt, 0, version=f"v{k + 2}"))
+            # Either a new version and text, or the same version and text with other (still
+            # unreadable) access attributes, which re-indexes it too.
+            same = data.draw(st.booleans())
+            new = Document(old.id, old.tenant, new.groups if new.tenant == old.tenant
+                           else frozenset({OUTSIDERS}), old.version if same else new.version,
+                           old.text if same else new.text,
+                           language=new.language, visibility=new.visibility, tags=new.tags)
+            assert not visible(actor, flt, new)
+            report = kb.ingest(new)
+            assert (report.superseded, report.unchanged) == (
+                (0, 1) if new.metadata() == old.metadata() and same else (1, 0))
+            live[(new.tenant, new.id)] = new
+        elif step in ("remove", "optimize"):
+            remove_or_optimize(kb, step, live, data)
+        yield step
+
+
 def remove_or_optimize(kb: KnowledgeBase, step: str, live: dict[tuple[str, str], Document],
                        data: st.DataObject) -> None:
     """The "remove" step (a random live document, if any) or the "optimize" step of the
@@ -211,12 +244,15 @@ Scenario = tuple[Actor, Filters, list[Document], list[Document], list[Query]]
 
 
 @st.composite
-def scenarios(draw: st.DrawFn) -> Scenario:
+def scenarios(draw: st.DrawFn, make_queries: Callable[[Filters], st.SearchStrategy[Any]] | None = None
+              ) -> Scenario:
+    """An actor, filters, readable and hidden documents, and 2-4 queries (``make_queries``:
+    the keyword ``queries`` unless a test draws its own kind)."""
     actor = draw(actors())
     flt = draw(filters())
     n_vis = draw(st.integers(0, 6))
     n_hid = draw(st.integers(1, 6))
     vis = [draw(visible_doc(actor, flt, f"d{i}")) for i in range(n_vis)]
     hid = [draw(hidden_doc(actor, flt, i)) for i in range(n_hid)]
-    qs = draw(st.lists(queries(flt), min_size=2, max_size=4))
+    qs = draw(st.lists((make_queries or queries)(flt), min_size=2, max_size=4))
     return actor, flt, vis, hid, qs
