@@ -55,6 +55,7 @@ import numpy as np
 
 from answers_sets import WORK, Question, QuestionSet, build, load
 from evidex import Document, KnowledgeBase, decide
+from evidex.decide._bearing import FEATURES, Candidate, candidates
 from evidex.evaluation import load_cases
 from evidex.evaluation._casefile import Problems
 from evidex.evaluation._collection import SPLIT as CASE_SPLIT
@@ -66,7 +67,7 @@ SETS = ("shop", "encyclopedia", "squad2", "covidqa", "scifact")
 #: Off-topic questions of these sets' collections bind ``answer_bearing``.
 CONSTRAINED = ("shop", "encyclopedia", "scifact")
 #: At most this many answerable (and half as many near-miss) questions per set.
-CAP = {"squad2": 500, "covidqa": 400, "scifact": 400}
+CAP = {"squad2": 1200, "covidqa": 800, "scifact": 400}
 OFF_TOPIC = 80
 #: What each set's collection is about: off-topic questions come from other domains.
 DOMAIN = {"shop": "retail", "encyclopedia": "general", "squad2": "general", "covidqa": "biomedical",
@@ -77,12 +78,12 @@ KEEP_ON_TOPIC = 0.98
 DECLINE_OFF_TOPIC = 0.97
 
 
-def _path(embedder: str, name: str) -> Path:
-    return WORK / f"fit-{name}-{embedder}.pkl"
+def _path(embedder: str, name: str, split: str = "dev") -> Path:
+    return WORK / (f"fit-{name}-{embedder}.pkl" if split == "dev" else f"fit-{name}-{split}-{embedder}.pkl")
 
 
-def _questions(name: str, qs: QuestionSet) -> list[Question]:
-    qq = [q for q in qs.questions if q.split == "dev"]
+def _questions(name: str, qs: QuestionSet, split: str = "dev") -> list[Question]:
+    qq = [q for q in qs.questions if q.split == split]
     random.Random(11).shuffle(qq)
     cap = CAP.get(name)
     if cap is None:
@@ -90,14 +91,14 @@ def _questions(name: str, qs: QuestionSet) -> list[Question]:
     return ([q for q in qq if q.answerable][:cap] + [q for q in qq if not q.answerable][:cap // 2])
 
 
-def _off_topic(target: str) -> list[Question]:
+def _off_topic(target: str, split: str = "dev") -> list[Question]:
     rng, out = random.Random(7), []
     for name in SETS:
-        if DOMAIN[name] == DOMAIN[target]:
+        if DOMAIN[name] == DOMAIN[target] or (split != "dev" and name == "shop"):
             continue
-        qq = [q for q in load(name, "dev").questions if q.split == "dev" and q.answerable]
+        qq = [q for q in load(name, split).questions if q.split == split and q.answerable]
         rng.shuffle(qq)
-        out += [Question(f"off-{name}-{q.id}", q.text, "offtopic", "dev", language=q.language)
+        out += [Question(f"off-{name}-{q.id}", q.text, "offtopic", split, language=q.language)
                 for q in qq[:OFF_TOPIC]]
     return out
 
@@ -141,7 +142,7 @@ def _deleted_store(qs: QuestionSet, group: list[Question], folder: Path, embedde
     return kb
 
 
-def _labelled(q: Question, c: decide.Candidate, doc: str, text: str) -> bool | None:
+def _labelled(q: Question, c: Candidate, doc: str, text: str) -> bool | None:
     """The candidate holds the question's answer span (None: the answer is unknown)."""
     if doc not in q.expected:
         return False
@@ -162,7 +163,7 @@ def _record(kb: KnowledgeBase, qs: QuestionSet, q: Question, kind: str) -> dict:
         vectors = qvec = probes = None
         if res.fallback is None:
             vectors, qvec, probes = kb.embed_passages, kb._query_vector(text), kb._probes()
-        found = decide.candidates([h.quote for h in hits], [(h.title or "", *h.heading_path) for h in hits],
+        found = candidates([h.quote for h in hits], [(h.title or "", *h.heading_path) for h in hits],
                                   support, res.question, vectors, qvec, probes,
                                   [res.shift.of(h.language) for h in hits])
         for c in found:
@@ -170,22 +171,26 @@ def _record(kb: KnowledgeBase, qs: QuestionSet, q: Question, kind: str) -> dict:
             cands.append({"source": c.source, "doc": h.document_id, "features": c.features,
                           "similarity": c.similarity, "hubness": c.hubness, "coverage": c.coverage,
                           "typed": c.typed, "identifier": c.identifier,
-                          "label": _labelled(q, c, h.document_id, h.quote)})
-    return {"id": q.id, "kind": kind, "expected": sorted(q.expected),
+                          "label": _labelled(q, c, h.document_id, h.quote),
+                          # What the reader reads (benchmarks/reader/): the span and its context.
+                          "span": h.quote[c.span.start:c.span.end],
+                          "focus": h.quote[c.span.focus[0]:c.span.focus[1]],
+                          "context": [h.title or "", *h.heading_path]})
+    return {"id": q.id, "text": text, "kind": kind, "expected": sorted(q.expected),
             "top": [h.document_id for h in res],
             "asked": res.question.asked.kind if res.question else "other",
             "strict": bool(res.question and res.question.asked.strict),
             "topic": None if res.topic is None else res.topic.score, "cands": cands}
 
 
-def collect(embedder: str, sets: tuple[str, ...]) -> None:
+def collect(embedder: str, sets: tuple[str, ...], split: str = "dev") -> None:
     for name in sets:
         t0 = time.time()
-        qs = load(name, "dev")
+        qs = load(name, split)
         kb = build(qs, embedder)
-        qq = _questions(name, qs)
+        qq = _questions(name, qs, split)
         rows = [_record(kb, qs, q, q.kind if q.answerable else "ooc") for q in qq]
-        rows += [_record(kb, qs, q, "offtopic") for q in _off_topic(name)]
+        rows += [_record(kb, qs, q, "offtopic") for q in _off_topic(name, split)]
         answerable = [q for q in qq if q.answerable and q.answers]
         for g in range(DELETIONS if answerable else 0):
             group = answerable[g::DELETIONS]
@@ -194,7 +199,7 @@ def collect(embedder: str, sets: tuple[str, ...]) -> None:
                 dkb._query_vectors = kb._query_vectors
                 rows += [{**_record(dkb, qs, q, "deleted"), "id": f"del-{q.id}"} for q in group]
                 dkb.close()
-        _path(embedder, name).write_bytes(pickle.dumps(rows))
+        _path(embedder, name, split).write_bytes(pickle.dumps(rows))
         print(f"{name}: {len(rows)} questions in {time.time() - t0:.0f} s", flush=True)
 
 
@@ -293,7 +298,7 @@ def fit(embedder: str, sets: tuple[str, ...]) -> None:
                       "answer_bearing": chosen[0] if chosen else None,
                       "off_topic_declined_least": round(chosen[1], 4) if chosen else None},
                      indent=1))
-    for n, v in zip((*decide.FEATURES, "bias"), scorer, strict=True):
+    for n, v in zip((*FEATURES, "bias"), scorer, strict=True):
         print(f"  {n:16s} {v:+.4f}")
     print("\nrates at the fitted values:")
     for name, r in (chosen[2] if chosen else {}).items():
@@ -311,10 +316,12 @@ def main() -> None:
     ap.add_argument("step", choices=("collect", "fit"))
     ap.add_argument("--embedder", default="multilingual-e5-small-int8")
     ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--split", default="dev", choices=("dev", "test"),
+                    help="test: the sets' test splits, for reporting only (never fitted on)")
     args = ap.parse_args()
     sets = tuple(s for s in args.sets.split(",") if s)
     if args.step == "collect":
-        collect(args.embedder, sets)
+        collect(args.embedder, sets, args.split)
     else:
         fit(args.embedder, sets)
 

@@ -29,6 +29,7 @@ from .embed import (
     EmbeddingCache,
     QueryVectorCache,
     get_embedder,
+    get_reader,
     query_vectors,
 )
 from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan_document, split_key, split_text
@@ -622,6 +623,14 @@ class KnowledgeBase:
         embedded through the embedding cache and compared with the question's vector (none in
         the keyword fallback)."""
         kept, support = gated.kept, gated.kept_support
+        cal = self._calibration_now()
+        reading = self._reading(gated.trace) if cal.reader else None
+        late = results.fallback is not None and results.fallback.reason == "vector_timeout"
+        if reading is not None and late:
+            # The search missed its deadline: deciding on the keyword ranking alone would make
+            # the answer depend on how busy the machine is.
+            return decide.AnswerBearing(False, (), False, why="timeout",
+                                        asked=results.question.asked.kind if results.question else "other")
         vectors = qvec = probes = None
         if results.fallback is None and self.store.embedder != "none":
             vectors, qvec = self._quotes_within(gated.trace), self._query_vector(question)
@@ -630,13 +639,30 @@ class KnowledgeBase:
         hits = [by_pid[(s.citation["document_id"], s.citation["passage"])] for s in kept]
         return decide.answer_bearing(
             [s.citation["quote"] for s in kept], [(h.title or "", *h.heading_path) for h in hits],
-            [p for p in support if p is not None], results.question, self._calibration_now(),
-            vectors, qvec, probes, [results.shift.of(h.language) for h in hits], max_sentences)
+            [p for p in support if p is not None], results.question, cal,
+            vectors, qvec, probes, [results.shift.of(h.language) for h in hits], max_sentences, reading)
+
+    def _reading(self, trace: dict[str, Any]) -> decide.Reading:
+        """The trained reader, run within ``vector_timeout_ms`` of its own: past it, the
+        decision declines (``timeout``) and ``trace["timeout"]`` says what missed it."""
+        reader = get_reader()
+
+        def read(question: str, spans: list[str]) -> np.ndarray | None:
+            if self.vector_timeout_ms is None:
+                return reader.score(question, spans)
+            got = retrieve.within(Deadline.start(self.vector_timeout_ms), "the reader",
+                                  lambda: reader.score(question, spans))
+            if isinstance(got, Fallback):
+                trace["timeout"] = got.as_dict()
+                return None
+            return got
+        return decide.Reading(read, reader.threshold)
 
     def _quotes_within(self, trace: dict[str, Any]) -> Callable[[list[str]], np.ndarray | None]:
         """Embeds the candidate quotes (through the embedding cache) within a deadline of
         ``vector_timeout_ms`` of its own: past it, None (the decision reads the quotes by their
-        words alone, as after a keyword fallback) and ``trace["fallback"]`` says so. The late
+        words alone, as after a keyword fallback; with the reader, the decision declines) and
+        ``trace["fallback"]`` says so. The late
         embedding still finishes into the cache, so the same quotes are fast next time."""
         def embed(texts: list[str]) -> np.ndarray | None:
             if self.vector_timeout_ms is None:

@@ -11,18 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evidex.decide import Calibration, PassageSupport, Probes, Question, answer_bearing, on_topic, shown
+from decisions import CAL, decide_on, quoted
+from evidex.decide import Calibration, PassageSupport, Probes, on_topic, shown
 from evidex.decide._spans import identifier_only, record_label, spans
-from evidex.decide._support import passage_support, term_weights
 from evidex.decide._topic import TOPIC_DEPTH, topic_score
-from evidex.decide._types import asked
 from evidex.ingest import sentence_spans
-from evidex.kb import QUESTION_LIMITS
-from evidex.query import get_analyzer, parse_query
-
-EN = get_analyzer("english")
-CAL = Calibration(on_topic=0.5, answer_bearing=0.5, hub_weight=0.5, coverage_weight=0.1,
-                  keyword_coverage=0.3)
 
 
 def support(sim: float | None, cov: float = 0.0, sentence_cov: float | None = None) -> PassageSupport:
@@ -139,23 +132,6 @@ def test_shown_text_drops_markdown_but_keeps_words() -> None:
 
 
 # -- answer-bearing -------------------------------------------------------------------------------
-def facts(question: str, df: dict[str, int] | None = None) -> Question:
-    terms = tuple(EN.query_terms(parse_query(question, QUESTION_LIMITS)))
-    return Question(question, "en", asked(question), terms, term_weights(terms, df or {}, 10, EN.terms),
-                    EN.terms)
-
-
-def decide_on(question: str, texts: list[str], cal: Calibration = CAL, **kw: object):
-    q = facts(question)
-    sup = [passage_support(t, (), EN.terms, q.weights, similarity=None, cross_language=False, keyword=0.0)
-           for t in texts]
-    return answer_bearing(texts, [()] * len(texts), sup, q, cal, **kw)  # type: ignore[arg-type]
-
-
-def quoted(bearing, texts: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
-    return [texts[q.source][q.start:q.end] for q in bearing.quotes]
-
-
 def test_a_question_for_a_value_is_not_answered_by_a_span_without_one() -> None:
     texts = ["The heated gloves have a battery in each cuff and three heat levels."]
     got = decide_on("How long does the battery of the heated gloves take to charge?", texts)

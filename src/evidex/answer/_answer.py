@@ -45,6 +45,8 @@ _NOT_ANSWER_BEARING = {
     "not_stated": ("not_stated", "the passages are about the question, but none states what it asks for"),
     "weak_evidence": ("weak_evidence", "no sentence of the passages answers the question closely enough"),
     "no_quotable": ("no_answer_in_sources", "the passages hold no sentence that could be quoted"),
+    "timeout": ("timeout", "the check of which sentence answers did not finish in time; the related "
+                           "reading is what was found"),
 }
 #: Declines after which no passage is offered: none was found, or the question asked for a
 #: live lookup that failed (passages about the same thing never stand in for live data).

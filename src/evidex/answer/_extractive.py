@@ -11,7 +11,7 @@ import itertools
 import re
 from collections.abc import Sequence
 
-from ..decide import AnswerBearing, shown
+from ..decide import AnswerBearing, shown, table_header
 from ..ingest import sentence_spans
 from ._types import Source
 
@@ -37,7 +37,8 @@ def extractive_answer(sources: Sequence[Source], bearing: AnswerBearing) -> dict
         src = sources[q.source]
         # Each sentence of a quote (and each line: a step, a table row) carries the marker of
         # its source, as the output contract reads sentences.
-        said = shown(src.citation["quote"][q.start:q.end])
+        quote = src.citation["quote"]
+        said = shown(quote[q.start:q.end], table_header(quote, q.start))
         parts.extend(f"{said[a:b]} [{src.n}]" for a, b in sentence_spans(said))
     # Each quote stays one sentence to the output contract: a quoted line without final
     # punctuation (a list item), or one before a quote that opens in lower case, ends with a

