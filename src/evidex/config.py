@@ -330,6 +330,10 @@ class AnswerConfig(_Strict):
     handoff: Annotated[str, Field(min_length=1)] | HandoffRoute | None = None
     include_flagged: bool = False
     link_allowlist: tuple[str, ...] = ()
+    #: Decide which sentence answers with the trained reader (see AnswerSettings.reader).
+    reader: bool = False
+    #: Its decision threshold (None: the one the reader's manifest records).
+    reader_threshold: float | None = None
 
 
 class Notify(_Strict):
@@ -595,6 +599,7 @@ class Config(_Strict):
         offered = handoff or handoff_text(a.handoff) or AnswerSettings().handoff
         return AnswerSettings(handoff=offered if a.when_no_evidence == "decline_and_offer_person" else "",
                               link_allowlist=a.link_allowlist, include_flagged=a.include_flagged,
+                              reader=a.reader, reader_threshold=a.reader_threshold,
                               top_k=self.retrieval.top_k, mode=self.retrieval.mode,
                               fusion=Fusion(r.fuse, r.rrf_k, r.window, r.alpha))
 

@@ -624,8 +624,9 @@ class KnowledgeBase:
         the keyword fallback)."""
         kept, support = gated.kept, gated.kept_support
         cal = self._calibration_now()
-        reading = self._reading(gated.trace) if cal.reader else None
-        late = results.fallback is not None and results.fallback.reason == "vector_timeout"
+        st = gated.settings
+        reading = self._reading(gated.trace, st.reader_threshold) if cal.reader and st.reader else None
+        late = results.fallback is not None and results.fallback.get("reason") == "vector_timeout"
         if reading is not None and late:
             # The search missed its deadline: deciding on the keyword ranking alone would make
             # the answer depend on how busy the machine is.
@@ -642,9 +643,10 @@ class KnowledgeBase:
             [p for p in support if p is not None], results.question, cal,
             vectors, qvec, probes, [results.shift.of(h.language) for h in hits], max_sentences, reading)
 
-    def _reading(self, trace: dict[str, Any]) -> decide.Reading:
+    def _reading(self, trace: dict[str, Any], threshold: float | None) -> decide.Reading:
         """The trained reader, run within ``vector_timeout_ms`` of its own: past it, the
-        decision declines (``timeout``) and ``trace["timeout"]`` says what missed it."""
+        decision declines (``timeout``) and ``trace["timeout"]`` says what missed it.
+        ``threshold``: the caller's, else the reader's manifest's."""
         reader = get_reader()
 
         def read(question: str, spans: list[str]) -> np.ndarray | None:
@@ -656,7 +658,7 @@ class KnowledgeBase:
                 trace["timeout"] = got.as_dict()
                 return None
             return got
-        return decide.Reading(read, reader.threshold)
+        return decide.Reading(read, reader.threshold if threshold is None else threshold, reader.stack)
 
     def _quotes_within(self, trace: dict[str, Any]) -> Callable[[list[str]], np.ndarray | None]:
         """Embeds the candidate quotes (through the embedding cache) within a deadline of

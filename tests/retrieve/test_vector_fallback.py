@@ -111,12 +111,13 @@ def test_a_vector_search_past_the_deadline_falls_back(
     assert store.search(STAFF, fresh("parcels austria")).fallback is None
 
 
-def test_quote_vectors_past_the_deadline_fall_back_and_finish_into_the_cache(
+def test_quote_vectors_past_the_deadline_decline_and_finish_into_the_cache(
         store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """The answer-bearing decision's quote vectors (first meeting of a sentence) have a deadline
-    of their own: past it the answer is decided by the quotes' words alone and its trace says
-    so, and the late embedding still fills the cache, so the same answer next time reads them
-    by meaning. A search (plain or with the on-topic decision) embeds no sentence at all, so it
+    of their own: past it the answer is declined with ``timeout`` (never decided by the quotes'
+    words alone: an answer must not depend on how busy the machine is) and its trace says so,
+    and the late embedding still fills the cache, so the same answer next time reads them by
+    meaning. A search (plain or with the on-topic decision) embeds no sentence at all, so it
     is never late for one."""
     tag = uuid.uuid4().hex[:8]
     store.ingest([Document(id="gift", tenant="acme", groups=frozenset({"staff"}), version="1",
@@ -145,7 +146,8 @@ def test_quote_vectors_past_the_deadline_fall_back_and_finish_into_the_cache(
     assert ans.trace is not None and ans.trace["fallback"] == {
         "fallback": "keyword", "reason": "vector_timeout",
         "detail": "the quotes' embedding did not finish within retrieval.vector.timeout_ms (100 ms)"}
-    assert ans.trace["decision"]["answer_bearing"]["threshold"] == store._calibration_now().keyword_coverage
+    assert ans.status == "declined" and ans.reason == "timeout"
+    assert ans.trace["decision"]["answer_bearing"]["why"] == "timeout"
     until = time.monotonic() + 10
     while not done and time.monotonic() < until:  # the late call finishes in the background
         time.sleep(0.02)

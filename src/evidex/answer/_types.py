@@ -44,6 +44,15 @@ class AnswerSettings:
     #: How the hybrid legs are fused for the answer's search (the configured retrieval fusion).
     fusion: Fusion = field(default_factory=Fusion)
     max_sentences: int = 3
+    #: Decide answer-bearing with the trained reader (``embed.E5Reader``; the embedding model
+    #: must have one: multilingual-e5-small). Off by default: at the operating point its
+    #: objective asks for (>= 95 % of released answers right on every development set) it
+    #: declines nearly every question today (benchmarks/RESULTS.md, "Reader").
+    reader: bool = False
+    #: The reader's decision threshold; None: the one its manifest records (fitted for the
+    #: objective above). The curve of what each value answers and declines is in
+    #: benchmarks/RESULTS.md, so an operator can choose another point knowingly.
+    reader_threshold: float | None = None
 
 
 @dataclass

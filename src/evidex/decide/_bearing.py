@@ -258,11 +258,18 @@ def _rank(c: Candidate, cal: Calibration) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Reading:
-    """The trained reader, as the caller runs it: ``read`` within the decision's deadline, and
-    the logit a span must reach to answer."""
+    """The trained reader, as the caller runs it: ``read`` within the decision's deadline; the
+    decision score of a span is ``stack`` over (its logit, the scorer's ``FEATURES``, 1), or the
+    logit itself without a stack; a span answers when its score reaches ``threshold``."""
 
     read: ReadWithin
     threshold: float
+    stack: tuple[float, ...] = ()
+
+    def decision(self, logit: float, c: Candidate) -> float:
+        if len(self.stack) != len(FEATURES) + 2:
+            return logit
+        return float(self.stack[0] * logit + np.dot(self.stack[1:-1], c.features) + self.stack[-1])
 
 
 def answer_bearing(texts: Sequence[str], contexts: Sequence[Sequence[str]],
@@ -274,12 +281,12 @@ def answer_bearing(texts: Sequence[str], contexts: Sequence[Sequence[str]],
     state what ``question`` asks, and which spans answer it? (The rule: the module docstring.)
 
     With ``reading`` (the trained reader) the scorer only orders the spans: the reader reads
-    its first ``READ_DEPTH`` and the best of them answers when the reader's score reaches its
-    threshold. A deadline missed on the way (the spans' vectors or the reader) declines with
-    ``timeout``: an answer never depends on how busy the machine is."""
+    its first ``READ_DEPTH`` and the best of them answers when its decision score reaches the
+    reader's threshold. A deadline missed on the way (the spans' vectors, or the reader)
+    declines with ``timeout``: an answer never depends on how busy the machine is."""
     asked = question.asked
     missed = False
-    if reading is not None and vectors is not None:
+    if vectors is not None:
         embed = vectors
 
         def vectors(texts: list[str]) -> np.ndarray | None:
@@ -323,11 +330,12 @@ def _read(texts: Sequence[str], contexts: Sequence[Sequence[str]], support: Sequ
     only a span stating the asked kind may answer."""
     asked = question.asked
     ranked = sorted(cands, key=lambda c: (-_rank(c, cal), c.source, c.span.start))[:READ_DEPTH]
-    scores = reading.read(" ".join(question.text.split()),
+    logits = reading.read(" ".join(question.text.split()),
                           [span_text(texts[c.source][c.span.start:c.span.end], contexts[c.source])
                            for c in ranked])
-    if scores is None:
+    if logits is None:
         return AnswerBearing(False, (), False, threshold=reading.threshold, why="timeout", asked=asked.kind)
+    scores = [reading.decision(float(x), c) for x, c in zip(logits, ranked, strict=True)]
     allowed = [i for i, c in enumerate(ranked) if c.typed or not asked.strict]
     if not allowed:
         return AnswerBearing(False, (), False, threshold=reading.threshold, why="not_stated",

@@ -75,13 +75,17 @@ class ReaderManifest:
 
     sha256: str
     threshold: float
+    #: The decision's weights: the reader's logit, the scorer's features, then the bias.
+    stack: tuple[float, ...]
     raw: dict[str, Any]
 
 
 def load_manifest(path: Path = MANIFEST) -> ReaderManifest:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        return ReaderManifest(str(raw["weights"]["sha256"]), float(raw["decision"]["threshold"]), raw)
+        decision = raw["decision"]
+        return ReaderManifest(str(raw["weights"]["sha256"]), float(decision["threshold"]),
+                              tuple(float(x) for x in decision.get("stack") or ()), raw)
     except FileNotFoundError:
         raise ReaderUnavailableError(f"the reader's manifest is missing: {path}; reinstall evidex "
                                      "or rebuild the reader with `make reader`") from None
@@ -136,8 +140,14 @@ class E5Reader:
 
     @property
     def threshold(self) -> float:
-        """The logit a span must reach to answer (fitted on development data, in the manifest)."""
+        """The decision score a span must reach to answer (fitted on development data, in the
+        manifest)."""
         return self.load().manifest.threshold
+
+    @property
+    def stack(self) -> tuple[float, ...]:
+        """The decision's weights over (the reader's logit, the scorer's features, bias)."""
+        return self.load().manifest.stack
 
     def score(self, question: str, spans: Sequence[str]) -> npt.NDArray[np.float32]:
         """The logit that each of ``spans`` (``span_text``: read with its context) states the
