@@ -64,7 +64,7 @@ def main() -> dict:
             kb.answer(actor, q, settings=ON)
         plain_before = len(calls)
         for q in questions:
-            kb.search(actor, q, limit=6)
+            kb.search(actor, q, limit=6, limits=QUESTION_LIMITS)
         plain_calls = len(calls) - plain_before
         search, answer, alone, spans = [], [], [], []
         for q in questions:

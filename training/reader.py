@@ -450,16 +450,28 @@ def calibrate() -> None:
     calib = [r for r in data["dev"] if r["role"] == "calib"]
     test = data["test"]
     sha = hashlib.sha256(WEIGHTS.read_bytes()).hexdigest()
-    # A provisional manifest so the reader loads; the decision is fitted below.
-    _write_manifest(MANIFEST, sha, 0.0, [], {})
+    # A provisional manifest so new weights load (the decision is fitted below); one that
+    # already describes these weights stays until the new one is written whole.
+    from evidex.embed._e5_reader import ReaderUnavailableError, load_manifest
+    try:
+        current = load_manifest(MANIFEST).sha256
+    except ReaderUnavailableError:
+        current = None
+    if current != sha:
+        _write_manifest(MANIFEST, sha, 0.0, [], {})
     scored = WORK / f"scored-{sha[:12]}.pkl"
-    if scored.exists():
-        calib, test = pickle.loads(scored.read_bytes())
+    cached_calib, cached_test = pickle.loads(scored.read_bytes()) if scored.exists() else ([], [])
+    reader = E5Reader()
+    # Scores are cached per weights file and split (the test split may be collected later).
+    if len(cached_calib) == len(calib):
+        calib = cached_calib
     else:
-        reader = E5Reader()
         score_records(calib, reader)
+    if len(cached_test) == len(test):
+        test = cached_test
+    else:
         score_records(test, reader)
-        scored.write_bytes(pickle.dumps((calib, test)))
+    scored.write_bytes(pickle.dumps((calib, test)))
     on_topic = calibration(EMBEDDER).on_topic
     # Out-of-fold decision scores: the stacker of each fifth of the calibration questions is
     # fitted on the other four fifths, so the threshold is chosen on scores it never saw.

@@ -69,12 +69,13 @@ def test_a_word_found_in_one_sentence_chooses_it() -> None:
     assert got == "Worn jackets cannot be returned. [1]"
 
 
-def test_a_table_header_row_is_not_quoted_its_rows_are() -> None:
+def test_a_table_header_row_is_not_quoted_its_rows_are_with_their_headers() -> None:
     text = ("| Status | Qualifying spend per calendar year | Points per 1 € |\n|---|---|---|\n"
             "| Scout | from 0 € | 1 point |\n| Summit | from 1,500 € | 1.5 points |")
     srcs, sup = one(["how", "much", "spend", "to", "reach", "summit", "status"], text)
     out = extract(srcs, sup, "how much do I need to spend to reach summit status")["answer"]
-    assert out == "Summit; from 1,500 €; 1.5 points [1]"  # shown without the table's pipes
+    # Shown without the table's pipes, each cell with its column's header.
+    assert out == "Summit: Qualifying spend per calendar year from 1,500 €, Points per 1 € 1.5 points [1]"
 
 
 def test_a_duration_asked_for_in_a_later_sentence_of_the_question() -> None:
