@@ -389,9 +389,12 @@ class ReplicatedStore:
     @contextmanager
     def read(self, at_least: int | None = None, latest: bool = False) -> Iterator[SQLView]:
         session = current_session()
-        # Reads include the caller's writes (the session's) and this handle's own.
-        wanted = [g for g in (at_least, session.need(self.lineage) if session else None, self.written or None)
-                  if g is not None]
+        # Reads include the caller's writes: the session's, when it knows its caller (the
+        # service: one key's write never makes another key, another tenant, wait for the
+        # primary); else this handle's own (a script, a command).
+        per_caller = session is not None and session.memory is not None and bool(session.caller)
+        own = None if per_caller else (self.written or None)
+        wanted = [g for g in (at_least, session.need(self.lineage) if session else None, own) if g is not None]
         need = max(wanted) if wanted else None
         server, cm, view = self._choose(need, latest)
         if session is not None:
