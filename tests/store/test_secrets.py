@@ -52,6 +52,8 @@ def test_error_text_quoting_a_connection_string_is_scrubbed() -> None:
     clean = scrubbed(message, url)
     assert "S3cret" not in clean and "other-pw" not in clean
     assert scrubbed("host=h password='a b c' dbname=d") == "host=h password=*** dbname=d"
+    assert scrubbed("no connection to postgresql://u:hunter2@db/x: refused") == \
+        "no connection to postgresql://u:***@db/x: refused"
 
 
 @pytest.fixture(scope="module")

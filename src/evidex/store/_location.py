@@ -46,6 +46,10 @@ _PAIR = re.compile(r"(?<![\w.-])(" + "|".join(sorted(SECRET_PARAMS, key=len, rev
                    + r")(\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&#]*)", re.IGNORECASE)
 
 
+#: A URL's ``user:password@`` inside free text.
+_USERINFO = re.compile(r"(://[^/@:\s]*:)[^/@\s]+@")
+
+
 def _parts(url: str) -> SplitResult:
     try:
         return urlsplit(url)
@@ -107,6 +111,7 @@ def scrubbed(text: str, *locations: str) -> str:
         redacted_form = redacted(location)
         if location != redacted_form:
             text = text.replace(location, redacted_form)
+    text = _USERINFO.sub(r"\1***@", text)  # any URL's user:password@ the message quotes
     return _PAIR.sub(lambda m: m.group(1) + m.group(2) + _MASK, text)
 
 

@@ -394,7 +394,8 @@ class ReplicatedStore:
         # primary); else this handle's own (a script, a command).
         per_caller = session is not None and session.memory is not None and bool(session.caller)
         own = None if per_caller else (self.written or None)
-        wanted = [g for g in (at_least, session.need(self.lineage) if session else None, own) if g is not None]
+        caller_needs = session.need(self.lineage) if session else None
+        wanted = [g for g in (at_least, caller_needs, own) if g is not None]
         need = max(wanted) if wanted else None
         server, cm, view = self._choose(need, latest)
         if session is not None:
