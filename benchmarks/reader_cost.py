@@ -32,7 +32,6 @@ from evidex.answer import AnswerSettings
 from evidex.embed import DEFAULT_EMBEDDER, get_reader
 from evidex.kb import QUESTION_LIMITS
 
-
 #: The reader on (it is off by default); its threshold does not change what it reads.
 ON = AnswerSettings(reader=True)
 

@@ -36,6 +36,7 @@ server) and nothing is served from both servers at once (reads switch with the m
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -82,13 +83,17 @@ from .store import (
 )
 from .tools import Toolbox, ToolConfig
 
-__all__ = ["MoveReport", "PlacedKnowledgeBase", "Placement", "config_line", "move_tenant", "open_knowledge",
-           "write_placement"]
+__all__ = ["SERVICE_MOVE_WAIT_S", "MoveReport", "PlacedKnowledgeBase", "Placement", "config_line",
+           "move_tenant", "open_knowledge", "unfinished_source", "write_placement"]
 
 T = TypeVar("T")
 
-#: How long a write of a tenant being moved waits for the move to finish before it fails.
+#: How long a write of a tenant being moved waits for the move to finish before it fails, by
+#: default (a command line, a script). The service waits ``SERVICE_MOVE_WAIT_S`` only: its
+#: request holds a store handle meanwhile, which other tenants' requests need; the caller gets
+#: 503 with Retry-After instead.
 MOVE_WAIT_S = 120.0
+SERVICE_MOVE_WAIT_S = 2.0
 #: Catch-up passes before the freeze stop once a pass copies at most this many documents.
 QUIET_PASS = 50
 MAX_PASSES = 8
@@ -165,8 +170,9 @@ class PlacedKnowledgeBase(KnowledgeBase):
     rest of this handle's life; one being moved makes writes wait until the move finishes."""
 
     def __init__(self, placement: Placement, *, tools: Toolbox | Sequence[ToolConfig] = (),
-                 **settings: Any) -> None:
+                 move_wait_s: float = MOVE_WAIT_S, **settings: Any) -> None:
         self._placement = placement
+        self._move_wait_s = move_wait_s
         self._settings = settings
         self._shared_tools = tools if isinstance(tools, Toolbox) else Toolbox(tools)
         self._owns_tools = not isinstance(tools, Toolbox)
@@ -206,7 +212,7 @@ class PlacedKnowledgeBase(KnowledgeBase):
 
     def _routed(self, tenant: str, call: Callable[[KnowledgeBase], T]) -> T:
         """``call`` on ``tenant``'s server, following a move (see the class docstring)."""
-        waited_until = time.monotonic() + MOVE_WAIT_S
+        waited_until = time.monotonic() + self._move_wait_s
         hops = 0
         while True:
             try:
@@ -217,7 +223,7 @@ class PlacedKnowledgeBase(KnowledgeBase):
                 if moved.state == "moving":
                     if time.monotonic() > waited_until:
                         raise
-                    time.sleep(0.2)
+                    time.sleep(min(0.2, self._move_wait_s))
                     continue
                 hops += 1
                 if hops > 3:
@@ -460,7 +466,9 @@ def move_tenant(tenant: str, source: StoreLocation, target: StoreLocation, *, ke
     prints or writes the configuration there). Raises ``StoreError`` when verification finds
     a difference (the tenant then stays frozen on the source: run again to retry)."""
     if _key(source) == _key(target) or source.url == target.url:
-        raise EvidexError(f"tenant {tenant!r} is already on {redacted(target.url)}")
+        raise EvidexError(f"tenant {tenant!r} is already on {redacted(target.url)} (to finish a move whose "
+                          "configuration was switched but whose old store is no longer configured, "
+                          "give --from OLD-STORE)")
     report = MoveReport(tenant, redacted(source.url), redacted(target.url), kept_source=keep_source)
     report.config_line = config_line(tenant, target)
     stamp = time.perf_counter()
@@ -473,6 +481,10 @@ def move_tenant(tenant: str, source: StoreLocation, target: StoreLocation, *, ke
 
     src = open_location(source, store, **settings)
     try:
+        if src.store.tenant_marks().get(tenant) is None and not _holds(src, tenant):
+            # Before anything is created or marked: a mistyped name leaves no trace anywhere.
+            raise EvidexError(f"tenant {tenant!r} has no documents on {redacted(source.url)}: nothing to "
+                              "move (check the name; --from names the store it is on)")
         # The target may still mark the tenant as moved away (it left this store once): its
         # copy is read for verification all the same.
         dst = open_location(target, store, analyzer=src.store.analyzer, embedder=src.store.embedder,
@@ -536,6 +548,37 @@ def move_tenant(tenant: str, source: StoreLocation, target: StoreLocation, *, ke
         src.close()
 
 
+def _holds(kb: KnowledgeBase, tenant: str) -> bool:
+    """Whether the store holds anything of ``tenant`` (a document, a record or a run)."""
+    with kb.store.read(latest=True) as view:
+        if view.tenant_documents(tenant):
+            return True
+    return bool(kb.runs(1, tenant=tenant)) or bool(kb.conflicts(tenant))
+
+
+def unfinished_source(placement: Placement, tenant: str, target: StoreLocation,
+                      **settings: Any) -> StoreLocation | None:
+    """The configured location that marks ``tenant`` as moving or moved to ``target``: the
+    source of a move whose configuration was already switched to ``target`` (the command was
+    killed after writing it) and that still holds the tenant, which running the same command
+    again finishes. None when no configured location does."""
+    here = without_password(target.url)
+    for loc in placement.locations():
+        if _key(loc) == _key(target) or loc.url == target.url:
+            continue
+        kb = open_location(loc, placement.store, **settings)
+        try:
+            mark = kb.store.tenant_marks().get(tenant)
+            # Moved and removed, the move is over: its mark stays for stale processes.
+            unfinished = mark is not None and mark.location == here and (mark.state == "moving"
+                                                                         or _holds(kb, tenant))
+        finally:
+            kb.close()
+        if unfinished:
+            return loc
+    return None
+
+
 def _same_model(src: KnowledgeBase, dst: KnowledgeBase) -> None:
     a, b = src.store, dst.store
     if (a.analyzer, a.embedder, a.dimension) != (b.analyzer, b.embedder, b.dimension):
@@ -592,8 +635,20 @@ def _location_yaml(location: StoreLocation) -> str:
     return "{url: " + _scalar(location.url) + ", replicas: [" + replicas + "]}"
 
 
+#: Words YAML reads as something other than a string.
+_YAML_WORDS = frozenset({"null", "true", "false", "yes", "no", "on", "off", "y", "n", "~"})
+#: A tenant name written plain: anything else is quoted.
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
 def _scalar(value: str) -> str:
-    return yaml.safe_dump(value, default_style=None, width=10_000).strip().removesuffix("\n...").strip()
+    """``value`` as a YAML scalar that reads back as itself in any context, block or flow: a
+    plain name as it is, everything else double-quoted (a JSON string is a YAML double-quoted
+    scalar). A plain URL inside ``{url: ..., replicas: [...]}`` would be split at its commas or
+    cut at `` #``, and the file would not read back."""
+    if _PLAIN_KEY.fullmatch(value) and value.lower() not in _YAML_WORDS:
+        return value
+    return json.dumps(value, ensure_ascii=False)
 
 
 def config_line(tenant: str, location: StoreLocation) -> str:

@@ -282,6 +282,15 @@ ADVERSARIAL: dict[str, tuple[Callable[[dict[str, Any]], tuple[int, Any]], str | 
         r"allowlist"),
     "link_without_scheme": (_answer("Worn items go to www.evil.example for resale. [{n}]", ["{n}"]),
                             r"allowlist"),
+    # Issue 45, finding 9: links of any syntax or scheme, not only http(s)/ftp/www.
+    "markdown_javascript_link": (_answer("Worn items: [click here](javascript:alert(document.cookie)) for "
+                                         "the form. [{n}]", ["{n}"]), r"allowlist"),
+    "reference_definition_link": (_answer(W + " [{n}]\n\n[{n}]: data:text/html;base64,PHNjcmlwdD4=",
+                                          ["{n}"]), r"allowlist"),
+    "markdown_image_relative": (_answer("Worn items are shown here ![label](//evil.example/x.png) now. "
+                                        "[{n}]", ["{n}"]), r"allowlist"),
+    "other_scheme": (_answer("Worn items are listed at gopher://evil.example/1 for resale. [{n}]", ["{n}"]),
+                     r"allowlist"),
     "html_tag": (_answer("Worn items are <b>not</b> accepted unless they arrived damaged. [{n}]",
                          ["{n}"]), r"HTML"),
     "html_entity": (_answer("Worn items are accepted only if the price is &lt; 10 euros. [{n}]",

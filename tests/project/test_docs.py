@@ -155,6 +155,36 @@ def _commands(body: str) -> list[tuple[list[str], str, list[str]]]:
     return out
 
 
+#: A decimal figure in a demo's output (a score, a similarity).
+_FIGURE = re.compile(r"(?<![\w.])(\d+\.\d{2,})(?![\w.])")
+
+
+def _same_output(got: list[str], expected: list[str]) -> bool:
+    """The same lines, words and order, with each decimal figure within 0.01 of the document's
+    (issue 45, finding 12): an embedding computed on another CPU prints similarity 0.851 where
+    docs/answers.md shows 0.847. Decisions, ranks and texts still have to be equal."""
+    if len(got) != len(expected):
+        return False
+    for a, b in zip(got, expected, strict=True):
+        pa, pb = _FIGURE.split(a), _FIGURE.split(b)
+        if len(pa) != len(pb) or pa[0::2] != pb[0::2]:
+            return False
+        if any(abs(float(x) - float(y)) > 0.01 + 1e-9 for x, y in zip(pa[1::2], pb[1::2], strict=True)):
+            return False
+    return True
+
+
+def test_demo_figures_may_differ_in_the_last_digit_only() -> None:
+    def line(doc: str, score: str, similarity: str, verdict: str) -> list[str]:
+        return [f"  [1] {doc} #5: {score} (similarity {similarity}, coverage 1.000) {verdict}"]
+
+    shown = line("shop/returns", "0.331", "0.898", "on topic")
+    assert _same_output(line("shop/returns", "0.329", "0.902", "on topic"), shown)
+    assert not _same_output(line("shop/returns", "0.331", "0.898", "off topic"), shown)
+    assert not _same_output(line("shop/returns", "0.331", "0.798", "on topic"), shown)
+    assert not _same_output(line("shop/size-guide", "0.331", "0.898", "on topic"), shown)
+
+
 @pytest.mark.slow
 def test_demo_examples_are_what_the_demo_prints(demo_dir: tuple[Demo, Path]) -> None:
     demo, here = demo_dir
@@ -168,7 +198,7 @@ def test_demo_examples_are_what_the_demo_prints(demo_dir: tuple[Demo, Path]) -> 
                 proc = _run(demo, here, cmd)
                 got = [ln.rstrip() for ln in demo.as_make_run(proc.stdout).rstrip("\n").splitlines()]
                 if not update:
-                    assert got == [ln.rstrip() for ln in expected], (
+                    assert _same_output(got, [ln.rstrip() for ln in expected]), (
                         f"{block.id}: `{cmd}` printed (EVIDEX_UPDATE_DOCS=1 rewrites the block):\n"
                         + "\n".join(got) + f"\n{proc.stderr}")
                 parts.append("\n".join([*written, *got]))

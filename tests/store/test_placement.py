@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -107,6 +107,13 @@ def test_every_knowledge_base_method_is_routed_by_tenant() -> None:
 
 
 # -- moving ---------------------------------------------------------------------------------------
+def _until(done: Callable[[], bool], within_s: float = 300.0) -> None:
+    """Wait for ``done`` (a count reached), however slow the machine; a bound only against a hang."""
+    deadline = time.monotonic() + within_s
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 class Load:
     """Writes and reads of one tenant through a handle on the *old* placement while a move
     runs: every acknowledged write is remembered; every failed call is kept."""
@@ -169,10 +176,13 @@ def test_a_move_with_reads_and_writes_going_on_loses_and_duplicates_nothing(urls
     for t in threads:
         t.start()
     try:
-        time.sleep(0.3)
+        # Counted, not timed: on a busy machine 0.3 s may hold no write at all.
+        _until(lambda: (load.writes >= 6 and load.reads >= 6) or bool(load.errors))
         report = move_tenant("acme", old.location("acme"), StoreLocation(url=b))
+        moved_at = load.writes
+        # Writes and reads after the switch go on: through the mark.
+        _until(lambda: (load.writes >= moved_at + 5 and load.reads >= 11) or bool(load.errors))
     finally:
-        time.sleep(0.3)  # writes and reads after the switch go on: through the mark
         load.stop.set()
         for t in threads:
             t.join()
@@ -387,7 +397,7 @@ def test_move_tenant_command_writes_the_configuration_and_stats_summarise_all(ur
     # file keeps saying b), and a caller of the old placement follows the tenant back.
     back = evidex("move-tenant", "acme", "--to", a, "--keep-source")
     assert back.returncode == 0, back.stderr
-    assert f"acme: {a}" in back.stdout and "(kept on the old store)" in back.stdout
+    assert f"acme: {json.dumps(a)}" in back.stdout and "(kept on the old store)" in back.stdout
     assert raw(b, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(4,)]
     assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(4,)]
     assert load_config(config).store.tenants["acme"].url == b  # type: ignore[union-attr]

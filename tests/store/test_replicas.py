@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, ServerUnavailable
-from evidex.store import ReplicaSettings
+from evidex.store import ReadSession, RecentWrites, ReplicaSettings, read_session
 from pgcluster import Cluster, PgServer, wait_replayed
 from service_helpers import BIN, Server, auth, sha
 from strategies import Scenario, ref_bm25, results, scenarios, visible
@@ -568,6 +568,33 @@ def test_the_next_command_reads_the_last_ones_write_another_caller_need_not(serv
         assert "served by replica" in other.stderr
     finally:
         _resumed(r1)
+
+
+def test_one_callers_write_slows_no_other_caller(servers: tuple[PgServer, ...]) -> None:
+    """Issue 45, finding 5: read-your-writes was per store handle, so after one acme write
+    while the replica lagged every caller on that worker (globex included) waited for the
+    primary. With callers known (the service's sessions), only the writer's reads need it."""
+    p, r1, _ = servers
+    schema = _schema()
+    kb = _open(p, [r1], schema)
+    memory = RecentWrites(30.0)
+    globex = Actor("globex", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
+    try:
+        kb.ingest([_doc(i, tenant="globex") for i in range(3)])
+        wait_replayed(p, r1)
+        r1.pause_replay()
+        with read_session(ReadSession(memory=memory, caller="acme-admin\x1facme")):
+            kb.ingest(_doc(50, tenant="acme"))
+        with read_session(ReadSession(memory=memory, caller="acme-admin\x1facme")) as mine:
+            acme = Actor("acme", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
+            assert len(kb.search(acme, "alpha", mode="keyword")) == 1
+        assert mine.served[-1].server.startswith("primary")
+        with read_session(ReadSession(memory=memory, caller="globex-user\x1fglobex")) as other:
+            assert len(kb.search(globex, "alpha", mode="keyword")) == 3
+        assert [s.server.split()[0] for s in other.served] == ["replica"]  # not made to wait
+    finally:
+        _resumed(r1)
+        kb.close()
 
 
 # -- the service ----------------------------------------------------------------------------------

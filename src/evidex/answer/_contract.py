@@ -4,7 +4,12 @@
   of ids of provided sources (ints, no unknown ids);
 * every sentence that states something carries a [n] marker of a provided source, and the
   sources it cites contain most of its content words (a grounding check, not proof);
-* no HTML, links only from the allowlist.
+* no HTML, links only from the allowlist: an http(s) URL that starts with an allowlisted prefix
+  (ending at a path, query or fragment boundary, so ``https://help.example.com.evil/`` is not
+  ``https://help.example.com``). Any other link is a violation whatever its syntax or scheme: a
+  bare URL of any ``scheme://``, a ``javascript:``, ``data:``, ``vbscript:``, ``file:``,
+  ``mailto:`` ... reference, a Markdown link or image (``[click](target)``), a reference
+  definition (``[1]: target``) or an autolink.
 Each cited passage must also still resolve; that check needs the store and is done by the
 caller.
 """
@@ -20,7 +25,17 @@ from ..ingest import sentence_spans
 __all__ = ["check_output", "markers", "sentences"]
 
 _MARKER = re.compile(r"\[(\d{1,3})\]")
-_URL = re.compile(r"(?:https?|ftp)://[^\s<>\"')\]]+|www\.[^\s<>\"')\]]+", re.IGNORECASE)
+_URL = re.compile(r"(?<![\w+.-])[a-z][a-z0-9+.-]{0,30}://[^\s<>\"')\]]*|(?<![\w.-])www\.[^\s<>\"')\]]+",
+                  re.IGNORECASE)
+#: Schemes that act or fetch without ``//`` (``javascript:alert(1)``, ``data:text/html,...``),
+#: followed by something other than a space (so "Required data: name" is prose). Spaces and
+#: control characters a browser drops inside a scheme are allowed between its letters.
+_BARE_SCHEMES = ("javascript", "vbscript", "livescript", "data", "file", "blob", "filesystem", "mailto",
+                 "view-source", "jar")
+_BARE = re.compile(r"(?<![\w+.-])(?:" + "|".join(r"[\s\x00-\x1f]*".join(name) for name in _BARE_SCHEMES)
+                   + r")[\s\x00-\x1f]*:(?=\S)", re.IGNORECASE)
+#: A Markdown link or image target (``](target``) and a reference definition (``[x]: target``).
+_TARGET = re.compile(r"\]\(\s*<?([^\s)>]*)|^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*<?(\S*?)>?(?:\s|$)", re.MULTILINE)
 _HTML = re.compile(r"<\s*/?\s*[a-zA-Z][^>]*>|&[a-zA-Z]+;|&#\d+;")
 
 
@@ -88,6 +103,29 @@ def check_output(
         problems.append("the answer contains HTML")
     allowed = tuple(allowlist)
     for url in _URL.findall(answer):
-        if not url.startswith(allowed) or not allowed:
-            problems.append(f"a link is not on the allowlist ({url.split('/')[2] if '//' in url else 'www'})")
+        if not _allowed(url, allowed):
+            problems.append(f"a link is not on the allowlist ({_host(url)})")
+    for m in _BARE.finditer(answer):
+        problems.append(f"a link is not on the allowlist ({re.sub(r'[^a-z-]', '', m.group().lower())}: link)")
+    for m in _TARGET.finditer(answer):
+        target = m.group(1) if m.group(1) is not None else m.group(2)
+        if target and not (_URL.fullmatch(target) or _BARE.match(target) or _allowed(target, allowed)):
+            problems.append("a link is not on the allowlist (a link target that is not an allowed URL)")
     return problems
+
+
+def _allowed(url: str, allowed: tuple[str, ...]) -> bool:
+    """An http(s) URL that starts with an allowlisted prefix at a boundary."""
+    low = url.lower()
+    if not low.startswith(("http://", "https://")):
+        return False
+    for prefix in allowed:
+        p = prefix.lower()
+        if low.startswith(p) and (p.endswith(("/", "?", "#")) or len(low) == len(p) or low[len(p)] in "/?#:"):
+            return True
+    return False
+
+
+def _host(url: str) -> str:
+    """The link's host (or ``www``) for the violation: never the rest of the URL."""
+    return url.split("/")[2] if "//" in url else "www"

@@ -20,7 +20,7 @@ __all__ = ["SUPPORT_SHARE", "supporting_span"]
 
 #: Share of an answer sentence's content words that the supporting passage sentence(s) must hold.
 SUPPORT_SHARE = 0.5
-_MARKERS = re.compile(r"\s*\[\d{1,3}\]")
+_MARKERS = re.compile(r"(?<!\s)\s*\[\d{1,3}\]")  # from a run's start only: linear
 _URLS = re.compile(r"(?:https?|ftp)://\S+|www\.\S+", re.IGNORECASE)
 
 

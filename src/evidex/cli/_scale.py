@@ -9,7 +9,7 @@ import typer
 
 from ..config import StoreLocation
 from ..model import EvidexError
-from ..placement import MoveReport, move_tenant, write_placement
+from ..placement import MoveReport, move_tenant, unfinished_source, write_placement
 from ..store import redacted
 from ._output import JsonOpt, UsageError, emit, errors, safe
 from ._settings import open_kb, placement, state
@@ -46,9 +46,13 @@ def move_tenant_command(
     where = placement()
     if write_config and not state.config_path:
         raise UsageError("--write-config rewrites the --config file: give --config FILE")
-    frm = StoreLocation.model_construct(url=source, replicas=()) if source else where.location(tenant)
     target = StoreLocation.model_validate({"url": to, "replicas": to_replica or []})
     r = state.cfg.retrieval
+    frm = StoreLocation.model_construct(url=source, replicas=()) if source else where.location(tenant)
+    if not source and frm.url == target.url:
+        # The configuration names the target already: a move killed after writing it. Its old
+        # store still marks the tenant as moved there; the same command finishes it.
+        frm = unfinished_source(where, tenant, target, vector_timeout_ms=r.vector.timeout_ms) or frm
     show = not as_json
 
     def progress(step: str, done: int, total: int) -> None:

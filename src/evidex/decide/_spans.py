@@ -42,7 +42,7 @@ ANAPHOR = re.compile(
 QUALIFIES = re.compile(r"\b(?:exceptions?|ausnahmen?)\b", re.IGNORECASE)
 _IDENT_ONLY = re.compile(
     r"^\W*(?:sku|art(?:icle|ikel)?\.?-?\s*(?:no|nr|number|nummer)?\.?|item\s+(?:no|number)|"
-    r"product\s+(?:no|number|code)|model|modell|id|ref(?:erence)?)\.?:?\s*[A-Z0-9][\w./-]*\W*$",
+    r"product\s+(?:no|number|code)|model|modell|id|ref(?:erence)?)\.?:?\s*[A-Z0-9][\w./-]*+\W*+$",
     re.IGNORECASE)
 _LABEL = re.compile(r"^\W*([A-Za-zÄÖÜäöüß][\w ./-]{0,30}?):\s+\S")
 _STEP = re.compile(
@@ -125,7 +125,8 @@ def steps_block(text: str, sentences: Sequence[tuple[int, int]], i: int) -> tupl
 
 #: An object pronoun among a sentence's first words refers back too ("We ship them delivered
 #: duty paid" after "Gas cartridges ..."). Capitalised "Sie" is the polite "you", not "them".
-_EARLY_PRONOUN = re.compile(r"^\W*(?:[\w'’-]+\s+){0,3}(?:them|these|those|dies|diese[nmrs]?|(?-i:sie))\b",
+#: The leading marks are taken whole (``*+``): a run of them is not retried as words.
+_EARLY_PRONOUN = re.compile(r"^\W*+(?:[\w'’-]+\s+){0,3}(?:them|these|those|dies|diese[nmrs]?|(?-i:sie))\b",
                             re.IGNORECASE)
 
 
@@ -194,7 +195,10 @@ def table_header(text: str, at: int) -> list[str] | None:
     return _cells(lines[0])
 
 
-_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])|"
+#: Strong emphasis holds no other ``**``/``__`` (``(?!\1)``): each opening scans to the next mark
+#: at most, so a line of ``**- `` is one pass.
+_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)((?:(?!\1).)+?)(?<=\S)\1|"
+                       r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])|"
                        r"`([^`\n]+)`|(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])")
 _DELIMITER_CELL = re.compile(r":?-{3,}:?")
 _LINE_MARK = re.compile(r"^[ \t]*(?:#{1,6}[ \t]+|[-*•+][ \t]+|\d+[.)][ \t]+|>[ \t]?)", re.MULTILINE)

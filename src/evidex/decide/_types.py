@@ -185,7 +185,8 @@ _CLAUSE = re.compile(r"(?:^|[,;:–—(]\s*|\s-\s)(?:(?:and|but|so|then|und|aber
                      r"(?:(?:within|for|in|at|by|from|to|on|after|until|innerhalb|an|um|bis|seit|ab|für|zu|"
                      r"nach)\s+(?=(?:how|what|which|when|wie|welche\w*|wann|was)\b))?(?=\w)",
                      re.IGNORECASE)
-_ASKING = re.compile(r"[^.!?]*\?|[^.!?]+$")
+#: A sentence starts only after a mark (the lookbehinds): one scan of each, not one per letter.
+_ASKING = re.compile(r"(?<![^.!?])[^.!?]*\?|(?<![^.!?])[^.!?]+$")
 
 
 def _asking_sentence(question: str) -> str:
@@ -250,12 +251,16 @@ _SENTENCE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?<![\w.,])\d+(?:[.,]\d+)*\s*(?:tonnes?|tons?|tonnen|pounds|lbs?|ounces?|oz|kilos?)\b",
         re.IGNORECASE)),
     ("number", re.compile(r"\b(?:halves|thirds?|quarters?|drittel|viertel|hälfte)\b", re.IGNORECASE)),
-    ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
-    ("url", re.compile(r"https?://\S+|www\.\S+|\b[\w-]+(?:\.[\w-]+)*\.(?:com|de|at|ch|org|net|eu|io|example)"
+    # Runs of letters, dashes and dots are bounded (a local part holds at most 64 characters, a
+    # domain label 63, a street name 60): a pattern tried at each character of a long run scans
+    # a bounded stretch from there, not the rest of the run, so the work grows linearly.
+    ("email", re.compile(r"[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)+")),
+    ("url", re.compile(r"https?://\S+|www\.\S+|"
+                       r"\b[\w-]{1,63}(?:\.[\w-]{1,63}){0,9}\.(?:com|de|at|ch|org|net|eu|io|example)"
                        r"(?:/[\w./%-]*)?\b", re.IGNORECASE)),
     ("phone", re.compile(r"(?<![\w.,])(?:\+|00)\d{1,3}[\s/.-]?(?:\(0\))?(?:\d[\s/.-]?){6,14}\d(?![\w.,]\d)|"
                          r"(?<![\w.,])0\d{2,5}[\s/-]\d(?:[\s/-]?\d){4,10}(?![\w.,]\d)")),
-    ("code", re.compile(r"\b[A-Z]{1,6}[-‐]?\d{2,}[A-Z0-9-]*\b|\b[A-Z]{2}\d{6,}\b|\bHRB\s?\d+\b")),
+    ("code", re.compile(r"\b[A-Z]{1,6}[-‐]?\d{2,}+[A-Z0-9-]*\b|\b[A-Z]{2}\d{6,}+\b|\bHRB\s?\d+\b")),
     ("year", re.compile(r"(?<![\d.,])(?:1[0-9]{3}|20[0-9]{2})(?![\d.,]\d)")),
     ("number", re.compile(
         r"(?<![\w])\d+(?:[.,]\d+)?\b|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
@@ -277,7 +282,9 @@ _SENTENCE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("reason", re.compile(r"\b(?:because|since|due\s+to|as\s+a\s+result|so\s+that|in\s+order\s+to|therefore|"
                           r"which\s+is\s+why|weil|denn|wegen|damit|deshalb|daher|aufgrund|darum)\b",
                           re.IGNORECASE)),
-    ("place", re.compile(r"\b[\wäöüß-]+(?:straße|strasse|str\.|weg|platz|allee|gasse|ring|damm|ufer)\s*\d+|"
+    ("place", re.compile(r"\b[\wäöüß-]{1,60}"
+                         r"(?:straße|strasse|str\.|weg|platz|allee|gasse|ring|damm|ufer)"
+                         r"\s*\d+|"
                          r"\b\d{4,5}\s+[A-ZÄÖÜ][a-zäöüß]+|\b\d+\s+[A-Z][a-z]+\s+(?:Street|St\.|Road|Avenue|"
                          r"Lane)\b|"
                          r"\b(?:in|at|near|from|to|im|in\s+der|am|bei|nach)\s+(?:the\s+)?[A-ZÄÖÜ][\wäöüß-]+")),

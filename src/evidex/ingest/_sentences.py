@@ -20,10 +20,17 @@ __all__ = ["sentence_spans"]
 
 _SENTENCE_END = re.compile(
     r"(?<=[.!?])(?:[ \t]*(?:\[\d{1,3}\])+)?\s+(?=\S)(?!\[\d{1,3}\])"  # after . ! ? (+ markers)
-    r"|(?:[ \t]*(?:\[\d{1,3}\])+)?[ \t]*\n\s*"  # or at a line break: list items are sentences
+    # or at a line break: list items are sentences. Tried only from the start of a run of blanks
+    # (the lookbehind) and over at most 8 markers, so neither a long run of blanks nor one of
+    # markers is scanned again from each of its characters (where such a match starts does not
+    # matter: a sentence ends where the match ends).
+    r"|(?<![ \t])(?:[ \t]*(?:\[\d{1,3}\]){1,8})?[ \t]*\n\s*"
 )
 
-#: A day of the month written as a German ordinal, right before the boundary ("am 3.").
+#: A day of the month written as a German ordinal, right before the boundary ("am 3."). At most
+#: three characters: each boundary searches only that far back (``_DAY_REACH``), so splitting
+#: stays linear in the text's length.
+_DAY_REACH = 3
 _DAY = re.compile(r"(?<![\d.])(?:[1-9]|[12]\d|3[01])\.$")
 _MONTH = re.compile(r"(?:Januar|Jänner|Februar|Feber|März|April|Mai|Juni|Juli|August|September|"
                     r"Oktober|November|Dezember)\b")
@@ -42,7 +49,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         if "\n" not in m.group(0) and text[m.end(): m.end() + 1].islower():
             continue  # an abbreviation, not the end of a claim
         if m.group(0).isspace() and "\n" not in m.group(0) and (
-                (_DAY.search(text, 0, m.start()) and _MONTH.match(text, m.end()))
+                (_DAY.search(text, max(0, m.start() - _DAY_REACH), m.start()) and _MONTH.match(text, m.end()))
                 or _ORDINAL.search(text, max(0, m.start() - 24), m.start())):
             continue  # "3. Januar", "in der 85. Minute": an ordinal
         _add(text, pos, m.end(), out)

@@ -27,7 +27,7 @@ from .. import __version__
 from ..answer import AnswerSettings
 from ..config import ServerSettings
 from ..kb import KnowledgeBase
-from ..model import EvidexError
+from ..model import EvidexError, StoreError
 from ..store import RecentWrites
 from ..tools import Toolbox
 from . import (
@@ -47,7 +47,7 @@ from ._consistency import ReadYourWrites
 from ._deps import DriftFn, Services, SyncFn
 from ._guard import Guard
 from ._identity import Authenticator, RateLimiter
-from ._logging import setup_logging
+from ._logging import STORE_RETRY_AFTER_S, STORE_UNAVAILABLE, log_store_failure, setup_logging
 from ._pool import StorePool, as_factory
 from ._schemas import max_quote_chars
 
@@ -123,8 +123,17 @@ def create_app(
     return app
 
 
-async def _library_error(_: Request, exc: EvidexError) -> JSONResponse:
+async def _library_error(request: Request, exc: EvidexError) -> JSONResponse:
+    if isinstance(exc, StoreError):
+        log_store_failure(exc, route=_route_of(request))
+        return JSONResponse({"detail": STORE_UNAVAILABLE}, status_code=503,
+                            headers={"Retry-After": str(STORE_RETRY_AFTER_S)})
     return JSONResponse({"detail": str(exc)}, status_code=422)
+
+
+def _route_of(request: Request) -> str:
+    route = request.scope.get("route")
+    return str(getattr(route, "path", "") or "")
 
 
 def _openapi(app: FastAPI, quote_chars: int) -> dict[str, Any]:

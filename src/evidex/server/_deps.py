@@ -109,6 +109,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": Problem, "description": "the body or a value breaks the API or query contract"},
     429: {"model": Problem, "description": "rate limit of this key, or of failed credential checks "
                                            "from this address, exceeded (see Retry-After)"},
+    503: {"model": Problem, "description": "the store is unavailable (a server down, a tenant being moved) "
+                                           "or the service is busy; try again (see Retry-After)"},
 }
 ADMIN_ERRORS = {**ERRORS, 403: {"model": Problem, "description": "not an admin key"},
                 501: {"model": Problem, "description": "no sources are configured on this server"}}

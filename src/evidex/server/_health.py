@@ -27,14 +27,19 @@ def healthz(svc: Svc) -> Response:
     return JSONResponse({"status": "ok"})
 
 
+#: What ``/v1/health`` shows of a server to a tenant's admin: no address, location, error text
+#: or other tenants' names (the operator reads those with ``evidex servers`` and in the log).
+SHOWN = ("role", "state", "generation", "lag_s", "since")
+
+
 @router.get("/v1/health", responses=ADMIN_ERRORS)
 def health(who: Admin, svc: Svc) -> Response:
-    """Each server: role, state (ok, lagging, down), generation, lag in seconds, and the id the
-    ``X-Evidex-Server`` header names it by; ``status`` is ``degraded`` when one is not ok
-    (reads then go to the others, writes fail while a primary is down)."""
+    """The servers of the caller's tenant's store (its primary and replicas): role, state (ok,
+    lagging, down), generation, lag in seconds, and the id the ``X-Evidex-Server`` header names
+    it by; ``status`` is ``degraded`` when one is not ok (reads then go to the others, writes
+    fail while a primary is down). Other tenants' stores are not listed."""
     with svc.pool.handle() as kb:
-        servers = kb.servers()
-    shown = [{"id": server_id(str(s["server"])), **{k: v for k, v in s.items() if k != "url"}}
-             for s in servers]
+        servers = kb.for_tenant(who.actor.tenant).servers()
+    shown = [{"id": server_id(str(s["server"])), **{k: s[k] for k in SHOWN if k in s}} for s in servers]
     status = "ok" if all(s.get("state") == "ok" for s in servers) else "degraded"
     return JSONResponse({"status": status, "servers": shown})

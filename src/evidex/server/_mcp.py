@@ -22,11 +22,11 @@ from pydantic import BaseModel, ValidationError
 from ..answer import AnswerSettings
 from ..config import ServerSettings
 from ..kb import KnowledgeBase
-from ..model import ConfigError, EvidexError
+from ..model import ConfigError, EvidexError, StoreError
 from ..tools import ToolConfig
 from . import _operations
 from ._identity import Authenticator, Principal
-from ._logging import log_failure, setup_logging
+from ._logging import STORE_UNAVAILABLE, log_failure, log_store_failure, setup_logging
 from ._schemas import AnswerRequest, ResolveBody, SearchRequest
 
 __all__ = ["KEY_ENV", "build_server", "principal_from_env", "run_stdio"]
@@ -99,6 +99,9 @@ def build_server(kb: KnowledgeBase, who: Principal, *, answer_settings: AnswerSe
         call: Callable[[], dict[str, Any]] = lambda: run(params.name, args)  # noqa: E731
         try:
             data = await anyio.to_thread.run_sync(call)
+        except StoreError as exc:  # the server's address and the database's words stay in the log
+            log_store_failure(exc, tool=params.name)
+            return _error(STORE_UNAVAILABLE)
         except EvidexError as exc:
             return _error(str(exc))
         except Exception as exc:

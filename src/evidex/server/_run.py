@@ -28,7 +28,7 @@ from ..embed import QUERY_THREADS_ENV, THREADS_ENV, thread_count
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError
 from ..notify import HandoffRoute
-from ..placement import Placement, open_knowledge
+from ..placement import SERVICE_MOVE_WAIT_S, Placement, open_knowledge
 from ..sources import Scheduler, after_drift, drift, owners_hook, sync
 from ..store import RecentWrites, is_postgres_url, redacted
 from ..tools import Toolbox
@@ -180,7 +180,8 @@ def build_app(db: str, config: str | Path | Config, *, replicas: Sequence[str] =
     # and share one toolbox (its HTTP client and lookup threads), closed with the app.
     tools = Toolbox(cfg.tools)
     handles = functools.partial(open_knowledge, placement(db, cfg, replicas),
-                                vector_timeout_ms=cfg.retrieval.vector.timeout_ms, tools=tools)
+                                vector_timeout_ms=cfg.retrieval.vector.timeout_ms, tools=tools,
+                                move_wait_s=SERVICE_MOVE_WAIT_S)
     seconds = cfg.store.remember_writes_s if cfg.store is not None else 12.0
     settings = require_settings(cfg)
     route = cfg.answer.handoff

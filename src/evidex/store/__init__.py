@@ -25,7 +25,7 @@ from ._contract import (
     StoredPassage,
 )
 from ._copy import CopyReport, copy_store, verify_copy
-from ._location import is_postgres_url, redacted, without_password
+from ._location import is_postgres_url, redacted, scrubbed, without_password
 from ._runs import RunRecord
 from ._session import ReadSession, RecentWrites, Served, current_session, read_session
 from ._sqlite import SQLiteStore
@@ -68,6 +68,7 @@ __all__ = [
     "open_store",
     "read_session",
     "redacted",
+    "scrubbed",
     "sync_tenant",
     "verify_copy",
     "without_password",

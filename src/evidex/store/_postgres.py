@@ -21,6 +21,7 @@ libpq. The schema is created if missing; the ``vector`` extension too when the r
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
@@ -35,7 +36,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..model import ServerUnavailable, StoreError
 from ._core import SQLStore
 from ._integrity import postgres_integrity
-from ._location import redacted, split_url
+from ._location import redacted, scrubbed, split_url
 from ._merge_runner import InlineMerges
 from ._migrations import SCHEMA_VERSION
 from ._pgvector import HNSW_EF_SEARCH, RowVectors, hnsw_ddl, register_vector
@@ -48,6 +49,16 @@ def server_name(conninfo: str) -> str:
     """``host:port/database`` of a libpq connection string (a Unix socket's folder as host)."""
     d = conninfo_to_dict(conninfo)
     return f"{d.get('host') or 'localhost'}:{d.get('port') or 5432}/{d.get('dbname') or d.get('user') or ''}"
+
+
+#: SQLSTATEs of a server that shut down or cannot take connections now.
+_SHUTDOWN = ("57P01", "57P02", "57P03")
+
+
+def _gone(exc: psycopg.OperationalError) -> bool:
+    """Whether ``exc`` says the server went away (a connection class or shutdown state, or none)."""
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _SHUTDOWN
 
 
 def lineage_of(url: str) -> str:
@@ -169,7 +180,11 @@ class PostgresStore(SQLStore):
         self.conninfo, self.schema, self.vector_search = split_url(url)
         self.read_only = read_only
         self._where = repr(self.schema)
-        name = server_name(self.conninfo)
+        try:
+            name = server_name(self.conninfo)
+        except psycopg.Error as exc:  # libpq could not parse it: one line, not a traceback
+            raise StoreError(f"{redacted(url)} is not a PostgreSQL URL libpq accepts: "
+                             f"{scrubbed(str(exc).strip(), url)}") from None
         self.label = f"{role} {name}" if role else name
         self.lineage = lineage or lineage_of(url)
         self.dialect = PostgresDialect(self.schema)
@@ -182,7 +197,11 @@ class PostgresStore(SQLStore):
             with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=seconds) as c:
                 meta = self._replica_meta(c) if read_only else self._init_schema(c, analyzer)
         except psycopg.OperationalError as exc:
-            raise ServerUnavailable(f"cannot connect to {redacted(url)}: {str(exc).strip()}") from None
+            raise ServerUnavailable(f"cannot connect to {redacted(url)}: "
+                                    f"{scrubbed(str(exc).strip(), url)}") from None
+        except psycopg.ProgrammingError as exc:  # an option libpq does not know, a bad value
+            raise StoreError(f"{redacted(url)} is not a PostgreSQL URL libpq accepts: "
+                             f"{scrubbed(str(exc).strip(), url)}") from None
         self.analyzer = self._adopt(meta, analyzer, embedder)
         self._pool_args = (pool_size, seconds, connect_timeout)
         self._pool = self._new_pool()
@@ -217,7 +236,10 @@ class PostgresStore(SQLStore):
         """Replace the pool by a fresh one (the caches stay): after the server was down, the
         old pool may still be waiting out its reconnection back-off, while the server answers."""
         old, self._pool = self._pool, self._new_pool()
-        old.close(timeout=0)
+        # Closed on a thread of its own, with the pool's own wait: a worker still trying the
+        # old connections ends within it, and neither this caller waits nor psycopg warns on
+        # stderr that it "couldn't stop thread ... within 0 seconds".
+        threading.Thread(target=old.close, name=f"close-{old.name}", daemon=True).start()
 
     def _configure(self, conn: psycopg.Connection) -> None:
         conn.execute(sql.SQL("SET search_path = {}, public").format(sql.Identifier(self.schema)))
@@ -275,7 +297,16 @@ class PostgresStore(SQLStore):
             with self._pool.connection() as conn:
                 yield conn
         except PoolTimeout as exc:
-            raise ServerUnavailable(f"no connection to {redacted(self.url)}: {exc}") from None
+            raise ServerUnavailable(f"no connection to {redacted(self.url)}: "
+                                    f"{scrubbed(str(exc), self.url)}") from None
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            # The server went away under a pooled connection (shut down, restarted, network):
+            # the same ServerUnavailable as a failed connect, so callers see one kind of outage
+            # (a query that was wrong stays the driver's error).
+            if isinstance(exc, psycopg.OperationalError) and not _gone(exc):
+                raise
+            raise ServerUnavailable(f"the connection to {redacted(self.url)} was lost: "
+                                    f"{scrubbed(str(exc).strip(), self.url)}") from exc
 
     @contextmanager
     def _connection(self) -> Iterator[_Cursor]:

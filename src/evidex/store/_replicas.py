@@ -54,7 +54,7 @@ from psycopg import sql
 
 from ..model import IngestReport, ReadFailed, ServerUnavailable, StoreError
 from ._contract import DocumentWrite, HistoryEntry, SourceEntry, StoredDocument
-from ._location import redacted, split_url
+from ._location import redacted, scrubbed, split_url
 from ._postgres import PostgresStore, lineage_of, server_name
 from ._runs import RunRecord
 from ._session import current_session
@@ -232,6 +232,7 @@ class ReplicatedStore:
 
     # -- health -----------------------------------------------------------------------------------
     def _set(self, s: _Server, state: str, error: str = "") -> None:
+        error = scrubbed(error, s.url)  # a driver's message may quote the connection string
         with self._lock:
             changed = s.state != state
             s.state, s.error = state, error
@@ -332,7 +333,8 @@ class ReplicatedStore:
             if p.store is None:
                 self._open_primary()
             elif p.state != "ok":
-                p.store.reconnect()
+                if p.state == "down":  # back: fresh connections (not at the first probe: its pool is new)
+                    p.store.reconnect()
                 self._set(p, "ok")
         except (psycopg.Error, OSError, TypeError, ValueError) as exc:
             self._set(p, "down", _first_line(exc))
@@ -387,9 +389,13 @@ class ReplicatedStore:
     @contextmanager
     def read(self, at_least: int | None = None, latest: bool = False) -> Iterator[SQLView]:
         session = current_session()
-        # Reads include the caller's writes (the session's) and this handle's own.
-        wanted = [g for g in (at_least, session.need(self.lineage) if session else None, self.written or None)
-                  if g is not None]
+        # Reads include the caller's writes: the session's, when it knows its caller (the
+        # service: one key's write never makes another key, another tenant, wait for the
+        # primary); else this handle's own (a script, a command).
+        per_caller = session is not None and session.memory is not None and bool(session.caller)
+        own = None if per_caller else (self.written or None)
+        caller_needs = session.need(self.lineage) if session else None
+        wanted = [g for g in (at_least, caller_needs, own) if g is not None]
         need = max(wanted) if wanted else None
         server, cm, view = self._choose(need, latest)
         if session is not None:

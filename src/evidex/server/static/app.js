@@ -20,6 +20,8 @@
     context_budget: "Not even the best passage fitted into the model's context.",
     generator_error: "The answer generator could not be reached.",
     no_answer_in_sources: "The passages found do not contain an answer to this question.",
+    not_stated: "The passages found are about this question, but none of them states what it asks for.",
+    timeout: "The answer check did not finish in time; here is related reading.",
     tool_unavailable: "A live lookup this question needs did not give a usable answer just now, " +
       "so nothing is answered from older or stored data instead.",
     tool_needs_sign_in: "This lookup needs a signed-in customer; the key you use does not carry " +
@@ -48,7 +50,10 @@
   // list item ("- ", "1. "), and inside it for **strong**, *emphasis* / _emphasis_ and `code`.
   // The markup characters are left out; every shown character keeps its offset in the original
   // text, so a cited span given by offsets is marked exactly.
-  const INLINE = /\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__|(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])|(?<![\w_])_(?=[^\s_])(.+?)(?<=[^\s_])_(?![\w_])|`([^`]+)`/g;
+  // A mark's content holds no mark of its own kind ("**" in **strong**, "*" in *em*): each
+  // opening scans to the next mark at most, so a line of "**- " renders in one pass, not one
+  // pass per mark.
+  const INLINE = /\*\*(?=\S)((?:(?!\*\*).)+?)(?<=\S)\*\*|__(?=\S)((?:(?!__).)+?)(?<=\S)__|(?<![\w*])\*(?=[^\s*])([^*]+?)(?<=[^\s*])\*(?![\w*])|(?<![\w_])_(?=[^\s_])([^_]+?)(?<=[^\s_])_(?![\w_])|`([^`]+)`/g;
   const STYLE_OF_GROUP = [null, "strong", "strong", "em", "em", "code"];
 
   // A table row ("| Repair | Price |") and its delimiter row ("|---|---|").

@@ -1,0 +1,148 @@
+"""Text paths in linear time (issue 45, findings 2, 7 and 8).
+
+Sentence splitting rescanned the text before every boundary (a passage of ". " took 17 s at
+32 KB); answer-type, span and marker patterns retried long runs from each of their characters
+("x-" * 4000 took 4.9 s in the URL pattern); punctuation-only text passed the word limits.
+
+Where the work can be counted it is (the characters the boundary checks search); a regular
+expression's steps cannot be, so those tests give inputs where quadratic work is minutes and
+linear work milliseconds, and bound the process's CPU time (not wall-clock time: another
+process on the machine does not count) a hundredfold above what linear work takes. The time
+ratios per doubling are measured in benchmarks/linear_text.py."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from evidex.answer._grounding import supporting_span
+from evidex.decide._spans import _refers_back, identifier_only, shown
+from evidex.decide._types import asked, stated
+from evidex.ingest import _sentences, split_text
+from evidex.ingest._limits import check_text
+from evidex.ingest._sentences import sentence_spans
+from evidex.model import DocumentError
+
+#: Pathological units: repeated punctuation, long runs, nested marks.
+UNITS = (". ", "x-", "**- ", "[1]", " ", "\t", "1.", "- ", "'", "A1", "a.", "3. ", "-", "*", "__ ", "A-1",
+         "aa-", "a/", "| ", "am 3. ")
+
+
+class _Counting:
+    """A compiled pattern whose ``search`` adds the characters it was given to search."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.searched = 0
+
+    def search(self, text: str, pos: int = 0, endpos: int | None = None) -> Any:
+        end = len(text) if endpos is None else endpos
+        self.searched += max(0, end - pos)
+        return self.pattern.search(text, pos, end)
+
+    def match(self, text: str, pos: int = 0, endpos: int | None = None) -> Any:
+        return self.pattern.match(text, pos, len(text) if endpos is None else endpos)
+
+
+@pytest.mark.parametrize("unit", [". ", "3. ", "am 3. ", "1. Januar. "])
+def test_sentence_boundaries_search_a_bounded_window(monkeypatch: pytest.MonkeyPatch, unit: str) -> None:
+    """Each boundary's ordinal checks search a few characters back, never the text before it:
+    the characters searched grow with the text, by at most a constant per character."""
+    day, ordinal = _Counting(_sentences._DAY), _Counting(_sentences._ORDINAL)
+    monkeypatch.setattr(_sentences, "_DAY", day)
+    monkeypatch.setattr(_sentences, "_ORDINAL", ordinal)
+    searched = []
+    for n in (20_000, 40_000):
+        day.searched = ordinal.searched = 0
+        text = unit * (n // len(unit))
+        sentence_spans(text)
+        searched.append(day.searched + ordinal.searched)
+        assert searched[-1] <= 30 * n
+    assert searched[1] <= 2.1 * searched[0]
+
+
+def test_sentence_boundaries_are_unchanged_by_the_bounds() -> None:
+    """The bounded searches find what the whole prefix did."""
+    text = ("Am 3. Januar 2027 öffnen wir. Im 19. Jahrhundert war es so. Er war aged 68. The end.\n"
+            "1. Sign in [1]\n2. Open it [2][3]   \nSee e.g. the box. Done! [4] Next? Yes.")
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "Am 3. Januar 2027 öffnen wir.", "Im 19. Jahrhundert war es so.", "Er war aged 68.", "The end.",
+        "1.", "Sign in [1]", "2.", "Open it [2][3]", "See e.g. the box.", "Done! [4]", "Next?", "Yes."]
+
+
+def _cpu(call: Callable[[str], object], text: str) -> float:
+    started = time.process_time()
+    call(text)
+    return time.process_time() - started
+
+
+def _answer_sentence(text: str) -> object:
+    return supporting_span(text, "Returns within 30 days.", str.split)
+
+
+PATHS: dict[str, Callable[[str], object]] = {
+    "sentences": sentence_spans, "types": stated, "asked": asked, "refers_back": _refers_back,
+    "identifier": identifier_only, "shown": shown, "grounding": _answer_sentence,
+    "check_text": check_text,
+}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_every_text_path_takes_linear_cpu_time_on_pathological_text(path: str) -> None:
+    """60,000 characters of each unit (and a tail that makes a pattern fail late): quadratic
+    work here is minutes of CPU, linear work well under a second. The bound is 10 s of this
+    process's CPU time per call, whatever else the machine runs."""
+    call = PATHS[path]
+    for unit in UNITS:
+        for tail in ("", "!", "a", "\n"):
+            text = unit * (60_000 // len(unit)) + tail
+            try:
+                spent = _cpu(call, text)
+            except DocumentError:
+                continue  # refused by a bound: that is linear too
+            assert spent < 10, f"{path} on {unit!r} * n + {tail!r}: {spent:.1f} s of CPU"
+
+
+def test_punctuation_only_text_is_bounded_like_words() -> None:
+    """Finding 7: 25 KB of ". " (no words) passed every word bound and took 35 s to embed;
+    marks count as tokens now, and characters are bounded too."""
+    with pytest.raises(DocumentError, match=r"more than 15,000 words and marks .*_MAX_TOKENS_PER_PASSAGE"):
+        split_text(". " * 20_000, "paragraph")
+    with pytest.raises(DocumentError, match="EVIDEX_MAX_TOKENS_PER_PASSAGE"):
+        check_text("**- " * 50_000)
+    with pytest.raises(DocumentError, match=r"more than 200,000 characters .*EVIDEX_MAX_CHARS_PER_PASSAGE"):
+        split_text("a" * 200_001, "document")
+    with pytest.raises(DocumentError, match="EVIDEX_MAX_CHARS_PER_PASSAGE"):
+        check_text("a" * 200_001)
+    assert len(split_text("Within 30 days. " * 1_000, "paragraph")) == 1  # 4,000 tokens: fine
+
+
+def test_the_token_and_character_bounds_are_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVIDEX_MAX_TOKENS_PER_PASSAGE", "100")
+    with pytest.raises(DocumentError, match="more than 100 words and marks"):
+        split_text("a, " * 60, "paragraph")
+    monkeypatch.setenv("EVIDEX_MAX_CHARS_PER_PASSAGE", "50")
+    with pytest.raises(DocumentError, match="more than 50 characters"):
+        split_text("word " * 11, "paragraph")
+
+
+@pytest.mark.parametrize(("pattern", "text", "kind"), [
+    ("url", "see shop.example.com/returns now", "url"),
+    ("email", "write to help@shop.example.com today", "email"),
+    ("code", "order AB-1234X arrived", "code"),
+    ("place", "at Hauptstraße 5 in Berlin", "place"),
+])
+def test_the_linear_patterns_still_find_their_values(pattern: str, text: str, kind: str) -> None:
+    assert kind in {m.kind for m in stated(text)}
+
+
+def test_emphasis_and_early_pronouns_read_as_before() -> None:
+    assert shown("**Returns** are *free* within `30` days, __always__.") == \
+        "Returns are free within 30 days, always."
+    assert _refers_back("- We ship them duty paid.") and not _refers_back("We ship parcels daily.")
+    assert identifier_only("SKU: AB-12/3.") and not identifier_only("SKU: AB-12 is sold out.")
+    assert asked("Hello. How much does it cost?").kind == "price"
