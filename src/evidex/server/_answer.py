@@ -32,6 +32,8 @@ async def answer(body: AnswerRequest, who: Caller, svc: Svc) -> Response:
     if svc.tools is not None:
         pending = svc.tools.start(svc.tools.asked(who.actor, body.question))
         live = await pending.wait_async()
+        if svc.metrics is not None:
+            svc.metrics.looked_up(who, live)
 
     def run() -> dict[str, Any]:
         with svc.pool.handle() as kb:
@@ -46,6 +48,8 @@ async def answer(body: AnswerRequest, who: Caller, svc: Svc) -> Response:
     # say_so declines without offering one).
     out["handoff_available"] = (out["status"] == "declined" and svc.handoff is not None
                                 and bool(out.get("handoff")))
+    if svc.metrics is not None:
+        svc.metrics.answered(who, out)
     log_event("answer", trace_id=out["trace_id"], status=out["status"], key=who.label,
               reason=out.get("reason"))
     return JSONResponse(out)

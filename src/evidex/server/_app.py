@@ -37,6 +37,7 @@ from . import (
     _documents,
     _handoff,
     _health,
+    _metrics,
     _page,
     _resolve,
     _search,
@@ -44,6 +45,7 @@ from . import (
     _tools,
 )
 from ._consistency import ReadYourWrites
+from ._counters import RequestMetrics, ServiceMetrics
 from ._deps import DriftFn, Services, SyncFn
 from ._guard import Guard
 from ._identity import Authenticator, RateLimiter
@@ -55,7 +57,7 @@ __all__ = ["create_app"]
 
 #: In the order of the OpenAPI document.
 _ROUTERS = (_search, _answer, _resolve, _documents, _admin, _conflicts, _handoff, _tools, _session,
-            _health, _page)
+            _health, _metrics, _page)
 
 
 def create_app(
@@ -107,7 +109,8 @@ def create_app(
     app.state.services = Services(
         pool=pool, answer_settings=answer_settings, generator=generator,
         fusion=(answer_settings or AnswerSettings()).fusion, sync=sync, drift=drift,
-        page=_page.render_page(settings), handoff=handoff, max_quote_chars=quote_chars, tools=toolbox)
+        page=_page.render_page(settings), handoff=handoff, max_quote_chars=quote_chars, tools=toolbox,
+        metrics=ServiceMetrics() if settings.metrics else None)
     app.openapi = lambda: _openapi(app, quote_chars)  # type: ignore[method-assign]
     app.add_exception_handler(EvidexError, _library_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
@@ -115,6 +118,8 @@ def create_app(
     for module in _ROUTERS:
         app.include_router(module.router)
     app.mount("/static", _page.static_files(), name="static")
+    if app.state.services.metrics is not None:  # innermost: the route is known when it returns
+        app.add_middleware(RequestMetrics, metrics=app.state.services.metrics)  # type: ignore[arg-type]
     # Inside the guard: the caller is known when the read session starts.
     app.add_middleware(ReadYourWrites, memory=recent_writes or RecentWrites(12.0))  # type: ignore[arg-type]
     app.add_middleware(Guard, auth=auth, limiter=RateLimiter(settings.rate_limit_per_minute),  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from ..answer import AnswerSettings
 from ..retrieve import Fusion
 from ..tools import Toolbox
+from ._counters import ServiceMetrics
 from ._identity import Principal
 from ._pool import StorePool
 from ._schemas import Problem
@@ -59,6 +60,8 @@ class Services:
     #: The live tools the handles share, so lookups run without a handle (None: unknown, the
     #: handles make their own).
     tools: Toolbox | None = None
+    #: The counters of ``GET /metrics`` (None: ``server.metrics`` is off).
+    metrics: ServiceMetrics | None = None
 
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from the server configuration, or a JWT "

@@ -32,6 +32,7 @@ from ..placement import Placement, open_knowledge
 from ..sources import Scheduler, after_drift, drift, owners_hook, sync
 from ..store import RecentWrites, is_postgres_url, redacted
 from ..tools import Toolbox
+from ._counters import MULTIPROC_ENV
 from ._handoff import TRACE_KEY_ENV
 from ._logging import log_failure, setup_logging
 
@@ -274,6 +275,10 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
     os.environ[CONFIG_ENV] = str(Path(config).resolve())
     os.environ[REPLICAS_ENV] = "\n".join(replicas)
     os.environ[RECENT_WRITES_ENV] = str(Path(shared) / "recent-writes.sqlite")
+    if workers > 1 and MULTIPROC_ENV not in os.environ:
+        # Each worker counts into files of one folder, and a scrape sums them (``_counters``).
+        (Path(shared) / "metrics").mkdir()
+        os.environ[MULTIPROC_ENV] = str(Path(shared) / "metrics")
     # One key for the trace ids of every worker: a handoff may reach another worker than the
     # answer it names.
     os.environ.setdefault(TRACE_KEY_ENV, secrets.token_hex(32))
