@@ -35,6 +35,7 @@ from . import (
     _answer,
     _conflicts,
     _documents,
+    _feedback,
     _handoff,
     _health,
     _metrics,
@@ -57,7 +58,7 @@ __all__ = ["create_app"]
 
 #: In the order of the OpenAPI document.
 _ROUTERS = (_search, _answer, _resolve, _documents, _admin, _conflicts, _handoff, _tools, _session,
-            _health, _metrics, _page)
+            _health, _feedback, _metrics, _page)
 
 
 def create_app(
