@@ -24,8 +24,8 @@ from ._identity import Principal
 from ._pool import StorePool
 from ._schemas import Problem
 
-__all__ = ["ADMIN_ERRORS", "DENIAL_FLOOR_S", "ERRORS", "Admin", "Caller", "DriftFn", "Services", "Svc",
-           "SyncFn", "uniform_denial"]
+__all__ = ["ADMIN_ERRORS", "DENIAL_FLOOR_S", "ERRORS", "Admin", "Caller", "DriftFn", "Services", "SourcesFn",
+           "Svc", "SyncFn", "uniform_denial"]
 
 
 class SyncFn(Protocol):
@@ -38,6 +38,12 @@ class DriftFn(Protocol):
     """Reports how the caller's tenant's store differs from its sources, changing nothing."""
 
     def __call__(self, *, tenant: str) -> Mapping[str, Any]: ...
+
+
+class SourcesFn(Protocol):
+    """What the configuration says about the caller's tenant's sources (``_ops.overview``)."""
+
+    def __call__(self, *, tenant: str) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,8 @@ class Services:
     tools: Toolbox | None = None
     #: The counters of ``GET /metrics`` (None: ``server.metrics`` is off).
     metrics: ServiceMetrics | None = None
+    #: The configured sources for the operators' view (None: no sources configured).
+    sources: SourcesFn | None = None
 
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from the server configuration, or a JWT "

@@ -174,6 +174,7 @@ def build_app(db: str, config: str | Path | Config, *, replicas: Sequence[str] =
     sources. ``recent_writes``: the file in which workers share each key's last write."""
     from ._app import create_app
     from ._handoff import HandoffSender
+    from ._ops import overview
 
     cfg = load_config(config) if isinstance(config, str | Path) else config
     run_sync, run_drift = source_operations(db, cfg, replicas) if cfg.sources else (None, None)
@@ -188,7 +189,8 @@ def build_app(db: str, config: str | Path | Config, *, replicas: Sequence[str] =
     handoff = HandoffSender(route, settings.smtp) if isinstance(route, HandoffRoute) else None
     return create_app(handles, settings, sync=run_sync, drift=run_drift,
                       answer_settings=cfg.answer_settings(), generator=cfg.answer.generator,
-                      handoff=handoff, tools=tools, recent_writes=RecentWrites(seconds, recent_writes))
+                      handoff=handoff, tools=tools, recent_writes=RecentWrites(seconds, recent_writes),
+                      sources=overview(cfg) if cfg.sources else None)
 
 
 def app_from_env() -> Any:
