@@ -27,6 +27,7 @@ from ..kb import KnowledgeBase
 from ..store import AnswerRecord, FeedbackRecord, HandoffRecord, since_stamp
 from ._deps import ADMIN_ERRORS, ERRORS, Admin, Caller, Svc
 from ._identity import Principal
+from ._logging import log_failure
 from ._schemas import Problem
 
 __all__ = ["LIMITER", "MAX_NOTE_CHARS", "PER_KEY_PER_HOUR", "FeedbackLimiter", "FeedbackRequest",
@@ -88,24 +89,33 @@ def _actor_of(who: Principal) -> dict[str, list[str]]:
 def record_answer(kb: KnowledgeBase, who: Principal, question: str, trace_id: str,
                   reply: Mapping[str, Any]) -> None:
     """Record an answer just given to ``who`` by its trace id: ids and fingerprints of what it
-    cited (passages only; a live lookup is not a passage and stays out), never text."""
+    cited (passages only; a live lookup is not a passage and stays out), never text. A store
+    that cannot take the record is logged (``answer_record_failed``), never the answer's end."""
     cited = tuple({"document_id": c["document_id"], "version": c["version"], "passage": c["passage"],
                    "content_sha256": c["content_sha256"]}
                   for c in reply.get("citations") or () if c.get("kind", "passage") == "passage")
     related = tuple(dict.fromkeys(r["document_id"] for r in reply.get("related") or ()))
-    kb.for_tenant(who.actor.tenant).store.record_answer(AnswerRecord(
-        tenant=who.actor.tenant, trace_id=trace_id, caller=who.label, question=question,
-        status=str(reply.get("status")), reason=reply.get("reason"), asked_at=_now(),
-        actor=_actor_of(who), cited=cited, related=related))
+    try:
+        kb.for_tenant(who.actor.tenant).store.record_answer(AnswerRecord(
+            tenant=who.actor.tenant, trace_id=trace_id, caller=who.label, question=question,
+            status=str(reply.get("status")), reason=reply.get("reason"), asked_at=_now(),
+            actor=_actor_of(who), cited=cited, related=related))
+    except Exception as exc:
+        # The answer is served all the same (a PostgreSQL primary that is down stops writes,
+        # not reads); feedback on it then gets the unknown-trace 404, and the log says why.
+        log_failure("answer_record_failed", exc, trace_id=trace_id)
 
 
 def record_handoff(kb: KnowledgeBase, who: Principal, question: str, trace_ids: list[str],
                    reply: Mapping[str, Any]) -> None:
     """Record a handoff the route took (or did not: ``delivered`` says whether any did)."""
     delivered = any(d.get("ok") for d in reply.get("deliveries") or ())
-    kb.for_tenant(who.actor.tenant).store.record_handoff(HandoffRecord(
-        tenant=who.actor.tenant, reference=str(reply.get("reference", "")), caller=who.label,
-        question=question, delivered=delivered, sent_at=_now(), trace_ids=tuple(trace_ids)))
+    try:
+        kb.for_tenant(who.actor.tenant).store.record_handoff(HandoffRecord(
+            tenant=who.actor.tenant, reference=str(reply.get("reference", "")), caller=who.label,
+            question=question, delivered=delivered, sent_at=_now(), trace_ids=tuple(trace_ids)))
+    except Exception as exc:  # the person has the handoff: the asker must not send it again
+        log_failure("handoff_record_failed", exc, reference=str(reply.get("reference", "")))
 
 
 class UnknownAnswer(LookupError):
