@@ -30,10 +30,14 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     db = tmp / "kb.db"
     build_store(db, tmp / "cache")
     config = write_config(tmp / "config.yaml", rate_limit_per_minute=100_000)
+    # The answers below must not depend on the machine's load: a vector-leg deadline it never misses.
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["retrieval"] = {"vector": {"timeout_ms": 600_000}}
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
     server = Server([str(BIN / "evidex"), "--db", str(db), "serve", "--config", str(config)],
                     {"EVIDEX_CACHE_DIR": str(tmp / "cache")}, tmp / "serve.log")
     try:
-        with httpx.Client(base_url=server.url, timeout=60) as c:
+        with httpx.Client(base_url=server.url, timeout=300) as c:
             yield {"c": c, "db": db, "tmp": tmp, "cache": tmp / "cache"}
     finally:
         server.stop()
