@@ -44,7 +44,7 @@ $(STAMP): pyproject.toml
 # for its live tools and its support inbox (examples/inbox_server.py, http://127.0.0.1:8082/:
 # handoffs and owner notices print there), rebuilds ./evidex.db by syncing the file's three
 # sources (help centre, returns policy PDF, staff wiki; embedded with the default model, vectors
-# cached, so only the first run embeds), then serves the web page and the API on
+# cached, so only the first run embeds; each source's run recorded for the page's Operators tab), then serves the web page and the API on
 # http://127.0.0.1:8000/ with the file's demo keys (only their SHA-256 is in the file; the keys
 # are printed here for this local demo, and EVIDEX_DEMO_KEY puts the customer key on the sign-in
 # form) until Ctrl-C. evidex and the tools service get the same
@@ -63,7 +63,7 @@ run: install
 	  ACME_INBOX_SECRET=$(DEMO_INBOX_SECRET) $(BIN)/python examples/inbox_server.py --port 8082 & inbox=$$!; \
 	  trap 'kill $$site $$tools $$inbox 2>/dev/null' EXIT INT TERM; \
 	  $(BIN)/python examples/wait_for.py http://127.0.0.1:8765/sitemap.xml || exit 1; \
-	  $(BIN)/evidex --db $(DB) --config $(CONFIG) sync || exit 1; \
+	  $(BIN)/evidex --db $(DB) --config $(CONFIG) sync --record || exit 1; \
 	  echo; \
 	  echo 'evidex web page and API: http://127.0.0.1:8000/  (OpenAPI: http://127.0.0.1:8000/openapi.json)'; \
 	  echo 'demo key (tenant acme, customers, public): $(DEMO_KEY)'; \

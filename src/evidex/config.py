@@ -461,6 +461,9 @@ class ServerSettings(_Strict):
     tool_hosts: tuple[str, ...] = Field(
         default=(), description="origins (scheme://host[:port]) live tools may call; nothing else")
     _tool_hosts = field_validator("tool_hosts")(_tools.check_origins)
+    metrics: bool = Field(
+        default=True, description="serve GET /metrics (Prometheus text format) to admin keys, each "
+                                  "its own tenant's series; false: 404 and nothing is counted")
     trusted_proxies: tuple[str, ...] = Field(
         default=(),
         description="addresses or networks (CIDR) of the reverse proxies in front of the service. "

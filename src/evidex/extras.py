@@ -17,7 +17,8 @@ __all__ = ["EXTRAS", "require"]
 
 #: extra -> {importable module: the PyPI distribution that provides it}
 EXTRAS: dict[str, dict[str, str]] = {
-    "server": {"fastapi": "fastapi", "uvicorn": "uvicorn", "jwt": "pyjwt", "mcp": "mcp"},
+    "server": {"fastapi": "fastapi", "uvicorn": "uvicorn", "jwt": "pyjwt", "mcp": "mcp",
+               "prometheus_client": "prometheus-client"},
     "postgres": {"psycopg": "psycopg", "psycopg_pool": "psycopg-pool"},
     "formats": {"pypdf": "pypdf", "docx": "python-docx", "selectolax": "selectolax"},
 }

@@ -52,7 +52,7 @@ def test_tools_answer_search_and_resolve_as_the_configured_key(setup: dict[str, 
         ("search", {"query": "zebra widgets", "mode": "keyword"}),
         ("search", {"query": "Einzelzimmer", "mode": "keyword"}),
     ])
-    assert set(out["tools"]) == {"search", "resolve", "answer"}
+    assert set(out["tools"]) == {"search", "resolve", "answer", "feedback"}
     assert out["tools"]["search"]["additionalProperties"] is False
     search, answer, other_tenant, internal = out["results"]
     assert not search["error"] and search["data"]["hits"][0]["document_id"] == "returns-faq"
@@ -100,3 +100,38 @@ def test_mcp_needs_a_configured_key(setup: dict[str, Path]) -> None:
     kb = KnowledgeBase.open(setup["db"], embed_cache=setup["cache"] / "embeddings.sqlite")
     assert kb.stats()["documents"] > 0
     kb.close()
+
+
+def test_feedback_tool_rates_the_keys_own_answers(setup: dict[str, Path]) -> None:
+    """The answer tool returns a trace id and records the answer; the feedback tool rates it,
+    and refuses a trace id no answer of this key has, with one line."""
+    params = StdioServerParameters(
+        command=str(BIN / "evidex"), args=["--db", str(setup["db"]), "mcp", "--config", str(setup["config"])],
+        env={"EVIDEX_API_KEY": "acme-customer-key", "EVIDEX_CACHE_DIR": str(setup["cache"])})
+
+    async def go() -> list[Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            answer = await session.call_tool("answer", {"question": "Can I return a worn jacket?"})
+            trace = answer.structured_content["trace_id"]
+            rated = await session.call_tool("feedback", {"trace_id": trace, "rating": "not_helpful",
+                                                         "note": "quoted the wrong section"})
+            unknown = await session.call_tool("feedback", {"trace_id": "0" * 32, "rating": "helpful"})
+            bad = await session.call_tool("feedback", {"trace_id": trace, "rating": "helpful",
+                                                       "note": "x" * 1001})
+            return [trace, rated, unknown, bad]
+
+    trace, rated, unknown, bad = anyio.run(go)
+    assert not rated.is_error and rated.structured_content == {"trace_id": trace, "rating": "not_helpful",
+                                                               "recorded": True}
+    assert unknown.is_error
+    assert unknown.content[0].text == "no answer with this trace id was given to this key"
+    assert bad.is_error and bad.content[0].text.startswith("invalid arguments: note:")
+    kb = KnowledgeBase.open(setup["db"])
+    try:
+        [given] = kb.store.feedback("acme")
+        assert (given.trace_id, given.rating) == (trace, "not_helpful")
+        assert given.note == "quoted the wrong section"
+    finally:
+        kb.close()
+

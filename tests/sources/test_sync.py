@@ -625,3 +625,21 @@ def test_cli_sync_and_drift_exit_statuses_json_and_webhook(
     (tmp_path / "help").rename(tmp_path / "gone")
     proc = cli("--db", db, "--config", str(cfg), "sync")
     assert proc.returncode == 1 and "does not exist" in proc.stderr
+
+
+def test_cli_sync_record_writes_each_sources_run_as_the_scheduler_does(tmp_path: Path) -> None:
+    """`make run` syncs with --record so the page's Operators tab and /metrics start with a sync
+    history; without it nothing is recorded (the run log is the scheduler's)."""
+    write(tmp_path / "help" / "a.md", "# A\n\nalpha\n")
+    make_pdf(tmp_path / "help" / "scan.pdf", None)
+    cfg = write(tmp_path / "k.yaml", HELP.format(extra=""))
+    db = str(tmp_path / "kb.db")
+    assert cli("--db", db, "--config", str(cfg), "sync").returncode == 0
+    assert json.loads(cli("--db", db, "runs", "--json").stdout) == {"runs": []}
+    write(tmp_path / "help" / "b.md", "# B\n\nbeta\n")
+    proc = cli("--db", db, "--config", str(cfg), "sync", "--record")
+    assert proc.returncode == 0, proc.stderr
+    [run] = json.loads(cli("--db", db, "runs", "--json").stdout)["runs"]
+    assert (run["kind"], run["source"], run["scheduled_for"]) == ("sync", "help", None)
+    assert run["counts"]["added"] == 1 and run["started_at"] <= run["ended_at"]
+    assert run["problems"] == ["skipped scan.pdf: no text layer (needs OCR)"] and run["ok"]

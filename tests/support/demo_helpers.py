@@ -95,7 +95,7 @@ def running_demo(tmp: Path) -> Iterator[Demo]:
                         f"http://127.0.0.1:{ports[8765]}/sitemap.xml", "30"], check=True)
         config = demo_config(tmp, ports)
         db = tmp / "evidex.db"
-        run_cli("--config", config, "sync", db=db, env=full, check=True, timeout=900)
+        run_cli("--config", config, "sync", "--record", db=db, env=full, check=True, timeout=900)
         server = Server([str(EVIDEX), "--db", str(db), "--config", str(config), "serve"],
                         env, tmp / "serve.log")
         yield Demo(server.url, db, config, f"http://127.0.0.1:{ports[8082]}", inbox_log, env, ports)

@@ -16,7 +16,7 @@ from .. import __version__
 from ..config import load_config
 from ..model import EvidexError
 from ..store import current_session, read_session
-from . import _documents, _eval, _findings, _scale, _search, _service, _sources, _store
+from . import _documents, _eval, _feedback, _findings, _scale, _search, _service, _sources, _store
 from ._output import fail, safe
 from ._settings import command_session, state
 from ._tools import tools_app
@@ -53,6 +53,10 @@ def _register() -> None:
     for info in tools_app.registered_commands:
         info.short_help = summary(info.callback) if info.callback else None
     app.add_typer(tools_app, name="tools")
+    # A module, not the Typer, in this namespace: docs/gen_reference.py reads every Typer here.
+    for info in _feedback.feedback_app.registered_commands:
+        info.short_help = summary(info.callback) if info.callback else None
+    app.add_typer(_feedback.feedback_app, name="feedback")
 
 
 _register()

@@ -55,7 +55,8 @@ def runs(limit: Annotated[int, typer.Option(min=1, max=10_000, help="How many, n
         # An empty listing would read as a store without a schedule's failures; say why it is empty.
         of = f" of source {safe(source)!r}" if source else ""
         typer.echo(f"no runs{of} recorded: runs are the scheduled syncs and drift checks of "
-                   "evidex schedule and evidex serve (evidex sync and drift are not recorded)")
+                   "evidex schedule and evidex serve, and evidex sync --record (evidex drift is not "
+                   "recorded)")
 
 
 COMMANDS = {"conflicts": conflicts, "runs": runs}

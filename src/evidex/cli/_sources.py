@@ -7,6 +7,7 @@ import contextlib
 import functools
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -86,7 +87,10 @@ def _print_problems(rep: Any) -> None:
 
 
 @errors
-def sync(source: SourceOpt = None, as_json: JsonOpt = False) -> None:
+def sync(source: SourceOpt = None, as_json: JsonOpt = False,
+         record: Annotated[bool, typer.Option("--record", help=(
+             "Also record each source's run in the store's run log, as scheduled runs are (evidex "
+             "runs, the page's Operators tab, /metrics)."))] = False) -> None:
     """Bring the index in line with the configured sources.
 
     New documents are added, changed ones supersede, unchanged ones are skipped without
@@ -94,7 +98,14 @@ def sync(source: SourceOpt = None, as_json: JsonOpt = False) -> None:
 
     Exit status 1 when a source or an item could not be read (its indexed documents are kept).
     """
+    started = datetime.now(UTC)
     report = _run_sources("sync", source, show=not as_json)
+    if record:
+        from ..sources import run_records
+
+        with open_kb() as kb:
+            for run in run_records(need_config(), report, started, datetime.now(UTC)):
+                kb.record_run(run)
     totals = ", ".join(f"{k} {v}" for k, v in report.totals().items())
     _show(report, as_json, _synced, f"total: {totals} ({report.seconds:.1f} s)")
     if not report.ok:

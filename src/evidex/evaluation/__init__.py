@@ -18,6 +18,7 @@ from ..answer import AnswerSettings
 from ._beir import EVAL_LIMITS, corpus_documents, evaluate_beir, evaluate_qa, load_beir, metrics, run_queries
 from ._casefile import TYPES, Case, CaseFile, load_cases
 from ._collection import Collection, build_store, lint
+from ._feedback import FeedbackDraft, feedback_cases
 from ._html import render_html
 from ._report import build_report, render_text
 from ._run import Runner
@@ -25,10 +26,12 @@ from ._run import Runner
 __all__ = [
     "EVAL_LIMITS",
     "TYPES",
+    "FeedbackDraft",
     "corpus_documents",
     "evaluate_beir",
     "evaluate_cases",
     "evaluate_qa",
+    "feedback_cases",
     "lint_cases",
     "load_beir",
     "load_cases",

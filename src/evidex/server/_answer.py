@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse, Response
 from ..tools import LiveSource
 from . import _operations
 from ._deps import ERRORS, Caller, Svc
+from ._feedback import record_answer
 from ._handoff import issue_trace_id
 from ._logging import log_event
 from ._schemas import AnswerRequest, AnswerResponse
@@ -32,20 +33,28 @@ async def answer(body: AnswerRequest, who: Caller, svc: Svc) -> Response:
     if svc.tools is not None:
         pending = svc.tools.start(svc.tools.asked(who.actor, body.question))
         live = await pending.wait_async()
+        if svc.metrics is not None:
+            svc.metrics.looked_up(who, live)
+
+    # The id a handoff, feedback (and an operator reading the log) name this answer by; only
+    # this caller's key can name it.
+    trace_id = issue_trace_id(who)
 
     def run() -> dict[str, Any]:
         with svc.pool.handle() as kb:
-            return _operations.answer(kb, who.actor, body, svc.answer_settings, svc.generator,
-                                      admin=who.admin, live=live)
+            reply = _operations.answer(kb, who.actor, body, svc.answer_settings, svc.generator,
+                                       admin=who.admin, live=live)
+            record_answer(kb, who, body.question, trace_id, reply)
+            return reply
 
     out = await run_in_threadpool(run)
-    # The id a handoff (and an operator reading the log) names this answer by; only this
-    # caller's key can name it in a handoff.
-    out["trace_id"] = issue_trace_id(who)
+    out["trace_id"] = trace_id
     # The button needs a route and an answer that offers a person (answer.when_no_evidence:
     # say_so declines without offering one).
     out["handoff_available"] = (out["status"] == "declined" and svc.handoff is not None
                                 and bool(out.get("handoff")))
+    if svc.metrics is not None:
+        svc.metrics.answered(who, out)
     log_event("answer", trace_id=out["trace_id"], status=out["status"], key=who.label,
               reason=out.get("reason"))
     return JSONResponse(out)

@@ -35,8 +35,11 @@ from . import (
     _answer,
     _conflicts,
     _documents,
+    _feedback,
     _handoff,
     _health,
+    _metrics,
+    _ops,
     _page,
     _resolve,
     _search,
@@ -44,7 +47,8 @@ from . import (
     _tools,
 )
 from ._consistency import ReadYourWrites
-from ._deps import DriftFn, Services, SyncFn
+from ._counters import RequestMetrics, ServiceMetrics
+from ._deps import DriftFn, Services, SourcesFn, SyncFn
 from ._guard import Guard
 from ._identity import Authenticator, RateLimiter
 from ._logging import STORE_RETRY_AFTER_S, STORE_UNAVAILABLE, log_store_failure, setup_logging
@@ -55,7 +59,7 @@ __all__ = ["create_app"]
 
 #: In the order of the OpenAPI document.
 _ROUTERS = (_search, _answer, _resolve, _documents, _admin, _conflicts, _handoff, _tools, _session,
-            _health, _page)
+            _health, _feedback, _metrics, _ops, _page)
 
 
 def create_app(
@@ -69,6 +73,7 @@ def create_app(
     handoff: Any = None,
     tools: Toolbox | None = None,
     recent_writes: RecentWrites | None = None,
+    sources: SourcesFn | None = None,
 ) -> FastAPI:
     """The service over a store: ``kb`` is a location, a factory of handles, or one handle
     (then every request shares it, one at a time). ``tools``: the live tools the handles
@@ -79,7 +84,8 @@ def create_app(
     a connection from 127.0.0.1 name any client address.
 
     ``recent_writes``: where each caller's last write is remembered, so its next reads see it
-    on any replica (``_consistency``; default: this process, for 12 seconds)."""
+    on any replica (``_consistency``; default: this process, for 12 seconds). ``sources``: what
+    the configuration says about each tenant's sources, for the operators' view (``_ops``)."""
     auth = Authenticator(settings)
     if not auth.configured:
         raise EvidexError("the server configuration defines no api_keys and no jwt: nobody could sign in")
@@ -107,7 +113,8 @@ def create_app(
     app.state.services = Services(
         pool=pool, answer_settings=answer_settings, generator=generator,
         fusion=(answer_settings or AnswerSettings()).fusion, sync=sync, drift=drift,
-        page=_page.render_page(settings), handoff=handoff, max_quote_chars=quote_chars, tools=toolbox)
+        page=_page.render_page(settings), handoff=handoff, max_quote_chars=quote_chars, tools=toolbox,
+        metrics=ServiceMetrics() if settings.metrics else None, sources=sources)
     app.openapi = lambda: _openapi(app, quote_chars)  # type: ignore[method-assign]
     app.add_exception_handler(EvidexError, _library_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
@@ -115,6 +122,8 @@ def create_app(
     for module in _ROUTERS:
         app.include_router(module.router)
     app.mount("/static", _page.static_files(), name="static")
+    if app.state.services.metrics is not None:  # innermost: the route is known when it returns
+        app.add_middleware(RequestMetrics, metrics=app.state.services.metrics)  # type: ignore[arg-type]
     # Inside the guard: the caller is known when the read session starts.
     app.add_middleware(ReadYourWrites, memory=recent_writes or RecentWrites(12.0))  # type: ignore[arg-type]
     app.add_middleware(Guard, auth=auth, limiter=RateLimiter(settings.rate_limit_per_minute),  # type: ignore[arg-type]

@@ -19,12 +19,13 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from ..answer import AnswerSettings
 from ..retrieve import Fusion
 from ..tools import Toolbox
+from ._counters import ServiceMetrics
 from ._identity import Principal
 from ._pool import StorePool
 from ._schemas import Problem
 
-__all__ = ["ADMIN_ERRORS", "DENIAL_FLOOR_S", "ERRORS", "Admin", "Caller", "DriftFn", "Services", "Svc",
-           "SyncFn", "uniform_denial"]
+__all__ = ["ADMIN_ERRORS", "DENIAL_FLOOR_S", "ERRORS", "Admin", "Caller", "DriftFn", "Services", "SourcesFn",
+           "Svc", "SyncFn", "uniform_denial"]
 
 
 class SyncFn(Protocol):
@@ -37,6 +38,12 @@ class DriftFn(Protocol):
     """Reports how the caller's tenant's store differs from its sources, changing nothing."""
 
     def __call__(self, *, tenant: str) -> Mapping[str, Any]: ...
+
+
+class SourcesFn(Protocol):
+    """What the configuration says about the caller's tenant's sources (``_ops.overview``)."""
+
+    def __call__(self, *, tenant: str) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,10 @@ class Services:
     #: The live tools the handles share, so lookups run without a handle (None: unknown, the
     #: handles make their own).
     tools: Toolbox | None = None
+    #: The counters of ``GET /metrics`` (None: ``server.metrics`` is off).
+    metrics: ServiceMetrics | None = None
+    #: The configured sources for the operators' view (None: no sources configured).
+    sources: SourcesFn | None = None
 
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from the server configuration, or a JWT "

@@ -57,7 +57,7 @@ class Guard:
         t0 = time.perf_counter()
         state = {"status": 0, "started": False, "closed": False}
         path = scope.get("path", "")
-        api = path.startswith("/v1/")
+        api = path.startswith("/v1/") or path == "/metrics"  # /metrics: admin keys only
         who: Principal | None = None
 
         async def send_wrapped(message: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..model import NotifyError
 from ..notify import HandoffRoute, SmtpSettings, clean_text, send_handoff
 from ._deps import ERRORS, Caller, Svc
+from ._feedback import record_handoff
 from ._identity import Principal
 from ._schemas import Problem
 
@@ -170,4 +171,6 @@ def handoff(body: HandoffRequest, who: Caller, svc: Svc) -> Any:
     except NotifyError as exc:  # the route is down: the asker should try again or call
         return JSONResponse({"detail": str(exc)}, status_code=502)
     svc.handoff.remember(who.label, body, reply)
+    with svc.pool.handle() as kb:  # the operators' handoff queue (``_ops``)
+        record_handoff(kb, who, body.question, body.named_traces(), reply)
     return reply

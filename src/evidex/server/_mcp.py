@@ -1,4 +1,4 @@
-"""``evidex mcp``: the tools search, resolve and answer for AI agents, over stdio.
+"""``evidex mcp``: the tools search, resolve, answer and feedback for AI agents, over stdio.
 
 The identity is the one of the HTTP service: an API key from the configuration, presented by
 the process that starts the server in the environment variable ``EVIDEX_API_KEY`` (never on
@@ -24,7 +24,9 @@ from ..config import ServerSettings
 from ..kb import KnowledgeBase
 from ..model import ConfigError, EvidexError, StoreError
 from ..tools import ToolConfig
-from . import _operations
+from . import _feedback, _operations
+from ._feedback import FeedbackRequest
+from ._handoff import issue_trace_id
 from ._identity import Authenticator, Principal
 from ._logging import STORE_UNAVAILABLE, log_failure, log_store_failure, setup_logging
 from ._schemas import AnswerRequest, ResolveBody, SearchRequest
@@ -45,7 +47,10 @@ _TOOLS: dict[str, tuple[type[BaseModel], str]] = {
                               "lookups (order status, stock) it may make: every sentence carries a "
                               "[n] citation (kind passage or live), or the answer is declined with a "
                               "reason (tool_unavailable when a lookup failed); a declined answer "
-                              "lists related passages in related (not an answer, never cited)."),
+                              "lists related passages in related (not an answer, never cited). "
+                              "trace_id names the answer for feedback."),
+    "feedback": (FeedbackRequest, "Say whether one of this key's answers (by its trace_id) was helpful "
+                                  "or not_helpful, with an optional note for whoever reviews it."),
 }
 
 
@@ -81,7 +86,17 @@ def build_server(kb: KnowledgeBase, who: Principal, *, answer_settings: AnswerSe
                 return _operations.search(kb, who.actor, args, fusion, admin=who.admin)
             if name == "resolve":
                 return _operations.resolve(kb, who.actor, args)
-            return _operations.answer(kb, who.actor, args, answer_settings, generator, admin=who.admin)
+            if name == "feedback":
+                if _feedback.LIMITER.wait(who.label):
+                    raise EvidexError("too much feedback from this key; try again later")
+                try:
+                    return _feedback.give_feedback(kb, who, args)
+                except _feedback.UnknownAnswer:
+                    raise EvidexError("no answer with this trace id was given to this key") from None
+            out = _operations.answer(kb, who.actor, args, answer_settings, generator, admin=who.admin)
+            out["trace_id"] = issue_trace_id(who)
+            _feedback.record_answer(kb, who, args.question, out["trace_id"], out)
+            return out
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[

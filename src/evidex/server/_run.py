@@ -32,6 +32,7 @@ from ..placement import SERVICE_MOVE_WAIT_S, Placement, open_knowledge
 from ..sources import Scheduler, after_drift, drift, owners_hook, sync
 from ..store import RecentWrites, is_postgres_url, redacted
 from ..tools import Toolbox
+from ._counters import MULTIPROC_ENV
 from ._handoff import TRACE_KEY_ENV
 from ._logging import log_failure, setup_logging
 
@@ -173,6 +174,7 @@ def build_app(db: str, config: str | Path | Config, *, replicas: Sequence[str] =
     sources. ``recent_writes``: the file in which workers share each key's last write."""
     from ._app import create_app
     from ._handoff import HandoffSender
+    from ._ops import overview
 
     cfg = load_config(config) if isinstance(config, str | Path) else config
     run_sync, run_drift = source_operations(db, cfg, replicas) if cfg.sources else (None, None)
@@ -188,7 +190,8 @@ def build_app(db: str, config: str | Path | Config, *, replicas: Sequence[str] =
     handoff = HandoffSender(route, settings.smtp) if isinstance(route, HandoffRoute) else None
     return create_app(handles, settings, sync=run_sync, drift=run_drift,
                       answer_settings=cfg.answer_settings(), generator=cfg.answer.generator,
-                      handoff=handoff, tools=tools, recent_writes=RecentWrites(seconds, recent_writes))
+                      handoff=handoff, tools=tools, recent_writes=RecentWrites(seconds, recent_writes),
+                      sources=overview(cfg) if cfg.sources else None)
 
 
 def app_from_env() -> Any:
@@ -275,6 +278,10 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
     os.environ[CONFIG_ENV] = str(Path(config).resolve())
     os.environ[REPLICAS_ENV] = "\n".join(replicas)
     os.environ[RECENT_WRITES_ENV] = str(Path(shared) / "recent-writes.sqlite")
+    if workers > 1 and MULTIPROC_ENV not in os.environ:
+        # Each worker counts into files of one folder, and a scrape sums them (``_counters``).
+        (Path(shared) / "metrics").mkdir()
+        os.environ[MULTIPROC_ENV] = str(Path(shared) / "metrics")
     # One key for the trace ids of every worker: a handoff may reach another worker than the
     # answer it names.
     os.environ.setdefault(TRACE_KEY_ENV, secrets.token_hex(32))

@@ -16,4 +16,7 @@ router = APIRouter(tags=["retrieval"])
 def search(body: SearchRequest, who: Caller, svc: Svc) -> Response:
     """Passages the caller may read, best first. Scores order one result list only."""
     with svc.pool.handle() as kb:
-        return JSONResponse(_operations.search(kb, who.actor, body, svc.fusion, admin=who.admin))
+        out = _operations.search(kb, who.actor, body, svc.fusion, admin=who.admin)
+    if svc.metrics is not None:
+        svc.metrics.searched(who, body.mode, out)
+    return JSONResponse(out)

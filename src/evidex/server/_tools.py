@@ -50,4 +50,6 @@ async def call_tool(tool_id: str, body: ToolCallRequest, who: Admin, svc: Svc) -
         raise HTTPException(404, "no such tool in your tenant")
     bound = box.called(who.actor, tool_id, body.parameters, operator=True)
     [found] = await box.start([bound]).wait_async()
+    if svc.metrics is not None:
+        svc.metrics.looked_up(who, [found])
     return found.as_dict()

@@ -4,7 +4,7 @@ after a drift check (the drift webhook, each source owner's findings, registered
 from ._after_drift import DRIFT_HOOKS, DriftHook, after_drift, run_after_drift
 from ._items import RACY_SECONDS
 from ._owners import notify_owners, notify_webhook, owners_hook
-from ._schedule import Scheduler
+from ._schedule import Scheduler, run_records
 from ._sync import SourceReport, SyncReport, drift, sync
 
 __all__ = [
@@ -20,5 +20,6 @@ __all__ = [
     "notify_webhook",
     "owners_hook",
     "run_after_drift",
+    "run_records",
     "sync",
 ]

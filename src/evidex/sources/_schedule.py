@@ -44,7 +44,7 @@ from ._after_drift import after_drift as after_drift_steps
 from ._items import effective
 from ._sync import SourceReport, SyncReport, drift, sync
 
-__all__ = ["Job", "Scheduler"]
+__all__ = ["Job", "Scheduler", "run_records"]
 #: How many lost and left-to-others due runs a scheduler remembers (for tests and callers).
 KEPT_NOTES = 1000
 #: The longest the scheduler sleeps between looks at the clock (a changed wall clock is seen).
@@ -213,4 +213,18 @@ def _problems(rep: SourceReport) -> list[str]:
     out = [f"source could not be read: {rep.failed}"] if rep.failed else []
     out += [f"{e.item}: {e.reason}" for e in rep.errors]
     out += [f"skipped {s.item}: {s.reason}" for s in rep.skipped]
+    return out
+
+
+def run_records(config: Config, report: SyncReport, started: datetime, ended: datetime) -> list[RunRecord]:
+    """One run record per source of a sync or drift run on request (``evidex sync --record``),
+    as the scheduler writes them for its own runs (``scheduled_for`` None: not scheduled), so an
+    operator's view shows a run made by hand like a scheduled one."""
+    out = []
+    for rep in report.sources:
+        one = SyncReport(report.kind, [rep])
+        src = effective(config.source(rep.source), config.defaults)
+        out.append(RunRecord(kind=report.kind, source=rep.source, tenant=src.tenant, started_at=_iso(started),
+                             ended_at=_iso(ended), ok=one.ok, counts=one.totals(),
+                             problems=tuple(_problems(rep))))
     return out

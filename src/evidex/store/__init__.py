@@ -25,6 +25,7 @@ from ._contract import (
     StoredPassage,
 )
 from ._copy import CopyReport, copy_store, verify_copy
+from ._feedback import AnswerRecord, FeedbackRecord, HandoffRecord, since_stamp
 from ._location import is_postgres_url, redacted, scrubbed, without_password
 from ._runs import RunRecord
 from ._session import ReadSession, RecentWrites, Served, current_session, read_session
@@ -37,8 +38,11 @@ if TYPE_CHECKING:
     from ._replicas import ReplicaSettings, ReplicatedStore
 
 __all__ = [
+    "AnswerRecord",
     "CopyReport",
     "DocumentWrite",
+    "FeedbackRecord",
+    "HandoffRecord",
     "HistoryEntry",
     "Mark",
     "MissingVectors",
@@ -69,6 +73,7 @@ __all__ = [
     "read_session",
     "redacted",
     "scrubbed",
+    "since_stamp",
     "sync_tenant",
     "verify_copy",
     "without_password",

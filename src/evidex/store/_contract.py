@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..model import Conflict, Document, IngestReport, Passage, StoreError
+from ._feedback import AnswerRecord, FeedbackRecord, HandoffRecord
 from ._runs import RunRecord
 from ._tenants import Mark
 
@@ -413,6 +414,31 @@ class Store(Protocol):
     def claim_run(self, kind: str, source: str, scheduled_for: str, holder: str) -> bool:
         """Take on a due scheduled run: True for the first of several schedulers sharing the
         store to ask for that run, False for the others (see ``_runs.claim``)."""
+        ...
+
+    def record_answer(self, record: AnswerRecord) -> None:
+        """Record an answer the service gave, by its trace id (see ``_feedback``)."""
+        ...
+
+    def answer_records(self, tenant: str, *, since: str | None = None, trace_id: str | None = None,
+                       limit: int = 1000) -> list[AnswerRecord]:
+        """``tenant``'s recorded answers, newest first."""
+        ...
+
+    def record_feedback(self, record: FeedbackRecord) -> None:
+        """Record (or replace) the rating of one answer."""
+        ...
+
+    def feedback(self, tenant: str, *, since: str | None = None, limit: int = 10_000) -> list[FeedbackRecord]:
+        """``tenant``'s feedback, newest first."""
+        ...
+
+    def record_handoff(self, record: HandoffRecord) -> None:
+        """Record a handoff sent to a person."""
+        ...
+
+    def handoffs(self, tenant: str, *, since: str | None = None, limit: int = 100) -> list[HandoffRecord]:
+        """``tenant``'s handoffs, newest first."""
         ...
 
     def iter_documents(self, tenant: str | None = None) -> Iterator[StoredDocument]: ...

@@ -261,5 +261,13 @@ def _tenant_moves(c: SchemaCursor, dialect: str) -> None:
         c.execute(stmt)
 
 
+@migration("operator_records")
+def _operator_records(c: SchemaCursor, dialect: str) -> None:
+    """Answers by trace id, the feedback on them and the handoffs sent (``_feedback``)."""
+    for table in ("answer_records", "feedback", "handoff_records"):
+        for stmt in create_statements(table, dialect):
+            c.execute(stmt)
+
+
 #: The number of migrations a current store has applied (``meta.schema_version``).
 SCHEMA_VERSION = len(MIGRATIONS.names)

@@ -1,5 +1,6 @@
 """What a store records beside the documents: the run log, the scheduler's claims on due
-runs, and the conflicts found between passages. Every write here is a transaction of its own
+runs, the conflicts found between passages, and the service's answers, feedback and handoffs
+(``_feedback``). Every write here is a transaction of its own
 that leaves the generation alone: search reads none of it. ``SQLStore`` inherits these."""
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..model import Conflict
-from . import _conflicts
+from . import _conflicts, _feedback
 from ._dialect import Dialect, now
+from ._feedback import AnswerRecord, FeedbackRecord, HandoffRecord
 from ._runs import INSERT as RUN_INSERT
 from ._runs import RunRecord, claim, select_runs
 
@@ -76,6 +78,8 @@ class Records:
         with self._transaction(False, None) as c:
             c.execute("DELETE FROM conflicts WHERE tenant = ?", (tenant,))
             c.execute("DELETE FROM runs WHERE tenant = ?", (tenant,))
+            for table in ("answer_records", "feedback", "handoff_records"):
+                c.execute(f"DELETE FROM {table} WHERE tenant = ?", (tenant,))
             c.execute("COMMIT")
 
     def claim_run(self, kind: str, source: str, scheduled_for: str, holder: str) -> bool:
@@ -84,3 +88,32 @@ class Records:
             mine = claim(c, kind, source, scheduled_for, holder, now())
             c.execute("COMMIT")
         return mine
+
+    # -- the service's answers, feedback and handoffs (``_feedback``) ----------------------------
+    def record_answer(self, record: AnswerRecord) -> None:
+        with self._transaction(False, None) as c:
+            _feedback.insert_answer(c, record)
+            c.execute("COMMIT")
+
+    def answer_records(self, tenant: str, *, since: str | None = None, trace_id: str | None = None,
+                       limit: int = 1000) -> list[AnswerRecord]:
+        with self._connection() as c:
+            return _feedback.select_answers(c, tenant, since, trace_id, limit)
+
+    def record_feedback(self, record: FeedbackRecord) -> None:
+        with self._transaction(False, None) as c:
+            _feedback.upsert_feedback(c, record)
+            c.execute("COMMIT")
+
+    def feedback(self, tenant: str, *, since: str | None = None, limit: int = 10_000) -> list[FeedbackRecord]:
+        with self._connection() as c:
+            return _feedback.select_feedback(c, tenant, since, limit)
+
+    def record_handoff(self, record: HandoffRecord) -> None:
+        with self._transaction(False, None) as c:
+            _feedback.insert_handoff(c, record)
+            c.execute("COMMIT")
+
+    def handoffs(self, tenant: str, *, since: str | None = None, limit: int = 100) -> list[HandoffRecord]:
+        with self._connection() as c:
+            return _feedback.select_handoffs(c, tenant, since, limit)

@@ -590,6 +590,26 @@ class ReplicatedStore:
     def claim_run(self, kind: str, source: str, scheduled_for: str, holder: str) -> bool:
         return self._on_primary(lambda s: s.claim_run(kind, source, scheduled_for, holder))
 
+    def record_answer(self, record: Any) -> None:
+        self._on_primary(lambda s: s.record_answer(record))
+
+    def answer_records(self, tenant: str, *, since: str | None = None, trace_id: str | None = None,
+                       limit: int = 1000) -> list[Any]:
+        return self._on_primary(lambda s: s.answer_records(tenant, since=since, trace_id=trace_id,
+                                                           limit=limit))
+
+    def record_feedback(self, record: Any) -> None:
+        self._on_primary(lambda s: s.record_feedback(record))
+
+    def feedback(self, tenant: str, *, since: str | None = None, limit: int = 10_000) -> list[Any]:
+        return self._on_primary(lambda s: s.feedback(tenant, since=since, limit=limit))
+
+    def record_handoff(self, record: Any) -> None:
+        self._on_primary(lambda s: s.record_handoff(record))
+
+    def handoffs(self, tenant: str, *, since: str | None = None, limit: int = 100) -> list[Any]:
+        return self._on_primary(lambda s: s.handoffs(tenant, since=since, limit=limit))
+
     def iter_documents(self, tenant: str | None = None) -> Iterator[StoredDocument]:
         return iter(self._on_primary(lambda s: list(s.iter_documents(tenant))))
 

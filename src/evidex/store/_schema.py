@@ -133,6 +133,23 @@ TABLES: tuple[Table, ...] = (
     Table("tenant_moves", (
         _c("tenant", "text"), _c("state", "text"), _c("location", "text"), _c("replicas", "text"),
         _c("at", "text")), key=("tenant",)),
+    # What the service records for the people who run it (``_feedback``): each answer by its
+    # trace id (no passage text), the feedback on it, the handoffs to a person. Never read by
+    # search.
+    Table("answer_records", (
+        _c("id", "bigid"), _c("tenant", "text"), _c("trace_id", "text"), _c("caller", "text"),
+        _c("actor", "text"), _c("question", "text"), _c("status", "text"),
+        _c("reason", "text", null=True), _c("cited", "text"), _c("related", "text"),
+        _c("asked_at", "text")),
+        unique=(("tenant", "trace_id"),), indexes=(Index("answer_records_asked", ("tenant", "asked_at")),)),
+    Table("feedback", (
+        _c("id", "bigid"), _c("tenant", "text"), _c("trace_id", "text"), _c("caller", "text"),
+        _c("rating", "text"), _c("note", "text", null=True), _c("given_at", "text")),
+        unique=(("tenant", "trace_id"),), indexes=(Index("feedback_given", ("tenant", "given_at")),)),
+    Table("handoff_records", (
+        _c("id", "bigid"), _c("tenant", "text"), _c("reference", "text"), _c("caller", "text"),
+        _c("question", "text"), _c("trace_ids", "text"), _c("delivered", "bool"), _c("sent_at", "text")),
+        indexes=(Index("handoff_records_sent", ("tenant", "sent_at")),)),
 )
 
 _TYPES = {

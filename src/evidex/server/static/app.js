@@ -215,6 +215,7 @@
 
   // -- session ----------------------------------------------------------------------------------
   function showSignIn(message) {
+    document.dispatchEvent(new CustomEvent("evidex:signout"));
     $("app").hidden = true;
     $("session").hidden = true;
     $("signin").hidden = false;
@@ -232,6 +233,8 @@
     const who = session && (String(session.name || "").replace(/^[a-z]+:/, "") || "an unnamed key");
     $("session-label").textContent = who ? `Signed in as ${who} (${session.tenant})` : "Signed in";
     $("question").focus();
+    // ops.js: the Operators tab for admin keys (it asks the server again; this only shows the tab).
+    document.dispatchEvent(new CustomEvent("evidex:session", { detail: { admin: !!(session && session.admin) } }));
   }
   // In the demo only (`make run` sets EVIDEX_DEMO_KEY, and the server suggests it only when the
   // configuration knows it): which key to sign in with.
@@ -459,6 +462,8 @@
       const ans = await api("POST", "/v1/answer", { question: q });
       renderAnswer(ans, q);
       remember(q, ans);
+      // ops.js: the feedback buttons under the answer, which name it by its trace id.
+      document.dispatchEvent(new CustomEvent("evidex:answer", { detail: { trace_id: ans.trace_id, status: ans.status } }));
     } catch (err) { showError(box, err); }
   });
 

@@ -1,0 +1,40 @@
+"""``evidex feedback export``: users' feedback on answers as a draft case file for review (one
+call into ``evaluation.feedback_cases``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..evaluation import feedback_cases
+from ._output import errors, safe
+from ._settings import open_kb
+
+__all__ = ["feedback_app"]
+
+feedback_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                           help="Answer feedback from the service's users (operators).")
+
+
+@feedback_app.command("export")
+@errors
+def export(
+    since: Annotated[str, typer.Option(help="Feedback given at or after this ISO 8601 date or time "
+                                            "(UTC), e.g. 2026-12-06.")],
+    tenant: Annotated[str, typer.Option(help="The tenant whose feedback is exported.")],
+    ingest: Annotated[list[str], typer.Option(
+        "--ingest", help="A folder of the tenant's documents, relative to --out (repeatable): the "
+                         "draft's collection.ingest, which evidex eval --cases builds its store from.")],
+    out: Annotated[Path, typer.Option(help="The draft case file to write.")],
+) -> None:
+    """Write the tenant's feedback since a date as draft evaluation cases (evidex eval --cases
+    loads the file as written): helpful answers as answerable cases expecting what they cited,
+    unhelpful ones as cases to label with their note, declined ones that were handed off as
+    answerable candidates."""
+    with open_kb() as kb:
+        draft = feedback_cases(kb, tenant, since, ingest)
+    out.write_text(draft.text, encoding="utf-8")
+    counts = ", ".join(f"{n} {kind}" for kind, n in draft.counts.items())
+    typer.echo(f"wrote {safe(str(out))}: {counts}")
