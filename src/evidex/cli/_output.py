@@ -153,16 +153,21 @@ def decision_lines(trace: Mapping[str, Any]) -> list[str]:
         out.append("on topic: not decided (no passage found)" if not trace.get("available")
                    else "on topic: not decided")
     else:
-        first = topic["passages"][0]["thresholds"]["score"] if topic["passages"] else None
-        out.append(f"on topic: {'yes' if topic['verdict'] else 'no'}"
-                   + (f" (a passage's score must reach {first:g})" if first is not None else ""))
+        # What each passage was compared by: its "score", or its sentence coverage when the
+        # search had no cosines (a keyword-only store, or the vector leg past its deadline).
+        bars = topic["passages"][0]["thresholds"] if topic["passages"] else {}
+        key = next(iter(bars), "score")
+        first = bars.get(key)
+        bar = f" (a passage's {key.replace('_', ' ')} must reach {first:g})" if first is not None else ""
+        out.append(f"on topic: {'yes' if topic['verdict'] else 'no'}{bar}")
         for p in topic["passages"]:
             parts = ", ".join(f"{k} {v:.3f}" for k, v in p["scores"].items()
-                              if k != "score" and v is not None)
+                              if k != key and v is not None)
+            value = p["scores"].get(key)
             lang = ", other language" if p["cross_language"] else ""
             out.append(safe(f"  [{p['n']}] {p['document_id']} #{p['passage']}: "
-                            f"{p['scores']['score']:.3f} ({parts}{lang}) "
-                            f"{'on topic' if p['on_topic'] else 'below'}"))
+                            + ("-" if value is None else f"{value:.3f}")
+                            + f" ({parts}{lang}) {'on topic' if p['on_topic'] else 'below'}"))
     bearing = decision.get("answer_bearing")
     if bearing is not None:
         verdict = "yes" if bearing["verdict"] else f"no ({bearing['why']})"
