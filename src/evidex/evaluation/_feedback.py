@@ -128,6 +128,12 @@ def feedback_cases(kb: KnowledgeBase, tenant: str, since: str, ingest: Sequence[
     if not cases:
         raise EvidexError(f"no feedback or handoff since {stamp} in tenant {tenant!r} makes a case"
                           + (f" ({counts['commented']} could not be written as one)" if kept else ""))
+    # Askers numbered by who they are (groups, visibilities), not by which answer came first: the
+    # same feedback exports the same file whatever the answers' times and trace ids.
+    renamed = {old: f"asker{n}" for n, (_, old) in enumerate(sorted(names.items()), start=1)}
+    names = {key: renamed[old] for key, old in names.items()}
+    for c in cases:
+        c["as"] = renamed[c["as"]]
     data = {
         "version": 1,
         "collection": {"tenant": tenant, "ingest": [{"path": p, "tenant": tenant} for p in ingest]},
