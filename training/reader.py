@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import math
 import os
@@ -332,7 +333,6 @@ def export(src: str = "trained.pt") -> None:
     from evidex.embed._e5_reader import DATA, WEIGHTS
     trained = torch.load(WORK / src, weights_only=False)["trained"]
     DATA.mkdir(parents=True, exist_ok=True)
-    import io
     buf = io.BytesIO()
     # float16 on disk (half the size); the graph re-quantises them to int8 as the embedder's.
     np.savez(buf, **{k: v.astype(np.float16) for k, v in sorted(trained.items())})

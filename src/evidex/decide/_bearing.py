@@ -34,7 +34,6 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
@@ -50,7 +49,7 @@ from ._support import PassageSupport, coverage
 from ._types import Mention, stated_as
 
 __all__ = ["CHOOSE_DEPTH", "FEATURES", "PREFERRED", "READ_DEPTH", "AnswerBearing", "Candidate", "Quote",
-           "SpanReader", "answer_bearing", "bearing_score", "candidates"]
+           "answer_bearing", "bearing_score", "candidates"]
 
 #: Passages (by rank) whose spans may be quoted.
 CHOOSE_DEPTH = 6
@@ -83,15 +82,6 @@ _FAR = 20
 
 #: Embeds texts on the passage side; None when it could not in time.
 Vectors = Callable[[list[str]], np.ndarray | None]
-
-
-class SpanReader(Protocol):
-    """The trained reader as the decision uses it (``evidex.embed.E5Reader``)."""
-
-    @property
-    def threshold(self) -> float: ...
-
-    def score(self, question: str, spans: Sequence[str]) -> np.ndarray: ...
 
 
 #: Runs the reader on (question, spans) within the decision's deadline; None when it did not

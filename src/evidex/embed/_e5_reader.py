@@ -19,6 +19,7 @@ never depends on which other pairs ran beside it.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import threading
 from collections.abc import Sequence
@@ -107,7 +108,6 @@ def load_weights(path: Path, manifest: ReaderManifest) -> dict[str, np.ndarray]:
                                      f"manifest says {manifest.sha256[:16]}…: the file is corrupt or "
                                      "not the one the manifest describes; reinstall evidex or rebuild "
                                      "it with `make reader`")
-    import io
     with np.load(io.BytesIO(data)) as npz:
         return {k: npz[k].astype(np.float32) for k in npz.files}
 
