@@ -63,15 +63,15 @@ from evidex.evaluation._collection import load_entry
 from evidex.ingest import sentence_spans
 from evidex.kb import QUESTION_LIMITS
 
-SETS = ("shop", "encyclopedia", "squad2", "covidqa", "scifact")
+SETS = ("shop", "encyclopedia", "squad2", "covidqa", "scifact", "mlqa")
 #: Off-topic questions of these sets' collections bind ``answer_bearing``.
 CONSTRAINED = ("shop", "encyclopedia", "scifact")
 #: At most this many answerable (and half as many near-miss) questions per set.
-CAP = {"squad2": 1200, "covidqa": 800, "scifact": 400}
+CAP = {"squad2": 2400, "covidqa": 800, "scifact": 400}
 OFF_TOPIC = 80
 #: What each set's collection is about: off-topic questions come from other domains.
 DOMAIN = {"shop": "retail", "encyclopedia": "general", "squad2": "general", "covidqa": "biomedical",
-          "scifact": "biomedical"}
+          "scifact": "biomedical", "mlqa": "general"}
 DELETIONS = 4
 TOP_K = 6
 KEEP_ON_TOPIC = 0.98

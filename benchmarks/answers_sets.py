@@ -14,6 +14,8 @@ Sets (``--set``; development data only, never SQuAD dev, XQuAD or MLQA test):
   their own paragraph). Splits by article, half each.
 * ``covidqa``: benchmarks/data/covidqa (COVID-QA, April 2020 release: questions over CORD-19
   papers cut into paragraphs; no unanswerable questions). Splits by paper, half each.
+* ``mlqa``: benchmarks/data/mlqa-de (MLQA's German development questions over German Wikipedia
+  paragraphs, see its README; answerable only). Splits by paragraph, half each.
 * ``scifact``: BEIR SciFact, claims of ``train`` (split dev) or ``test`` (split test) against all
   abstracts (english analyzer, one passage per abstract), plus the calibration half (dev) or the
   held-out half (test) of benchmarks/data/off-topic-questions.txt as ``ooc``.
@@ -67,7 +69,8 @@ SHOP_DEV = HERE / "data" / "shop-dev" / "queries.jsonl"
 SHOP_ACTOR = "customer"
 SQUAD2 = HERE / "data" / "squad2-train-head"
 COVIDQA = HERE / "data" / "covidqa"
-SETS = ("encyclopedia", "encyclopedia-en", "squad2", "covidqa", "scifact", "shop")
+MLQA = HERE / "data" / "mlqa-de"
+SETS = ("encyclopedia", "encyclopedia-en", "squad2", "covidqa", "scifact", "shop", "mlqa")
 
 
 @dataclass(frozen=True)
@@ -128,9 +131,9 @@ def load(name: str, split: str) -> QuestionSet:
         if name == "encyclopedia-en":
             qs = qs.only_languages({"en"})
         return _from_qa(qs, name)
-    if name in ("squad2", "covidqa"):
-        return dataclasses.replace(_from_qa(qa_sets.load(SQUAD2 if name == "squad2" else COVIDQA), name),
-                                   analyzer=None)
+    if name in ("squad2", "covidqa", "mlqa"):
+        folder = {"squad2": SQUAD2, "covidqa": COVIDQA, "mlqa": MLQA}[name]
+        return dataclasses.replace(_from_qa(qa_sets.load(folder), name), analyzer=None)
     if name == "scifact":
         beir = load_beir(SCIFACT, "train" if split == "dev" else "test")
         off = [ln.strip() for ln in OFF_TOPIC.read_text().splitlines()

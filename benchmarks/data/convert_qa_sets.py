@@ -159,7 +159,9 @@ def squad2_train_head(q_keep_percent: int = 61) -> Writer:
                 if qa.get("is_impossible"):
                     w.question(qa["id"], qa["question"], "en", split, None, None)
                     continue
-                if h(qa["id"]) % 100 >= q_keep_percent:
+                # dev articles keep every answerable question (training data for the reader,
+                # issue 44); test articles keep the sample they were first reported on
+                if split == "test" and h(qa["id"]) % 100 >= q_keep_percent:
                     w.dropped["answerable not sampled"] += 1
                     continue
                 a = qa["answers"][0]
@@ -289,8 +291,34 @@ def covidqa(min_chunk: int = 300, max_passages: int = 3000) -> Writer:
     return w
 
 
+# ---------------------------------------------------------------- MLQA German (de.de) dev
+def mlqa_de() -> Writer:
+    """MLQA's 512 German development questions (CC BY-SA 3.0), German questions over German
+    Wikipedia paragraphs. The copy read is XGLUE's (LSX-UniWue/SuperGLEBer,
+    data/XGlue/MLQA/validation), converted from Arrow to JSON once (mlqa_de_validation.json).
+    MLQA has no article titles; a paragraph is its own unit for the dev/test split."""
+    w = Writer("mlqa_de")
+    rows = _json(SRC / "mlqa_de_validation.json")
+    pid_of = {ctx: f"mlqa-de-{h(ctx) % 10**10:010d}" for ctx in {r["context"] for r in rows}}
+    splits = assign_splits(pid_of.values())
+    for r in sorted(rows, key=lambda r: r["id"]):
+        ctx = r["context"]
+        pid = pid_of[ctx]
+        w.passage(pid, "", ctx, "de")
+        a = r["answers"]
+        st, raw = a["answer_start"][0], a["text"][0]
+        if ctx[st:st + len(raw)] != raw:
+            w.dropped["answer_start mismatch (span still searched)"] += 1
+        span = raw.strip()
+        if not span or span not in ctx:
+            w.dropped["span not in paragraph"] += 1
+            continue
+        w.question(f"mlqa-de-{r['id']}", r["question"], "de", splits[pid], pid, span)
+    return w
+
+
 if __name__ == "__main__":
-    which = sys.argv[2:] or ["squad2_train_head", "germanquad_test", "covidqa"]
+    which = sys.argv[2:] or ["squad2_train_head", "germanquad_test", "covidqa", "mlqa_de"]
     for name in which:
         w = globals()[name]()
         st = w.write()
