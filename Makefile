@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DB ?= evidex.db
 
-.PHONY: install run test eval lint bench clean browser docs python-check reader
+.PHONY: install run test test-fast eval lint bench clean browser docs python-check reader
 
 # What `run` needs is Python 3.11+ with venv and the package registry; no browser, so `make run`
 # works on any machine with Python 3.11 or later (macOS, any Linux).
@@ -78,9 +78,20 @@ run: install
 	    $(BIN)/evidex --db $(DB) --config $(CONFIG) serve
 
 # The whole suite, including the shipped evaluation set's gate (tests/eval/test_eval_shipped.py), the
-# page in Chromium and the documentation's strict build (tests/project/test_docs.py runs `make docs`).
+# page in Chromium and the documentation's strict build (tests/project/test_docs.py runs `make docs`),
+# on two workers (pytest-xdist; a test file stays on one worker, so its module fixtures are built
+# once): much of the suite waits on servers, processes and the browser, which a second worker
+# overlaps. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
+TEST_ARGS := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 test: install browser
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(TEST_ARGS)
+
+# Everything but the tests marked slow (those that start a process, a server or a browser, run on
+# PostgreSQL, or run a real model: tests/conftest.py marks them, and fails an unmarked test that
+# starts a process or listens on a socket during this run). No browser needed.
+test-fast: install
+	$(BIN)/python -m pytest -q $(TEST_ARGS) -m "not slow"
 
 # The documentation site (docs/, mkdocs.yml) into build/site: the generated references (CLI,
 # configuration, HTTP API) must be current, and the build is strict (a broken link, a missing
