@@ -526,7 +526,9 @@ def _write_manifest(path: Path, sha: str, threshold: float, stack: list[float], 
         "data": {
             "shop": "benchmarks/data/shop-dev over examples/shop (evidex's own; Apache-2.0)",
             "encyclopedia": "benchmarks/data/encyclopedia dev (Wikipedia paragraphs, CC BY-SA 4.0)",
-            "squad2": "benchmarks/data/squad2-train-head dev articles (SQuAD 2.0 train, CC BY-SA 4.0)",
+            "squad2": "benchmarks/data/squad2-train-head dev articles, every answerable question "
+                      "(SQuAD 2.0 train, CC BY-SA 4.0)",
+            "mlqa": "benchmarks/data/mlqa-de dev paragraphs (MLQA de.de development questions, CC BY-SA 3.0)",
             "covidqa": "benchmarks/data/covidqa dev papers (COVID-QA, Apache-2.0)",
             "negatives": "deletion pairs (the answer sentence removed), SQuAD 2.0 adversarial "
                          "unanswerables, off-topic questions from other domains, the other spans "
