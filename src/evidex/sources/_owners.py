@@ -139,10 +139,9 @@ def _record_notices(kb: KnowledgeBase, config: Config, g: OwnerFindings, sent: S
     about: dict[str, dict[str, int]] = {}
     for rep in g.sources:
         about[rep.source] = {"new": len(rep.new), "changed": len(rep.changed), "removed": len(rep.removed)}
-    for c in g.conflicts:
-        for side in (c.a, c.b):
-            source = source_of.get((c.tenant, side.document_id))
-            if source is not None and _owner_of(config, source) == g.owner:
+    for c in g.conflicts:  # a conflict between two documents of one source counts once
+        for source in sorted({source_of.get((c.tenant, side.document_id)) for side in (c.a, c.b)} - {None}):
+            if _owner_of(config, source) == g.owner:
                 found = about.setdefault(source, {})
                 found["conflicts"] = found.get("conflicts", 0) + 1
     if not about:
