@@ -311,6 +311,8 @@ def test_make_run_starts_with_content_in_every_operators_section(browser: Any, d
         row = help_row.inner_text()
         assert "changed 1" in row and "Told Help centre team of 1 changed, 1 conflict(s)" in row
         assert help_row.locator("[data-delivered=yes]").count() == 1
+        assert pg.locator("#ops-sources [data-stale]").count() == 1  # the help centre only
+        assert "stale: 1 change(s) since the last sync" in row
         # The conflict's two quotes, side by side.
         quotes = pg.locator("#ops-conflicts .conflict").first.locator("blockquote").all_inner_texts()
         assert len(quotes) == 2 and all("Shopping Sundays" in q for q in quotes)

@@ -184,6 +184,7 @@ def test_operators_tab_shows_the_tenants_sources_conflicts_handoffs_and_citation
     assert "help-centre (files)" in sources and "Help centre team" in sources
     assert "HTTP 503 Service Unavailable" in sources and "retry later" not in sources  # the first line
     assert "added 3, superseded 1, removed 0" in sources and "hourly" in sources and "changed 2" in sources
+    assert "stale: 2 change(s) since the last sync" in sources  # the drift check found it changed
     conflict = page.locator("#ops-conflicts .conflict")
     assert conflict.count() == 1
     quotes = conflict.locator("blockquote").all_inner_texts()
@@ -206,6 +207,7 @@ def test_operators_tab_shows_the_tenants_sources_conflicts_handoffs_and_citation
     assert "gate failed" in evaluation and "cases.yaml" in evaluation and "older-cases" not in evaluation
     assert "2026-12-07 07:00 UTC" in evaluation and "5 of 6 cases passed" in evaluation
     assert "answerable_cited" in evaluation and "at least 85 %" in evaluation and "83.3 %" in evaluation
+    assert "access_violations\t0\tat most 0\tpass" in evaluation  # a count, not a share
     rows = page.locator("#ops-evaluation table").nth(1).locator("tbody tr").all_inner_texts()
     assert [r.split("\t")[:4] for r in rows] == [[HOSTILE, "2", "2", "2/2 (100 %)"],  # by name
                                                   ["returns", "4", "3", "3/4 (75 %)"]]

@@ -154,8 +154,15 @@
     }
     return d;
   }
+  // A drift check that found the source changed since its last sync: the source is stale.
   function drift(s) {
     const d = el("div");
+    const c = (s.last_drift && s.last_drift.counts) || {};
+    const changes = (c.new || 0) + (c.changed || 0) + (c.removed || 0);
+    if (changes) {
+      d.append(el("strong", { cls: "state-bad", text: `stale: ${changes} change(s) since the last sync`,
+        attrs: { "data-stale": "true" } }), el("br"));
+    }
     d.append(run(s.last_drift, "drift check"), told(s.owner_told));
     return d;
   }
@@ -215,7 +222,8 @@
   }
 
   function pct(v) { return v === null || v === undefined ? "—" : `${Math.round(v * 1000) / 10} %`; }
-  function figure(v) { return typeof v === "number" && !Number.isInteger(v) ? pct(v) : String(v); }
+  // A gate check at least some share (kind "min") is a rate; at most some count ("max") a count.
+  function figure(v, kind) { return kind === "min" ? pct(v) : v === null || v === undefined ? "—" : String(v); }
   function renderEvaluation(box, data) {
     if (!data.evaluations.length) {
       return box.append(empty("No evaluation recorded: evidex eval --cases FILE --record TENANT records one."));
@@ -229,7 +237,7 @@
       `unanswerable declined ${pct(t.unanswerable_declined_rate)}; access violations ${t.access_violations}`);
     box.append(head);
     box.append(el("h4", { text: "Gate" }), table(["Check", "Value", "Limit", "Result"], (e.gate || []).map((c) => [
-      c.name, figure(c.value), `${c.kind === "max" ? "at most" : "at least"} ${figure(c.limit)}`,
+      c.name, figure(c.value, c.kind), `${c.kind === "max" ? "at most" : "at least"} ${figure(c.limit, c.kind)}`,
       el("span", { cls: c.passed ? "state-ok" : "state-bad", text: c.passed ? "pass" : "fail" })])));
     const cats = Object.entries(e.categories || {});
     box.append(el("h4", { text: "Per category" }), table(
