@@ -218,7 +218,7 @@
       f.answer ? (f.answer.status === "declined" ? `declined (${f.answer.reason})` : "answered") : "—",
       f.note || ""])));
     box.append(el("p", { cls: "hint", text: "As draft evaluation cases: evidex feedback export --since DATE " +
-      "--tenant TENANT --ingest FOLDER --out cases.yaml" }));
+      "--tenant TENANT --like CASEFILE (or --ingest FOLDER) --out cases.yaml" }));
   }
 
   function pct(v) { return v === null || v === undefined ? "—" : `${Math.round(v * 1000) / 10} %`; }
