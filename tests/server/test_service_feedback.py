@@ -161,8 +161,10 @@ def test_feedback_export_round_trips_into_eval(service: dict[str, Any]) -> None:
               if e["path"].endswith("shop/site")]
     assert site["groups"] == ["customers", "staff"] and site["visibility"] == "public"
     assert (like.parent / site["path"]).resolve() == (EXAMPLES / "shop" / "site").resolve()
-    assert [e.path for e in load_cases(like, root="/").collection] == [
-        e.path for e in load_cases(EXAMPLES / "eval" / "cases.yaml", root=EXAMPLES).collection]
+    assert [e.path for e in load_cases(like, root="/").collection] == [  # acme's folders only
+        e.path for e in load_cases(EXAMPLES / "eval" / "cases.yaml", root=EXAMPLES).collection
+        if e.tenant == "acme"]
+    assert "other-tenant" not in like.read_text(encoding="utf-8")
     both = run_cli("feedback", "export", "--since", "2000-01-01", "--tenant", "acme", "--like", like,
                    "--ingest", "collection", "--out", like, db=env_db)
     assert both.returncode != 0 and "not both" in both.stderr

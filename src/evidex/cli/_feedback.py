@@ -49,7 +49,8 @@ def export(
                     **({"groups": list(e.groups)} if e.groups else {}),
                     **({"visibility": e.visibility} if e.visibility else {}),
                     **({"language": e.language} if e.language else {})}
-                   for e in load_cases(like, root=like.resolve().parents[1]).collection]
+                   for e in load_cases(like, root=like.resolve().parents[1]).collection
+                   if e.tenant == tenant]  # another tenant's folders have no place in these drafts
     with open_kb() as kb:
         draft = feedback_cases(kb, tenant, since, entries)
     out.write_text(draft.text, encoding="utf-8")
