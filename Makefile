@@ -50,7 +50,13 @@ $(STAMP): pyproject.toml
 # form) until Ctrl-C. evidex and the tools service get the same
 # demo ACME_TOOLS_TOKEN, evidex and the inbox the same demo ACME_INBOX_SECRET; the helper
 # services stop with evidex. It first refuses, changing nothing, when one of its ports is taken
-# (a second `make run` would delete the store the first one serves).
+# (a second `make run` would delete the store the first one serves). Once the service answers, in
+# the background, the demo's first users and operators act (examples/demo_activity.py): the
+# customer's declined "Do you sell kayaks?" is handed to a person through POST /v1/handoff (it
+# arrives at the inbox), the help centre publishes an edit, a drift check finds it and tells the
+# owners (of it and of the demo's conflict) at the inbox (`drift --record`), and the shipped case
+# set is evaluated in a temporary store and recorded for tenant acme (`eval --record`, about a
+# minute), so every section of the page's Operators tab has content.
 DEMO_KEY := evidex-demo-customer
 DEMO_TOOLS_TOKEN := evidex-demo-tools-token
 DEMO_INBOX_SECRET := evidex-demo-inbox-secret
@@ -61,9 +67,13 @@ run: install
 	@$(BIN)/python examples/site_server.py --port 8765 & site=$$!; \
 	  ACME_TOOLS_TOKEN=$(DEMO_TOOLS_TOKEN) $(BIN)/python examples/tools_service.py --port 8081 & tools=$$!; \
 	  ACME_INBOX_SECRET=$(DEMO_INBOX_SECRET) $(BIN)/python examples/inbox_server.py --port 8082 & inbox=$$!; \
-	  trap 'kill $$site $$tools $$inbox 2>/dev/null' EXIT INT TERM; \
+	  trap 'kill $$site $$tools $$inbox $$activity 2>/dev/null' EXIT INT TERM; \
 	  $(BIN)/python examples/wait_for.py http://127.0.0.1:8765/sitemap.xml || exit 1; \
 	  $(BIN)/evidex --db $(DB) --config $(CONFIG) sync --record || exit 1; \
+	  { $(BIN)/python examples/wait_for.py http://127.0.0.1:8000/healthz 300 && \
+	    ACME_INBOX_SECRET=$(DEMO_INBOX_SECRET) $(BIN)/python examples/demo_activity.py --url http://127.0.0.1:8000 \
+	      --key $(DEMO_KEY) --site http://127.0.0.1:8765 --evidex $(BIN)/evidex --db $(DB) --config $(CONFIG); \
+	  } & activity=$$!; \
 	  echo; \
 	  echo 'evidex web page and API: http://127.0.0.1:8000/  (OpenAPI: http://127.0.0.1:8000/openapi.json)'; \
 	  echo 'demo key (tenant acme, customers, public): $(DEMO_KEY)'; \

@@ -2,7 +2,11 @@
 under /help/, and /sitemap.xml listing every one of them. The `help-centre` web source of
 examples/knowledge.config.yaml syncs from it (`make run` starts it on port 8765).
 
-Standard library only; static files, read-only.
+Standard library only; static files. One thing changes: ``POST /publish`` stands for the help
+centre team publishing the edits in examples/shop/site-edits/ (same paths as the site), which are
+served from then on. The demo's users do that after `make run` has synced (examples/
+demo_activity.py), so a drift check then finds the help centre changed since its last sync: a
+stale source, as the Operators tab shows it.
 
     python examples/site_server.py [--port 8765]
 """
@@ -20,6 +24,7 @@ from typing import ClassVar
 from xml.sax.saxutils import escape
 
 SITE = Path(__file__).resolve().parent / "shop" / "site"
+EDITS = Path(__file__).resolve().parent / "shop" / "site-edits"
 PAGES = (".md", ".html", ".pdf", ".docx")
 
 
@@ -27,12 +32,32 @@ class _Handler(SimpleHTTPRequestHandler):
     extensions_map: ClassVar[dict[str, str]] = {**SimpleHTTPRequestHandler.extensions_map,
                                                 ".md": "text/markdown"}
 
+    #: Set by ``POST /publish``: the edits are served from then on (one demo, one process).
+    published: ClassVar[bool] = False
+
     def translate_path(self, path: str) -> str:
         # Only /help/... maps onto the site folder; anything else is not found.
         path = path.split("?", 1)[0].split("#", 1)[0]
         if not path.startswith("/help/"):
             return str(SITE / "\x00missing")
-        return super().translate_path("/" + path[len("/help/"):])
+        found = super().translate_path("/" + path[len("/help/"):])
+        if _Handler.published:
+            edited = EDITS / Path(found).relative_to(SITE) if Path(found).is_relative_to(SITE) else None
+            if edited is not None and edited.is_file():
+                return str(edited)
+        return found
+
+    def do_POST(self) -> None:
+        if self.path != "/publish":
+            self.send_error(404)
+            return
+        _Handler.published = True
+        body = b"published\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_GET(self) -> None:
         if self.path.split("?", 1)[0] != "/sitemap.xml":

@@ -257,7 +257,11 @@ def test_bad_files_are_rejected_in_json_form(tmp_path: Path) -> None:
         assert reason and "\n" not in reason and needle in reason
 
 
-def test_ingest_rejects_files_over_the_size_limit_naming_file_and_limit(tmp_path: Path) -> None:
+def test_ingest_rejects_files_over_the_size_limit_naming_file_and_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What is checked is the size limit; the per-file reading time (60 s) is out of reach, as a
+    # busy machine took longer than that to read the 2 MB file (issue 45, finding 12).
+    monkeypatch.setenv("EVIDEX_MAX_SECONDS_PER_FILE", "3600")
     folder = tmp_path / "docs"
     folder.mkdir()
     big = folder / "export.md"

@@ -5,13 +5,16 @@ the keyword ranking with ``fallback: keyword`` and why, on a real SQLite store."
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
+from concurrent.futures import Future, wait
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import evidex.retrieve._deadline as deadline_module
 import evidex.retrieve._search as hybrid_module
 from actors import PUBLIC_INTERNAL
 from cli_runner import run_cli
@@ -124,36 +127,43 @@ def test_quote_vectors_past_the_deadline_decline_and_finish_into_the_cache(
                            text=f"# Gift cards\n\nGift cards {tag} never expire and work online.")],
                  split="heading")
     embedder = get_embedder("hash-test")
-    real, asked, done, delay = embedder.embed_passages, [], [], [0.5]
+    real, asked, done, go = embedder.embed_passages, [], [], threading.Event()
 
     def slow(texts):  # type: ignore[no-untyped-def]
         asked.extend(texts)
-        time.sleep(delay[0])
+        go.wait(60)  # held until the answer has returned: late whatever the machine's speed
         out = real(texts)
         done.append(len(texts))
         return out
 
+    submitted: list[Future[object]] = []
+    pool = deadline_module._POOL
+
+    class Recording:  # the deadline pool, recording its work so the test can wait for it
+        def submit(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+            future = pool.submit(fn, *args, **kwargs)
+            submitted.append(future)
+            return future
+
     monkeypatch.setattr(embedder, "embed_passages", slow)
+    monkeypatch.setattr(deadline_module, "_POOL", Recording())
     store.vector_timeout_ms = 100
     question = f"Do gift cards {tag} expire?"
     for evidence in (False, True):
         res = store.search(STAFF, question, evidence=evidence)
         assert asked == [] and res.fallback is None and res[0].document_id == "gift"
-    t0 = time.perf_counter()
     ans = store.answer(STAFF, question)
-    assert time.perf_counter() - t0 < 0.45, "the answer waited for the slow quote embedding"
+    assert done == [], "the answer waited for the slow quote embedding"
     assert any(tag in t for t in asked), "the quotes were not embedded for the decision"
     assert ans.trace is not None and ans.trace["fallback"] == {
         "fallback": "keyword", "reason": "vector_timeout",
         "detail": "the quotes' embedding did not finish within retrieval.vector.timeout_ms (100 ms)"}
     assert ans.status == "declined" and ans.reason == "timeout"
     assert ans.trace["decision"]["answer_bearing"]["why"] == "timeout"
-    until = time.monotonic() + 10
-    while not done and time.monotonic() < until:  # the late call finishes in the background
-        time.sleep(0.02)
-    time.sleep(0.2)  # ... and then writes its vectors to the cache
+    go.set()  # the late call finishes in the background, and writes its vectors to the cache
+    finished, _ = wait(submitted, timeout=120)
+    assert len(finished) == len(submitted) and done
     asked.clear()
-    delay[0] = 0.0
     store.vector_timeout_ms = 30_000  # what is checked is the cache, not the machine's speed
     again = store.answer(STAFF, question)
     assert again.trace is not None and again.trace["fallback"] is None

@@ -17,7 +17,7 @@ from playwright.sync_api import Page
 
 from evidex import Document, KnowledgeBase
 from evidex.model import Conflict, ConflictSide, sha256_text
-from evidex.store import AnswerRecord, HandoffRecord, RunRecord
+from evidex.store import AnswerRecord, EvalRecord, HandoffRecord, NoticeRecord, RunRecord
 from page_helpers import ask, chromium, sign_in, tab
 from service_helpers import BIN, ROOT, Server, auth, build_store, write_config
 
@@ -35,6 +35,21 @@ def _conflict(kb: KnowledgeBase, tenant: str, a: tuple[str, str], b: tuple[str, 
         sides.append(ConflictSide(doc_id, stored.version, p.number, sha256_text(p.text), value, p.text))
     kb.store.record_conflicts([Conflict(0, tenant, "duration", ("returns",), sides[0], sides[1],
                                         "2026-12-07T09:00:00+00:00")])
+
+
+def _summary(categories: dict[str, tuple[int, int]], passed: bool) -> dict[str, Any]:
+    """An evaluation summary as ``record_summary`` writes it: per category (answerable cases,
+    cited), the totals, and the gate's checks."""
+    def figures(n: int, ok: int) -> dict[str, Any]:
+        return {"cases": n, "passed": ok, "failed": n - ok, "skipped": 0, "pass_rate": ok / n,
+                "answerable": n, "answerable_cited": ok, "answerable_rate": ok / n, "unanswerable": 0,
+                "unanswerable_declined": 0, "unanswerable_declined_rate": None}
+    n, ok = sum(c[0] for c in categories.values()), sum(c[1] for c in categories.values())
+    gate = [{"name": "access_violations", "value": 0, "limit": 0, "kind": "max", "passed": True},
+            {"name": "answerable_cited", "value": ok / n, "limit": 0.85, "kind": "min", "passed": passed}]
+    return {"gate": gate, "totals": {**figures(n, ok), "access_violations": 0, "invalid_citations": 0,
+                                     "injection_citations": 0},
+            "categories": {name: figures(*c) for name, c in categories.items()}}
 
 
 def _any_actor(tenant: str) -> Any:
@@ -76,6 +91,23 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                                           True, "2026-12-07T11:00:00+00:00", ()))
     kb.store.record_handoff(HandoffRecord("globex", "HO-GLOBEX-1", "key:globex-user", "Globex zebra refund?",
                                           False, "2026-12-07T11:00:00+00:00", ()))
+    told = "2026-12-07T09:00:02+00:00"
+    kb.store.record_notices([
+        NoticeRecord("acme", "help-centre", "Help centre team", "webhook", told, True, None, {"changed": 2}),
+        NoticeRecord("acme", "help-centre", "Help centre team", "email", told, False,
+                     f"SMTP 550 mailbox unavailable {HOSTILE}", {"changed": 2}),
+        NoticeRecord("acme", "help-centre", "Help centre team", "webhook", "2026-12-06T09:00:02+00:00", True,
+                     None, {"new": 7}),  # an older notice: not the latest, not shown
+        NoticeRecord("globex", "globex-wiki", "Globex docs", "webhook", told, True, None, {"new": 4})])
+    kb.store.record_eval(EvalRecord("acme", "cases.yaml", "2026-12-07T07:00:00+00:00",
+                                    "2026-12-07T07:01:00+00:00", False,
+                                    _summary({"returns": (4, 3), HOSTILE: (2, 2)}, passed=False)))
+    kb.store.record_eval(EvalRecord("acme", "older-cases.yaml", "2026-12-06T07:00:00+00:00",
+                                    "2026-12-06T07:01:00+00:00", True,
+                                    _summary({"returns": (1, 1)}, passed=True)))
+    kb.store.record_eval(EvalRecord("globex", "globex-zebra-cases.yaml", "2026-12-07T08:00:00+00:00",
+                                    "2026-12-07T08:01:00+00:00", True,
+                                    _summary({"zebra": (9, 9)}, passed=True)))
     kb.close()
     config = write_config(tmp / "config.yaml", rate_limit_per_minute=100_000)
     data = yaml.safe_load(config.read_text(encoding="utf-8"))
@@ -108,13 +140,13 @@ def page(browser: Any, site: dict[str, Any]) -> Iterator[Page]:
 
 def _open_ops(page: Page) -> None:
     page.click("#view-ops")
-    for part in ("sources", "conflicts", "handoffs", "citations", "feedback"):
+    for part in ("sources", "conflicts", "handoffs", "citations", "feedback", "evaluation"):
         page.wait_for_selector(f"#ops-{part} .ops-body[data-loaded]")
 
 
 def test_endpoints_are_admin_only_and_tenant_scoped(site: dict[str, Any]) -> None:
     with httpx.Client(base_url=site["url"], timeout=30) as c:
-        for path in ("/v1/ops/sources", "/v1/ops/handoffs", "/v1/ops/citations"):
+        for path in ("/v1/ops/sources", "/v1/ops/handoffs", "/v1/ops/citations", "/v1/ops/evaluations"):
             assert c.get(path).status_code == 401
             assert c.get(path, headers=auth("acme-staff-key")).status_code == 403, path
         acme = c.get("/v1/ops/sources", headers=auth("acme-admin-key")).json()["sources"]
@@ -130,6 +162,16 @@ def test_endpoints_are_admin_only_and_tenant_scoped(site: dict[str, Any]) -> Non
         broken = c.get("/v1/ops/citations", headers=auth("acme-admin-key")).json()["citations"]
         assert [(b["document_id"], b["why"], b["answers"]) for b in broken] == [("gone-doc", "removed", 1)]
         assert c.get("/v1/ops/citations", headers=auth("globex-admin-key")).json()["citations"] == []
+        told = s["owner_told"]
+        assert [(n["route"], n["delivered"]) for n in told] == [("webhook", True), ("email", False)]
+        assert {n["sent_at"] for n in told} == {"2026-12-07T09:00:02+00:00"}  # the latest notice only
+        [g] = globex
+        assert [n["owner"] for n in g["owner_told"]] == ["Globex docs"]
+        evals = c.get("/v1/ops/evaluations", headers=auth("acme-admin-key")).json()["evaluations"]
+        assert [e["name"] for e in evals] == ["cases.yaml", "older-cases.yaml"]
+        assert evals[0]["passed"] is False and evals[0]["categories"]["returns"]["answerable_cited"] == 3
+        assert [e["name"] for e in c.get("/v1/ops/evaluations", headers=auth("globex-admin-key")).json()
+                ["evaluations"]] == ["globex-zebra-cases.yaml"]
 
 
 def test_operators_tab_shows_the_tenants_sources_conflicts_handoffs_and_citations(page: Page) -> None:
@@ -142,6 +184,7 @@ def test_operators_tab_shows_the_tenants_sources_conflicts_handoffs_and_citation
     assert "help-centre (files)" in sources and "Help centre team" in sources
     assert "HTTP 503 Service Unavailable" in sources and "retry later" not in sources  # the first line
     assert "added 3, superseded 1, removed 0" in sources and "hourly" in sources and "changed 2" in sources
+    assert "stale: 2 change(s) since the last sync" in sources  # the drift check found it changed
     conflict = page.locator("#ops-conflicts .conflict")
     assert conflict.count() == 1
     quotes = conflict.locator("blockquote").all_inner_texts()
@@ -152,8 +195,24 @@ def test_operators_tab_shows_the_tenants_sources_conflicts_handoffs_and_citation
     assert "HO-ACME-1" in handoffs and f"Refund for {HOSTILE}?" in handoffs and "yes" in handoffs
     citations = page.inner_text("#ops-citations")
     assert "gone-doc" in citations and "document removed" in citations
+    told = page.locator("#ops-sources .owner-told")
+    assert told.locator("[data-delivered=yes]").count() == 1
+    assert told.locator("[data-delivered=no]").count() == 1
+    told_text = told.inner_text()
+    assert "Told Help centre team of 2 changed" in told_text and "2026-12-07 09:00 UTC" in told_text
+    assert "webhook" in told_text and "email" in told_text and "not delivered" in told_text
+    assert f"SMTP 550 mailbox unavailable {HOSTILE}" in told_text and "7 new" not in told_text
+    evaluation = page.inner_text("#ops-evaluation")
+    assert page.get_attribute("#ops-evaluation [data-passed]", "data-passed") == "no"
+    assert "gate failed" in evaluation and "cases.yaml" in evaluation and "older-cases" not in evaluation
+    assert "2026-12-07 07:00 UTC" in evaluation and "5 of 6 cases passed" in evaluation
+    assert "answerable_cited" in evaluation and "at least 85 %" in evaluation and "83.3 %" in evaluation
+    assert "access_violations\t0\tat most 0\tpass" in evaluation  # a count, not a share
+    rows = page.locator("#ops-evaluation table").nth(1).locator("tbody tr").all_inner_texts()
+    assert [r.split("\t")[:4] for r in rows] == [[HOSTILE, "2", "2", "2/2 (100 %)"],  # by name
+                                                  ["returns", "4", "3", "3/4 (75 %)"]]
     everything = page.inner_text("#ops")
-    for other in ("globex", "GLOBEX", "zebra", "Globex docs", "4 million"):
+    for other in ("globex", "GLOBEX", "zebra", "Globex docs", "4 million", "4 new"):
         assert other not in everything
     assert page.evaluate("window.pwned") is None and page.locator("#ops img").count() == 0
     ARTIFACTS.mkdir(exist_ok=True)

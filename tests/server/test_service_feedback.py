@@ -151,6 +151,23 @@ def test_feedback_export_round_trips_into_eval(service: dict[str, Any]) -> None:
     run = run_cli("eval", "--cases", out, "--json", db=None, env=None, timeout=600)
     assert run.returncode in (0, 1), run.stderr  # 1: the draft's own gate; it ran every case
     assert '"cases"' in run.stdout
+    # --like: the shipped set's collection (HTML, PDF and Word files take their groups and
+    # visibility from it), rebased on where the drafts are written; it loads as written.
+    like = folder / "like.yaml"
+    r = run_cli("feedback", "export", "--since", "2000-01-01", "--tenant", "acme", "--like",
+                EXAMPLES / "eval" / "cases.yaml", "--out", like, db=env_db)
+    assert r.returncode == 0, r.stderr
+    [site] = [e for e in yaml.safe_load(like.read_text(encoding="utf-8"))["collection"]["ingest"]
+              if e["path"].endswith("shop/site")]
+    assert site["groups"] == ["customers", "staff"] and site["visibility"] == "public"
+    assert (like.parent / site["path"]).resolve() == (EXAMPLES / "shop" / "site").resolve()
+    assert [e.path for e in load_cases(like, root="/").collection] == [  # acme's folders only
+        e.path for e in load_cases(EXAMPLES / "eval" / "cases.yaml", root=EXAMPLES).collection
+        if e.tenant == "acme"]
+    assert "other-tenant" not in like.read_text(encoding="utf-8")
+    both = run_cli("feedback", "export", "--since", "2000-01-01", "--tenant", "acme", "--like", like,
+                   "--ingest", "collection", "--out", like, db=env_db)
+    assert both.returncode != 0 and "not both" in both.stderr
     # Nothing to export is said in one line, as is a bad date.
     r = run_cli("feedback", "export", "--since", "2999-01-01", "--tenant", "acme", "--ingest", "collection",
                 "--out", folder / "none.yaml", db=env_db)

@@ -350,3 +350,45 @@ def test_a_handoff_of_a_question_without_words_is_refused() -> None:
     with pytest.raises(EvidexError, match="no words"):
         send_handoff(HandoffRoute(webhook="http://127.0.0.1:9/"), None, tenant="acme", caller="web",
                      question=" \n\t\u2028 ", conversation=[], trace_ids=[])
+
+
+def test_who_was_told_is_recorded_per_source_delivered_or_not(tmp_path: Path) -> None:
+    """The Operators tab's drift column says whether the owner knows (issue 47): each delivery
+    of an owner's findings is recorded in the store per source it was about, with the route's
+    kind (never its address), when, and whether it arrived; a failed route is recorded with the
+    first line of why, and another tenant sees none of it."""
+    care, product = tmp_path / "care", tmp_path / "products"
+    _write(care, "reproof.md", "# Re-proofing\n\nRe-proof your waterproof shell jacket every 12 months.\n")
+    _write(product, "shell.md", "# Shell jacket\n\nRe-proof your waterproof shell jacket every 6 months.\n")
+    dead = free_port()  # the care team's mail server does not answer
+    with webhook_receiver() as (hooks, url):
+        config = tmp_path / "knowledge.config.yaml"
+        config.write_text(
+            f"""
+sources:
+  - {{id: care, type: files, path: care, tenant: acme, groups: [staff],
+     owner: {{name: Care team, email: care@example.com}}}}
+  - {{id: products, type: files, path: products, tenant: acme, groups: [staff],
+     owner: {{name: Product team, webhook: "{url}/products", secret_env: HOOK_SECRET}}}}
+server:
+  smtp: {{host: 127.0.0.1, port: {dead}, starttls: false, sender: evidex@example.com, timeout_seconds: 2}}
+""",
+            encoding="utf-8",
+        )
+        cfg = load_config(config)
+        with KnowledgeBase.open(tmp_path / "kb.db") as kb:
+            sync(kb, cfg)
+            _write(product, "gloves.md", "# Gloves\n\nTouch gloves.\n")
+            sent = notify_owners(kb, cfg, drift(kb, cfg), env={"HOOK_SECRET": "k"}, attempts=1, pause=0)
+            notices = kb.store.notices("acme")
+            assert kb.store.notices("globex") == []
+    assert not sent.ok and len(hooks.received) == 1
+    by_source = {n.source: n for n in notices}
+    assert sorted(by_source) == ["care", "products"] and len(notices) == 2
+    product_told, care_told = by_source["products"], by_source["care"]
+    assert (product_told.owner, product_told.route) == ("Product team", "webhook") and product_told.delivered
+    assert product_told.error is None and product_told.findings == {"new": 1, "changed": 0, "removed": 0,
+                                                                    "conflicts": 1}
+    assert (care_told.owner, care_told.route, care_told.delivered) == ("Care team", "email", False)
+    assert care_told.error and "\n" not in care_told.error and care_told.findings == {"conflicts": 1}
+    assert url not in repr(notices) and "care@example.com" not in repr(notices)

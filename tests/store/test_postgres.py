@@ -88,7 +88,7 @@ def test_a_numbered_schema_upgrades_on_open(pg: Locator, version: int) -> None:
     assert _in_schema(url, "index", "vectors_sig") is (version >= 2)
     assert _in_schema(url, "table", "source_documents") is (version >= 3)
     with KnowledgeBase.open(url) as kb, KnowledgeBase.open(fresh_url) as fresh:
-        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 13
+        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 14
         assert sorted(r[0] for r in raw(url, "SELECT name FROM migrations")) == sorted(MIGRATIONS.names)
         assert not _in_schema(url, "table", "schema_version")
         assert _in_schema(url, "index", "vectors_sig") and _in_schema(url, "index", "history_doc")

@@ -613,7 +613,7 @@ def test_version_3_blob_tables_are_rebuilt_with_their_keys_out_of_the_rows(tmp_p
                       [r[1:] for r in rows["segment_vectors"]])
         c.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     with KnowledgeBase.open(path) as again:
-        assert again.stats()["schema_version"] == SCHEMA_VERSION == 13
+        assert again.stats()["schema_version"] == SCHEMA_VERSION == 14
         assert results(again) == before
         again.ingest(Document("d0", "t", {"g"}, "2", "alpha changed"), split="paragraph")
         again.optimize()
@@ -646,7 +646,7 @@ def test_version_4_gains_the_tombstone_index_and_merges_drop_tombstones_through_
         c.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
         assert c.execute("SELECT count(*) FROM tombstones").fetchone()[0] == 2
     with KnowledgeBase.open(path) as again:
-        assert again.stats()["schema_version"] == SCHEMA_VERSION == 13
+        assert again.stats()["schema_version"] == SCHEMA_VERSION == 14
         assert [(h.document_id, h.passage, h.score)
                 for h in again.search(actor, "alpha beta", match="any")] == before
         again.optimize()

@@ -136,7 +136,7 @@ def test_a_schema_5_store_upgrades_to_the_fresh_layout_and_keeps_its_data(tmp_pa
         assert "start" in columns and "start_off" not in columns
         assert c.execute("SELECT count(*) FROM tombstones").fetchone()[0] > 0
     with KnowledgeBase.open(old) as kb, KnowledgeBase.open(current) as ref:
-        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 13
+        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 14
         assert kb.stats()["tombstones"] == ref.stats()["tombstones"]
         assert _results(kb) == _results(ref)
         assert kb.source_entries() == ref.source_entries()

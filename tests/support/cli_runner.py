@@ -32,11 +32,12 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run_cli(*args: Any, db: Path | str | None = None, stdin: str = "", cwd: Path | None = None,
-            env: dict[str, str] | None = None, timeout: float = 300, check: bool = False,
+            env: dict[str, str] | None = None, timeout: float = 1200, check: bool = False,
             command: Sequence[str] = (str(EVIDEX),)) -> Run:
     """``evidex [--db DB] ARGS`` to completion, text captured. ``stdin`` is what the command reads
     (empty by default, never the terminal the tests were started from); ``env`` defaults to
-    :func:`clean_env`. ``check`` raises on a non-zero exit. A Python traceback in either stream
+    :func:`clean_env`. ``timeout`` guards against a hang (a busy machine takes minutes for what
+    a quiet one does in seconds). ``check`` raises on a non-zero exit. A Python traceback in either stream
     fails the test whatever the exit status: evidex reports errors in one line."""
     cmd = [*command, *(["--db", str(db)] if db is not None else []), *map(str, args)]
     proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, encoding="utf-8", cwd=cwd,

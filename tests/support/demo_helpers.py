@@ -92,7 +92,7 @@ def running_demo(tmp: Path) -> Iterator[Demo]:
                     env=full, stdout=log if script == "inbox_server" else subprocess.DEVNULL,
                     stderr=subprocess.STDOUT))
         subprocess.run([sys.executable, str(ROOT / "examples" / "wait_for.py"),
-                        f"http://127.0.0.1:{ports[8765]}/sitemap.xml", "30"], check=True)
+                        f"http://127.0.0.1:{ports[8765]}/sitemap.xml", "300"], check=True)
         config = demo_config(tmp, ports)
         db = tmp / "evidex.db"
         run_cli("--config", config, "sync", "--record", db=db, env=full, check=True, timeout=900)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -35,6 +34,11 @@ class FakeLLM:
         self._replies: list[Reply] = [(500, {"error": "no reply scripted"})]
         self._lock = threading.Lock()
         self.delay = 0.0
+        #: Set to let every delayed reply go at once (a test that must not depend on the
+        #: machine's speed holds replies far past its deadline, then lets them go).
+        self.release = threading.Event()
+        #: Replies sent, whole.
+        self.replied = 0
         llm = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -52,7 +56,7 @@ class FakeLLM:
                     llm.requests.append(req)
                     reply = llm._replies.pop(0) if len(llm._replies) > 1 else llm._replies[0]
                 if llm.delay:
-                    time.sleep(llm.delay)
+                    llm.release.wait(llm.delay)
                 status, payload = reply(body) if callable(reply) else reply
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
@@ -61,6 +65,8 @@ class FakeLLM:
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
+                    with llm._lock:
+                        llm.replied += 1
                 except OSError:  # the client gave up (timeout tests)
                     pass
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import time
 from typing import Any
 
 import pytest
@@ -102,34 +101,44 @@ def test_phrases_patterns_in_order_prefix_and_defaults(server: ToolServer) -> No
 
 
 def test_tools_are_asked_for_in_parallel(server: ToolServer) -> None:
-    server.slow_s = 0.2
-    tools = [order_tool(server, "slow", id=f"slow-{i}", timeout_ms=1000, retries=0) for i in range(3)]
-    t0 = time.monotonic()
-    found = ask(tools, "Where is my order 12345?")
-    elapsed = time.monotonic() - t0
+    """Each ``/gate`` request is answered only once all three are being answered at the same
+    time: asked one after another, the first would wait out the gate and the service would
+    never see more than one at once. Counted, not timed."""
+    server.gate, server.peak = 3, 0
+    tools = [order_tool(server, "gate", id=f"gate-{i}", timeout_ms=60_000, retries=0) for i in range(3)]
+    with server.held(slow_s=30.0):
+        found = ask(tools, "Where is my order 12345?")
     assert [s.status for s in found] == ["ok"] * 3
-    assert elapsed < 0.55, elapsed                               # three 0.2 s lookups at once
+    assert server.peak == 3                                      # three lookups at once
 
 
 # -- failures ---------------------------------------------------------------------------------------
 def test_slow_service_times_out_within_its_budget(server: ToolServer) -> None:
-    server.slow_s = 2.0
+    """The service holds every request until the test lets it go: the lookup can only have
+    returned through its deadline, after exactly its two attempts, not by waiting."""
     tool = order_tool(server, "slow", timeout_ms=200, retries=1)
-    t0 = time.monotonic()
-    src = only([tool], "Where is my order 12345?")
-    elapsed = time.monotonic() - t0
+    with server.held():
+        before, answered = len(server.requests), server.answered
+        src = only([tool], "Where is my order 12345?")
+        assert server.answered == answered                       # the service never answered
+        assert len(server.requests) - before == 2                # budget 2 x 200 ms: 2 attempts
     assert src.status == "failed" and "did not answer within 200 ms" in src.detail
     assert src.citation is None and src.quote == ""
-    assert elapsed < 1.0, elapsed                                 # budget 2 x 200 ms, not 2 s
 
 
 def test_dripping_body_counts_against_the_deadline(server: ToolServer) -> None:
-    server.slow_s = 0.4                                          # 0.1 s per byte, ~70 bytes
+    """A byte every 0.1 s keeps each read under the 300 ms timeout; only one deadline for the
+    whole lookup ends it. The body takes a minute to drip: the lookup returned long before."""
     tool = order_tool(server, "drip", timeout_ms=300, retries=0)
-    t0 = time.monotonic()
-    src = only([tool], "Where is my order 12345?")
+    server.drip_pad = 600                                        # ~670 bytes: ~67 s at 0.1 s each
+    try:
+        with server.held(slow_s=0.4):
+            answered = server.answered
+            src = only([tool], "Where is my order 12345?")
+            assert server.answered == answered                   # the body was still dripping
+    finally:
+        server.drip_pad = 0
     assert src.status == "failed" and "did not answer" in src.detail
-    assert time.monotonic() - t0 < 0.8
 
 
 def test_server_errors_are_retried_then_fail(server: ToolServer) -> None:
@@ -305,12 +314,12 @@ def test_knowledge_base_dispatches_on_kind(server: ToolServer, tmp_path: Any) ->
 def test_credentials_never_show(server: ToolServer, caplog: pytest.LogCaptureFixture,
                                 monkeypatch: pytest.MonkeyPatch) -> None:
     caplog.set_level(logging.DEBUG)
-    server.slow_s = 1.0
     tools = [order_tool(server, kind, timeout_ms=200, retries=1)
              for kind in ("ok", "slow", "html", "big", "missing", "inject", "echo", "drip")]
     tools.append(order_tool(server, "status", url=f"{server.base}/status/500/{{customer_id}}/{{order_id}}"))
     tools.append(order_tool(server, "gone", url="http://127.0.0.1:9/{customer_id}/{order_id}"))
-    found = ask(tools, "Where is my order 12345?")
+    with server.held():  # the slow and dripping ones fail by their deadline, however busy the machine
+        found = ask(tools, "Where is my order 12345?")
     assert [s.status for s in found] == ["ok", "failed", "failed", "failed", "failed", "flagged",
                                          "failed", "failed", "failed", "failed"]
     echo = found[6]

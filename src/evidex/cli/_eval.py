@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -56,6 +57,12 @@ def evaluate(
         str | None, typer.Option(help="adaptive, convex or rrf (hybrid; default: retrieval.fuse, adaptive).")
     ] = None,
     alpha: Annotated[float, typer.Option(help="Vector weight of convex fusion.")] = 0.5,
+    record: Annotated[
+        str | None, typer.Option("--record", metavar="TENANT", help=(
+            "--cases: build the collection in a temporary store and record the report's summary "
+            "(the gate's checks, the figures per category; no case text) for TENANT in the store "
+            "--db or the configuration names, for the page's Operators tab."))
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure retrieval on a BEIR-format set, answer a question set, or run a case file.
@@ -70,7 +77,8 @@ def evaluate(
         raise UsageError("give exactly one of --beir DIR, --qa FILE or --cases FILE")
     if cases is not None:
         explicit_db = ctx.parent.params.get("db") if ctx.parent is not None else None
-        _eval_cases(cases, db=explicit_db, html=html, categories=tuple(category or ()),
+        _eval_cases(cases, db=None if record else explicit_db, html=html, record=record,
+                    categories=tuple(category or ()),
                     types=tuple(case_type or ()), ids=tuple(case_id or ()),
                     embedder=embedder or state.embedder, analyzer=analyzer or state.analyzer,
                     generator=generator or state.cfg.answer.generator, as_json=as_json,
@@ -100,18 +108,26 @@ def evaluate(
             typer.echo(f"{k}: {v}")
 
 
-def _eval_cases(path: Path, *, db: str | None, html: Path | None, as_json: bool,
+def _eval_cases(path: Path, *, db: str | None, html: Path | None, as_json: bool, record: str | None,
                 **options: Any) -> None:
     """``evidex eval --cases``: exit 0 when the gate passes, 1 when it fails, 2 when nothing
     could be measured (invalid case file or collection, or any other error)."""
-    from ..evaluation import evaluate_cases, render_html, render_text
+    from ..evaluation import evaluate_cases, record_summary, render_html, render_text
+    from ..store import EvalRecord
 
     try:
+        started = datetime.now(UTC)
         with progress("cases", show=not as_json) as step:
             report = evaluate_cases(path, db=db, settings=state.cfg.answer_settings(),
                                     progress=step, **options)
         if html is not None:
             html.write_text(render_html(report), encoding="utf-8")
+        if record is not None:
+            run = EvalRecord(record, path.name, started.isoformat(timespec="seconds"),
+                             datetime.now(UTC).isoformat(timespec="seconds"), bool(report["gate"]["passed"]),
+                             record_summary(report))
+            with open_kb(create=True) as kb:
+                kb.for_tenant(record).store.record_eval(run)
     except (EvidexError, OSError) as exc:
         message = str(exc) if isinstance(exc, EvidexError) else f"{exc.strerror or exc}: {exc.filename or ''}"
         lines = message.splitlines() or ["failed"]

@@ -4,6 +4,7 @@ told after a drift check (``sources.after_drift``)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import sys
 from collections.abc import Callable
@@ -119,6 +120,9 @@ def drift(
         "Run what follows a drift check: the configured webhook (when something drifted), the "
         "source owners' notices and the registered hooks."))] = True,
     as_json: JsonOpt = False,
+    record: Annotated[bool, typer.Option("--record", help=(
+        "Also record each source's check in the store's run log, as scheduled checks are (evidex "
+        "runs, the page's Operators tab, /metrics)."))] = False,
 ) -> None:
     """Compare each source with the index without writing: new, changed and removed documents
     per source and owner.
@@ -126,6 +130,7 @@ def drift(
     Exit status 0: in sync; 1: something drifted; 2: a source could not be checked or one of
     the steps after the check (the webhook, an owner's route, a hook) failed.
     """
+    started = datetime.now(UTC)
     report = _run_sources("drift", source, show=not as_json)
     t = report.totals()
     _show(report, as_json, _drifted, ("drifted: " if report.drifted else "in sync: ")
@@ -137,6 +142,15 @@ def drift(
         problems = run_after_drift(after_drift(_owners_step(as_json)), report, need_config())
         typer.echo("".join(f"error: {safe(p)}\n" for p in problems), nl=False, err=True)
         failed = bool(problems)
+    else:
+        problems = []
+    if record:  # after the steps that follow the check, so a failed one is in the record too
+        from ..sources import run_records
+
+        with open_kb() as kb:
+            for run in run_records(need_config(), report, started, datetime.now(UTC)):
+                kb.record_run(dataclasses.replace(run, ok=False, problems=run.problems + tuple(problems))
+                              if problems else run)
     if failed or not report.ok:
         raise typer.Exit(2)
     if report.drifted:

@@ -20,7 +20,7 @@ from ._casefile import TYPES, Case, CaseFile, load_cases
 from ._collection import Collection, build_store, lint
 from ._feedback import FeedbackDraft, feedback_cases
 from ._html import render_html
-from ._report import build_report, render_text
+from ._report import build_report, record_summary, render_text
 from ._run import Runner
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "load_beir",
     "load_cases",
     "metrics",
+    "record_summary",
     "render_html",
     "render_text",
     "run_queries",

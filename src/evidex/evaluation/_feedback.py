@@ -23,7 +23,7 @@ claims.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,10 +89,13 @@ def _draft(answer: AnswerRecord, rating: FeedbackRecord | None, handed_off: bool
     return "", None, ""
 
 
-def feedback_cases(kb: KnowledgeBase, tenant: str, since: str, ingest: Sequence[str]) -> FeedbackDraft:
+def feedback_cases(kb: KnowledgeBase, tenant: str, since: str,
+                   ingest: Sequence[str | Mapping[str, Any]]) -> FeedbackDraft:
     """The draft case file of ``tenant``'s feedback given (and handoffs sent) at or after
     ``since`` (ISO 8601 date or time, UTC). ``ingest``: the folders (relative to where the file
-    will be written) that hold the tenant's documents, the draft's ``collection.ingest``."""
+    will be written) that hold the tenant's documents, the draft's ``collection.ingest``: a path,
+    or an entry with what files do not state themselves (``groups``, ``visibility``,
+    ``language``), as another case file's collection has them (``evidex feedback export --like``)."""
     if not tenant or not tenant.strip():
         raise EvidexError("tenant must name the tenant whose feedback is exported")
     if not ingest:
@@ -136,7 +139,8 @@ def feedback_cases(kb: KnowledgeBase, tenant: str, since: str, ingest: Sequence[
         c["as"] = renamed[c["as"]]
     data = {
         "version": 1,
-        "collection": {"tenant": tenant, "ingest": [{"path": p, "tenant": tenant} for p in ingest]},
+        "collection": {"tenant": tenant, "ingest": [{"path": p, "tenant": tenant} if isinstance(p, str)
+                                                    else {**p, "tenant": tenant} for p in ingest]},
         "actors": {name: {"tenant": tenant, "groups": list(groups), "visibilities": list(vis)}
                    for (groups, vis), name in names.items()},
         "cases": cases,

@@ -144,6 +144,25 @@ def build_report(results: list[CaseResult], gate: Gate, meta: dict[str, Any]) ->
     }
 
 
+#: The figures of each category an operator compares run to run (``record_summary``).
+_CATEGORY_FIGURES = ("cases", "passed", "failed", "skipped", "pass_rate", "answerable", "answerable_cited",
+                     "answerable_rate", "unanswerable", "unanswerable_declined", "unanswerable_declined_rate")
+
+
+def record_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """What ``evidex eval --record`` keeps of a report for the Operators tab: the gate's checks
+    (value, limit, passed), the totals and each category's figures; never a case, a question or
+    an answer (the full report is the command's output, for whoever ran it)."""
+    totals, checks = report["totals"], report["gate"]["checks"]
+    counted = (*_CATEGORY_FIGURES, "access_violations", "invalid_citations", "injection_citations")
+    return {
+        "gate": [{k: ch[k] for k in ("name", "value", "limit", "kind", "passed")} for ch in checks],
+        "totals": {k: totals[k] for k in counted},
+        "categories": {name: {k: f[k] for k in _CATEGORY_FIGURES}
+                       for name, f in report["categories"].items()},
+    }
+
+
 # -- text --------------------------------------------------------------------------------------
 
 def _pct(value: float | None) -> str:

@@ -5,8 +5,12 @@ token subject) the guard authenticated: the session's reads include what that ca
 the last few seconds (``store.RecentWrites``, shared by the worker processes through a small
 file), so an admin key that synced or deleted a document reads the change back on its next
 request, whichever replica or worker serves it. The response says which server answered its
-last read and at which generation (``X-Evidex-Server``, ``X-Evidex-Generation``), and the
-generation a write committed (``X-Evidex-Written-Generation``). A server is named by its role
+last read (``X-Evidex-Server``), the generation a write committed
+(``X-Evidex-Written-Generation``), and the newest of the caller's own recent writes that the
+read included (``X-Evidex-Generation``). The store's generation counts every tenant's writes
+on a server the tenants share, so its current value is never shown: another tenant would watch
+it move with each write of theirs (issue 45, finding 6). A caller only ever sees generations of
+its own writes, which it was told when it wrote them. A server is named by its role
 and a short digest of its address (``/v1/health`` maps digests to servers for admins): the
 addresses of the database servers are not for every caller.
 """
@@ -37,6 +41,16 @@ class ReadYourWrites:
         self.app = app
         self.memory = memory
 
+    def _own_write(self, session: ReadSession) -> int | None:
+        """The newest generation the session's caller wrote, in this request or in the last
+        few seconds (None: no write of its own to speak of)."""
+        found = list(session.written.values())
+        if session.caller:
+            remembered = self.memory.newest(session.caller)
+            if remembered is not None:
+                found.append(remembered)
+        return max(found) if found else None
+
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -51,8 +65,10 @@ class ReadYourWrites:
                 headers = list(message.get("headers", []))
                 if session.served:
                     last = session.served[-1]
-                    headers += [(b"x-evidex-server", server_id(last.server).encode()),
-                                (b"x-evidex-generation", str(last.generation).encode())]
+                    headers.append((b"x-evidex-server", server_id(last.server).encode()))
+                    own = self._own_write(session)
+                    if own is not None and last.generation >= own:
+                        headers.append((b"x-evidex-generation", str(own).encode()))
                 if session.written:
                     headers.append((b"x-evidex-written-generation",
                                     str(max(session.written.values())).encode()))

@@ -1,12 +1,15 @@
 """The operators' view behind the page's Operators tab: admin keys only, each its own tenant.
 
 ``GET /v1/ops/sources``: every configured source of the tenant with its owner, its schedule and
-next scheduled check, and its latest sync and drift runs from the run log (when, counts, the
-first line of the first problem). ``GET /v1/ops/handoffs``: the questions sent to a person
-(question, when, reference, whether a route took it). ``GET /v1/ops/citations``: passages that
-recent answers cited and that no longer resolve to what was cited (the document was removed, or
-changed to a newer version), with how many answers cited them. Conflicts awaiting an owner are
-``GET /v1/conflicts`` (``_conflicts``), which the page reads as it is.
+next scheduled check, its latest sync and drift runs from the run log (when, counts, the
+first line of the first problem), and the owner told of its latest findings (who, on which kind
+of route, when, delivered or why not). ``GET /v1/ops/evaluations``: the latest recorded
+evaluation runs (the gate's checks, the figures per category). ``GET /v1/ops/handoffs``: the
+questions sent to a person (question, when, reference, whether a route took it).
+``GET /v1/ops/citations``: passages that recent answers cited and that no longer resolve to what
+was cited (the document was removed, or changed to a newer version), with how many answers cited
+them. Conflicts awaiting an owner are ``GET /v1/conflicts`` (``_conflicts``), which the page
+reads as it is.
 
 What the configuration says about sources is handed in as ``SourcesFn`` (``overview`` builds it),
 so this package reads no configuration file itself; without sources configured the list is
@@ -31,6 +34,8 @@ __all__ = ["overview", "router"]
 router = APIRouter(tags=["operators"])
 #: How many recent answers the citation check reads.
 CITATIONS_READ = 1000
+#: How many recent owner notices the sources list reads (each source shows its newest).
+NOTICES_READ = 1000
 
 
 def overview(cfg: Config) -> Callable[..., list[dict[str, Any]]]:
@@ -72,16 +77,35 @@ def sources(who: Admin, svc: Svc) -> dict[str, Any]:
     tenant = who.actor.tenant
     with svc.pool.handle() as kb:
         runs = kb.runs(10_000, tenant=tenant)
+        notices = kb.for_tenant(tenant).store.notices(tenant, limit=NOTICES_READ)
     latest: dict[tuple[str, str], RunRecord] = {}
     for r in runs:  # newest first
-        latest.setdefault((r.kind, r.source), r)
+        if r.kind in ("sync", "drift"):
+            latest.setdefault((r.kind, r.source), r)
+    told: dict[str, list[dict[str, Any]]] = {}
+    for n in notices:  # newest first: each source's newest notice, one row per route it went on
+        mine = told.setdefault(n.source, [])
+        if not mine or mine[0]["sent_at"] == n.sent_at:
+            mine.insert(0, n.as_dict())  # its routes in the order they were tried
     configured = svc.sources(tenant=tenant) if svc.sources is not None else []
     known = {s["id"] for s in configured}
     recorded = sorted({source for _, source in latest} - known)
     listed = configured + [{"id": s, "type": None, "owner": None, "sync_schedule": None, "next_sync": None,
                             "drift_schedule": None, "next_drift_check": None} for s in recorded]
     return {"sources": [{**s, "last_sync": _run(latest.get(("sync", s["id"]))),
-                         "last_drift": _run(latest.get(("drift", s["id"])))} for s in listed]}
+                         "last_drift": _run(latest.get(("drift", s["id"]))),
+                         "owner_told": told.get(s["id"], [])} for s in listed]}
+
+
+@router.get("/v1/ops/evaluations", responses=ADMIN_ERRORS)
+def evaluations(who: Admin, svc: Svc, limit: Annotated[int, Query(ge=1, le=100)] = 5) -> dict[str, Any]:
+    """The admin key's tenant's recorded evaluation runs (``evidex eval --cases --record``),
+    newest first: when, the case set, whether the gate passed, its checks and the figures per
+    category."""
+    tenant = who.actor.tenant
+    with svc.pool.handle() as kb:
+        found = kb.for_tenant(tenant).store.evals(tenant, limit=limit)
+    return {"evaluations": [e.as_dict() for e in found]}
 
 
 @router.get("/v1/ops/handoffs", responses=ADMIN_ERRORS)

@@ -18,6 +18,8 @@ from ..config import Config
 from ..kb import KnowledgeBase
 from ..model import Conflict, NotifyError
 from ..notify import Delivery, Message, Owner, deliver, owner_route, send_webhook
+from ..store import NoticeRecord
+from ._items import effective
 from ._sync import SourceReport, SyncReport
 
 __all__ = ["NotifyReport", "OwnerFindings", "findings_by_owner", "notify_owners", "notify_webhook",
@@ -123,9 +125,42 @@ def notify_owners(kb: KnowledgeBase, config: Config, drift: SyncReport | None = 
         if not g.owner.reachable:
             report.unrouted.append(f"owner {g.owner.name}")
             continue
-        report.deliveries += deliver(g.owner.name, g.owner, g.message(), smtp=smtp, env=env,
-                                     attempts=attempts, pause=pause)
+        sent = deliver(g.owner.name, g.owner, g.message(), smtp=smtp, env=env, attempts=attempts, pause=pause)
+        report.deliveries += sent
+        _record_notices(kb, config, g, sent, source_of)
     return report
+
+
+def _record_notices(kb: KnowledgeBase, config: Config, g: OwnerFindings, sent: Sequence[Delivery],
+                    source_of: Mapping[tuple[str, str], str]) -> None:
+    """Record, per source the message was about and per route, that its owner was told (or
+    that telling failed), in the tenant's store: the Operators tab shows who knew, and when.
+    The route's kind is kept, never its address."""
+    about: dict[str, dict[str, int]] = {}
+    for rep in g.sources:
+        about[rep.source] = {"new": len(rep.new), "changed": len(rep.changed), "removed": len(rep.removed)}
+    for c in g.conflicts:  # a conflict between two documents of one source counts once
+        for source in sorted({source_of.get((c.tenant, side.document_id)) for side in (c.a, c.b)} - {None}):
+            if _owner_of(config, source) == g.owner:
+                found = about.setdefault(source, {})
+                found["conflicts"] = found.get("conflicts", 0) + 1
+    if not about:
+        return
+    at = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+    by_tenant: dict[str, list[NoticeRecord]] = {}
+    for source, findings in sorted(about.items()):
+        tenant = effective(config.source(source), config.defaults).tenant or ""
+        for d in sent:
+            error = None if d.ok else (d.error or "not delivered").splitlines()[0][:300]
+            by_tenant.setdefault(tenant, []).append(NoticeRecord(
+                tenant, source, g.owner.name, d.route, at, d.ok, error, findings))
+    for tenant, records in by_tenant.items():
+        kb.for_tenant(tenant).store.record_notices(records)
+
+
+def _owner_of(config: Config, source_id: str) -> Owner | None:
+    src = next((s for s in config.sources if s.id == source_id), None)
+    return owner_route(src.owner or config.defaults.owner) if src else None
 
 
 def owners_hook(open_kb: Callable[[], KnowledgeBase]) -> Callable[[SyncReport, Config], None]:

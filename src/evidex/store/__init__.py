@@ -27,6 +27,7 @@ from ._contract import (
 from ._copy import CopyReport, copy_store, verify_copy
 from ._feedback import AnswerRecord, FeedbackRecord, HandoffRecord, since_stamp
 from ._location import is_postgres_url, redacted, scrubbed, without_password
+from ._reports import EvalRecord, NoticeRecord
 from ._runs import RunRecord
 from ._session import ReadSession, RecentWrites, Served, current_session, read_session
 from ._sqlite import SQLiteStore
@@ -41,11 +42,13 @@ __all__ = [
     "AnswerRecord",
     "CopyReport",
     "DocumentWrite",
+    "EvalRecord",
     "FeedbackRecord",
     "HandoffRecord",
     "HistoryEntry",
     "Mark",
     "MissingVectors",
+    "NoticeRecord",
     "PassageWrite",
     "PostgresStore",
     "ReadSession",

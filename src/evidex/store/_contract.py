@@ -28,6 +28,7 @@ import numpy as np
 
 from ..model import Conflict, Document, IngestReport, Passage, StoreError
 from ._feedback import AnswerRecord, FeedbackRecord, HandoffRecord
+from ._reports import EvalRecord, NoticeRecord
 from ._runs import RunRecord
 from ._tenants import Mark
 
@@ -439,6 +440,22 @@ class Store(Protocol):
 
     def handoffs(self, tenant: str, *, since: str | None = None, limit: int = 100) -> list[HandoffRecord]:
         """``tenant``'s handoffs, newest first."""
+        ...
+
+    def record_notices(self, records: Sequence[NoticeRecord]) -> None:
+        """Record who was told about which source's findings, and whether it reached them."""
+        ...
+
+    def notices(self, tenant: str, *, limit: int = 1000) -> list[NoticeRecord]:
+        """``tenant``'s owner notices, newest first."""
+        ...
+
+    def record_eval(self, record: EvalRecord) -> None:
+        """Record an evaluation run's summary."""
+        ...
+
+    def evals(self, tenant: str, *, limit: int = 10) -> list[EvalRecord]:
+        """``tenant``'s recorded evaluation runs, newest first."""
         ...
 
     def iter_documents(self, tenant: str | None = None) -> Iterator[StoredDocument]: ...

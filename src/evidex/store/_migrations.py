@@ -269,5 +269,13 @@ def _operator_records(c: SchemaCursor, dialect: str) -> None:
             c.execute(stmt)
 
 
+@migration("operator_reports")
+def _operator_reports(c: SchemaCursor, dialect: str) -> None:
+    """Who was told about a source's findings, and recorded evaluation runs (``_reports``)."""
+    for table in ("owner_notices", "eval_reports"):
+        for stmt in create_statements(table, dialect):
+            c.execute(stmt)
+
+
 #: The number of migrations a current store has applied (``meta.schema_version``).
 SCHEMA_VERSION = len(MIGRATIONS.names)

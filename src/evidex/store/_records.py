@@ -1,7 +1,8 @@
 """What a store records beside the documents: the run log, the scheduler's claims on due
-runs, the conflicts found between passages, and the service's answers, feedback and handoffs
-(``_feedback``). Every write here is a transaction of its own
-that leaves the generation alone: search reads none of it. ``SQLStore`` inherits these."""
+runs, the conflicts found between passages, the service's answers, feedback and
+handoffs (``_feedback``), and owner notices and evaluation runs (``_reports``). Every write
+here is a transaction of its own that leaves the generation alone: search reads none of it.
+``SQLStore`` inherits these."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..model import Conflict
-from . import _conflicts, _feedback
+from . import _conflicts, _feedback, _reports
 from ._dialect import Dialect, now
 from ._feedback import AnswerRecord, FeedbackRecord, HandoffRecord
+from ._reports import EvalRecord, NoticeRecord
 from ._runs import INSERT as RUN_INSERT
 from ._runs import RunRecord, claim, select_runs
 
@@ -78,7 +80,7 @@ class Records:
         with self._transaction(False, None) as c:
             c.execute("DELETE FROM conflicts WHERE tenant = ?", (tenant,))
             c.execute("DELETE FROM runs WHERE tenant = ?", (tenant,))
-            for table in ("answer_records", "feedback", "handoff_records"):
+            for table in ("answer_records", "feedback", "handoff_records", "owner_notices", "eval_reports"):
                 c.execute(f"DELETE FROM {table} WHERE tenant = ?", (tenant,))
             c.execute("COMMIT")
 
@@ -117,3 +119,24 @@ class Records:
     def handoffs(self, tenant: str, *, since: str | None = None, limit: int = 100) -> list[HandoffRecord]:
         with self._connection() as c:
             return _feedback.select_handoffs(c, tenant, since, limit)
+
+    # -- owner notices and evaluation runs (``_reports``) ----------------------------------------
+    def record_notices(self, records: Sequence[NoticeRecord]) -> None:
+        if not records:
+            return
+        with self._transaction(False, None) as c:
+            _reports.insert_notices(c, list(records))
+            c.execute("COMMIT")
+
+    def notices(self, tenant: str, *, limit: int = 1000) -> list[NoticeRecord]:
+        with self._connection() as c:
+            return _reports.select_notices(c, tenant, limit)
+
+    def record_eval(self, record: EvalRecord) -> None:
+        with self._transaction(False, None) as c:
+            _reports.insert_eval(c, record)
+            c.execute("COMMIT")
+
+    def evals(self, tenant: str, *, limit: int = 10) -> list[EvalRecord]:
+        with self._connection() as c:
+            return _reports.select_evals(c, tenant, limit)

@@ -610,6 +610,18 @@ class ReplicatedStore:
     def handoffs(self, tenant: str, *, since: str | None = None, limit: int = 100) -> list[Any]:
         return self._on_primary(lambda s: s.handoffs(tenant, since=since, limit=limit))
 
+    def record_notices(self, records: Any) -> None:
+        self._on_primary(lambda s: s.record_notices(records))
+
+    def notices(self, tenant: str, *, limit: int = 1000) -> list[Any]:
+        return self._on_primary(lambda s: s.notices(tenant, limit=limit))
+
+    def record_eval(self, record: Any) -> None:
+        self._on_primary(lambda s: s.record_eval(record))
+
+    def evals(self, tenant: str, *, limit: int = 10) -> list[Any]:
+        return self._on_primary(lambda s: s.evals(tenant, limit=limit))
+
     def iter_documents(self, tenant: str | None = None) -> Iterator[StoredDocument]:
         return iter(self._on_primary(lambda s: list(s.iter_documents(tenant))))
 

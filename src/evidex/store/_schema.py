@@ -150,6 +150,17 @@ TABLES: tuple[Table, ...] = (
         _c("id", "bigid"), _c("tenant", "text"), _c("reference", "text"), _c("caller", "text"),
         _c("question", "text"), _c("trace_ids", "text"), _c("delivered", "bool"), _c("sent_at", "text")),
         indexes=(Index("handoff_records_sent", ("tenant", "sent_at")),)),
+    # Who was told about a source's findings, and each recorded evaluation run (``_reports``).
+    # Never read by search.
+    Table("owner_notices", (
+        _c("id", "bigid"), _c("tenant", "text"), _c("source", "text"), _c("owner", "text"),
+        _c("route", "text"), _c("sent_at", "text"), _c("delivered", "bool"), _c("error", "text", null=True),
+        _c("findings", "text")),
+        indexes=(Index("owner_notices_sent", ("tenant", "sent_at")),)),
+    Table("eval_reports", (
+        _c("id", "bigid"), _c("tenant", "text"), _c("name", "text"), _c("started_at", "text"),
+        _c("ended_at", "text"), _c("passed", "bool"), _c("summary", "text")),
+        indexes=(Index("eval_reports_ended", ("tenant", "ended_at")),)),
 )
 
 _TYPES = {

@@ -84,6 +84,21 @@ class RecentWrites:
                              (caller, lineage)).fetchone()
         return int(row[0]) if row is not None and now - row[1] <= self.seconds else None
 
+    def newest(self, caller: str) -> int | None:
+        """The newest generation ``caller`` wrote in the last ``seconds``, whatever the lineage
+        (a caller writes to its own tenant's store only): what the service may show that caller
+        of the store's generations, since it is a number of its own write."""
+        now = time.time()
+        if self._path is None:
+            with self._lock:
+                found = [g for (c, _), (g, at) in self._mem.items()
+                         if c == caller and now - at <= self.seconds]
+            return max(found) if found else None
+        with self._db() as db:
+            row = db.execute("SELECT MAX(generation) FROM writes WHERE caller = ? AND at >= ?",
+                             (caller, now - self.seconds)).fetchone()
+        return int(row[0]) if row is not None and row[0] is not None else None
+
     def put(self, caller: str, lineage: str, generation: int) -> None:
         now = time.time()
         if self._path is None:

@@ -132,14 +132,49 @@
     return s;
   }
 
+  // Who was told about the source's latest findings: one line per route the notice went on.
+  function findings(f) {
+    const parts = ["new", "changed", "removed"].filter((k) => f && f[k]).map((k) => `${f[k]} ${k}`);
+    if (f && f.conflicts) parts.push(`${f.conflicts} conflict(s)`);
+    return parts.join(", ") || "findings";
+  }
+  function told(notices) {
+    const d = el("div", { cls: "owner-told" });
+    if (!notices || !notices.length) {
+      d.append(el("span", { cls: "notice", text: "owner not told of anything yet" }));
+      return d;
+    }
+    d.append(el("span", { text: `Told ${notices[0].owner} of ${findings(notices[0].findings)}:` }));
+    for (const n of notices) {
+      const line = el("div", { attrs: { "data-delivered": n.delivered ? "yes" : "no" } });
+      line.append(`${n.route} ${when(n.sent_at)} `, el("span", {
+        cls: n.delivered ? "state-ok" : "state-bad", text: n.delivered ? "delivered" : "not delivered" }));
+      if (!n.delivered && n.error) line.append(el("br"), el("span", { cls: "state-bad", text: n.error }));
+      d.append(line);
+    }
+    return d;
+  }
+  // A drift check that found the source changed since its last sync: the source is stale.
+  function drift(s) {
+    const d = el("div");
+    const c = (s.last_drift && s.last_drift.counts) || {};
+    const changes = (c.new || 0) + (c.changed || 0) + (c.removed || 0);
+    if (changes) {
+      d.append(el("strong", { cls: "state-bad", text: `stale: ${changes} change(s) since the last sync`,
+        attrs: { "data-stale": "true" } }), el("br"));
+    }
+    d.append(run(s.last_drift, "drift check"), told(s.owner_told));
+    return d;
+  }
+
   function renderSources(box, data) {
     if (!data.sources.length) return box.append(empty("No sources are configured or recorded for this tenant."));
-    box.append(table(["Source", "Owner", "Last sync", "Next sync", "Last drift check", "Next drift check"],
+    box.append(table(["Source", "Owner", "Last sync", "Next sync", "Last drift check, owner told", "Next drift check"],
       data.sources.map((s) => [
         el("span", { text: `${s.id}${s.type ? ` (${s.type})` : ""}`, attrs: { "data-source": s.id } }),
         s.owner || "—", run(s.last_sync, "sync"),
         s.next_sync ? `${when(s.next_sync)} (${s.sync_schedule})` : "on request only",
-        run(s.last_drift, "drift check"),
+        drift(s),
         s.next_drift_check ? `${when(s.next_drift_check)} (${s.drift_schedule})` : "—"])));
   }
 
@@ -183,7 +218,33 @@
       f.answer ? (f.answer.status === "declined" ? `declined (${f.answer.reason})` : "answered") : "—",
       f.note || ""])));
     box.append(el("p", { cls: "hint", text: "As draft evaluation cases: evidex feedback export --since DATE " +
-      "--tenant TENANT --ingest FOLDER --out cases.yaml" }));
+      "--tenant TENANT --like CASEFILE (or --ingest FOLDER) --out cases.yaml" }));
+  }
+
+  function pct(v) { return v === null || v === undefined ? "—" : `${Math.round(v * 1000) / 10} %`; }
+  // A gate check at least some share (kind "min") is a rate; at most some count ("max") a count.
+  function figure(v, kind) { return kind === "min" ? pct(v) : v === null || v === undefined ? "—" : String(v); }
+  function renderEvaluation(box, data) {
+    if (!data.evaluations.length) {
+      return box.append(empty("No evaluation recorded: evidex eval --cases FILE --record TENANT records one."));
+    }
+    const e = data.evaluations[0];
+    const head = el("p", { cls: "meta", attrs: { "data-passed": e.passed ? "yes" : "no" } });
+    head.append(el("span", { cls: e.passed ? "state-ok" : "state-bad", text: e.passed ? "gate passed" : "gate failed" }),
+      ` · ${e.name} · ran ${when(e.started_at)} to ${when(e.ended_at)}`);
+    const t = e.totals || {};
+    head.append(el("br"), `${t.passed} of ${t.cases} cases passed; answerable cited ${pct(t.answerable_rate)}; ` +
+      `unanswerable declined ${pct(t.unanswerable_declined_rate)}; access violations ${t.access_violations}`);
+    box.append(head);
+    box.append(el("h4", { text: "Gate" }), table(["Check", "Value", "Limit", "Result"], (e.gate || []).map((c) => [
+      c.name, figure(c.value, c.kind), `${c.kind === "max" ? "at most" : "at least"} ${figure(c.limit, c.kind)}`,
+      el("span", { cls: c.passed ? "state-ok" : "state-bad", text: c.passed ? "pass" : "fail" })])));
+    const cats = Object.entries(e.categories || {});
+    box.append(el("h4", { text: "Per category" }), table(
+      ["Category", "Cases", "Passed", "Answerable cited", "Unanswerable declined"], cats.map(([name, f]) => [
+        name, String(f.cases), String(f.passed),
+        f.answerable ? `${f.answerable_cited}/${f.answerable} (${pct(f.answerable_rate)})` : "—",
+        f.unanswerable ? `${f.unanswerable_declined}/${f.unanswerable} (${pct(f.unanswerable_declined_rate)})` : "—"])));
   }
 
   const PARTS = [
@@ -192,6 +253,7 @@
     ["ops-handoffs", "/v1/ops/handoffs", renderHandoffs],
     ["ops-citations", "/v1/ops/citations", renderCitations],
     ["ops-feedback", "/v1/feedback?limit=50", renderFeedback],
+    ["ops-evaluation", "/v1/ops/evaluations?limit=1", renderEvaluation],
   ];
 
   async function load() {
