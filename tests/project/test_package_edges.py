@@ -32,6 +32,7 @@ LAYERS: list[set[str]] = [
     {"decide", "_writes"},
     {"answer"},
     {"kb", "config"},
+    {"knowledge"},
     {"placement"},
     {"__init__", "evaluation", "sources"},
     {"server"},
