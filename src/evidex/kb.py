@@ -47,7 +47,6 @@ from .model import (
     ReadFailed,
     Resolution,
     SearchResults,
-    StoreError,
     TenantMoved,
     can_access,
     check_unicode,
@@ -55,14 +54,12 @@ from .model import (
 from .query import DEFAULT_LIMITS, QueryLimits, analyzer_for, get_analyzer, parse_query
 from .retrieve import BM25, DEFAULT_FUSION, MODES, BM25Params, Deadline, Fallback, Fusion
 from .store import (
-    CopyReport,
     ReadSession,
     ReadView,
     Store,
     StoredDocument,
-    copy_store,
     current_session,
-    is_postgres_url,
+    migrate_store,
     open_store,
     read_session,
     redacted,
@@ -611,24 +608,6 @@ class KnowledgeBase(Writing):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def migrate_store(source: str, target: str) -> CopyReport:
-    """Copy the store at ``source`` with its history into the empty store ``target`` (another
-    backend, typically: a SQLite file to a ``postgresql://`` URL), then verify every document
-    in the target by fingerprint, passage count and history (see ``CopyReport``)."""
-    if not is_postgres_url(source) and not Path(source.removeprefix("sqlite:///")).is_file():
-        raise StoreError(f"no store at {source}")
-    src = open_store(source)
-    try:
-        dst = open_store(target, analyzer=src.analyzer, embedder=src.embedder,
-                         dimension=src.dimension)
-        try:
-            return copy_store(src, dst)
-        finally:
-            dst.close()
-    finally:
-        src.close()
 
 
 def _results(q: retrieve.Query, ranking: retrieve.Ranking, hits: list[Hit],

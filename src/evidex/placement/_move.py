@@ -71,6 +71,7 @@ class MoveReport:
                     "documents": c.documents, "passages": c.passages, "vectors": c.vectors,
                     "history_versions": c.history_versions, "signatures": c.signatures,
                     "sync_records": c.sync_records, "conflicts": c.conflicts, "runs": c.runs,
+                    "operator_records": c.operator_records,
                     "citations": self.citations_checked, "searches": self.searches_checked,
                     "mismatches": c.mismatches[:20]},
                 "removed_from_source": self.removed_from_source, "kept_source": self.kept_source,

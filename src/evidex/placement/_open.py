@@ -10,11 +10,9 @@ how long a write waits for a tenant being moved.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..config import Config
 from ..model import EvidexError
-from ..store import is_postgres_url
+from ..store import store_exists
 from ..tools import Toolbox
 from ._router import MOVE_WAIT_S, PlacedKnowledge
 from ._value import Placement
@@ -25,7 +23,7 @@ def require_stores(where: Placement) -> None:
     a search or an answer from a mistyped location would otherwise create an empty store and
     decline every question as if the collection lacked the answer."""
     for loc in where.locations():
-        if not is_postgres_url(loc.url) and not Path(loc.url.removeprefix("sqlite:///")).is_file():
+        if not store_exists(loc.url):
             raise EvidexError(f"no store at {loc.url} (evidex ingest creates one; or give --db)")
 
 

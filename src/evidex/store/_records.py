@@ -59,8 +59,9 @@ class Records:
             c.execute("COMMIT")
         return done
 
-    def conflict_rows(self, tenant: str) -> list[tuple[Any, ...]]:
-        """``tenant``'s recorded conflicts as stored, oldest first (moving a tenant copies them)."""
+    def conflict_rows(self, tenant: str | None) -> list[tuple[Any, ...]]:
+        """``tenant``'s recorded conflicts (None: every tenant's) as stored, oldest first (a move
+        and a migration copy them)."""
         with self._connection() as c:
             return _conflicts.conflict_rows(c, tenant)
 
@@ -72,6 +73,21 @@ class Records:
             new = _conflicts.restore_rows(c, rows)
             c.execute("COMMIT")
         return new
+
+    def operator_records(self, tenant: str | None) -> dict[str, list[tuple[Any, ...]]]:
+        """``tenant``'s answer records, feedback and handoffs (None: every tenant's) as stored,
+        per table, oldest first (``_feedback.operator_rows``)."""
+        with self._connection() as c:
+            return _feedback.operator_rows(c, tenant)
+
+    def restore_operator_records(self, rows: dict[str, list[tuple[Any, ...]]]) -> int:
+        """Record another store's ``operator_records`` this one lacks; how many were added."""
+        if not any(rows.values()):
+            return 0
+        with self._transaction(False, None) as c:
+            added = _feedback.restore_operator_rows(c, rows)
+            c.execute("COMMIT")
+        return added
 
     def remove_records(self, tenant: str) -> None:
         """Delete ``tenant``'s recorded conflicts and runs (a tenant moved off this store)."""

@@ -560,11 +560,17 @@ class ReplicatedStore:
     def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
         return self._on_primary(lambda s: s.dismiss_conflict(tenant, conflict_id, by))
 
-    def conflict_rows(self, tenant: str) -> list[tuple[Any, ...]]:
+    def conflict_rows(self, tenant: str | None) -> list[tuple[Any, ...]]:
         return self._on_primary(lambda s: s.conflict_rows(tenant))
 
     def restore_conflicts(self, rows: list[tuple[Any, ...]]) -> int:
         return self._on_primary(lambda s: s.restore_conflicts(rows))
+
+    def operator_records(self, tenant: str | None) -> dict[str, list[tuple[Any, ...]]]:
+        return self._on_primary(lambda s: s.operator_records(tenant))
+
+    def restore_operator_records(self, rows: dict[str, list[tuple[Any, ...]]]) -> int:
+        return self._on_primary(lambda s: s.restore_operator_records(rows))
 
     def remove_records(self, tenant: str) -> None:
         self._on_primary(lambda s: s.remove_records(tenant))
