@@ -22,7 +22,7 @@ from typing import Any
 from ..answer import AnswerSettings, markers, sentences
 from ..kb import QUESTION_LIMITS, KnowledgeBase, migrate_store
 from ..knowledge import Knowledge
-from ..model import SearchResults, StoreError
+from ..model import Citation, SearchResults, StoreError
 from ..query import content_terms, get_analyzer
 from ..yamlfile import Problems
 from ._casefile import Case, CaseFile
@@ -260,9 +260,8 @@ class Runner:
         if doc is None or passage is None:  # the linter makes this unreachable for a valid file
             r.fail("the old citation names nothing in the store")
             return
-        citation = {"document_id": doc.document_id, "version": old["version"],
-                    "content_sha256": doc.content_sha256, "passage": passage.number,
-                    "quote": old["quote"]}
+        citation = Citation(doc.document_id, old["version"], doc.content_sha256, passage.number,
+                            old["quote"]).as_dict()
         p = Problems(self.cf.path)
         for step in case.steps:
             kb.ingest(load_entry(self.cf, step, p), split=SPLIT, identify_languages=True)

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..config import StoreConfig, StoreLocation, config_line
 from ..kb import KnowledgeBase
-from ..model import VISIBILITIES, Actor, EvidexError, StoreError
+from ..model import VISIBILITIES, Actor, Citation, EvidexError, StoreError
 from ..store import (
     TenantCounts,
     clear_tenant,
@@ -226,9 +226,8 @@ def _same_answers(src: KnowledgeBase, dst: KnowledgeBase, tenant: str, samples: 
     queries = []
     for d in chosen:
         for p in passages[d.dkey][:1]:
-            cited = {"kind": "passage", "document_id": d.id, "version": d.version,
-                     "content_sha256": d.content_sha256, "passage": p.number, "quote": p.text,
-                     "start": p.start, "end": p.end, "heading_path": list(p.heading_path), "anchor": p.anchor}
+            cited = Citation(d.id, d.version, d.content_sha256, p.number, p.text, p.start, p.end,
+                             tuple(p.heading_path), p.anchor).as_dict()
             a, b = src.resolve(actor, cited, at_least=None), dst.resolve(actor, cited)
             if a != b or not a.ok:
                 raise StoreError(f"the citation of {tenant}/{d.id} passage {p.number} resolves "
