@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from evidex import Actor, Document, KnowledgeBase
+from evidex._writes import passage_writes
 from evidex.model import can_access
 from evidex.store import DocumentWrite
 from million_keyword import documents, queries, vocabulary
@@ -119,7 +120,7 @@ def _writer(url: str, w: int, seconds: float, out: Any) -> None:
         d = version_doc(w, k)
         writes = [DocumentWrite(d, "paragraph", tuple(
             dataclasses.replace(p, vector=np.full(DIM, 1 / np.sqrt(DIM), dtype=np.float32))
-            for p in kb._passages(d, "paragraph", 2000)))]
+            for p in passage_writes(kb.store.analyzer, d, "paragraph", 2000)))]
         t = time.perf_counter()
         kb.store.apply(writes)
         times.append((time.perf_counter() - t) * 1000)
@@ -148,8 +149,9 @@ def torn_reads(url: str, seconds: float = 15.0) -> dict[str, object]:
     vec = np.full(DIM, 1 / np.sqrt(DIM), dtype=np.float32)
     for w in range(4):
         d = version_doc(w, 1)
+        written = passage_writes(kb.store.analyzer, d, "paragraph", 2000)
         kb.store.apply([DocumentWrite(d, "paragraph", tuple(
-            dataclasses.replace(p, vector=vec) for p in kb._passages(d, "paragraph", 2000)))])
+            dataclasses.replace(p, vector=vec) for p in written))])
     kb.close()
     out = SPAWN.Queue()
     procs = [SPAWN.Process(target=_writer, args=(url, w, seconds, out)) for w in range(4)]
@@ -275,7 +277,7 @@ def main() -> None:
         d = docs[int(r.integers(0, len(docs)))]
         new = Document(d.id, d.tenant, d.groups, f"v{i + 2}", d.text + f"\n\nrevision {i}")
         ps = tuple(dataclasses.replace(p, vector=vecs[k % len(vecs)])
-                   for k, p in enumerate(pg._passages(new, "paragraph", 2000)))
+                   for k, p in enumerate(passage_writes(pg.store.analyzer, new, "paragraph", 2000)))
         t = time.perf_counter()
         pg.store.apply([DocumentWrite(new, "paragraph", ps)])
         sup.append((time.perf_counter() - t) * 1000)

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from evidex import Actor, Document, KnowledgeBase
+from evidex._writes import passage_writes
 from evidex.store import DocumentWrite
 from million_keyword import documents, queries, vocabulary
 
@@ -61,7 +62,7 @@ def build(kb: KnowledgeBase, docs: list[Document], vecs: np.ndarray) -> float:
     for i in range(0, len(docs), 2000):
         writes = []
         for d in docs[i : i + 2000]:
-            ps = kb._passages(d, "paragraph", 2000)
+            ps = passage_writes(kb.store.analyzer, d, "paragraph", 2000)
             ps = tuple(dataclasses.replace(p, vector=vecs[row + k]) for k, p in enumerate(ps))
             row += len(ps)
             writes.append(DocumentWrite(d, "paragraph", ps))

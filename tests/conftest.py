@@ -96,7 +96,8 @@ def _test_embedder(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Tem
 #: a process or listens on a socket, so the marking cannot silently fall behind the tests.
 _STARTERS = frozenset({"subprocess", "multiprocessing", "service_helpers", "demo_helpers",
                        "page_helpers", "pgcluster", "notify_helpers", "llm_server", "cli_runner",
-                       "tools_helpers", "old_stores", "fuzz_inputs", "http.server", "socketserver", "uvicorn"})
+                       "tools_helpers", "old_stores", "fuzz_inputs", "http.server", "socketserver",
+                       "uvicorn"})
 
 
 def _starts_things(module: object) -> bool:

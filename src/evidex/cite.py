@@ -15,9 +15,10 @@ says nothing about which documents exist.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
-from .model import Actor, CitationError, Resolution, can_access, check_unicode
+from .model import CITATION_REQUIRED, Actor, Citation, CitationError, Resolution, can_access, check_unicode
 from .store import ReadView
 
 __all__ = ["check_citation", "resolve_citation"]
@@ -36,12 +37,18 @@ def _quote_in(text: str, citation: Mapping[str, Any]) -> bool:
     return quote in text
 
 
-#: What identifies a cited passage, with the JSON type each must have.
-_REQUIRED = {"document_id": "a string", "version": "a string", "content_sha256": "a string",
-             "passage": "an integer", "quote": "a string"}
+def _json_type(annotation: str) -> str:
+    """The JSON type a ``Citation`` field's annotation asks for, in words."""
+    if annotation.startswith("int"):
+        return "an integer"
+    return "a list of strings" if annotation.startswith("tuple") else "a string"
+
+
+_TYPES = {f.name: _json_type(str(f.type)) for f in fields(Citation)}
+#: What identifies a cited passage, with the JSON type each must have (``Citation``'s fields).
+_REQUIRED = {name: _TYPES[name] for name in CITATION_REQUIRED}
 #: Optional locator and display fields: absent, null, or of this type.
-_OPTIONAL = {"start": "an integer", "end": "an integer", "heading_path": "a list of strings",
-             "anchor": "a string", "title": "a string", "source_url": "a string"}
+_OPTIONAL = {name: kind for name, kind in _TYPES.items() if name not in _REQUIRED}
 
 
 def _has_type(value: Any, kind: str) -> bool:

@@ -8,23 +8,25 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
-from . import answer, conflicts, decide, retrieve
-from ._batch import checked_batch, entries_by_document
+from . import answer, decide, retrieve
+from ._checks import check_actor as _check_actor
+from ._checks import check_model as _check_model
+from ._checks import dimension as _dimension
+from ._checks import positive_int as _positive_int
+from ._writes import Writing
 from .answer import GENERATORS, Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator
 from .check import CheckReport, check_store
 from .cite import resolve_citation
 from .decide import Calibration, Probes, calibration, probe_texts
 from .embed import (
     DEFAULT_EMBEDDER,
-    EMBEDDERS,
     Embedder,
     EmbeddingCache,
     QueryVectorCache,
@@ -32,24 +34,19 @@ from .embed import (
     get_reader,
     query_vectors,
 )
-from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan_document, split_key, split_text
 from .model import (
     Actor,
     CitationError,
-    Conflict,
-    Document,
     DocumentError,
     DocumentView,
     EvidexError,
     Filters,
     Hit,
-    IngestReport,
     Passage,
     QueryError,
     ReadFailed,
     Resolution,
     SearchResults,
-    StoreError,
     TenantMoved,
     can_access,
     check_unicode,
@@ -57,19 +54,12 @@ from .model import (
 from .query import DEFAULT_LIMITS, QueryLimits, analyzer_for, get_analyzer, parse_query
 from .retrieve import BM25, DEFAULT_FUSION, MODES, BM25Params, Deadline, Fallback, Fusion
 from .store import (
-    CopyReport,
-    DocumentWrite,
-    MissingVectors,
-    PassageWrite,
     ReadSession,
     ReadView,
-    RunRecord,
-    SourceEntry,
     Store,
     StoredDocument,
-    copy_store,
     current_session,
-    is_postgres_url,
+    migrate_store,
     open_store,
     read_session,
     redacted,
@@ -88,31 +78,7 @@ QUESTION_LIMITS = QueryLimits(max_chars=500, max_words=40, max_word_chars=40)
 EMBEDDER_ENV = "EVIDEX_EMBEDDER"
 
 
-def _dimension(model: str) -> int:
-    return 0 if model == "none" else get_embedder(model).dimension
-
-
-def _check_model(model: str | None) -> None:
-    if model is not None and model != "none" and model not in EMBEDDERS:
-        raise StoreError(f"unknown embedding model {model!r}; known: none, {', '.join(EMBEDDERS)}")
-
-
-def _positive_int(value: object, what: str, upper: int | None = None,
-                  err: type[EvidexError] = QueryError) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise err(f"{what} must be an int, got {type(value).__name__} {value!r}")
-    if value < 1 or (upper is not None and value > upper):
-        bound = f"1..{upper}" if upper is not None else ">= 1"
-        raise err(f"{what} must be in {bound}, got {value}")
-    return value
-
-
-def _check_actor(actor: object) -> None:
-    if not isinstance(actor, Actor):
-        raise EvidexError("actor must be an evidex.Actor built by trusted code")
-
-
-class KnowledgeBase:
+class KnowledgeBase(Writing):
     """A knowledge base over one store, and the library's only door to it: each method checks
     its arguments (a bad one is a one-line ``EvidexError``) and hands the work to the layer
     that owns it (``retrieve.search``, ``decide.evidence``, ``store.apply``, the ``answer`` stages,
@@ -220,182 +186,6 @@ class KnowledgeBase:
 
     #: The store's analyzer, read each time (``reindex`` may change it).
     _analyzer = property(lambda self: get_analyzer(self.store.analyzer))
-
-    # -- writing ------------------------------------------------------------------------------
-    def ingest(
-        self,
-        documents: Iterable[Document] | Document,
-        split: str = "paragraph",
-        *,
-        max_section_chars: int = DEFAULT_MAX_SECTION_CHARS,
-        keep_history: bool | None = None,
-        sources: Sequence[SourceEntry] = (),
-        batch_size: int | None = None,
-        progress: Callable[[int, int], None] | None = None,
-        identify_languages: bool = False,
-    ) -> IngestReport:
-        """Add new documents, supersede changed ones, skip unchanged ones: all in one
-        transaction. A batch with an invalid member is rejected whole.
-
-        ``batch_size``: write in transactions of at most that many documents instead (for inputs
-        too large for one), calling ``progress(documents done, total)`` after each; the whole
-        input is checked first, duplicates included, so an invalid input still writes nothing.
-        ``sources`` records which configured source each document came from (see
-        ``evidex.sources``) in the transaction that writes the document, so a sync killed at
-        any moment never leaves a record that claims a document is up to date when it is not.
-        ``keep_history`` overrides the knowledge base's setting for this call.
-        ``identify_languages``: a document that states no language gets the one identified from
-        its text when the model is sure (``query.identify_document``; English or German), so the
-        ``auto`` analyzer stems it; loaded files rarely state one (the CLI and sources ask)."""
-        if split not in SPLITS:
-            raise DocumentError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-        docs = [documents] if isinstance(documents, Document) else list(documents)
-        docs = checked_batch(docs, identify_languages)
-        keep = self.keep_history if keep_history is None else keep_history
-        if batch_size is None:
-            report = self._write(docs, split, max_section_chars, keep, sources)
-            if progress is not None:
-                progress(len(docs), len(docs))
-            return report
-        size = _positive_int(batch_size, "batch_size", err=DocumentError)
-        entries = entries_by_document(docs, sources)
-        total = IngestReport()
-        for start in range(0, len(docs), size):
-            batch = docs[start:start + size]
-            total += self._write(batch, split, max_section_chars, keep,
-                                 [e for d in batch for e in entries.get((d.tenant, d.id), ())])
-            if progress is not None:
-                progress(start + len(batch), len(docs))
-        return total
-
-    def _write(self, docs: list[Document], split: str, max_section_chars: int, keep: bool,
-               sources: Sequence[SourceEntry]) -> IngestReport:
-        """One transaction: split, analyse, embed what changed, apply."""
-        writes = [
-            DocumentWrite(d, split_key(split, max_section_chars, d.sections),
-                          self._passages(d, split, max_section_chars))
-            for d in docs
-        ]
-        embed = self.store.embedder != "none"
-        skip = self.store.unchanged(writes) if self.detect_conflicts or embed else set()
-        if not embed:
-            report = self.store.apply(writes, keep_history=keep, sources=sources)
-        else:
-            try:
-                report = self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
-                                          sources=sources)
-            except MissingVectors:
-                # Another writer changed a document we took for unchanged: embed everything.
-                skip = set()
-                report = self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
-                                          sources=sources)
-        written = [(d.tenant, d.id) for d in docs if (d.tenant, d.id) not in skip]
-        if not self.detect_conflicts or not written or not (report.added or report.superseded):
-            return report
-        return dataclasses.replace(report, conflicts=tuple(self._detect(written)))
-
-    def _detect(self, written: list[tuple[str, str]]) -> list[Conflict]:
-        """Conflicts of the documents just written with the rest of their tenant, recorded
-        (see ``conflicts.find_conflicts``); returns those not recorded before."""
-        found: list[Conflict] = []
-        with self.store.read(latest=True) as view:  # the write just made, on whichever server
-            for tenant in sorted({t for t, _ in written}):
-                every = {d.id: d for d in view.tenant_documents(tenant)}
-                docs = [every.get(i) for t, i in written if t == tenant]
-                # A keyword-only store opens no cache file unless it was given one.
-                cache = self._embed_cache() if self._cache_arg or self.store.embedder != "none" else None
-                found += conflicts.find_conflicts(view, tenant, [d for d in docs if d is not None],
-                                                 self._analyzer.terms, list(every.values()), cache)
-        return self.store.record_conflicts(found)
-
-    def conflicts(self, tenant: str | None = None, status: str | None = None) -> list[Conflict]:
-        """Recorded conflicts (of ``tenant``), newest first, with their status now: "open"
-        while both passages are current, "closed" once either changed or was removed,
-        "dismissed" when an admin dismissed it; ``status`` keeps only those."""
-        if status not in (None, "open", "closed", "dismissed"):
-            raise QueryError(f"status must be open, closed or dismissed, got {status!r}")
-        recorded = self.store.conflicts(tenant)
-        with self.store.read(latest=True) as view:  # as new as the records
-            now = [conflicts.conflict_status(view, c) for c in recorded]
-        return [c for c in now if status is None or c.status == status]
-
-    def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
-        """An admin's call that a conflict is not one (or is accepted): it stays recorded,
-        listed as dismissed, and is not raised again for the same two passages and values."""
-        _positive_int(conflict_id, "conflict id", 2**63 - 1)
-        return self.store.dismiss_conflict(tenant, conflict_id, by)
-
-    def unchanged(self, documents: Iterable[Document], split: str = "paragraph", *,
-                  max_section_chars: int = DEFAULT_MAX_SECTION_CHARS) -> set[tuple[str, str]]:
-        """(tenant, id) of the documents an ingest with these settings would skip, without
-        splitting, embedding or writing anything (what a drift check needs)."""
-        writes = [DocumentWrite(d, split_key(split, max_section_chars, d.sections), ())
-                  for d in documents]
-        return self.store.unchanged(writes)
-
-    def source_entries(self, source: str | None = None) -> list[SourceEntry]:
-        """What sync recorded about the documents of ``source`` (every source when None)."""
-        return self.store.source_entries(source)
-
-    def _with_vectors(self, writes: list[DocumentWrite], skip: set[tuple[str, str]]) -> list[DocumentWrite]:
-        todo = [w for w in writes if (w.document.tenant, w.document.id) not in skip]
-        texts = [pw.passage.text for w in todo for pw in w.passages]
-        vecs = iter(self.embed_passages(texts)) if texts else iter(())
-        out = []
-        for w in writes:
-            if (w.document.tenant, w.document.id) in skip:
-                out.append(w)
-            else:
-                out.append(dataclasses.replace(w, passages=tuple(
-                    dataclasses.replace(pw, vector=next(vecs)) for pw in w.passages)))
-        return out
-
-    def reembed(self, model: str, progress: Callable[[int, int], None] | None = None) -> int:
-        """Rebuild every vector with ``model`` and switch to it atomically; search keeps using
-        the old vectors until the switch commits. Returns the number of passages embedded."""
-        _check_model(model)
-        if model == "none":
-            raise StoreError("reembed needs an embedding model; 'none' would drop vector search")
-        e = get_embedder(model)
-        done: dict[int, np.ndarray] = {}
-        for _ in range(5):
-            rows = [(pid, text) for pid, text in self.store.live_passages() if pid not in done]
-            total, count = len(rows), [0]
-
-            def tick(n: int, total: int = total, count: list[int] = count) -> None:
-                count[0] += n
-                if progress:
-                    progress(count[0], total)
-
-            vecs = self._embed_cache().embed(e.model_id, e.dimension, [t for _, t in rows],
-                                             e.embed_passages, progress=tick)
-            done.update(zip((pid for pid, _ in rows), vecs, strict=True))
-            if self.store.switch_vectors(e.model_id, e.dimension, done):
-                return len(done)
-        raise StoreError("the store kept changing during reembed; try again when writes pause")
-
-    def reindex(self, analyzer: str) -> int:
-        """Rebuild the keyword index with ``analyzer`` atomically (``store._reindex``); passages analysed."""
-        return self.store.reindex(get_analyzer(analyzer).name)  # caches stay exact: new sig versions
-
-    def _passages(self, doc: Document, split: str, max_section_chars: int) -> tuple[PassageWrite, ...]:
-        out = []
-        analyzer = analyzer_for(self.store.analyzer, doc.language)
-        parts = split_text(doc.text, split, max_section_chars=max_section_chars, sections=doc.sections)
-        for p, flags in zip(parts, scan_document([p.text for p in parts]), strict=True):
-            terms = Counter(analyzer.terms(p.text))
-            out.append(PassageWrite(p, dict(terms), sum(terms.values()), flags=flags))
-        return tuple(out)
-
-    def remove(self, tenant: str, document_id: str) -> bool:
-        """Delete a document, its passages and its history. True if it existed."""
-        if not isinstance(tenant, str) or not isinstance(document_id, str):
-            raise DocumentError("tenant and document_id must be strings")
-        check_unicode(document_id, "document_id", DocumentError)
-        return self.store.remove(check_unicode(tenant, "tenant", DocumentError), document_id)
-
-    def optimize(self) -> None:
-        self.store.optimize()
 
     # -- reading ------------------------------------------------------------------------------
     def search(
@@ -749,22 +539,6 @@ class KnowledgeBase:
                                    p.page, p.flags) for p in rows),
         )
 
-    def documents(self, tenant: str | None = None) -> list[StoredDocument]:
-        """Every stored document (of ``tenant``), without access checks: for operators and
-        sync, never for answering a caller (``document`` is that)."""
-        return list(self.store.iter_documents(tenant))
-
-    def record_run(self, run: RunRecord) -> int:
-        """Append a sync/drift run record to the store's run log; returns its id."""
-        if not isinstance(run, RunRecord):
-            raise EvidexError("run must be an evidex.store.RunRecord")
-        return self.store.record_run(run)
-
-    def runs(self, limit: int = 100, *, source: str | None = None,
-             tenant: str | None = None) -> list[RunRecord]:
-        """The latest ``limit`` runs (of ``source``, of ``tenant``'s sources), newest first."""
-        return self.store.runs(_positive_int(limit, "limit", 10_000, err=EvidexError), source, tenant)
-
     @property
     def written_generation(self) -> int:
         """The newest store generation a write through this handle committed (0: none): a
@@ -834,24 +608,6 @@ class KnowledgeBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def migrate_store(source: str, target: str) -> CopyReport:
-    """Copy the store at ``source`` with its history into the empty store ``target`` (another
-    backend, typically: a SQLite file to a ``postgresql://`` URL), then verify every document
-    in the target by fingerprint, passage count and history (see ``CopyReport``)."""
-    if not is_postgres_url(source) and not Path(source.removeprefix("sqlite:///")).is_file():
-        raise StoreError(f"no store at {source}")
-    src = open_store(source)
-    try:
-        dst = open_store(target, analyzer=src.analyzer, embedder=src.embedder,
-                         dimension=src.dimension)
-        try:
-            return copy_store(src, dst)
-        finally:
-            dst.close()
-    finally:
-        src.close()
 
 
 def _results(q: retrieve.Query, ranking: retrieve.Ranking, hits: list[Hit],

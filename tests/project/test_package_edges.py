@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -28,10 +29,11 @@ LAYERS: list[set[str]] = [
     {"extras", "yamlfile"},
     {"query", "ingest", "embed", "cadence", "notify"},
     {"store"},
-    {"retrieve", "conflicts", "cite", "tools", "check", "_batch"},
-    {"decide"},
+    {"retrieve", "conflicts", "cite", "tools", "check", "_batch", "_checks"},
+    {"decide", "_writes"},
     {"answer"},
     {"kb", "config"},
+    {"knowledge"},
     {"placement"},
     {"__init__", "evaluation", "sources"},
     {"server"},
@@ -100,6 +102,27 @@ def table() -> str:
     rows += [f"| `{p}` | {', '.join(f'`{d}`' for d in sorted(edges.get(p, ()), key=order.index))} |"
              for p in order]
     return "\n".join(rows)
+
+
+ARCHITECTURE = SRC.parent / "ARCHITECTURE.md"
+
+
+def documented_layers() -> set[tuple[int, str]]:
+    """(layer, package) of each row of ARCHITECTURE.md's layer table (``| 3 | `store/` | ...``)."""
+    rows = re.findall(r"^\| (\d+) \| `([^`]+)` \|", ARCHITECTURE.read_text(encoding="utf-8"), re.M)
+    return {(int(layer), name.removesuffix("/").removesuffix(".py")) for layer, name in rows}
+
+
+def test_the_architecture_map_has_every_package_in_its_layer() -> None:
+    """ARCHITECTURE.md's layer table is LAYERS: a package added, moved or removed in the code
+    and not in the map (or the other way round) fails here."""
+    assert documented_layers() == {(i, p) for i, layer in enumerate(LAYERS) for p in layer}
+
+
+def test_the_architecture_map_shows_every_import_between_packages() -> None:
+    """ARCHITECTURE.md's package graph is the graph read from the code, row for row (print it
+    with this file run as a script and paste it when an import between packages changes)."""
+    assert table() + "\n\n" in ARCHITECTURE.read_text(encoding="utf-8")
 
 
 def test_every_package_has_a_layer() -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import evidex.store._core as core_module
+import evidex.store._core_merge as merge_module
+import evidex.store._core_write as write_module
 import evidex.store._sqlite as sqlite_module
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, StoreError
@@ -141,7 +142,8 @@ def test_small_merges_commit_on_the_handles_connection(tmp_path: Path, monkeypat
     memory map at its next transaction (20-25 ms at 1M, inside the next supersede or search),
     so a small merge commits on the handle's connection; a large one (a row per term) on the
     merge thread's, so that searches do not wait for it. Either way the result is the same."""
-    monkeypatch.setattr(core_module, "PACK_LIMIT", pack_limit)
+    for module in (merge_module, write_module):  # where a segment is written: merges and writes
+        monkeypatch.setattr(module, "PACK_LIMIT", pack_limit)
     real = sqlite_module.SQLiteStore._commit_merge
     on_handle: list[bool] = []
 

@@ -19,8 +19,8 @@ import evidex.placement as placement_module
 from actors import PUBLIC_INTERNAL
 from backends import raw
 from evidex import Actor, Document, KnowledgeBase, TenantMoved
-from evidex.config import StoreConfig, StoreLocation, load_config
-from evidex.placement import SERVICE_MOVE_WAIT_S, Placement, move_tenant, open_knowledge, write_placement
+from evidex.config import StoreConfig, StoreLocation, load_config, write_placement
+from evidex.placement import SERVICE_MOVE_WAIT_S, Placement, move_tenant, open_knowledge
 
 EVIDEX = Path(sys.executable).parent / "evidex"
 URLS = [

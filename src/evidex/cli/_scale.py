@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from ..config import StoreLocation
+from ..config import StoreLocation, write_placement
 from ..model import EvidexError
-from ..placement import MoveReport, move_tenant, unfinished_source, write_placement
+from ..placement import MoveReport, move_tenant, unfinished_source
 from ..store import redacted
 from ._output import JsonOpt, UsageError, emit, errors, safe
 from ._settings import open_kb, placement, state

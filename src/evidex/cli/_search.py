@@ -9,14 +9,15 @@ from typing import Annotated
 
 import typer
 
-from ..kb import MATCHES, MODES, KnowledgeBase
+from ..kb import MATCHES, MODES
+from ..knowledge import Knowledge
 from ..model import EvidexError
 from ..store import current_session
 from ._output import JsonOpt, choice, citation_line, decision_lines, emit, errors, print_hits, safe
 from ._settings import AsOpt, ClaimOpt, GroupsOpt, TenantOpt, VisOpt, caller, open_kb, server_note, state
 
 
-def _served(kb: KnowledgeBase, tenant: str) -> None:
+def _served(kb: Knowledge, tenant: str) -> None:
     """Which server answered, at which generation (stderr), when there is more than one."""
     session = current_session()
     if server_note(kb, tenant) is not None and session is not None and session.served:

@@ -18,17 +18,16 @@ operator running the command is trusted to say whom it acts for, as with ``--cla
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..config import ApiKey, Config
 from ..embed import default_cache_path
-from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
 from ..model import Actor, EvidexError
-from ..placement import Placement, open_knowledge
-from ..store import RecentWrites, is_postgres_url
+from ..placement import Placement, open_configured
+from ..store import RecentWrites
 from ._output import UsageError
 
 __all__ = ["AsOpt", "ClaimOpt", "GroupsOpt", "State", "TenantOpt", "VisOpt", "caller", "command_session",
@@ -84,23 +83,18 @@ def placement() -> Placement:
         raise UsageError(str(exc)) from None
 
 
-def open_kb(create: bool = False) -> KnowledgeBase:
+def open_kb(create: bool = False) -> Knowledge:
     """The stores the command line and the configuration name (``placement``), with their
     settings.
 
     Only commands that add documents (``create``) may create a missing SQLite file: a search
     or an answer from a mistyped --db would otherwise create an empty store and decline every
     question as if the collection lacked the answer."""
-    where = placement()
-    for loc in where.locations():
-        if not create and not is_postgres_url(loc.url) and not Path(loc.url.removeprefix("sqlite:///")).is_file():
-            raise EvidexError(f"no store at {loc.url} (evidex ingest creates one; or give --db)")
-    r = state.cfg.retrieval
-    return open_knowledge(where, analyzer=state.analyzer or r.analyzer, embedder=state.embedder or r.embedder,
-                          vector_timeout_ms=r.vector.timeout_ms, tools=state.cfg.tools)
+    return open_configured(state.cfg, placement(), create=create, analyzer=state.analyzer,
+                           embedder=state.embedder)
 
 
-def server_note(kb: KnowledgeBase, tenant: str) -> str | None:
+def server_note(kb: Knowledge, tenant: str) -> str | None:
     """``server: LOCATION`` for a command that touched ``tenant``'s data, when the stores span
     more than one server (several placements, or replicas); None for one plain store."""
     if len(kb.servers()) < 2:

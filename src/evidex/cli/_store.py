@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ..kb import KnowledgeBase, migrate_store
+from ..kb import migrate_store
+from ..knowledge import Knowledge
 from ._output import JsonOpt, emit, errors, fail, progress, safe
 from ._settings import open_kb
 
@@ -15,7 +16,7 @@ ServerTenantOpt = Annotated[str | None, typer.Option(
     "--tenant", help="Only the store this tenant is placed on (default: every store).")]
 
 
-def _chosen(kb: KnowledgeBase, tenant: str | None) -> KnowledgeBase:
+def _chosen(kb: Knowledge, tenant: str | None) -> Knowledge:
     """The handle of ``tenant``'s store, saying so on stderr; ``kb`` (every store) without one."""
     if tenant is None:
         return kb

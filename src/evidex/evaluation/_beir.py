@@ -20,6 +20,7 @@ import pytrec_eval
 
 from ..embed import DEFAULT_EMBEDDER
 from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
 from ..model import Actor, Document, EvidexError
 from ..query import QueryLimits
 
@@ -101,7 +102,7 @@ def corpus_documents(beir: BeirSet) -> Iterator[Document]:
 
 
 def run_queries(
-    kb: KnowledgeBase, beir: BeirSet, *, mode: str = "keyword", depth: int = 100,
+    kb: Knowledge, beir: BeirSet, *, mode: str = "keyword", depth: int = 100,
     **search: Any,
 ) -> tuple[dict[str, dict[str, float]], float]:
     """TREC run (query -> doc -> score; ranks turned into descending scores so trec_eval's own
@@ -206,7 +207,7 @@ def _jsonl_plain(path: Path) -> Iterator[dict[str, Any]]:
                 yield rec
 
 
-def released_problems(kb: KnowledgeBase, actor: Actor, ans: Any) -> list[str]:
+def released_problems(kb: Knowledge, actor: Actor, ans: Any) -> list[str]:
     """Independent re-check of a released answer: contract, and every citation resolves now."""
     from ..answer import check_output
 
@@ -219,7 +220,7 @@ def released_problems(kb: KnowledgeBase, actor: Actor, ans: Any) -> list[str]:
     return problems
 
 
-def evaluate_qa(kb: KnowledgeBase, path: str | Path, actor: Actor, *,
+def evaluate_qa(kb: Knowledge, path: str | Path, actor: Actor, *,
                 generator: str = "extractive") -> dict[str, Any]:
     items = load_qa(path)
     answerable = [i for i in items if not i["unanswerable"]]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..ingest import iter_files, load_paths
 from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
 from ..model import Actor, ConfigError, Document, Passage, can_access
 from ..yamlfile import Problems
 from ._casefile import Case, CaseFile, IngestEntry
@@ -46,7 +47,7 @@ def load_entry(cf: CaseFile, entry: IngestEntry, p: Problems) -> list[Document]:
     return loaded.documents
 
 
-def build_store(cf: CaseFile, location: str | Path, **open_args: object) -> KnowledgeBase:
+def build_store(cf: CaseFile, location: str | Path, **open_args: object) -> Knowledge:
     """A new store at ``location`` holding the file's collection (``open_args`` go to
     ``KnowledgeBase.open``: analyzer, embedder, embed_cache). Every file is loaded before the
     first write, so an invalid collection writes nothing."""
@@ -91,7 +92,7 @@ class Collection:
     docs: dict[tuple[str, str], _Doc] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, kb: KnowledgeBase) -> Collection:
+    def of(cls, kb: Knowledge) -> Collection:
         out = cls()
         for d in kb.documents():
             owner = Actor(d.tenant, d.groups, visibilities=frozenset({d.visibility}))

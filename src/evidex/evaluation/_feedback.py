@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
 from ..model import EvidexError
 from ..query import identify
 from ..store import AnswerRecord, FeedbackRecord, since_stamp
@@ -89,7 +89,7 @@ def _draft(answer: AnswerRecord, rating: FeedbackRecord | None, handed_off: bool
     return "", None, ""
 
 
-def feedback_cases(kb: KnowledgeBase, tenant: str, since: str,
+def feedback_cases(kb: Knowledge, tenant: str, since: str,
                    ingest: Sequence[str | Mapping[str, Any]]) -> FeedbackDraft:
     """The draft case file of ``tenant``'s feedback given (and handoffs sent) at or after
     ``since`` (ISO 8601 date or time, UTC). ``ingest``: the folders (relative to where the file

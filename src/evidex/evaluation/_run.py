@@ -21,7 +21,8 @@ from typing import Any
 
 from ..answer import AnswerSettings, markers, sentences
 from ..kb import QUESTION_LIMITS, KnowledgeBase, migrate_store
-from ..model import SearchResults, StoreError
+from ..knowledge import Knowledge
+from ..model import Citation, SearchResults, StoreError
 from ..query import content_terms, get_analyzer
 from ..yamlfile import Problems
 from ._casefile import Case, CaseFile
@@ -61,7 +62,7 @@ class CaseResult:
         self.why.append(why)
 
 
-def live_tools(kb: KnowledgeBase) -> set[str] | None:
+def live_tools(kb: Knowledge) -> set[str] | None:
     """Ids of the live tools this build of evidex offers, or None when it has no live tools
     at all (no ``KnowledgeBase.tools``)."""
     tools = getattr(kb, "tools", None)
@@ -74,7 +75,7 @@ class Runner:
     """Runs the cases of ``cf`` against ``kb`` (built from the file's collection at
     ``location``); ``collection`` is that store's documents as their owners read them."""
 
-    def __init__(self, kb: KnowledgeBase, location: str, cf: CaseFile, collection: Collection,
+    def __init__(self, kb: Knowledge, location: str, cf: CaseFile, collection: Collection,
                  *, generator: str = "extractive", settings: AnswerSettings | None = None,
                  open_args: dict[str, Any] | None = None) -> None:
         self.kb, self.location, self.cf, self.col = kb, location, cf, collection
@@ -109,7 +110,7 @@ class Runner:
         return r
 
     # -- asking ------------------------------------------------------------------------------
-    def _ask(self, kb: KnowledgeBase, col: Collection, case: Case, r: CaseResult, *,
+    def _ask(self, kb: Knowledge, col: Collection, case: Case, r: CaseResult, *,
              answer: bool = True) -> None:
         actor, settings = case.actor, dataclasses.replace(self.settings, top_k=case.top_k)
         t0 = time.perf_counter()
@@ -148,7 +149,7 @@ class Runner:
         if ans.status == "answered":
             r.sentences, r.supported = self._support(ans.text, ans.citations)
 
-    def _mode(self, kb: KnowledgeBase) -> str:
+    def _mode(self, kb: Knowledge) -> str:
         return self.settings.mode if kb.store.embedder != "none" else "keyword"
 
     @staticmethod
@@ -240,7 +241,7 @@ class Runner:
 
     # -- changed sources: on a copy of the store ----------------------------------------------
     @contextmanager
-    def _copy(self) -> Iterator[KnowledgeBase]:
+    def _copy(self) -> Iterator[Knowledge]:
         with tempfile.TemporaryDirectory(prefix="evidex-case-") as tmp:
             target = str(Path(tmp) / "copy.db")
             report = migrate_store(self.location, target)
@@ -252,16 +253,15 @@ class Runner:
             finally:
                 kb.close()
 
-    def _changed(self, kb: KnowledgeBase, case: Case, r: CaseResult) -> None:
+    def _changed(self, kb: Knowledge, case: Case, r: CaseResult) -> None:
         old = dict(case.old_citation or {})
         doc = kb.document(case.actor, old["document_id"])
         passage = old_passage(doc.passages, old) if doc else None
         if doc is None or passage is None:  # the linter makes this unreachable for a valid file
             r.fail("the old citation names nothing in the store")
             return
-        citation = {"document_id": doc.document_id, "version": old["version"],
-                    "content_sha256": doc.content_sha256, "passage": passage.number,
-                    "quote": old["quote"]}
+        citation = Citation(doc.document_id, old["version"], doc.content_sha256, passage.number,
+                            old["quote"]).as_dict()
         p = Problems(self.cf.path)
         for step in case.steps:
             kb.ingest(load_entry(self.cf, step, p), split=SPLIT, identify_languages=True)

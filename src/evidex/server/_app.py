@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException
 from .. import __version__
 from ..answer import AnswerSettings
 from ..config import ServerSettings
-from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
 from ..model import EvidexError, StoreError
 from ..store import RecentWrites
 from ..tools import Toolbox
@@ -63,7 +63,7 @@ _ROUTERS = (_search, _answer, _resolve, _documents, _admin, _conflicts, _handoff
 
 
 def create_app(
-    kb: KnowledgeBase | Callable[[], KnowledgeBase] | str | Path,
+    kb: Knowledge | Callable[[], Knowledge] | str | Path,
     settings: ServerSettings,
     *,
     sync: SyncFn | None = None,

@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, disable_cre
 from prometheus_client.exposition import generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
 from ._consistency import server_id
 from ._identity import Principal
 
@@ -107,7 +107,7 @@ class ServiceMetrics:
         self.feedback.labels(who.actor.tenant, _word(rating)).inc()
 
     # -- the scrape -----------------------------------------------------------------------------
-    def exposition(self, tenant: str, kb: KnowledgeBase) -> bytes:
+    def exposition(self, tenant: str, kb: Knowledge) -> bytes:
         """The text exposition of ``tenant``'s series: the counters of every worker, then what
         the store records."""
         return generate_latest(TenantView(self._counted(), tenant, kb))  # type: ignore[arg-type]
@@ -127,7 +127,7 @@ class TenantView:
     """A collector of one tenant's series: the counted ones filtered by their ``tenant`` label,
     and the store's records of that tenant."""
 
-    def __init__(self, counted: Any, tenant: str, kb: KnowledgeBase) -> None:
+    def __init__(self, counted: Any, tenant: str, kb: Knowledge) -> None:
         self.counted, self.tenant, self.kb = counted, tenant, kb
 
     def collect(self) -> Iterator[Metric]:
@@ -147,7 +147,7 @@ def _seconds(stamp: str) -> float | None:
         return None
 
 
-def _store_families(kb: KnowledgeBase, tenant: str) -> Iterator[Metric]:
+def _store_families(kb: Knowledge, tenant: str) -> Iterator[Metric]:
     runs = kb.runs(_RUNS_READ, tenant=tenant)
     total = CounterMetricFamily("evidex_source_runs", "sync and drift runs in the store's run log "
                                 f"(its newest {_RUNS_READ}), by kind and outcome",

@@ -23,7 +23,7 @@ from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
 from ..store import AnswerRecord, FeedbackRecord, HandoffRecord, since_stamp
 from ._deps import ADMIN_ERRORS, ERRORS, Admin, Caller, Svc
 from ._identity import Principal
@@ -86,7 +86,7 @@ def _actor_of(who: Principal) -> dict[str, list[str]]:
     return {"groups": sorted(who.actor.groups), "visibilities": sorted(who.actor.visibilities)}
 
 
-def record_answer(kb: KnowledgeBase, who: Principal, question: str, trace_id: str,
+def record_answer(kb: Knowledge, who: Principal, question: str, trace_id: str,
                   reply: Mapping[str, Any]) -> None:
     """Record an answer just given to ``who`` by its trace id: ids and fingerprints of what it
     cited (passages only; a live lookup is not a passage and stays out), never text. A store
@@ -106,7 +106,7 @@ def record_answer(kb: KnowledgeBase, who: Principal, question: str, trace_id: st
         log_failure("answer_record_failed", exc, trace_id=trace_id)
 
 
-def record_handoff(kb: KnowledgeBase, who: Principal, question: str, trace_ids: list[str],
+def record_handoff(kb: Knowledge, who: Principal, question: str, trace_ids: list[str],
                    reply: Mapping[str, Any]) -> None:
     """Record a handoff the route took (or did not: ``delivered`` says whether any did)."""
     delivered = any(d.get("ok") for d in reply.get("deliveries") or ())
@@ -122,7 +122,7 @@ class UnknownAnswer(LookupError):
     """No answer with this trace id was given to this key."""
 
 
-def give_feedback(kb: KnowledgeBase, who: Principal, body: FeedbackRequest) -> dict[str, Any]:
+def give_feedback(kb: Knowledge, who: Principal, body: FeedbackRequest) -> dict[str, Any]:
     """Record ``who``'s rating of its own answer ``body.trace_id`` (``UnknownAnswer`` otherwise)."""
     store = kb.for_tenant(who.actor.tenant).store
     found = store.answer_records(who.actor.tenant, trace_id=body.trace_id, limit=1)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..answer import AnswerSettings
-from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
 from ..model import Actor
 from ..retrieve import Fusion
 from ..tools import LiveSource
@@ -32,7 +32,7 @@ def without_server_paths(value: Any) -> Any:
     return value
 
 
-def search(kb: KnowledgeBase, actor: Actor, body: SearchRequest, fusion: Fusion, *,
+def search(kb: Knowledge, actor: Actor, body: SearchRequest, fusion: Fusion, *,
            admin: bool = False) -> dict[str, Any]:
     """``fusion`` is the configured one; the request's fusion fields override it."""
     hits = kb.search(actor, body.query, limit=body.top_k, match=body.match, mode=body.mode,
@@ -43,7 +43,7 @@ def search(kb: KnowledgeBase, actor: Actor, body: SearchRequest, fusion: Fusion,
     return out if admin else without_server_paths(out)  # type: ignore[no-any-return]
 
 
-def answer(kb: KnowledgeBase, actor: Actor, body: AnswerRequest, settings: AnswerSettings | None,
+def answer(kb: Knowledge, actor: Actor, body: AnswerRequest, settings: AnswerSettings | None,
            generator: str, *, admin: bool = False,
            live: Sequence[LiveSource] | None = None) -> dict[str, Any]:
     """``live``: the question's lookups, made before the handle was taken (see ``_answer``)."""
@@ -53,5 +53,5 @@ def answer(kb: KnowledgeBase, actor: Actor, body: AnswerRequest, settings: Answe
     return out if admin else without_server_paths(out)  # type: ignore[no-any-return]
 
 
-def resolve(kb: KnowledgeBase, actor: Actor, body: ResolveBody) -> dict[str, Any]:
+def resolve(kb: Knowledge, actor: Actor, body: ResolveBody) -> dict[str, Any]:
     return kb.resolve(actor, body.root.model_dump()).as_dict()

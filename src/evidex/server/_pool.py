@@ -11,6 +11,8 @@ from pathlib import Path
 from fastapi import HTTPException
 
 from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
+from ..placement import PlacedKnowledge
 from ..tools import Toolbox
 
 __all__ = ["StorePool", "as_factory"]
@@ -26,23 +28,23 @@ class StorePool:
     service would otherwise hold the handles every other request of the worker needs.
     """
 
-    def __init__(self, factory: Callable[[], KnowledgeBase], size: int, wait_s: float = 30.0) -> None:
+    def __init__(self, factory: Callable[[], Knowledge], size: int, wait_s: float = 30.0) -> None:
         self._factory = factory
         self._size = size
         self._wait_s = wait_s
-        self._idle: queue.LifoQueue[KnowledgeBase] = queue.LifoQueue()
-        self._made: list[KnowledgeBase] = []
+        self._idle: queue.LifoQueue[Knowledge] = queue.LifoQueue()
+        self._made: list[Knowledge] = []
         self._lock = threading.Lock()
 
     @contextmanager
-    def handle(self) -> Iterator[KnowledgeBase]:
+    def handle(self) -> Iterator[Knowledge]:
         kb = self._take()
         try:
             yield kb
         finally:
             self._idle.put(kb)
 
-    def _take(self) -> KnowledgeBase:
+    def _take(self) -> Knowledge:
         try:
             return self._idle.get_nowait()
         except queue.Empty:
@@ -65,17 +67,18 @@ class StorePool:
             self._made.clear()
 
 
-def as_factory(kb: KnowledgeBase | Callable[[], KnowledgeBase] | str | Path,
-               tools: Toolbox | None = None) -> tuple[Callable[[], KnowledgeBase], bool, Toolbox | None]:
+def as_factory(kb: Knowledge | Callable[[], Knowledge] | str | Path,
+               tools: Toolbox | None = None) -> tuple[Callable[[], Knowledge], bool, Toolbox | None]:
     """(a factory of handles, whether it hands out the one handle given, the toolbox the
     handles share); handles opened from a location share ``tools``. A factory's handles share
     ``tools`` when given (None: the service cannot make lookups apart from a handle)."""
-    if isinstance(kb, KnowledgeBase):
-        return (lambda: kb), True, kb.toolbox
     if isinstance(kb, str | Path):
         location = kb
         shared = tools if tools is not None else Toolbox(())
         return (lambda: KnowledgeBase.open(location, tools=shared)), False, shared
+    if isinstance(kb, KnowledgeBase | PlacedKnowledge):  # a handle (neither is callable)
+        one = kb
+        return (lambda: one), True, one.toolbox
     if callable(kb):
         return kb, False, tools
     raise TypeError("create_app needs a KnowledgeBase, a factory of them, or a store location")

@@ -25,10 +25,10 @@ from typing import Any
 
 from ..config import Config, ServerSettings, load_config
 from ..embed import QUERY_THREADS_ENV, THREADS_ENV, thread_count
-from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
 from ..model import ConfigError, EvidexError
 from ..notify import HandoffRoute
-from ..placement import SERVICE_MOVE_WAIT_S, Placement, open_knowledge
+from ..placement import SERVICE_MOVE_WAIT_S, Placement, open_configured, require_stores
 from ..sources import Scheduler, after_drift, drift, owners_hook, sync
 from ..store import RecentWrites, is_postgres_url, redacted
 from ..tools import Toolbox
@@ -75,13 +75,6 @@ def placement(db: str, cfg: Config, replicas: Sequence[str] = ()) -> Placement:
     return Placement.of(cfg.store, db or None, replicas)
 
 
-def _require_stores(where: Placement) -> None:
-    for loc in where.locations():
-        db = loc.url
-        if not is_postgres_url(db) and not Path(db.removeprefix("sqlite:///")).is_file():
-            raise EvidexError(f"no store at {db}; ingest documents first (evidex --db {db} ingest ...)")
-
-
 def _require_thread_settings() -> None:
     """A bad thread count is the deployment's mistake: refuse it at start, not at a client's
     first question (where it would look like a fault of the request)."""
@@ -104,11 +97,9 @@ def _require_free_address(host: str, port: int) -> None:
             raise EvidexError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
-def opener(db: str, cfg: Config, replicas: Sequence[str] = ()) -> Callable[[], KnowledgeBase]:
+def opener(db: str, cfg: Config, replicas: Sequence[str] = ()) -> Callable[[], Knowledge]:
     """Opens a handle on the stores (``placement``) with the configuration's retrieval settings."""
-    r = cfg.retrieval
-    return functools.partial(open_knowledge, placement(db, cfg, replicas), analyzer=r.analyzer,
-                             embedder=r.embedder, vector_timeout_ms=r.vector.timeout_ms)
+    return functools.partial(open_configured, cfg, placement(db, cfg, replicas), create=True)
 
 
 def service_scheduler(db: str, cfg: Config, replicas: Sequence[str] = ()) -> Scheduler:
@@ -181,9 +172,8 @@ def build_app(db: str, config: str | Path | Config, *, replicas: Sequence[str] =
     # Request handles open the store as it is (never with the configuration's analyzer or model)
     # and share one toolbox (its HTTP client and lookup threads), closed with the app.
     tools = Toolbox(cfg.tools)
-    handles = functools.partial(open_knowledge, placement(db, cfg, replicas),
-                                vector_timeout_ms=cfg.retrieval.vector.timeout_ms, tools=tools,
-                                move_wait_s=SERVICE_MOVE_WAIT_S)
+    handles = functools.partial(open_configured, cfg, placement(db, cfg, replicas), as_is=True,
+                                tools=tools, move_wait_s=SERVICE_MOVE_WAIT_S)
     seconds = cfg.store.remember_writes_s if cfg.store is not None else 12.0
     settings = require_settings(cfg)
     route = cfg.answer.handoff
@@ -263,7 +253,7 @@ def serve(db: str, config: str | Path, host: str | None = None, port: int | None
     settings = require_settings(config)
     cfg = load_config(config)
     where = placement(db, cfg, replicas)
-    _require_stores(where)
+    require_stores(where)
     _require_thread_settings()
     host = host or settings.host
     port = port or settings.port
@@ -309,8 +299,8 @@ def run_mcp(db: str, config: str | Path, replicas: Sequence[str] = ()) -> None:
 
     cfg = load_config(config)
     where = placement(db, cfg, replicas)
-    _require_stores(where)
+    require_stores(where)
     _require_thread_settings()
-    run_stdio(functools.partial(open_knowledge, where, tools=cfg.tools), require_settings(cfg),
+    run_stdio(functools.partial(open_configured, cfg, where, as_is=True), require_settings(cfg),
               tools=cfg.tools, answer_settings=cfg.answer_settings(),
               generator=cfg.answer.generator)

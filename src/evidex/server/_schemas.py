@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from ..kb import QUESTION_LIMITS
+from ..model import CITATION_FIELDS
 from ..query import DEFAULT_LIMITS
 from ..retrieve import Fusion
 
@@ -137,6 +138,11 @@ class Citation(_Request):
     anchor: str | None = Field(default=None, max_length=512)
     title: str | None = Field(default=None, max_length=2048)
     source_url: str | None = Field(default=None, max_length=4096)
+
+
+# The request schema states each field's bounds; which fields a citation has is model.Citation's.
+if set(Citation.model_fields) != {"kind", *CITATION_FIELDS}:
+    raise AssertionError("the Citation schema's fields differ from evidex.model.Citation's")
 
 
 class LiveCitation(_Request):

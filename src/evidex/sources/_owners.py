@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Config
-from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
 from ..model import Conflict, NotifyError
 from ..notify import Delivery, Message, Owner, deliver, owner_route, send_webhook
 from ..store import NoticeRecord
@@ -111,7 +111,7 @@ def findings_by_owner(config: Config, drift: SyncReport | None, conflicts: Seque
     return list(owners.values()), orphans
 
 
-def notify_owners(kb: KnowledgeBase, config: Config, drift: SyncReport | None = None, *,
+def notify_owners(kb: Knowledge, config: Config, drift: SyncReport | None = None, *,
                   conflicts: Sequence[Conflict] | None = None, env: Mapping[str, str] | None = None,
                   attempts: int = 3, pause: float = 0.5) -> NotifyReport:
     """Tell each owner about their drifted sources and open conflicts (all open conflicts of the
@@ -131,7 +131,7 @@ def notify_owners(kb: KnowledgeBase, config: Config, drift: SyncReport | None = 
     return report
 
 
-def _record_notices(kb: KnowledgeBase, config: Config, g: OwnerFindings, sent: Sequence[Delivery],
+def _record_notices(kb: Knowledge, config: Config, g: OwnerFindings, sent: Sequence[Delivery],
                     source_of: Mapping[tuple[str, str], str]) -> None:
     """Record, per source the message was about and per route, that its owner was told (or
     that telling failed), in the tenant's store: the Operators tab shows who knew, and when.
@@ -163,7 +163,7 @@ def _owner_of(config: Config, source_id: str) -> Owner | None:
     return owner_route(src.owner or config.defaults.owner) if src else None
 
 
-def owners_hook(open_kb: Callable[[], KnowledgeBase]) -> Callable[[SyncReport, Config], None]:
+def owners_hook(open_kb: Callable[[], Knowledge]) -> Callable[[SyncReport, Config], None]:
     """A scheduler's drift hook (``sources.Scheduler(after_drift=[...])``): owners are told after
     each scheduled drift check; a route that failed is raised, so the run records the problem."""
     def hook(report: SyncReport, config: Config) -> None:

@@ -37,7 +37,7 @@ from typing import Literal
 
 from ..cadence import Cadence, parse_cadence
 from ..config import Config
-from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
 from ..store import RunRecord
 from ._after_drift import DriftHook, run_after_drift
 from ._after_drift import after_drift as after_drift_steps
@@ -93,7 +93,7 @@ class Scheduler:
     """Runs the jobs of ``config`` against the store ``open_kb`` opens (a handle per run, closed
     after it, so a long-running scheduler holds nothing open between runs)."""
 
-    def __init__(self, open_kb: Callable[[], KnowledgeBase], config: Config, *,
+    def __init__(self, open_kb: Callable[[], Knowledge], config: Config, *,
                  clock: Callable[[], datetime] = _utcnow,
                  sleep: Callable[[float], object] | None = None,
                  after_drift: Sequence[DriftHook] | None = None,
@@ -202,7 +202,7 @@ class Scheduler:
     def _amend(record: RunRecord, problems: list[str]) -> RunRecord:
         return dataclasses.replace(record, ok=False, problems=record.problems + tuple(problems))
 
-    def _store(self, kb: KnowledgeBase, record: RunRecord) -> RunRecord:
+    def _store(self, kb: Knowledge, record: RunRecord) -> RunRecord:
         stored = dataclasses.replace(record, id=kb.record_run(record))
         if self.on_run is not None:
             self.on_run(stored)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from .._batch import checked_batch
 from ..config import Config, FilesSource, RecordsSource, SourceDefaults, WebSource
 from ..ingest import check_words
-from ..kb import KnowledgeBase
+from ..knowledge import Knowledge
 from ..model import Document, DocumentError, EvidexError
 from ..notify import owner_name
 from ..store import SourceEntry
@@ -186,7 +186,7 @@ def _items(source: Source, skip: Callable[[str, str], None]) -> tuple[list[Item]
 class _Run:
     """One sync or drift run over some sources of one knowledge base."""
 
-    def __init__(self, kb: KnowledgeBase, write: bool, progress: Progress | None) -> None:
+    def __init__(self, kb: Knowledge, write: bool, progress: Progress | None) -> None:
         self.kb = kb
         self.write = write
         self.progress = progress
@@ -337,7 +337,7 @@ def _selected(config: Config, only: str | Sequence[str] | None) -> list[Source]:
     return [effective(s, defaults) for s in chosen]
 
 
-def _run(kind: Literal["sync", "drift"], kb: KnowledgeBase, config: Config,
+def _run(kind: Literal["sync", "drift"], kb: Knowledge, config: Config,
          only: str | Sequence[str] | None, progress: Progress | None) -> SyncReport:
     sources = _selected(config, only)
     t0 = time.perf_counter()
@@ -346,13 +346,13 @@ def _run(kind: Literal["sync", "drift"], kb: KnowledgeBase, config: Config,
     return SyncReport(kind, reports, time.perf_counter() - t0)
 
 
-def sync(kb: KnowledgeBase, config: Config, source: str | Sequence[str] | None = None, *,
+def sync(kb: Knowledge, config: Config, source: str | Sequence[str] | None = None, *,
          progress: Progress | None = None) -> SyncReport:
     """Bring the index in line with the configured sources (all, or the ones named)."""
     return _run("sync", kb, config, source, progress)
 
 
-def drift(kb: KnowledgeBase, config: Config, source: str | Sequence[str] | None = None, *,
+def drift(kb: Knowledge, config: Config, source: str | Sequence[str] | None = None, *,
           progress: Progress | None = None) -> SyncReport:
     """What a sync would change, per source and owner, without writing anything."""
     return _run("drift", kb, config, source, progress)

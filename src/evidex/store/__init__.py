@@ -24,14 +24,23 @@ from ._contract import (
     StoredDocument,
     StoredPassage,
 )
-from ._copy import CopyReport, copy_store, verify_copy
+from ._copy import (
+    CopyReport,
+    TenantCounts,
+    TenantSync,
+    clear_tenant,
+    compare_tenant,
+    copy_records,
+    copy_store,
+    sync_tenant,
+    verify_copy,
+)
 from ._feedback import AnswerRecord, FeedbackRecord, HandoffRecord, since_stamp
-from ._location import is_postgres_url, redacted, scrubbed, without_password
+from ._location import is_postgres_url, redacted, scrubbed, store_exists, without_password
 from ._reports import EvalRecord, NoticeRecord
 from ._runs import RunRecord
 from ._session import ReadSession, RecentWrites, Served, current_session, read_session
 from ._sqlite import SQLiteStore
-from ._tenant_copy import TenantCounts, TenantSync, clear_tenant, compare_tenant, copy_records, sync_tenant
 from ._tenants import Mark
 
 if TYPE_CHECKING:
@@ -72,11 +81,13 @@ __all__ = [
     "copy_store",
     "current_session",
     "is_postgres_url",
+    "migrate_store",
     "open_store",
     "read_session",
     "redacted",
     "scrubbed",
     "since_stamp",
+    "store_exists",
     "sync_tenant",
     "verify_copy",
     "without_password",
@@ -136,3 +147,20 @@ def open_store(
         loc = loc[len("sqlite:///") :]
     return SQLiteStore(loc, analyzer=analyzer, embedder=embedder, dimension=dimension,
                        create_embedder=create_embedder)
+
+
+def migrate_store(source: str, target: str) -> CopyReport:
+    """Copy the store at ``source`` with its history and records into the empty store
+    ``target`` (another backend, typically: a SQLite file to a ``postgresql://`` URL), then
+    verify the copy (``copy_store``; see ``CopyReport``)."""
+    if not store_exists(source):
+        raise StoreError(f"no store at {source}")
+    src = open_store(source)
+    try:
+        dst = open_store(target, analyzer=src.analyzer, embedder=src.embedder, dimension=src.dimension)
+        try:
+            return copy_store(src, dst)
+        finally:
+            dst.close()
+    finally:
+        src.close()

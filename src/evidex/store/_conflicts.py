@@ -21,7 +21,7 @@ from typing import Any
 from ..model import Conflict, ConflictSide
 from ._dialect import now
 
-__all__ = ["conflict_key", "conflict_rows", "copy_conflicts", "dismiss_conflict", "insert_conflicts",
+__all__ = ["conflict_key", "conflict_rows", "dismiss_conflict", "insert_conflicts",
            "restore_rows", "select_conflicts"]
 
 
@@ -72,13 +72,6 @@ def dismiss_conflict(c: Any, tenant: str, conflict_id: int, by: str) -> bool:
 
 
 _ROW = "tenant, key, data, detected_at, dismissed_at, dismissed_by"
-
-
-def copy_conflicts(source: Any, target: Any) -> int:
-    """Copy every recorded conflict from the cursor ``source`` to the cursor ``target`` as it
-    is (when it was found, who dismissed it and when), oldest first; returns how many the
-    target did not hold yet. Rows are keyed by content, so copying twice adds nothing."""
-    return restore_rows(target, conflict_rows(source, None))
 
 
 def conflict_rows(c: Any, tenant: str | None) -> list[tuple[Any, ...]]:

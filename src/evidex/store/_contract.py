@@ -371,16 +371,26 @@ class Store(Protocol):
         """Mark a conflict of ``tenant`` dismissed; False when there is no such open one."""
         ...
 
-    def conflict_rows(self, tenant: str) -> list[tuple[object, ...]]:
-        """``tenant``'s recorded conflicts as stored, oldest first (for copying them)."""
+    def conflict_rows(self, tenant: str | None) -> list[tuple[object, ...]]:
+        """``tenant``'s recorded conflicts (None: every tenant's) as stored, oldest first (for
+        copying them)."""
         ...
 
     def restore_conflicts(self, rows: list[tuple[object, ...]]) -> int:
         """Record another store's ``conflict_rows`` verbatim (dismissals included)."""
         ...
 
+    def operator_records(self, tenant: str | None) -> dict[str, list[tuple[object, ...]]]:
+        """``tenant``'s answer records, feedback and handoffs (None: every tenant's) as
+        stored, per table, oldest first (for copying them)."""
+        ...
+
+    def restore_operator_records(self, rows: dict[str, list[tuple[object, ...]]]) -> int:
+        """Record another store's ``operator_records`` this one lacks; how many were added."""
+        ...
+
     def remove_records(self, tenant: str) -> None:
-        """Delete ``tenant``'s recorded conflicts and runs."""
+        """Delete ``tenant``'s recorded conflicts, runs, answer records, feedback and handoffs."""
         ...
 
     def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:

@@ -14,18 +14,23 @@ none of it. ``Records`` runs the SQL below on either backend.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ..model import EvidexError
+from ._schema import columns
 
 __all__ = [
+    "OPERATOR_TABLES",
     "AnswerRecord",
     "FeedbackRecord",
     "HandoffRecord",
     "insert_answer",
     "insert_handoff",
+    "operator_rows",
+    "restore_operator_rows",
     "select_answers",
     "select_feedback",
     "select_handoffs",
@@ -169,3 +174,50 @@ def select_handoffs(c: Any, tenant: str, since: str | None, limit: int) -> list[
         args.append(since)
     rows = c.execute(q + " ORDER BY sent_at DESC, id DESC LIMIT ?", (*args, limit)).fetchall()
     return [HandoffRecord(r[0], r[1], r[2], r[3], bool(r[4]), r[5], tuple(json.loads(r[6]))) for r in rows]
+
+
+#: The operator records' tables: what ``evidex migrate`` and a tenant's move carry with the
+#: documents (``_copy.copy_records``) and compare (``_copy.compare_tenant``).
+#: Everything the operators' view records per tenant, which migrate and tenant moves carry
+#: (``_copy.copy_records``) and compare; ``owner_notices`` and ``eval_reports`` are ``_reports``'.
+OPERATOR_TABLES = ("answer_records", "feedback", "handoff_records", "owner_notices", "eval_reports")
+#: The key a row is recorded once by (a handoff has none: it is compared whole).
+_UNIQUE = {"answer_records": ("tenant", "trace_id"), "feedback": ("tenant", "trace_id")}
+
+
+def operator_rows(c: Any, tenant: str | None) -> dict[str, list[tuple[Any, ...]]]:
+    """Per table, the rows (of ``tenant``; every tenant's when None) as stored, without their
+    ids (each store numbers its own), oldest first."""
+    out = {}
+    for table in OPERATOR_TABLES:
+        q = f"SELECT {', '.join(columns(table)[1:])} FROM {table}"
+        rows = (c.execute(q + " ORDER BY id") if tenant is None else
+                c.execute(q + " WHERE tenant = ? ORDER BY id", (tenant,))).fetchall()
+        out[table] = [tuple(r) for r in rows]
+    return out
+
+
+def restore_operator_rows(c: Any, rows: dict[str, list[tuple[Any, ...]]]) -> int:
+    """Add the ``operator_rows`` of another store that this one lacks, oldest first; how many
+    were added. Idempotent: a row with a unique key takes the other store's values (feedback
+    given again replaces the rating), and a handoff already held as it is is not added twice."""
+    added = 0
+    for table, got in rows.items():
+        cols = columns(table)[1:]
+        insert = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+        key = _UNIQUE.get(table)
+        if key is not None:
+            updates = ", ".join(f"{col} = excluded.{col}" for col in cols if col not in key)
+            for r in got:
+                added += c.execute(insert + f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}",
+                                   r).rowcount
+            continue
+        have = Counter(r for tenant in sorted({r[0] for r in got})
+                       for r in operator_rows(c, tenant)[table])
+        for r in got:
+            if have[r]:
+                have[r] -= 1
+                continue
+            c.execute(insert, r)
+            added += 1
+    return added

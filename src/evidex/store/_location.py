@@ -7,12 +7,13 @@ never imports the PostgreSQL driver.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlencode, urlsplit
 
 from ..model import StoreError
 
 __all__ = ["SECRET_PARAMS", "VECTOR_SEARCH_MODES", "is_postgres_url", "redacted", "scrubbed", "split_url",
-           "without_password"]
+           "store_exists", "without_password"]
 
 VECTOR_SEARCH_MODES = ("exact", "hnsw")
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -20,6 +21,13 @@ _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 def is_postgres_url(location: str) -> bool:
     return location.startswith(("postgresql://", "postgres://"))
+
+
+def store_exists(location: str) -> bool:
+    """Whether ``location`` names a store that exists: a PostgreSQL URL is taken to (its server
+    says otherwise when connected to), a SQLite file must exist. The one presence check: a read
+    from a mistyped location would otherwise create an empty store and answer from nothing."""
+    return is_postgres_url(location) or Path(location.removeprefix("sqlite:///")).is_file()
 
 
 def split_url(url: str) -> tuple[str, str, str]:

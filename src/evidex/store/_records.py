@@ -13,7 +13,7 @@ from typing import Any
 from ..model import Conflict
 from . import _conflicts, _feedback, _reports
 from ._dialect import Dialect, now
-from ._feedback import AnswerRecord, FeedbackRecord, HandoffRecord
+from ._feedback import OPERATOR_TABLES, AnswerRecord, FeedbackRecord, HandoffRecord
 from ._reports import EvalRecord, NoticeRecord
 from ._runs import INSERT as RUN_INSERT
 from ._runs import RunRecord, claim, select_runs
@@ -61,8 +61,9 @@ class Records:
             c.execute("COMMIT")
         return done
 
-    def conflict_rows(self, tenant: str) -> list[tuple[Any, ...]]:
-        """``tenant``'s recorded conflicts as stored, oldest first (moving a tenant copies them)."""
+    def conflict_rows(self, tenant: str | None) -> list[tuple[Any, ...]]:
+        """``tenant``'s recorded conflicts (None: every tenant's) as stored, oldest first (a move
+        and a migration copy them)."""
         with self._connection() as c:
             return _conflicts.conflict_rows(c, tenant)
 
@@ -75,12 +76,27 @@ class Records:
             c.execute("COMMIT")
         return new
 
+    def operator_records(self, tenant: str | None) -> dict[str, list[tuple[Any, ...]]]:
+        """``tenant``'s answer records, feedback and handoffs (None: every tenant's) as stored,
+        per table, oldest first (``_feedback.operator_rows``)."""
+        with self._connection() as c:
+            return _feedback.operator_rows(c, tenant)
+
+    def restore_operator_records(self, rows: dict[str, list[tuple[Any, ...]]]) -> int:
+        """Record another store's ``operator_records`` this one lacks; how many were added."""
+        if not any(rows.values()):
+            return 0
+        with self._transaction(False, None) as c:
+            added = _feedback.restore_operator_rows(c, rows)
+            c.execute("COMMIT")
+        return added
+
     def remove_records(self, tenant: str) -> None:
         """Delete ``tenant``'s recorded conflicts and runs (a tenant moved off this store)."""
         with self._transaction(False, None) as c:
             c.execute("DELETE FROM conflicts WHERE tenant = ?", (tenant,))
             c.execute("DELETE FROM runs WHERE tenant = ?", (tenant,))
-            for table in ("answer_records", "feedback", "handoff_records", "owner_notices", "eval_reports"):
+            for table in OPERATOR_TABLES:
                 c.execute(f"DELETE FROM {table} WHERE tenant = ?", (tenant,))
             c.execute("COMMIT")
 

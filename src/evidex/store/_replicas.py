@@ -135,6 +135,22 @@ def url_conninfo(url: str) -> str:
     return split_url(url)[0]
 
 
+def _primary_call() -> Any:
+    """A method that is the primary store's own method of the same name (with its signature and
+    documentation there), with the primary's connection failure reported as the others are.
+    One per name: the name it is bound to is the method it calls."""
+
+    class Forward:
+        def __set_name__(self, owner: type, name: str) -> None:
+            self.name = name
+
+        def __get__(self, store: Any, owner: type | None = None) -> Any:
+            name = self.name
+            return lambda *args, **kwargs: store._on_primary(lambda s: getattr(s, name)(*args, **kwargs))
+
+    return Forward()
+
+
 class ReplicatedStore:
     """The ``Store`` contract over a primary and its streaming replicas (module docstring)."""
 
@@ -560,15 +576,6 @@ class ReplicatedStore:
     def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
         return self._on_primary(lambda s: s.dismiss_conflict(tenant, conflict_id, by))
 
-    def conflict_rows(self, tenant: str) -> list[tuple[Any, ...]]:
-        return self._on_primary(lambda s: s.conflict_rows(tenant))
-
-    def restore_conflicts(self, rows: list[tuple[Any, ...]]) -> int:
-        return self._on_primary(lambda s: s.restore_conflicts(rows))
-
-    def remove_records(self, tenant: str) -> None:
-        self._on_primary(lambda s: s.remove_records(tenant))
-
     def restore_history(self, entries: Sequence[tuple[str, str, HistoryEntry]]) -> None:
         self._on_primary(lambda s: s.restore_history(entries))
 
@@ -590,25 +597,18 @@ class ReplicatedStore:
     def claim_run(self, kind: str, source: str, scheduled_for: str, holder: str) -> bool:
         return self._on_primary(lambda s: s.claim_run(kind, source, scheduled_for, holder))
 
-    def record_answer(self, record: Any) -> None:
-        self._on_primary(lambda s: s.record_answer(record))
-
-    def answer_records(self, tenant: str, *, since: str | None = None, trace_id: str | None = None,
-                       limit: int = 1000) -> list[Any]:
-        return self._on_primary(lambda s: s.answer_records(tenant, since=since, trace_id=trace_id,
-                                                           limit=limit))
-
-    def record_feedback(self, record: Any) -> None:
-        self._on_primary(lambda s: s.record_feedback(record))
-
-    def feedback(self, tenant: str, *, since: str | None = None, limit: int = 10_000) -> list[Any]:
-        return self._on_primary(lambda s: s.feedback(tenant, since=since, limit=limit))
-
-    def record_handoff(self, record: Any) -> None:
-        self._on_primary(lambda s: s.record_handoff(record))
-
-    def handoffs(self, tenant: str, *, since: str | None = None, limit: int = 100) -> list[Any]:
-        return self._on_primary(lambda s: s.handoffs(tenant, since=since, limit=limit))
+    # The records beside the index (``Records``) live on the primary only: its own calls.
+    conflict_rows = _primary_call()
+    restore_conflicts = _primary_call()
+    operator_records = _primary_call()
+    restore_operator_records = _primary_call()
+    remove_records = _primary_call()
+    record_answer = _primary_call()
+    answer_records = _primary_call()
+    record_feedback = _primary_call()
+    feedback = _primary_call()
+    record_handoff = _primary_call()
+    handoffs = _primary_call()
 
     def record_notices(self, records: Any) -> None:
         self._on_primary(lambda s: s.record_notices(records))

@@ -6,7 +6,7 @@ marks it on the old server: ``moving`` while the last writes are copied and the 
 the tenant belong to the new server). The mark is what tells every process still configured
 with the old placement where the tenant went: a write is refused in its transaction
 (``SQLStore._refuse_moved``), a read finds the mark in its snapshot (``ReadView.moved``) and the
-caller follows it (``placement.PlacedKnowledgeBase``) or reports it. A mark is a write like any
+caller follows it (``placement.PlacedKnowledge``) or reports it. A mark is a write like any
 other (it bumps the generation), so replicas carry it too.
 
 The location is stored without a password: the processes that follow it authenticate the way

@@ -4,8 +4,9 @@ Everything here is plain data with validation at construction time, so a bad val
 where it enters the system (with a message that names the field) instead of deep inside a store
 transaction. Nothing in this module touches storage, ranking or I/O.
 
-Every error evidex raises on purpose is a subclass of ``EvidexError`` defined here, so callers
-catch one family and each layer raises the same class for the same kind of problem.
+Every error evidex raises on purpose is a subclass of ``EvidexError`` (``_errors``), so callers
+catch one family and each layer raises the same class for the same kind of problem. A
+citation's fields are defined once (``_citation.Citation``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,30 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from ._citation import CITATION_FIELDS, CITATION_REQUIRED, Citation
+from ._errors import (
+    CitationError,
+    ConfigError,
+    DocumentError,
+    EvidexError,
+    FetchError,
+    GeneratorError,
+    MissingExtraError,
+    NotifyError,
+    QueryError,
+    ReadFailed,
+    ServerUnavailable,
+    SourceError,
+    StoreError,
+    TenantMoved,
+)
+
 __all__ = [
+    "CITATION_FIELDS",
+    "CITATION_REQUIRED",
     "VISIBILITIES",
     "Actor",
+    "Citation",
     "CitationError",
     "ConfigError",
     "Conflict",
@@ -50,6 +72,7 @@ __all__ = [
     "can_access",
     "check_unicode",
     "is_language_tag",
+    "nfc_lower",
     "sha256_text",
 ]
 
@@ -64,87 +87,6 @@ _LANG = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 #: surrogateescape decoding), but it is not Unicode text and cannot be encoded as UTF-8, so no
 #: fingerprint, store or client could take it.
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class EvidexError(ValueError):
-    """Base of every input error evidex raises; a ``ValueError`` so callers can catch broadly."""
-
-
-class QueryError(EvidexError):
-    """The query string or a search parameter breaks the query contract."""
-
-
-class DocumentError(EvidexError):
-    """A document (or a batch of documents) is invalid; nothing of the batch was written."""
-
-
-class CitationError(EvidexError):
-    """A citation is not a citation at all (not a mapping, or missing its identifying fields)."""
-
-
-class StoreError(EvidexError):
-    """The store cannot be opened as asked (other analyzer, newer schema, unreadable file)."""
-
-
-class ServerUnavailable(StoreError):
-    """A database server did not answer (stopped, unreachable, its connections gone). A
-    replicated store raises it for a write when its primary is down (reads go on from the
-    replicas) and for a read that no server could serve."""
-
-
-class ReadFailed(ServerUnavailable):
-    """A replica went away (or cancelled the read) while serving a read: the replica is
-    skipped from now on, and the read may run again on another server (``KnowledgeBase``
-    does, once)."""
-
-
-class TenantMoved(StoreError):
-    """The tenant's data is moving or has moved to another server (``evidex move-tenant``).
-
-    ``state`` is ``moving`` while the move finishes (writes wait; reads are still served
-    here) or ``moved`` (reads and writes belong to ``location`` now). ``location`` is the new
-    server's URL without its password; ``replicas`` those of its replicas."""
-
-    def __init__(self, tenant: str, state: str, location: str, replicas: tuple[str, ...] = ()) -> None:
-        self.tenant, self.state, self.location, self.replicas = tenant, state, location, replicas
-        what = ("is being moved to" if state == "moving" else "has moved to")
-        hint = (" try again in a moment" if state == "moving" else
-                f" point the configuration's store.tenants.{tenant} at it")
-        super().__init__(f"tenant {tenant!r} {what} {location};{hint}")
-
-
-class ConfigError(EvidexError):
-    """A configuration (file, server section, environment) cannot be used as it is; the message
-    names the file, the line and the key where there is one."""
-
-
-class SourceError(EvidexError):
-    """A configured source as a whole cannot be listed (missing folder, sitemap unreachable).
-    Nothing of it is removed: a failed listing is not evidence that documents are gone."""
-
-
-class FetchError(EvidexError):
-    """One item of a source could not be read for a reason that may pass (network, HTTP 5xx,
-    I/O). The indexed version is kept."""
-
-
-class NotifyError(EvidexError):
-    """A drift webhook did not accept the report (transport error or a non-2xx status)."""
-
-
-class GeneratorError(EvidexError):
-    """The model server could not produce an answer (network, HTTP status, non-JSON reply)."""
-
-
-class MissingExtraError(EvidexError, ImportError):
-    """A part of evidex needs an optional extra that is not installed; the message is the one
-    line that installs it (``pip install 'evidex[server]'``). Also an ``ImportError``, which is
-    what it is underneath."""
-
-    def __init__(self, extra: str, what: str, missing: str) -> None:
-        super().__init__(f"{what} needs the {extra!r} extra ({missing} is not installed): "
-                         f"pip install 'evidex[{extra}]'")
-        self.extra = extra
 
 
 def is_language_tag(value: object) -> bool:
@@ -582,21 +524,10 @@ class Hit:
     pid: int = field(default=-1, repr=False, compare=False)
 
     def citation(self) -> dict[str, Any]:
-        """JSON-ready citation: enough to re-resolve the exact quote later."""
-        return {
-            "kind": "passage",
-            "document_id": self.document_id,
-            "version": self.version,
-            "content_sha256": self.content_sha256,
-            "passage": self.passage,
-            "quote": self.quote,
-            "start": self.start,
-            "end": self.end,
-            "heading_path": list(self.heading_path),
-            "anchor": self.anchor,
-            "title": self.title,
-            "source_url": self.source_url,
-        }
+        """JSON-ready citation (``Citation.as_dict``): enough to re-resolve the exact quote later."""
+        return Citation(self.document_id, self.version, self.content_sha256, self.passage, self.quote,
+                        self.start, self.end, self.heading_path, self.anchor, self.title,
+                        self.source_url).as_dict()
 
     def as_dict(self) -> dict[str, Any]:
         out = self.citation()
