@@ -326,6 +326,43 @@ def _validate(model, states: np.ndarray, offsets: np.ndarray, labels: np.ndarray
     return loss, auc(scores, y)
 
 
+def heldout(checkpoints: list[str]) -> None:
+    """The held-out AUC of saved checkpoints (``train``'s ``.pt`` files, another run's too) on this
+    work folder's held-out pairs, so runs on different data compare on the same pairs; also on
+    the pairs of questions ``v1/train.pkl`` (an earlier run's pairs, if kept) held as well."""
+    import torch
+
+    from reader_model import FROZEN
+    states = np.load(WORK / "states.npy", mmap_mode="r")
+    offsets, labels = np.load(WORK / "offsets.npy"), np.load(WORK / "labels.npy")
+    questions = [q for q, _, _ in pickle.loads((WORK / "train.pkl").read_bytes())]
+    held = [i for i, q in enumerate(questions) if int(hashlib.sha256(q.encode()).hexdigest(), 16) % 10 == 0]
+    subsets = {"held-out": held}
+    earlier = WORK / "v1" / "train.pkl"
+    if earlier.exists():
+        known = {q for q, _, _ in pickle.loads(earlier.read_bytes())}
+        subsets["held-out, earlier run's questions"] = [i for i in held if questions[i] in known]
+    for path in checkpoints:
+        model = _model()
+        saved = torch.load(path, weights_only=False)
+        with torch.no_grad():
+            # Layers the checkpoint did not train (below its own FROZEN) stay as shipped, so a
+            # checkpoint of fewer trained layers reads the same states as it was trained on.
+            for name, tensor in saved["trained"].items():
+                if name.startswith("head."):
+                    target = model.head.weight[0] if name == "head.w" else model.head.bias
+                else:
+                    n, mod, kind = name.split(".")
+                    assert int(n[1:]) >= FROZEN, f"{path} trains layer {n}, below FROZEN={FROZEN}"
+                    lin = getattr(model.layers[int(n[1:])], mod)
+                    target = lin.weight if kind == "w" else lin.bias
+                target.copy_(torch.from_numpy(tensor))
+        for label, val in subsets.items():
+            loss, a = _validate(model, states, offsets, labels, val)
+            print(f"heldout: {path} (epoch {saved.get('epoch')}, {saved.get('pairs')} pairs) {label} "
+                  f"{len(val)} pairs: AUC {a:.4f} loss {loss:.4f}", flush=True)
+
+
 # -- 5. export -----------------------------------------------------------------------------------
 def export(src: str = "trained.pt") -> None:
     import torch
@@ -551,13 +588,16 @@ def _write_manifest(path: Path, sha: str, threshold: float, stack: list[float], 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("step", choices=("collect", "pairs", "cache", "train", "export", "calibrate", "all"))
+    ap.add_argument("step", choices=("collect", "pairs", "cache", "train", "export", "calibrate", "all",
+                                     "heldout"))
+    ap.add_argument("checkpoints", nargs="*", help="heldout: the .pt files to compare")
     ap.add_argument("--limit", type=int, default=None, help="train on this many pairs (learning curve)")
     ap.add_argument("--epochs", type=int, default=EPOCHS)
     args = ap.parse_args()
     steps = {"collect": collect, "pairs": pairs, "cache": lambda: cache(args.limit),
-             "train": lambda: train(args.epochs, args.limit), "export": export, "calibrate": calibrate}
-    for name in (list(steps) if args.step == "all" else [args.step]):
+             "train": lambda: train(args.epochs, args.limit), "export": export, "calibrate": calibrate,
+             "heldout": lambda: heldout(args.checkpoints)}
+    for name in ([n for n in steps if n != "heldout"] if args.step == "all" else [args.step]):
         steps[name]()
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import evidex.placement as placement_module
+import evidex.placement._router as placement_router  # the router owns the move wait and its clock
 from actors import PUBLIC_INTERNAL
 from backends import raw
 from evidex import Actor, Document, KnowledgeBase, TenantMoved
@@ -119,7 +119,7 @@ def test_a_frozen_tenants_writes_fail_fast_in_the_service(tmp_path: Path,
             self.now += seconds
 
     clock = Clock()
-    monkeypatch.setattr(placement_module, "time", clock)
+    monkeypatch.setattr(placement_router, "time", clock)
     a, b = str(tmp_path / "a.db"), str(tmp_path / "b.db")
     with KnowledgeBase.open(a) as kb:
         kb.ingest(_docs("acme", 3) + _docs("globex", 3))

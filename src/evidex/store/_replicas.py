@@ -56,7 +56,6 @@ from ..model import IngestReport, ReadFailed, ServerUnavailable, StoreError
 from ._contract import DocumentWrite, HistoryEntry, SourceEntry, StoredDocument
 from ._location import redacted, scrubbed, split_url
 from ._postgres import PostgresStore, lineage_of, server_name
-from ._runs import RunRecord
 from ._session import current_session
 from ._tenants import Mark
 from ._view import SQLView
@@ -588,16 +587,10 @@ class ReplicatedStore:
     def integrity(self) -> list[str]:
         return self._on_primary(lambda s: s.integrity())
 
-    def record_run(self, run: RunRecord) -> int:
-        return self._on_primary(lambda s: s.record_run(run))
-
-    def runs(self, limit: int = 100, source: str | None = None, tenant: str | None = None) -> list[RunRecord]:
-        return self._on_primary(lambda s: s.runs(limit, source, tenant))
-
-    def claim_run(self, kind: str, source: str, scheduled_for: str, holder: str) -> bool:
-        return self._on_primary(lambda s: s.claim_run(kind, source, scheduled_for, holder))
-
     # The records beside the index (``Records``) live on the primary only: its own calls.
+    record_run = _primary_call()
+    runs = _primary_call()
+    claim_run = _primary_call()
     conflict_rows = _primary_call()
     restore_conflicts = _primary_call()
     operator_records = _primary_call()
@@ -609,18 +602,10 @@ class ReplicatedStore:
     feedback = _primary_call()
     record_handoff = _primary_call()
     handoffs = _primary_call()
-
-    def record_notices(self, records: Any) -> None:
-        self._on_primary(lambda s: s.record_notices(records))
-
-    def notices(self, tenant: str, *, limit: int = 1000) -> list[Any]:
-        return self._on_primary(lambda s: s.notices(tenant, limit=limit))
-
-    def record_eval(self, record: Any) -> None:
-        self._on_primary(lambda s: s.record_eval(record))
-
-    def evals(self, tenant: str, *, limit: int = 10) -> list[Any]:
-        return self._on_primary(lambda s: s.evals(tenant, limit=limit))
+    record_notices = _primary_call()
+    notices = _primary_call()
+    record_eval = _primary_call()
+    evals = _primary_call()
 
     def iter_documents(self, tenant: str | None = None) -> Iterator[StoredDocument]:
         return iter(self._on_primary(lambda s: list(s.iter_documents(tenant))))
