@@ -36,7 +36,7 @@ from playwright.sync_api import Page, Route
 import page_helpers
 from cli_runner import EVIDEX
 from demo_helpers import DEMO_KEYS, Demo, running_demo
-from page_helpers import ask, chromium, tab
+from page_helpers import ask, tab
 from service_helpers import ROOT
 
 pytestmark = pytest.mark.slow
@@ -52,12 +52,6 @@ RAW_MARKDOWN = re.compile(r"(^|\n)#{1,6} |\*\*|__")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     with running_demo(tmp_path_factory.mktemp("demo")) as d:
         yield d
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture

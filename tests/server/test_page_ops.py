@@ -18,7 +18,7 @@ from playwright.sync_api import Page
 from evidex import Document, KnowledgeBase
 from evidex.model import Conflict, ConflictSide, sha256_text
 from evidex.store import AnswerRecord, EvalRecord, HandoffRecord, NoticeRecord, RunRecord
-from page_helpers import ask, chromium, sign_in, tab
+from page_helpers import ask, sign_in, tab
 from service_helpers import BIN, ROOT, Server, auth, build_store, write_config
 
 ARTIFACTS = ROOT / "test-artifacts"
@@ -124,18 +124,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         yield {"url": server.url}
     finally:
         server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser: Any, site: dict[str, Any]) -> Iterator[Page]:
-    with tab(browser, site["url"] + "/") as pg:
-        yield pg
 
 
 def _open_ops(page: Page) -> None:

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page
 
 from evidex import Document, KnowledgeBase
-from page_helpers import ask, chromium, sign_in, tab
+from page_helpers import ask, sign_in
 from service_helpers import BIN, ROOT, Server, build_store, write_config
 
 ARTIFACTS = ROOT / "test-artifacts"
@@ -41,18 +41,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         yield {"url": server.url, "db": db, "cache": tmp / "cache"}
     finally:
         server.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser: Any, site: dict[str, Any]) -> Iterator[Page]:
-    with tab(browser, site["url"] + "/") as pg:
-        yield pg
 
 
 def test_nobody_is_signed_in_on_first_load(browser: Any, site: dict[str, Any]) -> None:
