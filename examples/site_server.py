@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import email.utils
 import functools
 import signal
 import sys
+import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -34,6 +36,10 @@ class _Handler(SimpleHTTPRequestHandler):
 
     #: Set by ``POST /publish``: the edits are served from then on (one demo, one process).
     published: ClassVar[bool] = False
+    #: When the edits were published; an edited page was last modified then, not at its file's
+    #: time (a fresh checkout gives the page and its edit the same second, and a conditional
+    #: re-fetch would then be told "304 Not Modified" for a page whose text changed).
+    published_at: ClassVar[float] = 0.0
 
     def translate_path(self, path: str) -> str:
         # Only /help/... maps onto the site folder; anything else is not found.
@@ -52,12 +58,23 @@ class _Handler(SimpleHTTPRequestHandler):
             self.send_error(404)
             return
         _Handler.published = True
+        _Handler.published_at = time.time()
         body = b"published\n"
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def send_head(self):  # type: ignore[no-untyped-def]  # typeshed: io.BytesIO | BinaryIO | None
+        # An edited page answers conditional requests by its publishing time (see published_at).
+        if _Handler.published and self.translate_path(self.path).startswith(str(EDITS)):
+            since = self.headers.get("If-Modified-Since")
+            if since is not None:
+                with contextlib.suppress(TypeError, ValueError, IndexError, OverflowError):
+                    if email.utils.parsedate_to_datetime(since).timestamp() < _Handler.published_at:
+                        del self.headers["If-Modified-Since"]
+        return super().send_head()
 
     def do_GET(self) -> None:
         if self.path.split("?", 1)[0] != "/sitemap.xml":

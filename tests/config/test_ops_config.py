@@ -244,6 +244,44 @@ def test_the_shipped_example_syncs_from_the_example_site(tmp_path: Path) -> None
         httpd.shutdown()
 
 
+def test_the_example_site_tells_a_conditional_refetch_of_a_published_edit_that_it_changed(
+        tmp_path: Path) -> None:
+    """examples/site_server.py after ``POST /publish``: a re-fetch conditional on the page's old
+    Last-Modified gets the edit (200), even when the edit's file is older than the page's, as on
+    a fresh checkout where both share a second (CI saw the drift check told "304" there). Before
+    publishing, the same request is still answered 304: the validators are honoured."""
+    import os
+    import shutil
+    import threading
+
+    import httpx
+
+    from service_helpers import free_port
+
+    site = example_module("site_server")
+    edits = tmp_path / "site-edits"
+    shutil.copytree(site.EDITS, edits)
+    for f in edits.rglob("*.md"):
+        os.utime(f, (946684800, 946684800))  # 2000-01-01: older than any page of the checkout
+    site.EDITS = edits
+    page = next(p.relative_to(edits).as_posix() for p in edits.rglob("*.md"))
+    port = free_port()
+    httpd = site.server(port)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{port}/help/{page}"
+        first = httpx.get(url)
+        assert first.status_code == 200 and first.text == (site.SITE / page).read_text("utf-8")
+        since = {"If-Modified-Since": first.headers["Last-Modified"]}
+        assert httpx.get(url, headers=since).status_code == 304
+        assert httpx.post(f"http://127.0.0.1:{port}/publish").status_code == 200
+        after = httpx.get(url, headers=since)
+        assert after.status_code == 200 and after.text == (edits / page).read_text("utf-8")
+        assert after.text != first.text
+    finally:
+        httpd.shutdown()
+
+
 def test_the_example_inbox_takes_what_evidex_signs_and_nothing_else(tmp_path: Path) -> None:
     """`make run`'s support inbox (examples/inbox_server.py, a real HTTP server): the example
     configuration's handoff route and an owner's route deliver to it with the demo secret; a
