@@ -214,7 +214,12 @@ def cache(limit: int | None = None) -> None:
 
 
 # -- 4. train ------------------------------------------------------------------------------------
-def train(epochs: int = EPOCHS, limit: int | None = None, out: str = "trained.pt") -> None:
+def train(epochs: int = EPOCHS, limit: int | None = None, out: str = "trained.pt",
+          resume: str | None = None) -> None:
+    """Steps 4's loop. ``resume``: an epoch checkpoint of this run (same data, epochs, limit) to
+    go on from; its later epochs see the batches the uninterrupted run would have seen. A
+    checkpoint saved with the optimiser's state resumes exactly; an older one without it starts
+    AdamW's moments afresh at the schedule's learning rate for that step (said when it does)."""
     import torch
     from torch import nn
     torch.set_num_threads(2)
@@ -246,7 +251,24 @@ def train(epochs: int = EPOCHS, limit: int | None = None, out: str = "trained.pt
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (steps - s) / max(1, steps - warm)))
     loss_fn = nn.BCEWithLogitsLoss()
-    t0, step, best = time.time(), 0, -1.0
+    t0, step, best, start = time.time(), 0, -1.0, 0
+    if resume is not None:
+        saved = torch.load(resume, weights_only=False)
+        if saved.get("pairs") != n:
+            raise SystemExit(f"train: {resume} trained on {saved.get('pairs')} pairs, this run on {n}")
+        _load_trained(model, saved, resume)
+        start = int(saved["epoch"]) + 1
+        best = float(saved["val_auc"])
+        if "optimizer" in saved:
+            opt.load_state_dict(saved["optimizer"])
+            sched.load_state_dict(saved["scheduler"])
+        else:
+            for _ in range(start * math.ceil(n / BATCH)):
+                sched.step()
+            print(f"train: {resume} has no optimiser state: AdamW's moments start afresh at epoch "
+                  f"{start}", flush=True)
+        step = start * math.ceil(n / BATCH)
+        print(f"train: resumed from {resume} (epoch {saved['epoch']}, held-out AUC {best:.4f})", flush=True)
     for epoch in range(epochs):
         # Batches of similar length (less padding): sort chunks of 50 batches by length.
         order = pool[:]
@@ -255,6 +277,8 @@ def train(epochs: int = EPOCHS, limit: int | None = None, out: str = "trained.pt
                   for i in range(0, len(order), BATCH * 50)]
         batches = [c[i:i + BATCH] for c in chunks for i in range(0, len(c), BATCH)]
         rng.shuffle(batches)
+        if epoch < start:  # resumed: this epoch's batches drawn (the order stays the run's), not trained
+            continue
         total = 0.0
         model.train()
         for k, batch in enumerate(batches):
@@ -275,7 +299,8 @@ def train(epochs: int = EPOCHS, limit: int | None = None, out: str = "trained.pt
         print(f"train: epoch {epoch} held-out pairs {len(val)}: loss {v_loss:.4f} AUC {v_auc:.4f}",
               flush=True)
         state = {"trained": model.trained(), "epoch": epoch, "pairs": n, "val_loss": v_loss, "val_auc": v_auc}
-        torch.save(state, WORK / f"{out}.epoch{epoch}")
+        torch.save({**state, "optimizer": opt.state_dict(), "scheduler": sched.state_dict()},
+                   WORK / f"{out}.epoch{epoch}")
         # Early stopping: the epoch with the best held-out AUC is kept; the first epoch that
         # falls below it ends training (the schedule's later epochs overfit these few pairs).
         if v_auc > best:
@@ -326,13 +351,32 @@ def _validate(model, states: np.ndarray, offsets: np.ndarray, labels: np.ndarray
     return loss, auc(scores, y)
 
 
+def _load_trained(model, saved: dict, path: str) -> None:
+    """A checkpoint's trained tensors into ``model``. Layers the checkpoint did not train (below
+    its own FROZEN) stay as shipped, so a checkpoint of fewer trained layers reads the same
+    states as it was trained on."""
+    import torch
+
+    from reader_model import FROZEN
+    with torch.no_grad():
+        for name, tensor in saved["trained"].items():
+            if name.startswith("head."):
+                target = model.head.weight[0] if name == "head.w" else model.head.bias
+            else:
+                n, mod, kind = name.split(".")
+                if int(n[1:]) < FROZEN:
+                    raise SystemExit(f"{path} trains layer {n}, below FROZEN={FROZEN}")
+                lin = getattr(model.layers[int(n[1:])], mod)
+                target = lin.weight if kind == "w" else lin.bias
+            target.copy_(torch.from_numpy(tensor))
+
+
 def heldout(checkpoints: list[str]) -> None:
     """The held-out AUC of saved checkpoints (``train``'s ``.pt`` files, another run's too) on this
     work folder's held-out pairs, so runs on different data compare on the same pairs; also on
     the pairs of questions ``v1/train.pkl`` (an earlier run's pairs, if kept) held as well."""
     import torch
 
-    from reader_model import FROZEN
     states = np.load(WORK / "states.npy", mmap_mode="r")
     offsets, labels = np.load(WORK / "offsets.npy"), np.load(WORK / "labels.npy")
     questions = [q for q, _, _ in pickle.loads((WORK / "train.pkl").read_bytes())]
@@ -345,18 +389,7 @@ def heldout(checkpoints: list[str]) -> None:
     for path in checkpoints:
         model = _model()
         saved = torch.load(path, weights_only=False)
-        with torch.no_grad():
-            # Layers the checkpoint did not train (below its own FROZEN) stay as shipped, so a
-            # checkpoint of fewer trained layers reads the same states as it was trained on.
-            for name, tensor in saved["trained"].items():
-                if name.startswith("head."):
-                    target = model.head.weight[0] if name == "head.w" else model.head.bias
-                else:
-                    n, mod, kind = name.split(".")
-                    assert int(n[1:]) >= FROZEN, f"{path} trains layer {n}, below FROZEN={FROZEN}"
-                    lin = getattr(model.layers[int(n[1:])], mod)
-                    target = lin.weight if kind == "w" else lin.bias
-                target.copy_(torch.from_numpy(tensor))
+        _load_trained(model, saved, path)
         for label, val in subsets.items():
             loss, a = _validate(model, states, offsets, labels, val)
             print(f"heldout: {path} (epoch {saved.get('epoch')}, {saved.get('pairs')} pairs) {label} "
@@ -593,9 +626,11 @@ def main() -> None:
     ap.add_argument("checkpoints", nargs="*", help="heldout: the .pt files to compare")
     ap.add_argument("--limit", type=int, default=None, help="train on this many pairs (learning curve)")
     ap.add_argument("--epochs", type=int, default=EPOCHS)
+    ap.add_argument("--resume", default=None, help="train: go on from this epoch checkpoint")
     args = ap.parse_args()
     steps = {"collect": collect, "pairs": pairs, "cache": lambda: cache(args.limit),
-             "train": lambda: train(args.epochs, args.limit), "export": export, "calibrate": calibrate,
+             "train": lambda: train(args.epochs, args.limit, resume=args.resume), "export": export,
+             "calibrate": calibrate,
              "heldout": lambda: heldout(args.checkpoints)}
     for name in ([n for n in steps if n != "heldout"] if args.step == "all" else [args.step]):
         steps[name]()
