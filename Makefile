@@ -131,7 +131,7 @@ lint: install
 
 # The type checker proves that both knowledge bases (``KnowledgeBase``, one store, and the
 # placement's router, several) implement the whole ``Knowledge`` protocol (src/evidex/knowledge.py),
-# and that the modules listed here are clean; tests/store/test_knowledge_protocol.py runs it.
+# and that the modules listed here are clean; tests/placement/test_knowledge_protocol.py runs it.
 TYPED := src/evidex/knowledge.py src/evidex/placement src/evidex/config
 typecheck: install
 	$(BIN)/mypy --follow-imports=silent --ignore-missing-imports $(TYPED)

@@ -19,7 +19,7 @@ Sets (``--set``; development data only, never SQuAD dev, XQuAD or MLQA test):
 * ``scifact``: BEIR SciFact, claims of ``train`` (split dev) or ``test`` (split test) against all
   abstracts (english analyzer, one passage per abstract), plus the calibration half (dev) or the
   held-out half (test) of benchmarks/data/off-topic-questions.txt as ``ooc``.
-* ``shop``: help-centre questions of benchmarks/data/shop-dev (dev only; see its README) over the
+* ``shop``: help-centre questions of examples/eval/shop-dev (dev only; see its README) over the
   example shop collection, built as ``evidex eval --cases examples/eval/cases.yaml`` builds it
   (that file's ``collection:``, ``--split heading``, languages identified) and asked as that
   file's ``customer`` actor, so internal pages and the other tenant are never seen. Kinds wh,
@@ -40,6 +40,7 @@ import dataclasses
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -49,24 +50,22 @@ import numpy as np
 
 import qa_sets
 from evidex import Actor, Document, KnowledgeBase
-from evidex.evaluation import corpus_documents, load_beir, load_cases
+from evidex.evaluation import corpus_documents, load_beir
 from evidex.evaluation._collection import SPLIT as CASE_SPLIT
-from evidex.evaluation._collection import build_store
 
 HERE = Path(__file__).resolve().parent
+# The shop set's questions, actor and store are examples/eval/check_shop_dev.py's (the tests
+# read the set there too).
+sys.path.insert(0, str(HERE.parent / "examples" / "eval"))
+import check_shop_dev  # noqa: E402
+from check_shop_dev import SHOP_ACTOR, SHOP_CASES, SHOP_DEV, SHOP_ROOT, case_store  # noqa: E402, F401
+
 #: Stores and outputs (``EVIDEX_ANSWERS_WORK`` overrides it, e.g. for another checkout's stores).
 WORK = Path(os.environ.get("EVIDEX_ANSWERS_WORK") or HERE / ".work" / "answers")
 SHARED = Path("/work/shared/data")
 SCIFACT = SHARED / "beir" / "scifact"
 OFF_TOPIC = HERE / "data" / "off-topic-questions.txt"
 ACTOR = Actor("eval", frozenset({"eval"}), visibilities=frozenset({"public", "internal"}))
-#: The shipped case file: only its ``collection:`` and ``actors:`` are used (its cases are the
-#: held-out gate set), so the shop store is the one ``evidex eval --cases`` builds.
-SHOP_CASES = HERE.parent / "examples" / "eval" / "cases.yaml"
-#: The folder the shop's case file may read below (its collection is examples/shop).
-SHOP_ROOT = HERE.parent / "examples"
-SHOP_DEV = HERE / "data" / "shop-dev" / "queries.jsonl"
-SHOP_ACTOR = "customer"
 SQUAD2 = HERE / "data" / "squad2-train-head"
 COVIDQA = HERE / "data" / "covidqa"
 MLQA = HERE / "data" / "mlqa-de"
@@ -149,25 +148,13 @@ def load(name: str, split: str) -> QuestionSet:
 
 
 def _shop(split: str) -> QuestionSet:
-    if split != "dev":
-        raise SystemExit("set 'shop' has only a dev split (benchmarks/data/shop-dev); the shop's "
-                         "held-out questions are examples/eval/cases.yaml, run by `evidex eval --cases`")
-    cf = load_cases(SHOP_CASES, root=SHOP_ROOT)
     questions = []
-    for line in SHOP_DEV.read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
+    for r in check_shop_dev.rows(split):
         questions.append(Question(r["_id"], r["text"], r["kind"], r["split"],
                                   frozenset(r["expected"]), dict(r.get("answers") or {}),
                                   r["language"]))
-    return QuestionSet("shop", None, CASE_SPLIT, [], questions, actor=cf.actors[SHOP_ACTOR],
+    return QuestionSet("shop", None, CASE_SPLIT, [], questions, actor=check_shop_dev.actor(),
                        cases=SHOP_CASES)
-
-
-def case_store(cases: Path, location: str | Path, embedder: str) -> KnowledgeBase:
-    """A new store at ``location`` holding the collection of the case file ``cases``, built by
-    the library's own ``evidex eval --cases`` path (same loaders, defaults, order, splitting,
-    language identification)."""
-    return build_store(load_cases(cases, root=SHOP_ROOT), location, embedder=embedder)
 
 
 class _PersistentQueries:

@@ -4,7 +4,7 @@ p95 <= 400 ms on 2 cores for the default top 6 passages; plain ``search`` pays n
     .venv/bin/python benchmarks/reader_cost.py [--questions 120]
 
 On the shop collection (the store ``evidex eval --cases`` builds, the default embedder, vectors
-from the embedding cache) and the help-centre development questions (benchmarks/data/shop-dev),
+from the embedding cache) and the help-centre development questions (examples/eval/shop-dev),
 each question is asked once to warm the caches every answer shares (the query vector, the quote
 vectors: what a repeated question finds), then timed three ways, interleaved per question so
 machine noise hits all three alike:

@@ -25,8 +25,8 @@ from evidex.embed import (
     Embedder,
     MissingDependencyError,
     get_embedder,
+    thread_count,
 )
-from evidex.embed._base import thread_count
 from evidex.embed._e5 import E5Embedder
 from evidex.embed._e5_int8 import E5Int8Embedder
 from evidex.embed._minilm import BATCH_SIZE, MiniLMEmbedder

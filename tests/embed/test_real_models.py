@@ -11,11 +11,13 @@ small so the whole file stays well under a minute and a half on two cores.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from actors import PUBLIC_INTERNAL
+from documents import doc
 from evidex import Actor, Document, KnowledgeBase
 from evidex.ingest import load_paths
 
@@ -29,36 +31,37 @@ SHOPPER = Actor("shop", frozenset({"customers"}), visibilities=frozenset({"publi
 CUSTOMER = Actor("acme", frozenset({"customers"}), visibilities=frozenset({"public"}))
 
 
-def _doc(doc_id: str, text: str, language: str) -> Document:
-    return Document(doc_id, "shop", frozenset({"customers"}), "1", text, language=language,
-                    visibility="public")
+_doc = partial(doc, tenant="shop", groups={"customers"}, visibility="public")
 
 
 GERMAN = [
     _doc("ruecksendung", "Rücksendungen: Artikel können innerhalb von 30 Tagen zurückgegeben werden. "
-         "Das Rücksendeetikett finden Sie in Ihrem Kundenkonto.", "de"),
-    _doc("lieferung", "Die Lieferung dauert in Deutschland zwei bis drei Werktage.", "de"),
-    _doc("zahlung", "Bezahlen können Sie per Rechnung, Kreditkarte oder Lastschrift.", "de"),
-    _doc("passwort", "Ihr Passwort ändern Sie in den Kontoeinstellungen unter Sicherheit.", "de"),
-    _doc("service", "Unser Kundenservice ist montags bis freitags von 8 bis 18 Uhr erreichbar.", "de"),
-    _doc("garantie", "Auf Elektrogeräte gewähren wir zwei Jahre Garantie ab Kaufdatum.", "de"),
-    _doc("gutschein", "Gutscheine sind drei Jahre gültig und können nicht bar ausgezahlt werden.", "de"),
+         "Das Rücksendeetikett finden Sie in Ihrem Kundenkonto.", language="de"),
+    _doc("lieferung", "Die Lieferung dauert in Deutschland zwei bis drei Werktage.", language="de"),
+    _doc("zahlung", "Bezahlen können Sie per Rechnung, Kreditkarte oder Lastschrift.", language="de"),
+    _doc("passwort", "Ihr Passwort ändern Sie in den Kontoeinstellungen unter Sicherheit.", language="de"),
+    _doc("service", "Unser Kundenservice ist montags bis freitags von 8 bis 18 Uhr erreichbar.",
+         language="de"),
+    _doc("garantie", "Auf Elektrogeräte gewähren wir zwei Jahre Garantie ab Kaufdatum.", language="de"),
+    _doc("gutschein", "Gutscheine sind drei Jahre gültig und können nicht bar ausgezahlt werden.",
+         language="de"),
     _doc("newsletter", "Den Newsletter können Sie jederzeit über den Link in jeder E-Mail abbestellen.",
-         "de"),
-    _doc("shipping", "Delivery within Germany takes two to three working days.", "en"),
-    _doc("payment", "You can pay by invoice, credit card or direct debit.", "en"),
+         language="de"),
+    _doc("shipping", "Delivery within Germany takes two to three working days.", language="en"),
+    _doc("payment", "You can pay by invoice, credit card or direct debit.", language="en"),
 ]
 
 ENGLISH = [
-    _doc("returns", "You can return most items within 30 days of delivery for a full refund.", "en"),
-    _doc("delivery", "Delivery within Germany takes two to three working days.", "en"),
-    _doc("payment", "You can pay by invoice, credit card or direct debit.", "en"),
-    _doc("password", "Change your password in the account settings under security.", "en"),
-    _doc("hours", "Our customer service is available Monday to Friday from 8 am to 6 pm.", "en"),
-    _doc("warranty", "Electrical appliances come with a two-year warranty from the date of purchase.", "en"),
-    _doc("vouchers", "Vouchers are valid for three years and cannot be paid out in cash.", "en"),
+    _doc("returns", "You can return most items within 30 days of delivery for a full refund.", language="en"),
+    _doc("delivery", "Delivery within Germany takes two to three working days.", language="en"),
+    _doc("payment", "You can pay by invoice, credit card or direct debit.", language="en"),
+    _doc("password", "Change your password in the account settings under security.", language="en"),
+    _doc("hours", "Our customer service is available Monday to Friday from 8 am to 6 pm.", language="en"),
+    _doc("warranty", "Electrical appliances come with a two-year warranty from the date of purchase.",
+         language="en"),
+    _doc("vouchers", "Vouchers are valid for three years and cannot be paid out in cash.", language="en"),
     _doc("newsletter", "You can unsubscribe from the newsletter at any time via the link in every email.",
-         "en"),
+         language="en"),
 ]
 
 
@@ -74,7 +77,7 @@ def module_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def example_e5(module_tmp: Path) -> Iterator[KnowledgeBase]:
     """The bundled collection as `make run` loads it (old policy version first), with e5."""
-    # Module-scoped, so it runs before conftest's per-test cache folder is set: name the cache
+    # Module-scoped, so it runs before the per-test cache folder (stores.py) is set: name the cache
     # explicitly to keep it out of the user's home.
     kb = KnowledgeBase.open(module_tmp / "examples-e5.db", embedder=E5,
                             embed_cache=module_tmp / "embeddings.sqlite")

@@ -19,12 +19,11 @@ from typing import Any
 
 import pytest
 
-from evidex.answer._grounding import supporting_span
-from evidex.decide._spans import _refers_back, identifier_only, shown
+from evidex.answer import supporting_span
+from evidex.decide import shown
+from evidex.decide._spans import _refers_back, identifier_only
 from evidex.decide._types import asked, stated
-from evidex.ingest import _sentences, split_text
-from evidex.ingest._limits import check_text
-from evidex.ingest._sentences import sentence_spans
+from evidex.ingest import _sentences, check_text, sentence_spans, split_text
 from evidex.model import DocumentError
 
 #: Pathological units: repeated punctuation, long runs, nested marks.

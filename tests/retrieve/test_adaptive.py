@@ -1,7 +1,7 @@
 """Adaptive fusion (issue 28): the weighting rule, the signals it reads, language identification,
 and what a search shows of them (library, explain, CLI).
 
-Stores use the deterministic hash-test embedder (conftest.py) on real SQLite files; the real
+Stores use the deterministic hash-test embedder (tests/support/stores.py) on real SQLite files; the real
 model's cross-language behaviour is in test_real_models.py.
 """
 

@@ -2,7 +2,7 @@
 model recorded in the store, vectors kept in step with passages, evidence levels, the embedding
 cache and re-embedding (library and command line).
 
-Unless a test names a real model, stores use the deterministic hash-test embedder (conftest.py)
+Unless a test names a real model, stores use the deterministic hash-test embedder (tests/support/stores.py)
 and real SQLite files in pytest's temporary folders.
 """
 
@@ -12,6 +12,7 @@ import json
 import math
 import threading
 from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ import pytest
 import evidex.kb as kb_module
 from actors import PUBLIC_INTERNAL
 from cli_runner import run_cli
-from evidex import Actor, Document, KnowledgeBase, QueryError, StoreError
+from documents import doc
+from evidex import Actor, KnowledgeBase, QueryError, StoreError
 from evidex.embed import get_embedder
 from evidex.retrieve._vector import CENTRING
 
@@ -29,9 +31,7 @@ A = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 NOBODY = Actor("acme", frozenset({"interns"}), visibilities=PUBLIC_INTERNAL)
 
 
-def _doc(doc_id: str, text: str, *, version: str = "1", groups: Sequence[str] = ("staff",),
-         **kw: Any) -> Document:
-    return Document(doc_id, "acme", frozenset(groups), version, text, **kw)
+_doc = partial(doc, tenant="acme", groups=("staff",))
 
 
 DOCS = [

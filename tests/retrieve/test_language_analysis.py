@@ -8,11 +8,14 @@ the one-language analyzer: every score must be the same float.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from actors import PUBLIC_INTERNAL
 from backends import Locator
-from evidex import Actor, Document, KnowledgeBase
+from documents import doc
+from evidex import Actor, KnowledgeBase
 from evidex.model import StoreError
 from evidex.query import analyzer_for, get_analyzer
 
@@ -20,32 +23,34 @@ STAFF = Actor("t", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 HR = Actor("t", frozenset({"staff", "hr"}), visibilities=PUBLIC_INTERNAL)
 
 
-def _doc(doc_id: str, text: str, language: str | None, groups: tuple[str, ...] = ("staff",)) -> Document:
-    return Document(doc_id, "t", frozenset(groups), "1", text, language=language)
+_doc = partial(doc, groups=("staff",))
 
 
 GERMAN = [
     _doc("de-rueckgabe", "Getragene Jacken können nicht zurückgegeben werden. Rückgaben innerhalb "
-         "von 30 Tagen.", "de"),
+         "von 30 Tagen.", language="de"),
     _doc("de-hotel", "Das Hotel für Dienstreisen bucht die Reisestelle; Übernachtungen bis 120 Euro.",
-         "de-DE"),
+         language="de-DE"),
     _doc("de-jacke", "Die Jacke aus Wolle wird in drei Größen geliefert, die Jacken sind wasserdicht.",
-         "de"),
+         language="de"),
 ]
 #: German passages the staff may not read: they must not move any German statistic for staff.
 GERMAN_HR = [
-    _doc("de-gehalt", "Gehälter der Jacken-Abteilung: die Jacke und das Hotel im Tarif.", "de", ("hr",)),
-    _doc("de-hotel-hr", "Hotel Hotel Hotel: Übernachtungen für Personalgespräche.", "de", ("hr",)),
+    _doc("de-gehalt", "Gehälter der Jacken-Abteilung: die Jacke und das Hotel im Tarif.",
+         language="de", groups=("hr",)),
+    _doc("de-hotel-hr", "Hotel Hotel Hotel: Übernachtungen für Personalgespräche.",
+         language="de", groups=("hr",)),
 ]
 ENGLISH = [
-    _doc("en-returns", "Worn jackets cannot be returned. Returns are accepted within 30 days.", "en"),
+    _doc("en-returns", "Worn jackets cannot be returned. Returns are accepted within 30 days.",
+         language="en"),
     _doc("en-hotel", "The travel office books the hotel for business trips, up to 120 euros a night.",
-         "en-GB"),
+         language="en-GB"),
 ]
 OTHER = [
-    _doc("fr-retours", "Les vestes portées ne sont pas reprises; les retours sont acceptés.", "fr"),
+    _doc("fr-retours", "Les vestes portées ne sont pas reprises; les retours sont acceptés.", language="fr"),
     # Too few words for a language to be identified at ingest: it stays without one.
-    _doc("code", "ERR-401: session token expired.", None),
+    _doc("code", "ERR-401: session token expired.", language=None),
 ]
 
 
@@ -150,9 +155,9 @@ def test_reindex_switches_an_existing_store_to_auto(locate: Locator) -> None:
         assert [(h.document_id, h.version, h.score) for h in after] == \
             [(h.document_id, h.version, h.score) for h in before]
         with pytest.raises(StoreError, match="reindexed with the analyzer 'auto'"):
-            stale.ingest(_doc("late", "Späte Jacken", "de"))
+            stale.ingest(_doc("late", "Späte Jacken", language="de"))
         assert kb.document(HR, "late") is None
-        stale.ingest(_doc("late", "Späte Jacken", "de"))  # analysed again, with auto now
+        stale.ingest(_doc("late", "Späte Jacken", language="de"))  # analysed again, with auto now
     with KnowledgeBase.open(locate("old")) as again:
         assert again.analyzer == "auto"
         assert set(_scores(again, HR, "Jacke")) == {"de-rueckgabe", "de-jacke", "de-gehalt", "late"}
@@ -162,17 +167,19 @@ def test_a_document_without_a_language_gets_the_identified_one(locate: Locator) 
     """A document that states no language is stored with the language identified from its text
     when the model is sure, so `auto` stems it ("returning" meets "returned"); a line too short
     to tell stays without one; a stated language is never overridden."""
-    stated = _doc("stated", "Rückgaben sind innerhalb von dreißig Tagen möglich, sagt die Richtlinie.", "en")
-    plain = _doc("plain", "Worn jackets cannot be returned, but unworn ones within thirty days.", None)
+    stated = _doc("stated", "Rückgaben sind innerhalb von dreißig Tagen möglich, sagt die Richtlinie.",
+                  language="en")
+    plain = _doc("plain", "Worn jackets cannot be returned, but unworn ones within thirty days.",
+                 language=None)
     with KnowledgeBase.open(locate("mixed"), embedder="none") as kb:
         kb.ingest([plain])  # a library caller's document is stored as it states itself ...
         assert kb.document(STAFF, "plain").language is None
         kb.remove("t", "plain")
         kb.ingest([  # ... unless identification is asked for (the CLI and sources do)
             _doc("en-plain", "Worn jackets cannot be returned, but returns of unworn items are "
-                             "accepted within thirty days.", None),
+                             "accepted within thirty days.", language=None),
             _doc("de-plain", "Getragene Jacken können nicht zurückgegeben werden, ungetragene "
-                             "Artikel nehmen wir innerhalb von dreißig Tagen zurück.", None),
+                             "Artikel nehmen wir innerhalb von dreißig Tagen zurück.", language=None),
             OTHER[1], stated,
         ], identify_languages=True)
         langs = {d.id: d.language for d in kb.documents("t")}
@@ -180,6 +187,6 @@ def test_a_document_without_a_language_gets_the_identified_one(locate: Locator) 
         assert "en-plain" in _scores(kb, STAFF, "returning")  # exact analysis would miss it
         # Re-ingesting the same documents finds them unchanged (identification is deterministic).
         again = kb.ingest([_doc("en-plain", "Worn jackets cannot be returned, but returns of unworn "
-                                            "items are accepted within thirty days.", None)],
+                                            "items are accepted within thirty days.", language=None)],
                           identify_languages=True)
         assert again.unchanged == 1 and again.added == again.superseded == 0

@@ -19,8 +19,9 @@ import math
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from hypothesis import strategies as st
 
 from actors import PUBLIC_INTERNAL
 from backends import BACKENDS, Locator, locator
+from documents import doc
 from evidex import Actor, Document, Filters, KnowledgeBase
 from evidex.retrieve import access
 from strategies import (
@@ -383,9 +385,7 @@ def scored(kb: KnowledgeBase, actor: Actor, query: str, **options: object) -> li
             for h in kb.search(actor, query, mode="keyword", **options)]  # type: ignore[arg-type]
 
 
-def _doc(doc_id: str, body: str, *, tenant: str = "acme", groups: Iterable[str] = ("staff",),
-         version: str = "1", **kw: object) -> Document:
-    return Document(doc_id, tenant, frozenset(groups), version, body, **kw)  # type: ignore[arg-type]
+_doc = partial(doc, tenant="acme", groups=("staff",))
 
 
 def test_example_hand_computed_score_is_unmoved_by_unreadable_documents(locate: Locator) -> None:

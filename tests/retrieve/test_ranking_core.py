@@ -16,13 +16,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from evidex.retrieve import BM25, BM25Params, idf, select_top
 from evidex.retrieve._access import Allowed
 from evidex.retrieve._accumulate import Scratch, accumulate
-from evidex.retrieve._bm25 import BM25, BM25Params, idf, length_norm, pair_weights, term_weights
+from evidex.retrieve._bm25 import length_norm, pair_weights, term_weights
 from evidex.retrieve._cache import ENTRY_OVERHEAD, WeightsCache
 from evidex.retrieve._postings import drop, pairs_of
 from evidex.retrieve._prune import maxscore, probe, single_term, threshold, top_positions
-from evidex.retrieve._select import select_top
 from evidex.retrieve._tuning import TUNING, Tuning
 
 PARAMS = BM25Params()

@@ -15,7 +15,7 @@ The claims under test:
     after fusion. The convex fusion is checked the same way.
 
 Every example uses real SQLite files in a fresh temporary folder and the deterministic hash-test
-embedder (set by the autouse fixture in conftest.py). Paragraphs are drawn from a six-word
+embedder (set by the autouse fixture in tests/support/stores.py). Paragraphs are drawn from a six-word
 vocabulary so that equal passages, and therefore exactly tied cosines, are common.
 """
 
@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 
 from actors import PUBLIC_INTERNAL
 from backends import BACKENDS, Locator, locator
+from documents import doc
 from evidex import Actor, Document, Filters, KnowledgeBase
 from evidex.embed import get_embedder
 from evidex.query import language_key
@@ -442,8 +443,7 @@ def test_c_fused_scores_come_from_the_independent_legs(backend: str, scenario: S
 
 
 # -- explicit examples -------------------------------------------------------------------------
-def _doc(doc_id: str, body: str, *, groups: Sequence[str] = ("g",), **kw: Any) -> Document:
-    return Document(doc_id, "t", frozenset(groups), "1", body, **kw)
+_doc = doc
 
 
 READER = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)

@@ -2,7 +2,7 @@
 weights, as Elasticsearch, OpenSearch and Vespa weight RRF per retriever.
 
 The pure function is checked against plain RRF and the weights; a real SQLite store (hash-test
-embedder, conftest.py) checks that a search with it carries the weights and that the
+embedder, tests/support/stores.py) checks that a search with it carries the weights and that the
 configuration file's names reach it. Its quality on SciFact, German and cross-language sets is
 measured in benchmarks/multilingual.py (benchmarks/RESULTS.md), not here.
 """

@@ -3,7 +3,7 @@ conflicts, runs, and the operator records (answer records, feedback, handoffs, o
 evaluation reports), through the one copy-and-verify (``store._copy``).
 
 On SQLite files (the copy goes through the store contract, so the same holds between any two
-backends; tests/store/test_postgres.py and test_placement.py run it on PostgreSQL).
+backends; tests/store/test_postgres.py and tests/placement/test_placement.py run it on PostgreSQL).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Documents, versions, supersede, remove and history, on a real SQLite file and in PostgreSQL
-(the ``kb`` and ``locate`` fixtures run each contract test on both backends)."""
+(the ``any_kb`` and ``locate`` fixtures run each contract test on both backends)."""
 
 from __future__ import annotations
 
@@ -12,24 +12,12 @@ import pytest
 
 from actors import PUBLIC_INTERNAL
 from backends import Locator, raw
+from documents import doc
 from evidex import Actor, Document, DocumentError, EvidexError, KnowledgeBase, StoreError
 from evidex.model import sha256_text
 from evidex.store._segments import FlatPostings
 
-
-def doc(
-    id: str = "d1", version: str = "1", text: str = "alpha beta\n\ngamma delta", **kw: object
-) -> Document:
-    fields: dict[str, object] = {"tenant": "t", "groups": {"g"}, **kw}
-    return Document(id, version=version, text=text, **fields)  # type: ignore[arg-type]
-
-
 A = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
-
-
-@pytest.fixture
-def kb(any_kb: KnowledgeBase) -> KnowledgeBase:
-    return any_kb
 
 
 def generation(location: str) -> int:
@@ -43,10 +31,10 @@ def test_open_creates_the_file(tmp_path: Path) -> None:
     assert path.exists()
 
 
-def test_report_counts_added_superseded_unchanged(kb: KnowledgeBase) -> None:
-    r = kb.ingest([doc("a"), doc("b")])
+def test_report_counts_added_superseded_unchanged(any_kb: KnowledgeBase) -> None:
+    r = any_kb.ingest([doc("a"), doc("b")])
     assert (r.added, r.superseded, r.unchanged, r.passages_written) == (2, 0, 0, 4)
-    r = kb.ingest([doc("a"), doc("b", version="2", text="new text")])
+    r = any_kb.ingest([doc("a"), doc("b", version="2", text="new text")])
     assert (r.added, r.superseded, r.unchanged, r.passages_written) == (0, 1, 1, 1)
 
 
@@ -60,28 +48,28 @@ def test_same_version_and_fingerprint_writes_nothing(locate: Locator) -> None:
     kb.close()
 
 
-def test_same_version_with_other_text_supersedes(kb: KnowledgeBase) -> None:
-    kb.ingest([doc(text="alpha")])
-    assert kb.ingest([doc(text="omega")]).superseded == 1
-    assert kb.search(A, "alpha", mode="keyword") == []
-    assert [h.quote for h in kb.search(A, "omega", mode="keyword")] == ["omega"]
+def test_same_version_with_other_text_supersedes(any_kb: KnowledgeBase) -> None:
+    any_kb.ingest([doc(text="alpha")])
+    assert any_kb.ingest([doc(text="omega")]).superseded == 1
+    assert any_kb.search(A, "alpha", mode="keyword") == []
+    assert [h.quote for h in any_kb.search(A, "omega", mode="keyword")] == ["omega"]
 
 
-def test_access_change_at_same_version_reindexes(kb: KnowledgeBase) -> None:
+def test_access_change_at_same_version_reindexes(any_kb: KnowledgeBase) -> None:
     """Revoking a group must take effect even when version and text are equal."""
-    kb.ingest([doc(groups={"g"})])
-    assert kb.search(A, "alpha", mode="keyword")
-    assert kb.ingest([doc(groups={"other"})]).superseded == 1
-    assert kb.search(A, "alpha", mode="keyword") == []
+    any_kb.ingest([doc(groups={"g"})])
+    assert any_kb.search(A, "alpha", mode="keyword")
+    assert any_kb.ingest([doc(groups={"other"})]).superseded == 1
+    assert any_kb.search(A, "alpha", mode="keyword") == []
 
 
-def test_supersede_replaces_all_passages(kb: KnowledgeBase) -> None:
-    kb.ingest([doc(text="old one\n\nold two\n\nold three")])
-    kb.ingest([doc(version="2", text="new one")])
-    assert kb.search(A, "old", mode="keyword") == []
-    hits = kb.search(A, "new", mode="keyword")
+def test_supersede_replaces_all_passages(any_kb: KnowledgeBase) -> None:
+    any_kb.ingest([doc(text="old one\n\nold two\n\nold three")])
+    any_kb.ingest([doc(version="2", text="new one")])
+    assert any_kb.search(A, "old", mode="keyword") == []
+    hits = any_kb.search(A, "new", mode="keyword")
     assert [(h.version, h.passage) for h in hits] == [("2", 1)]
-    assert kb.stats()["passages"] == 1
+    assert any_kb.stats()["passages"] == 1
 
 
 def test_duplicate_ids_in_one_batch_reject_the_whole_batch(locate: Locator) -> None:
@@ -95,17 +83,17 @@ def test_duplicate_ids_in_one_batch_reject_the_whole_batch(locate: Locator) -> N
     assert kb.search(A, "alpha", mode="keyword")[0].document_id == "x"
 
 
-def test_same_id_in_two_tenants_is_two_documents(kb: KnowledgeBase) -> None:
-    kb.ingest([doc("a"), doc("a", tenant="u")])
-    assert kb.stats()["documents"] == 2
+def test_same_id_in_two_tenants_is_two_documents(any_kb: KnowledgeBase) -> None:
+    any_kb.ingest([doc("a"), doc("a", tenant="u")])
+    assert any_kb.stats()["documents"] == 2
     other = Actor("u", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
-    assert {h.document_id for h in kb.search(other, "alpha", mode="keyword")} == {"a"}
+    assert {h.document_id for h in any_kb.search(other, "alpha", mode="keyword")} == {"a"}
 
 
-def test_content_sha256_is_sha256_of_utf8_text(kb: KnowledgeBase) -> None:
+def test_content_sha256_is_sha256_of_utf8_text(any_kb: KnowledgeBase) -> None:
     text = "Grüße aus Köln\n\nzweiter Absatz"
-    kb.ingest([doc(text=text)])
-    hit = kb.search(A, "grüße", mode="keyword")[0]
+    any_kb.ingest([doc(text=text)])
+    hit = any_kb.search(A, "grüße", mode="keyword")[0]
     assert hit.content_sha256 == sha256_text(text)
     import hashlib
 
@@ -177,39 +165,39 @@ def test_invalid_ids(bad_id: object) -> None:
     ({"tags": ["ok", "x\ud800"]}, "Document.tags"),
     ({"groups": {"g\ud800"}}, "Document.groups"),
 ])
-def test_lone_surrogates_are_a_document_error_and_write_nothing(kb: KnowledgeBase, kwargs: dict[str, object],
-                                                               where: str) -> None:
+def test_lone_surrogates_are_a_document_error_and_write_nothing(
+        any_kb: KnowledgeBase, kwargs: dict[str, object], where: str) -> None:
     """A lone surrogate is not Unicode text (it cannot be UTF-8): a one-line DocumentError where
     the document is built, never a UnicodeEncodeError from deep inside a write."""
     with pytest.raises(DocumentError, match="not valid Unicode text: a lone surrogate") as err:
-        kb.ingest([doc("good"), doc(**kwargs)])
+        any_kb.ingest([doc("good"), doc(**kwargs)])
     assert where in str(err.value) and "\n" not in str(err.value)
-    assert kb.stats()["documents"] == 0
+    assert any_kb.stats()["documents"] == 0
     paired = doc(text="an emoji \U0001f600 is a pair, not a lone surrogate")
-    assert kb.ingest([paired]).added == 1
+    assert any_kb.ingest([paired]).added == 1
 
 
-def test_lone_surrogates_in_ids_and_queries_are_input_errors(kb: KnowledgeBase) -> None:
-    kb.ingest([doc()])
+def test_lone_surrogates_in_ids_and_queries_are_input_errors(any_kb: KnowledgeBase) -> None:
+    any_kb.ingest([doc()])
     with pytest.raises(DocumentError, match="lone surrogate"):
-        kb.document(A, "d\ud800")
+        any_kb.document(A, "d\ud800")
     with pytest.raises(DocumentError, match="lone surrogate"):
-        kb.remove("t", "d\ud800")
+        any_kb.remove("t", "d\ud800")
     with pytest.raises(EvidexError, match="lone surrogate"):
-        kb.search(A, "alpha \ud800", mode="keyword")
+        any_kb.search(A, "alpha \ud800", mode="keyword")
     with pytest.raises(EvidexError, match="lone surrogate"):
         Actor("t\ud800", frozenset({"g"}))
 
 
-def test_non_document_in_batch_is_rejected(kb: KnowledgeBase) -> None:
+def test_non_document_in_batch_is_rejected(any_kb: KnowledgeBase) -> None:
     with pytest.raises(DocumentError, match="not a Document"):
-        kb.ingest([doc(), {"id": "x"}])  # type: ignore[list-item]
-    assert kb.stats()["documents"] == 0
+        any_kb.ingest([doc(), {"id": "x"}])  # type: ignore[list-item]
+    assert any_kb.stats()["documents"] == 0
 
 
-def test_unknown_split_is_rejected(kb: KnowledgeBase) -> None:
+def test_unknown_split_is_rejected(any_kb: KnowledgeBase) -> None:
     with pytest.raises(DocumentError, match="split must be one of"):
-        kb.ingest([doc()], split="sentence")
+        any_kb.ingest([doc()], split="sentence")
 
 
 def test_store_keeps_its_analyzer(locate: Locator) -> None:
@@ -238,25 +226,26 @@ def test_errors_are_value_errors() -> None:
         assert issubclass(err, ValueError)
 
 
-def test_cached_rows_give_the_stored_fields_and_are_not_walked_by_the_collector(kb: KnowledgeBase) -> None:
+def test_cached_rows_give_the_stored_fields_and_are_not_walked_by_the_collector(
+        any_kb: KnowledgeBase) -> None:
     """Hits are built from row caches that hold plain tuples (a full garbage collection walks
     every cached object; tuples of strings and numbers are untracked), and a hit served from
     the cache carries the same fields as one read from the database."""
     doc = Document("d1", "t", {"g"}, "1", "alpha beta\n\ngamma alpha", title="T", tags=("x",),
                    source_url="https://example.org/d1", language="en")
-    kb.ingest(doc)
+    any_kb.ingest(doc)
     actor = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
-    first = [h.citation() for h in kb.search(actor, "alpha", mode="keyword")]
-    again = [h.citation() for h in kb.search(actor, "alpha", mode="keyword")]
+    first = [h.citation() for h in any_kb.search(actor, "alpha", mode="keyword")]
+    again = [h.citation() for h in any_kb.search(actor, "alpha", mode="keyword")]
     assert first == again and len(first) == 2
     assert {(c["title"], c["source_url"]) for c in first} == {("T", "https://example.org/d1")}
-    cache = kb.store._cache  # type: ignore[attr-defined]
+    cache = any_kb.store._cache  # type: ignore[attr-defined]
     gc.collect()
     gc.collect()
     assert cache.passage_rows and cache.document_rows
     assert not any(gc.is_tracked(r) for r in cache.passage_rows.values())
     assert not any(gc.is_tracked(r) for r in cache.document_rows.values())
-    with kb.store.read() as view:
+    with any_kb.store.read() as view:
         (d,) = view.documents(cache.document_rows).values()
     want = ("d1", frozenset({"g"}), ("x",), "en", "internal")
     assert (d.id, d.groups, d.tags, d.language, d.visibility) == want

@@ -13,11 +13,13 @@ import json
 import random
 import struct
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import documents
 from actors import PUBLIC_INTERNAL
 from backends import Locator, locator, raw
 from cli_runner import run_cli
@@ -388,8 +390,7 @@ def test_migrate_copies_conflicts_and_the_run_log_both_ways(tmp_path: Path, pg: 
     documents: SQLite to PostgreSQL and back, equal each time."""
     from evidex.store import RunRecord
 
-    def doc(doc_id: str, text: str) -> Document:
-        return Document(doc_id, "acme", frozenset({"staff"}), "1", text, language="en")
+    doc = partial(documents.doc, tenant="acme", groups={"staff"}, language="en")
 
     src = str(tmp_path / "src.db")
     with KnowledgeBase.open(src) as a:

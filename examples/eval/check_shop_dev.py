@@ -1,12 +1,14 @@
-"""Check the shop development questions (benchmarks/data/shop-dev/queries.jsonl) against the
+"""Check the shop development questions (examples/eval/shop-dev/queries.jsonl) against the
 collection they are asked of, without running the system under test.
 
-    .venv/bin/python benchmarks/shop_dev_check.py            # exit 1 on any problem
-    .venv/bin/python benchmarks/shop_dev_check.py --fill     # (re)write each row's ``answers``
+    .venv/bin/python examples/eval/check_shop_dev.py            # exit 1 on any problem
+    .venv/bin/python examples/eval/check_shop_dev.py --fill     # (re)write each row's ``answers``
 
-The collection is built as ``evidex eval --cases examples/eval/cases.yaml`` builds it
-(``answers_sets.case_store``; keyword-only here, so it takes seconds) and read with the
-library's own view of it (``evidex.evaluation._collection.Collection``). Checks:
+The one reader of the set: the benchmarks (``benchmarks/answers_sets.py``, set ``shop``), the
+reader's training (through them) and ``tests/eval/test_shop_dev.py`` load its questions and
+actor here. The collection is built as ``evidex eval --cases examples/eval/cases.yaml`` builds
+it (``case_store``; keyword-only here, so it takes seconds) and read with the library's own view
+of it (``evidex.evaluation._collection.Collection``). Checks:
 
 * ids unique, split ``dev``, kind and language known;
 * answerable rows: every expected document exists and the set's actor (the case file's
@@ -35,9 +37,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from answers_sets import SHOP_ACTOR, SHOP_CASES, SHOP_DEV, SHOP_ROOT, case_store
+from evidex import Actor, KnowledgeBase
 from evidex.evaluation import load_cases
-from evidex.evaluation._collection import Collection
+from evidex.evaluation._collection import Collection, build_store
+
+HERE = Path(__file__).resolve().parent
+#: The shipped case file: only its ``collection:`` and ``actors:`` are used (its cases are the
+#: held-out gate set), so the shop store is the one ``evidex eval --cases`` builds.
+SHOP_CASES = HERE / "cases.yaml"
+#: The folder the shop's case file may read below (its collection is examples/shop).
+SHOP_ROOT = HERE.parent
+SHOP_DEV = HERE / "shop-dev" / "queries.jsonl"
+#: The case file's actor the questions are asked as.
+SHOP_ACTOR = "customer"
 
 KINDS = {"wh", "keyword", "cross_de_en", "cross_en_de", "ooc"}
 LANGUAGES = {"en", "de"}
@@ -53,6 +65,26 @@ def _similarity(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
+def rows(split: str = "dev") -> list[dict]:
+    """The set's questions, one dict per line of queries.jsonl. There is only a dev split."""
+    if split != "dev":
+        raise SystemExit("set 'shop' has only a dev split (examples/eval/shop-dev); the shop's "
+                         "held-out questions are examples/eval/cases.yaml, run by `evidex eval --cases`")
+    return [json.loads(line) for line in SHOP_DEV.read_text(encoding="utf-8").splitlines()]
+
+
+def actor() -> Actor:
+    """Who asks the questions: the case file's customer (public pages of tenant acme)."""
+    return load_cases(SHOP_CASES, root=SHOP_ROOT).actors[SHOP_ACTOR]
+
+
+def case_store(cases: Path, location: str | Path, embedder: str) -> KnowledgeBase:
+    """A new store at ``location`` holding the collection of the case file ``cases``, built by
+    the library's own ``evidex eval --cases`` path (same loaders, defaults, order, splitting,
+    language identification)."""
+    return build_store(load_cases(cases, root=SHOP_ROOT), location, embedder=embedder)
+
+
 def collection() -> Collection:
     with tempfile.TemporaryDirectory(prefix="shop-dev-check-") as tmp:
         kb = case_store(SHOP_CASES, Path(tmp) / "check.db", "none")
@@ -66,7 +98,7 @@ def problems(rows: list[dict], col: Collection, fill: bool = False) -> list[str]
     """Every problem of ``rows`` against ``col`` (empty: the set is right about the documents).
     ``fill``: set each answerable row's ``answers`` from the documents first."""
     cf = load_cases(SHOP_CASES, root=SHOP_ROOT)
-    actor = cf.actors[SHOP_ACTOR]
+    reader = cf.actors[SHOP_ACTOR]
     held_out = [_words(c.question) for c in cf.cases]
     out: list[str] = []
     seen: set[str] = set()
@@ -101,7 +133,7 @@ def problems(rows: list[dict], col: Collection, fill: bool = False) -> list[str]
             continue
         docs = {}
         for d in expected:
-            doc = col.readable(actor, d)
+            doc = col.readable(reader, d)
             if doc is None:
                 bad(f"{d} does not exist or the {SHOP_ACTOR} actor may not read it"
                     if not col.exists(d) else f"{d} is not readable by the {SHOP_ACTOR} actor")
@@ -129,16 +161,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fill", action="store_true", help="write each row's answers map first")
     args = ap.parse_args()
-    rows = [json.loads(line) for line in SHOP_DEV.read_text(encoding="utf-8").splitlines()]
-    found = problems(rows, collection(), fill=args.fill)
+    questions = rows()
+    found = problems(questions, collection(), fill=args.fill)
     if args.fill:
-        SHOP_DEV.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+        SHOP_DEV.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in questions),
                             encoding="utf-8")
     kinds: dict[str, int] = {}
-    for r in rows:
+    for r in questions:
         key = f"{r['kind']}/{r['language']}"
         kinds[key] = kinds.get(key, 0) + 1
-    print(f"{len(rows)} questions: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    print(f"{len(questions)} questions: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     for p in found:
         print(f"error: {p}")
     return 1 if found else 0

@@ -5,20 +5,20 @@ Run on both backends (the ``any_kb`` and ``locate`` fixtures)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
+import documents
 from actors import PUBLIC_INTERNAL
 from backends import Locator
-from evidex import Actor, Document, DocumentError, DocumentView, EvidexError, IngestReport, KnowledgeBase
+from evidex import Actor, DocumentError, DocumentView, EvidexError, IngestReport, KnowledgeBase
 from evidex.store import SourceEntry
 
 STAFF = Actor("t", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 
 
-def doc(doc_id: str, text: str = "alpha beta\n\ngamma delta", version: str = "1",
-        **kw: object) -> Document:
-    fields: dict[str, object] = {"tenant": "t", "groups": {"staff"}, **kw}
-    return Document(doc_id, version=version, text=text, **fields)  # type: ignore[arg-type]
+doc = partial(documents.doc, groups={"staff"})
 
 
 # -- document -----------------------------------------------------------------------------------

@@ -11,16 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-import psycopg
 import pytest
-from psycopg import sql
 
-from backends import raw
+from backends import execute, raw
 from cli_runner import EVIDEX, run_cli
 from evidex import KnowledgeBase
 from evidex.ingest import load_paths
 from evidex.store import is_postgres_url
-from evidex.store._postgres import split_url
 from service_helpers import GLOBEX, Server, auth, write_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,20 +31,6 @@ def build(location: str) -> None:
         assert not loaded.rejected, loaded.rejected
         kb.ingest(loaded.documents, split="heading")
     kb.close()
-
-
-def execute(location: str, *statements: str) -> None:
-    """Run writes directly on the store's tables, past the library."""
-    if not is_postgres_url(location):
-        with sqlite3.connect(location) as c:
-            for s in statements:
-                c.execute(s)
-        return
-    conninfo, schema, _ = split_url(location)
-    with psycopg.connect(conninfo, autocommit=True) as c:
-        c.execute(sql.SQL("SET search_path = {}, public").format(sql.Identifier(schema)))
-        for s in statements:
-            c.execute(s)  # type: ignore[arg-type]
 
 
 def check(location: str) -> list[str]:
