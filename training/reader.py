@@ -594,7 +594,7 @@ def _write_manifest(path: Path, sha: str, threshold: float, stack: list[float], 
                      "loss": "binary cross-entropy per (question, span)",
                      "split": "sha256(question id) mod 5 == 0: calibration, else training"},
         "data": {
-            "shop": "benchmarks/data/shop-dev over examples/shop (evidex's own; Apache-2.0)",
+            "shop": "examples/eval/shop-dev over examples/shop (evidex's own; Apache-2.0)",
             "encyclopedia": "benchmarks/data/encyclopedia dev (Wikipedia paragraphs, CC BY-SA 4.0)",
             "squad2": "benchmarks/data/squad2-train-head dev articles, every answerable question "
                       "(SQuAD 2.0 train, CC BY-SA 4.0)",

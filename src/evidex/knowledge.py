@@ -4,7 +4,7 @@ Two things implement it, and neither is a subclass of the other: ``KnowledgeBase
 store, and ``placement.PlacedKnowledge`` over tenants placed on several stores, which holds a
 ``KnowledgeBase`` per store and routes each call by tenant. Callers name this protocol, so
 either can be handed to them. The type checker proves that both implement every member with a
-compatible signature (``make typecheck``; ``tests/store/test_knowledge_protocol.py``): a
+compatible signature (``make typecheck``; ``tests/placement/test_knowledge_protocol.py``): a
 method added here and forgotten by the router fails the check instead of silently acting on
 one store.
 """
