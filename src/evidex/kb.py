@@ -31,7 +31,6 @@ from .embed import (
     EmbeddingCache,
     QueryVectorCache,
     get_embedder,
-    get_reader,
     query_vectors,
 )
 from .model import (
@@ -237,26 +236,37 @@ class KnowledgeBase(Writing):
             if not isinstance(flag, bool):
                 raise QueryError(f"{name} must be a bool")
         fz = fusion if isinstance(fusion, Fusion) else Fusion(fusion, rrf_k, window, alpha)
-        flt = Filters.of(filters)
         words = parse_query(query, limits or self.query_limits)
-        decided = evidence or explain or rerank
+        return self._ranked(actor, query, words, Filters.of(filters), at_least, mode=mode,
+                            limit=limit, match=match, max_per_document=max_per_document,
+                            explain=explain, fusion=fz, rerank=rerank,
+                            decided=evidence or explain or rerank)[0]
+
+    def _ranked(self, actor: Actor, query: str, words: list[str], flt: Filters,
+                at_least: int | None, *, mode: str, limit: int, match: str,
+                max_per_document: int | None, explain: bool, fusion: Fusion, rerank: bool,
+                decided: bool) -> tuple[SearchResults, np.ndarray | None]:
+        """The search of checked arguments (``words``: ``query`` parsed), in one snapshot, with
+        the query vector it ranked with (None: it ranked without one), which an answer's
+        decision reuses instead of fetching it again."""
         if not words or not actor.active:
             return SearchResults(terms=self._analyzer.query_terms(words),
-                                 evidence="none" if decided else None)
+                                 evidence="none" if decided else None), None
         # Embedded before the snapshot is taken, so no read is held open while the model runs.
         model = self.store.embedder
         qvec, deadline = self._query_vector_for(mode, query)
 
-        def run(view: ReadView) -> SearchResults:
+        def run(view: ReadView) -> tuple[SearchResults, np.ndarray | None]:
             v = qvec
             if isinstance(v, np.ndarray) and self.store.embedder != model:  # re-embedded meanwhile
                 v = self._query_vector(query)
             q = retrieve.make_query(
                 view, actor, query, analyzer=self.store.analyzer, words=words, filters=flt,
                 mode=mode, limit=limit, depth=decide.depth(limit, rerank), match=match,
-                max_per_document=max_per_document, explain=explain, fusion=fz, vector=v,
+                max_per_document=max_per_document, explain=explain, fusion=fusion, vector=v,
                 deadline=deadline, rerank=rerank, evidence=decided)
-            return self._search(view, q)
+            res = self._search(view, q)
+            return res, (v if isinstance(v, np.ndarray) and res.fallback is None else None)
 
         return self._read(run, actor.tenant, at_least)
 
@@ -355,7 +365,8 @@ class KnowledgeBase(Writing):
 
         The stages, in order: search (with the decision) -> gate (on topic) -> generate (the
         extractive generator also needs the answer-bearing decision) -> verify -> resolve the
-        cited passages again -> release (see ``answer._answer``).
+        cited passages again -> release; ``answer.respond`` owns them (``answer._pipeline``)
+        and reads the store only through the ``_AnswerReads`` it is handed here.
         """
         st = settings or self.answer_settings
         if generator not in GENERATORS:
@@ -366,110 +377,15 @@ class KnowledgeBase(Writing):
         mode = st.mode if self.store.embedder != "none" else "keyword"
         st = st if mode == st.mode else dataclasses.replace(st, mode=mode)
         _check_actor(actor)
-        # A question refused here starts no lookup. One without words is the caller's mistake,
-        # never a question the collection lacks: no decline, no offer of a person.
-        if not parse_query(question, QUESTION_LIMITS):
+        # Parsed once, here. A question refused here starts no lookup. One without words is the
+        # caller's mistake, never a question the collection lacks: no decline, no person offered.
+        words = parse_query(question, QUESTION_LIMITS)
+        if not words:
             raise QueryError("the question has no words: ask in words what you want to know")
-        # The lookups run on the toolbox's threads while the search below runs.
-        lookups = None if live is not None else self._toolbox.start(self._toolbox.asked(actor, question))
-        results = self.search(actor, question, limit=st.top_k, mode=mode, filters=filters,
-                              fusion=st.fusion, limits=QUESTION_LIMITS, rerank=True, at_least=at_least)
-        found = list(live) if live is not None else lookups.wait() if lookups else []
-        if found and (refused := answer.live_gate(found, st)) is not None:
-            return refused
-        passages = self._from_passages(actor, question, results, st, generator, gen, mode,
-                                       len(found) + 1, at_least)
-        offered = answer.related(passages, results)
-        if offered:
-            passages = answer.with_related(passages, offered,
-                                           [self.resolve(actor, c, at_least=at_least) for c in offered])
-        return answer.join_live(found, passages) if found else passages
-
-    def _from_passages(self, actor: Actor, question: str, results: SearchResults,
-                       st: AnswerSettings, generator: str, gen: OpenAIGenerator | None,
-                       mode: str, first_n: int, at_least: int | None = None) -> Answer:
-        """The answer from the passages of ``results``, numbered from ``first_n``: gate,
-        generate, verify, resolve again, release."""
-        gated = answer.gate(question, results, st, generator, gen, first_n)
-        if isinstance(gated, Answer):
-            return gated
-        bearing = None
-        if generator == "extractive":
-            bearing = self._answer_bearing(question, results, gated, st.max_sentences)
-        output = answer.generate(gated, bearing, gen)
-        if isinstance(output, Answer):
-            return output
-        terms_of = self._analyzer.terms
-        checked = answer.verify(gated, output, terms_of, bearing)
-        if isinstance(checked, Answer):
-            return checked
-        return answer.release(gated, checked,
-                              [self.resolve(actor, s.citation, at_least=at_least) for s in checked.cited],
-                              terms_of)
-
-    def _answer_bearing(self, question: str, results: SearchResults, gated: answer.Gated,
-                        max_sentences: int) -> decide.AnswerBearing:
-        """The answer-bearing decision over the sources that passed the gate: their spans
-        embedded through the embedding cache and compared with the question's vector (none in
-        the keyword fallback)."""
-        kept, support = gated.kept, gated.kept_support
-        cal = self._calibration_now()
-        st = gated.settings
-        reading = self._reading(gated.trace, st.reader_threshold) if cal.reader and st.reader else None
-        late = results.fallback is not None and results.fallback.get("reason") == "vector_timeout"
-        if reading is not None and late:
-            # The search missed its deadline: deciding on the keyword ranking alone would make
-            # the answer depend on how busy the machine is.
-            return decide.AnswerBearing(False, (), False, why="timeout",
-                                        asked=results.question.asked.kind if results.question else "other")
-        vectors = qvec = probes = None
-        if results.fallback is None and self.store.embedder != "none":
-            vectors, qvec = self._quotes_within(gated.trace), self._query_vector(question)
-            probes = self._probes()
-        by_pid = {(h.document_id, h.passage): h for h in results}
-        hits = [by_pid[(s.citation["document_id"], s.citation["passage"])] for s in kept]
-        return decide.answer_bearing(
-            [s.citation["quote"] for s in kept], [(h.title or "", *h.heading_path) for h in hits],
-            [p for p in support if p is not None], results.question, cal,
-            vectors, qvec, probes, [results.shift.of(h.language) for h in hits], max_sentences, reading)
-
-    def _reading(self, trace: dict[str, Any], threshold: float | None) -> decide.Reading:
-        """The trained reader, run within ``vector_timeout_ms`` of its own: past it, the
-        decision declines (``timeout``) and ``trace["timeout"]`` says what missed it.
-        ``threshold``: the caller's, else the reader's manifest's."""
-        reader = get_reader()
-
-        def read(question: str, spans: list[str]) -> np.ndarray | None:
-            if self.vector_timeout_ms is None:
-                return reader.score(question, spans)
-            got = retrieve.within(Deadline.start(self.vector_timeout_ms), "the reader",
-                                  lambda: reader.score(question, spans))
-            if isinstance(got, Fallback):
-                trace["timeout"] = got.as_dict()
-                return None
-            return got
-        return decide.Reading(read, reader.threshold if threshold is None else threshold, reader.stack)
-
-    def _quotes_within(self, trace: dict[str, Any]) -> Callable[[list[str]], np.ndarray | None]:
-        """Embeds the candidate quotes (through the embedding cache) within a deadline of
-        ``vector_timeout_ms`` of its own: past it, None (the decision reads the quotes by their
-        words alone, as after a keyword fallback; with the reader, the decision declines) and
-        ``trace["fallback"]`` says so. The late
-        embedding still finishes into the cache, so the same quotes are fast next time."""
-        def embed(texts: list[str]) -> np.ndarray | None:
-            if self.vector_timeout_ms is None:
-                return self.embed_passages(texts)
-            e = self._embedder()
-            known = self._embed_cache().cached(e.model_id, e.dimension, texts)
-            if known is not None:  # met before: nothing to wait for
-                return known
-            got = retrieve.within(Deadline.start(self.vector_timeout_ms), "the quotes' embedding",
-                                  lambda: self.embed_passages(texts))
-            if isinstance(got, Fallback):
-                trace["fallback"] = got.as_dict()
-                return None
-            return got
-        return embed
+        limit = _positive_int(st.top_k, "limit", self.max_limit)
+        request = answer.Request(actor, question, words, generator, st, limit, Filters.of(filters),
+                                 gen, live)
+        return answer.respond(_AnswerReads(self, actor, at_least), self._toolbox, request)
 
     def resolve(self, actor: Actor, citation: Mapping[str, Any], *,
                 at_least: int | None = None) -> Resolution:
@@ -608,6 +524,59 @@ class KnowledgeBase(Writing):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _AnswerReads:
+    """``answer.StoreReader`` over one handle, for one caller: the actor and the generation
+    its reads must see (``at_least``) are bound here once, so the pipeline passes neither."""
+
+    def __init__(self, kb: KnowledgeBase, actor: Actor, at_least: int | None) -> None:
+        self._kb, self._actor, self._at_least = kb, actor, at_least
+
+    @property
+    def keyword_only(self) -> bool:
+        return self._kb.store.embedder == "none"
+
+    @property
+    def vector_timeout_ms(self) -> int | None:
+        return self._kb.vector_timeout_ms
+
+    def search(self, question: str, words: list[str], *, limit: int, mode: str,
+               filters: Filters, fusion: Fusion) -> answer.Searched:
+        """An answer's search: the second-stage ranker, so the decision, always; two passages
+        per document at most."""
+        res, vector = self._kb._ranked(
+            self._actor, question, words, filters, self._at_least, mode=mode, limit=limit,
+            match="any", max_per_document=2, explain=False, fusion=fusion, rerank=True,
+            decided=True)
+        return answer.Searched(res, vector)
+
+    def query_vector(self, question: str) -> np.ndarray:
+        return self._kb._query_vector(question)
+
+    def resolve(self, citations: Sequence[Mapping[str, Any]]) -> list[Resolution]:
+        """Passage citations (what the answer cites or offers) re-checked in one snapshot."""
+        if not citations:
+            return []
+        actor = self._actor
+        return self._kb._read(lambda view: [resolve_citation(view, actor, c) for c in citations],
+                              actor.tenant, self._at_least)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return self._kb.embed_passages(texts)
+
+    def cached_passages(self, texts: list[str]) -> np.ndarray | None:
+        e = self._kb._embedder()
+        return self._kb._embed_cache().cached(e.model_id, e.dimension, texts)
+
+    def probes(self) -> Probes:
+        return self._kb._probes()
+
+    def calibration(self) -> Calibration:
+        return self._kb._calibration_now()
+
+    def terms(self, text: str) -> list[str]:
+        return self._kb._analyzer.terms(text)
 
 
 def _results(q: retrieve.Query, ranking: retrieve.Ranking, hits: list[Hit],

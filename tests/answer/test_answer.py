@@ -28,7 +28,8 @@ from tokenizers import Tokenizer
 import evidex.embed
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, AnswerSettings, Document, EvidexError, KnowledgeBase, SearchResults
-from evidex.answer import DECLINE_TEXT, SYSTEM_TEXT, gate, number_sources, token_counter
+from evidex.answer import DECLINE_TEXT, SYSTEM_TEXT, token_counter
+from evidex.answer._answer import gate, number_sources
 from evidex.decide._support import passage_support, term_weights
 from evidex.ingest import load_paths, scan
 from evidex.kb import QUESTION_LIMITS

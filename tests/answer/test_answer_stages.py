@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import evidex.kb as kb_module
 from evidex import Actor, Document, KnowledgeBase
 from evidex.decide import calibration, on_topic
 from evidex.tools import LiveSource
@@ -135,14 +136,14 @@ def test_related_passages_that_no_longer_resolve_are_not_offered(
     near = "How long do worn boots take to be cleaned and resold?"
     offered = kb.answer(CUSTOMER, near).related
     assert offered
-    real = kb.resolve
+    real = kb_module.resolve_citation
     gone = offered[0]["document_id"]
 
-    def resolve(actor: Actor, citation: Any, **options: Any) -> Any:  # at_least: see kb.resolve
-        res = real(actor, citation, **options)
+    def resolve(view: Any, actor: Actor, citation: Any) -> Any:  # the answer's one resolution snapshot
+        res = real(view, actor, citation)
         return res if citation["document_id"] != gone else type(res)(False, "unavailable", "removed")
 
-    monkeypatch.setattr(kb, "resolve", resolve)
+    monkeypatch.setattr(kb_module, "resolve_citation", resolve)
     assert all(c["document_id"] != gone for c in kb.answer(CUSTOMER, near).related)
 
 

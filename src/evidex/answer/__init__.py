@@ -1,22 +1,15 @@
-"""Answers that cite or decline, as stages the facade calls in order (see ``_answer``)."""
+"""Answers that cite or decline: ``respond`` runs the stages in order (``_pipeline``; the stages
+themselves in ``_answer`` and ``_live``) over the narrow ``StoreReader`` the facade hands it.
+The stages are this package's own: tests that exercise one import it from its module."""
 
-from ._answer import (
-    GENERATORS,
-    Gated,
-    gate,
-    generate,
-    number_sources,
-    related,
-    release,
-    verify,
-    with_related,
-)
+from ._answer import GENERATORS
 from ._budget import token_counter
 from ._contract import check_output, markers, sentences
 from ._extractive import DISAGREE_TEXT, extractive_answer
 from ._grounding import supporting_span
-from ._live import join_live, live_gate
 from ._openai import SYSTEM_TEXT, OpenAIConfig, OpenAIGenerator
+from ._pipeline import Request, respond
+from ._reader import Searched, StoreReader
 from ._types import DECLINE_TEXT, Answer, AnswerSettings, Source
 
 __all__ = [
@@ -26,23 +19,17 @@ __all__ = [
     "SYSTEM_TEXT",
     "Answer",
     "AnswerSettings",
-    "Gated",
     "OpenAIConfig",
     "OpenAIGenerator",
+    "Request",
+    "Searched",
     "Source",
+    "StoreReader",
     "check_output",
     "extractive_answer",
-    "gate",
-    "generate",
-    "join_live",
-    "live_gate",
     "markers",
-    "number_sources",
-    "related",
-    "release",
+    "respond",
     "sentences",
     "supporting_span",
     "token_counter",
-    "verify",
-    "with_related",
 ]

@@ -1,12 +1,12 @@
-"""Answering as stages the facade (``KnowledgeBase.answer``) calls in order, each a function of
-what the one before it returned, with no callbacks back into the facade:
+"""The answer's stages, each a function of what the one before it returned, with no callbacks
+back into the facade; ``_pipeline.respond`` calls them in order:
 
-search (the facade: ``kb.search`` with the ranker, the decision computed) -> ``gate`` (number the
+search (``StoreReader.search``: the ranker, the decision computed) -> ``gate`` (number the
 sources, the on-topic decision, flagged passages, the context budget) -> ``generate`` (the
 extractive generator writes what ``decide.answer_bearing`` chose; a model writes its own) ->
-``verify`` (the output contract, sentence by sentence support) -> the facade resolves each cited
-passage again -> ``release``. A stage that refuses returns the declined ``Answer`` with its
-reason; the facade stops there.
+``verify`` (the output contract, sentence by sentence support) -> the cited passages resolved
+again (``StoreReader.resolve``, one snapshot) -> ``release``. A stage that refuses returns the
+declined ``Answer`` with its reason; the pipeline stops there.
 
 The trace records what was searched, which passages were available, each passage the decision
 read with its scores, the threshold each was compared with and the verdict (``on_topic``;
@@ -96,7 +96,7 @@ class Checked:
 
     output: dict[str, Any]
     spans: dict[int, list[tuple[int, int]]]
-    #: The cited sources, in citation order: the facade resolves each again before release.
+    #: The cited sources, in citation order: the pipeline resolves them again before release.
     cited: list[Source]
 
 
