@@ -12,7 +12,7 @@ fills the query-vector cache (the same question next time is fast). The vector s
 runs on the caller's thread (it reads the caller's snapshot); it starts only when time is left
 and its result is discarded when it finished past the deadline, so a hybrid result is either
 all within the deadline or the keyword ranking. The answer-bearing decision's quote vectors
-(``KnowledgeBase._quotes_within``) get a deadline of the same length of their own: past it the
+(``answer._pipeline._quotes_within``) get a deadline of the same length of their own: past it the
 quotes are read by their words alone, and the answer's trace says so.
 
 Loading a model is not the vector leg being slow: the first query embedding of each model in a
