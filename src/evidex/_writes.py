@@ -161,8 +161,8 @@ class Writing:
     store: Store
     keep_history: bool
     detect_conflicts: bool
-    _cache_arg: object
     _embed_cache: Callable[[], EmbeddingCache]
+    _write_cache: Callable[[], EmbeddingCache | None]
     embed_passages: Callable[[list[str]], np.ndarray]
 
     def ingest(
@@ -200,11 +200,7 @@ class Writing:
 
     def _writer(self) -> Writer:
         """The write path with this handle's store, model, cache and settings (``_writes``)."""
-        # A keyword-only store opens no cache file unless it was given one.
-        def cache() -> EmbeddingCache | None:
-            return self._embed_cache() if self._cache_arg or self.store.embedder != "none" else None
-
-        return Writer(self.store, self.embed_passages, cache, self.detect_conflicts)
+        return Writer(self.store, self.embed_passages, self._write_cache, self.detect_conflicts)
 
     def conflicts(self, tenant: str | None = None, status: str | None = None) -> list[Conflict]:
         """Recorded conflicts (of ``tenant``), newest first, with their status now: "open"

@@ -20,19 +20,13 @@ from ._checks import check_actor as _check_actor
 from ._checks import check_model as _check_model
 from ._checks import dimension as _dimension
 from ._checks import positive_int as _positive_int
+from ._vectors import Vectors
 from ._writes import Writing
 from .answer import GENERATORS, Answer, AnswerSettings, OpenAIConfig, OpenAIGenerator
 from .check import CheckReport, check_store
 from .cite import resolve_citation
-from .decide import Calibration, Probes, calibration, probe_texts
-from .embed import (
-    DEFAULT_EMBEDDER,
-    Embedder,
-    EmbeddingCache,
-    QueryVectorCache,
-    get_embedder,
-    query_vectors,
-)
+from .decide import Calibration, Probes
+from .embed import DEFAULT_EMBEDDER, Embedder, EmbeddingCache
 from .model import (
     Actor,
     CitationError,
@@ -51,7 +45,7 @@ from .model import (
     check_unicode,
 )
 from .query import DEFAULT_LIMITS, QueryLimits, analyzer_for, get_analyzer, parse_query
-from .retrieve import BM25, DEFAULT_FUSION, MODES, BM25Params, Deadline, Fallback, Fusion
+from .retrieve import BM25, DEFAULT_FUSION, MODES, BM25Params, Fusion
 from .store import (
     ReadSession,
     ReadView,
@@ -107,11 +101,8 @@ class KnowledgeBase(Writing):
         self.max_limit = max_limit
         self.query_limits = query_limits
         self._bm25 = BM25(bm25 or BM25Params())
-        self._cache_arg = embed_cache
-        self._cache: EmbeddingCache | None = embed_cache if isinstance(embed_cache, EmbeddingCache) else None
-        self._calibration = calibration
-        self._probe_vectors: dict[str, Probes] = {}
-        self._query_vectors: QueryVectorCache = query_vectors
+        #: The store's model with its caches (``_vectors``): passage, query and probe vectors.
+        self._vectors = Vectors(store, embed_cache, calibration)
         self.answer_settings = answer_settings or AnswerSettings()
         #: Deadline of hybrid search's vector leg (query embedding plus vector search); past it,
         #: or in a keyword-only store, hybrid search returns the keyword ranking and says so in
@@ -165,19 +156,18 @@ class KnowledgeBase(Writing):
         return cls(store, **settings)
 
     def _embedder(self) -> Embedder:
-        return get_embedder(self.store.embedder)
+        return self._vectors.embedder()
 
     def _embed_cache(self) -> EmbeddingCache:
-        if self._cache is None:
-            self._cache = EmbeddingCache(self._cache_arg)  # type: ignore[arg-type]
-        return self._cache
+        return self._vectors.cache()
+
+    def _write_cache(self) -> EmbeddingCache | None:
+        return self._vectors.write_cache()
 
     def embed_passages(self, texts: list[str],
                        progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Vectors of passage texts with the store's model, through the embedding cache."""
-        e = self._embedder()
-        return self._embed_cache().embed(e.model_id, e.dimension, texts, e.embed_passages,
-                                         progress=progress)
+        return self._vectors.embed_passages(texts, progress)
 
     @property
     def analyzer(self) -> str:
@@ -254,7 +244,7 @@ class KnowledgeBase(Writing):
                                  evidence="none" if decided else None), None
         # Embedded before the snapshot is taken, so no read is held open while the model runs.
         model = self.store.embedder
-        qvec, deadline = self._query_vector_for(mode, query)
+        qvec, deadline = self._vectors.for_search(mode, query, self.vector_timeout_ms)
 
         def run(view: ReadView) -> tuple[SearchResults, np.ndarray | None]:
             v = qvec
@@ -302,43 +292,14 @@ class KnowledgeBase(Writing):
                     raise
         raise AssertionError("unreachable")
 
-    def _query_vector_for(self, mode: str, query: str
-                          ) -> tuple[np.ndarray | Fallback | None, Deadline | None]:
-        """The query vector a search in ``mode`` needs (None: none needed), or in hybrid mode
-        the keyword fallback when there is none in time; and the vector search's deadline."""
-        if mode == "keyword":
-            return None, None
-        if self.store.embedder == "none":
-            return Fallback("no_vectors", "this store is keyword-only (embedding model none)"), None
-        if mode == "vector":
-            return self._query_vector(query), None
-        cache = self._query_vectors
-        if (self.vector_timeout_ms is not None and isinstance(cache, QueryVectorCache)
-                and (self.store.embedder, query) in cache):
-            # Already embedded (asked before, or the search an answer ran): nothing to wait
-            # for, so no hop to the embedding thread; the vector search keeps its deadline.
-            return self._query_vector(query), Deadline.start(self.vector_timeout_ms)
-        return retrieve.embed_within(self.store.embedder, lambda: self._query_vector(query),
-                                     self.vector_timeout_ms)
-
     def _query_vector(self, query: str) -> np.ndarray:
-        """The query's embedding, through the process-wide cache (see ``embed._queries``)."""
-        return self._query_vectors.get(self.store.embedder, query, self._embedder().embed_queries)
+        return self._vectors.query_vector(query)
 
     def _calibration_now(self) -> Calibration:
-        """The decisions' values: the ones given, else the store's model's."""
-        return self._calibration or calibration(self.store.embedder)
+        return self._vectors.calibration()
 
     def _probes(self) -> Probes:
-        """The probe questions' vectors for the store's model (``decide._probes``), embedded
-        once ever through the embedding cache (query side) and kept per process."""
-        model = self.store.embedder
-        got = self._probe_vectors.get(model)
-        if got is None:
-            e = self._embedder()
-            got = self._probe_vectors[model] = Probes(self._embed_cache().embed(
-                f"{e.model_id}#query", e.dimension, list(probe_texts()), e.embed_queries))
-        return got
+        return self._vectors.probes()
 
     def answer(
         self,
@@ -566,8 +527,7 @@ class _AnswerReads:
         return self._kb.embed_passages(texts)
 
     def cached_passages(self, texts: list[str]) -> np.ndarray | None:
-        e = self._kb._embedder()
-        return self._kb._embed_cache().cached(e.model_id, e.dimension, texts)
+        return self._kb._vectors.cached_passages(texts)
 
     def probes(self) -> Probes:
         return self._kb._probes()

@@ -50,7 +50,7 @@ def counts(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]
         return call
 
     monkeypatch.setattr(kb_module, "parse_query", counted("parse", kb_module.parse_query))
-    monkeypatch.setattr(kb, "_query_vector", counted("vector", kb._query_vector))
+    monkeypatch.setattr(kb._vectors, "query_vector", counted("vector", kb._vectors.query_vector))
     real_read = kb.store.read
 
     @contextmanager

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import evidex.kb as kb_module
+import evidex._vectors as kb_module
 from actors import PUBLIC_INTERNAL
 from cli_runner import run_cli
 from documents import doc
