@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
     {"store"},
     {"retrieve", "conflicts", "cite", "tools", "check", "_batch", "_checks"},
     {"decide", "_writes"},
-    {"answer"},
+    {"answer", "_vectors"},
     {"kb", "config"},
     {"knowledge"},
     {"placement"},
