@@ -227,7 +227,7 @@ class Cluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def wait_replayed(primary: PgServer, replica: PgServer, timeout: float = 30) -> None:
+def wait_replayed(primary: PgServer, replica: PgServer, timeout: float = 300) -> None:
     """Return once ``replica`` has replayed everything ``primary`` had written when called."""
     lsn = primary.sql("SELECT pg_current_wal_lsn()")[0][0]
     deadline = time.monotonic() + timeout
