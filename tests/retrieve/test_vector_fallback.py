@@ -8,6 +8,7 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import Future, wait
 from pathlib import Path
 
@@ -63,6 +64,26 @@ def slow_embedder(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return delay
 
 
+@pytest.fixture
+def held_embedder(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, threading.Event]]:
+    """The store's embedder, made to hold each query embedding until ``release`` is set (a
+    hang guard of minutes); ``finished`` is set when a held one has finished."""
+    embedder = get_embedder("hash-test")
+    real = embedder.embed_queries
+    gate = {"release": threading.Event(), "finished": threading.Event()}
+
+    def held(texts):  # type: ignore[no-untyped-def]
+        gate["release"].wait(300)
+        try:
+            return real(texts)
+        finally:
+            gate["finished"].set()
+
+    monkeypatch.setattr(embedder, "embed_queries", held)
+    yield gate
+    gate["release"].set()
+
+
 def ranking(hits) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
     return [(h.document_id, h.passage) for h in hits]
 
@@ -77,14 +98,13 @@ def test_a_fast_vector_leg_is_fused_and_says_no_fallback(
 
 
 def test_a_slow_query_embedding_falls_back_to_the_keyword_ranking(
-        store: KnowledgeBase, slow_embedder: list[float]) -> None:
-    slow_embedder[0] = 3.0
+        store: KnowledgeBase, held_embedder: dict[str, threading.Event]) -> None:
     store.vector_timeout_ms = 100
     query = fresh("return boots refund")
-    t0 = time.perf_counter()
     res = store.search(STAFF, query, explain=True)
-    waited = time.perf_counter() - t0
-    assert waited < 2.5, "the search waited for the slow embedding"
+    # The search did not wait for the embedding: it is still held (not how fast it answered).
+    assert not held_embedder["finished"].is_set(), "the search waited for the slow embedding"
+    held_embedder["release"].set()
     assert res.fallback == {"fallback": "keyword", "reason": "vector_timeout",
                             "detail": "the query embedding did not finish within "
                                       "retrieval.vector.timeout_ms (100 ms)"}

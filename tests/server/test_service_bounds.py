@@ -69,7 +69,7 @@ def test_a_slow_tool_does_not_stall_another_tenants_search(slow_service: dict[st
         answered = tools.answered
         for t in askers:
             t.start()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # a hang guard
         while tools.active < 6:                                  # every lookup is under way
             assert time.monotonic() < deadline, f"{tools.active} lookups under way"
             time.sleep(0.02)

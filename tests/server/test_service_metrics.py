@@ -10,7 +10,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from evidex import KnowledgeBase
+from evidex import Document, KnowledgeBase
 from evidex.store import RunRecord
 from service_helpers import BIN, Server, auth, build_store, write_config
 
@@ -43,7 +43,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             assert c.post("/v1/search", json={"query": "zebra"},
                           headers=auth("globex-user-key")).status_code == 200
             assert c.get("/v1/documents/no-such", headers=auth("globex-user-key")).status_code == 404
-        yield {"url": server.url}
+        yield {"url": server.url, "db": db, "cache": tmp / "cache"}
     finally:
         server.stop()
 
@@ -115,3 +115,27 @@ def test_labels_stay_bounded_for_made_up_paths(service: dict[str, Any]) -> None:
     routes = {s.labels["route"] for s in _samples(scrape, "evidex_http_requests")}
     assert not any("made-up" in r for r in routes)
     assert "other" in routes
+
+
+def _generation(url: str, key: str) -> float:
+    [gen] = _samples(_scrape(url, key), "evidex_store_generation")
+    return float(gen.value)
+
+
+def test_a_tenants_store_generation_never_moves_with_another_tenants_writes(
+        service: dict[str, Any]) -> None:
+    """Issue 45: the store's generation counts every tenant's writes, so a scrape shows the
+    tenant's own (its newest write): acme's writes, to the store and through the service, move
+    acme's and leave globex's where it was."""
+    url = service["url"]
+    acme, globex = _generation(url, "acme-admin-key"), _generation(url, "globex-admin-key")
+    with KnowledgeBase.open(service["db"], embed_cache=service["cache"] / "embeddings.sqlite") as kb:
+        kb.ingest([Document(f"scratch-{i}", "acme", frozenset({"staff"}), "1", f"Scratch page {i}.",
+                            visibility="public", language="en") for i in range(2)])
+    assert _generation(url, "acme-admin-key") > acme
+    assert _generation(url, "globex-admin-key") == globex
+    deleted = httpx.delete(url + "/v1/documents/scratch-0", headers=auth("acme-admin-key"), timeout=60)
+    assert deleted.status_code == 200, deleted.text
+    written = int(deleted.headers["x-evidex-written-generation"])
+    assert _generation(url, "acme-admin-key") == written
+    assert _generation(url, "globex-admin-key") == globex < written

@@ -29,6 +29,9 @@ ACTOR = Actor(TENANT, frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
 DOC = "policy"
 A_PASSAGES, B_PASSAGES = 3, 5
 CONCURRENT_SECONDS = 4.0
+#: How long past its seconds a process goes on until what it must have done is done (a busy
+#: machine does less per second: the tests count what happened, not how fast; a hang guard).
+GUARD_S = 600
 SPAWN = multiprocessing.get_context("spawn")
 
 
@@ -66,23 +69,27 @@ def check_hits(hits: list[Any]) -> str | None:
 
 
 # -- worker processes (top-level functions: the spawn context imports this module) -------------
-def _writer(path: str, barrier: Any, seconds: float, out: Any, partner: Any = None) -> None:
-    """Supersedes the contended document for ``seconds``, and after that for as long as
-    ``partner`` (a shared flag) says another writer still needs it (at most a minute more)."""
+def _writer(path: str, barrier: Any, seconds: float, out: Any, partner: Any = None, need: int = 0) -> None:
+    """Supersedes the contended document for ``seconds``, and after that until it has
+    superseded ``need`` times and for as long as ``partner`` (a shared count) says other
+    processes still need it (at most ``GUARD_S`` more)."""
     kb = KnowledgeBase.open(path)
     barrier.wait()
     end = time.monotonic() + seconds
     k = 1
     superseded = 0
-    while time.monotonic() < end or (partner is not None and partner.value
-                                      and time.monotonic() < end + 60):
+    while time.monotonic() < end or ((superseded < need or (partner is not None and partner.value))
+                                      and time.monotonic() < end + GUARD_S):
         k += 1
         superseded += kb.ingest(version_doc(k)).superseded
     kb.close()
     out.put({"role": "writer", "superseded": superseded, "last": k})
 
 
-def _reader(path: str, barrier: Any, seconds: float, out: Any) -> None:
+def _reader(path: str, barrier: Any, seconds: float, out: Any, partner: Any = None,
+            need: tuple[int, int] = (0, 0)) -> None:
+    """Searches for ``seconds``, and after that until it has searched ``need[0]`` times and seen
+    ``need[1]`` versions (at most ``GUARD_S`` more); then counts itself off ``partner``."""
     kb = KnowledgeBase.open(path)
     searches = 0
     versions: set[str] = set()
@@ -97,7 +104,8 @@ def _reader(path: str, barrier: Any, seconds: float, out: Any) -> None:
     barrier.wait()
     end = time.monotonic() + seconds
     modes: set[str] = set()
-    while time.monotonic() < end:
+    while time.monotonic() < end or ((searches < need[0] or len(versions) < need[1])
+                                      and time.monotonic() < end + GUARD_S):
         q, mode = queries[searches % len(queries)]
         hits = kb.search(ACTOR, q, limit=50, max_per_document=None, mode=mode)
         problem = check_hits(hits)
@@ -108,6 +116,9 @@ def _reader(path: str, barrier: Any, seconds: float, out: Any) -> None:
             problems.append(f"{q!r} ({mode}): a hit of a document in another group")
         modes.add(mode)
         searches += 1
+    if partner is not None:
+        with partner.get_lock():
+            partner.value -= 1
     kb.close()
     out.put({"role": "reader", "searches": searches, "versions": len(versions), "modes": sorted(modes),
              "problems": len(problems), "examples": problems[:5]})
@@ -116,18 +127,19 @@ def _reader(path: str, barrier: Any, seconds: float, out: Any) -> None:
 def _restorer(path: str, barrier: Any, seconds: float, out: Any, partner: Any, need: int) -> None:
     """Re-ingests version 1 over and over: a no-op until another process supersedes it, then a
     supersede back. Its "is it unchanged?" check races with the other writer. It goes on past
-    ``seconds`` until it has superseded ``need`` times (at most a minute more: on a loaded
+    ``seconds`` until it has superseded ``need`` times (at most ``GUARD_S`` more: on a loaded
     machine the other writer can hold the file's lock for most of the first seconds), and
-    clears ``partner`` so the other writer stops too."""
+    counts itself off ``partner`` so the other writer stops too."""
     kb = KnowledgeBase.open(path)
     barrier.wait()
     end = time.monotonic() + seconds
     counts = {"superseded": 0, "unchanged": 0}
-    while time.monotonic() < end or (counts["superseded"] < need and time.monotonic() < end + 60):
+    while time.monotonic() < end or (counts["superseded"] < need and time.monotonic() < end + GUARD_S):
         r = kb.ingest(version_doc(1))
         counts["superseded"] += r.superseded
         counts["unchanged"] += r.unchanged
-    partner.value = 0
+    with partner.get_lock():
+        partner.value -= 1
     kb.close()
     out.put({"role": "restorer", **counts})
 
@@ -205,15 +217,18 @@ def test_readers_never_see_both_versions_or_neither(locate: Locator) -> None:
     kb.ingest([*STATIC, version_doc(1)])
     kb.close()
     n_readers = 3
-    barrier = SPAWN.Barrier(n_readers + 2, timeout=120)
+    barrier = SPAWN.Barrier(n_readers + 2, timeout=GUARD_S)
     out = SPAWN.Queue()
-    procs = [SPAWN.Process(target=_writer, args=(path, barrier, CONCURRENT_SECONDS, out))]
-    procs += [SPAWN.Process(target=_reader, args=(path, barrier, CONCURRENT_SECONDS, out))
+    # Each process goes on past the seconds until it has done what the checks below count (the
+    # writer until every reader has: ``partner`` counts the readers still short).
+    partner = SPAWN.Value("i", n_readers)
+    procs = [SPAWN.Process(target=_writer, args=(path, barrier, CONCURRENT_SECONDS, out, partner, 20))]
+    procs += [SPAWN.Process(target=_reader, args=(path, barrier, CONCURRENT_SECONDS, out, partner, (50, 3)))
               for _ in range(n_readers)]
     for p in procs:
         p.start()
     barrier.wait()  # every process has opened the store: the contended phase starts now
-    reports = _collect(out, len(procs), procs, timeout=CONCURRENT_SECONDS + 60)
+    reports = _collect(out, len(procs), procs, timeout=CONCURRENT_SECONDS + GUARD_S + 60)
     writer = next(r for r in reports if r["role"] == "writer")
     readers = [r for r in reports if r["role"] == "reader"]
     assert all(r["problems"] == 0 for r in readers), readers
@@ -247,7 +262,7 @@ def test_a_killed_writer_leaves_no_half_written_version(locate: Locator) -> None
         committed = SPAWN.Event()
         p = SPAWN.Process(target=_big_writer, args=(path, 40, start, committed))
         p.start()
-        assert committed.wait(timeout=60), "the writer never committed"
+        assert committed.wait(timeout=GUARD_S), "the writer never committed"
         time.sleep(delay)
         p.kill()
         p.join()
@@ -398,7 +413,7 @@ def test_writer_processes_end_in_the_state_of_a_fresh_build(locate: Locator, wri
     kb = KnowledgeBase.open(path)
     kb.ingest([*STATIC, version_doc(1)])  # the reader checks that "policy" stays whole
     kb.close()
-    barrier = SPAWN.Barrier(writers + 2, timeout=120)
+    barrier = SPAWN.Barrier(writers + 2, timeout=GUARD_S)
     out = SPAWN.Queue()
     procs = [SPAWN.Process(target=_churn_writer, args=(path, barrier, CHURN_WRITES, prefix, out))
              for prefix in "pqrs"[:writers]]
@@ -443,16 +458,16 @@ def test_two_writers_on_the_same_document(locate: Locator) -> None:
     kb = KnowledgeBase.open(path)
     kb.ingest([*STATIC, version_doc(1)])
     kb.close()
-    barrier = SPAWN.Barrier(5, timeout=120)
+    barrier = SPAWN.Barrier(5, timeout=GUARD_S)
     out = SPAWN.Queue()
     partner = SPAWN.Value("i", 1)
-    procs = [SPAWN.Process(target=_writer, args=(path, barrier, 2.5, out, partner)),
+    procs = [SPAWN.Process(target=_writer, args=(path, barrier, 2.5, out, partner, 10)),
              SPAWN.Process(target=_restorer, args=(path, barrier, 2.5, out, partner, 3))]
     procs += [SPAWN.Process(target=_reader, args=(path, barrier, 2.5, out)) for _ in range(2)]
     for p in procs:
         p.start()
     barrier.wait()
-    reports = _collect(out, len(procs), procs, timeout=150)
+    reports = _collect(out, len(procs), procs, timeout=GUARD_S + 90)
     readers = [r for r in reports if r["role"] == "reader"]
     writer = next(r for r in reports if r["role"] == "writer")
     restorer = next(r for r in reports if r["role"] == "restorer")

@@ -19,8 +19,9 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -40,6 +41,36 @@ pytestmark = pytest.mark.usefixtures("pg_url")  # skips with the other PostgreSQ
 
 
 FAST = ReplicaSettings(max_lag_s=3600, wait_s=0.2, probe_s=0.1, timeout_s=3)
+#: How long a test waits for what the probes (each ``probe_s``) or the servers will do: a hang
+#: guard, minutes. No test asserts how fast anything happened (issue 45: a busy machine is
+#: slow, not wrong); they count what happened: which server answered, what was tried.
+GUARD_S = 300
+
+
+def _until(done: Callable[[], object], *why: object) -> None:
+    """Wait for ``done()`` (a hang guard of ``GUARD_S``: the failure says ``why``)."""
+    deadline = time.monotonic() + GUARD_S
+    while not done():
+        assert time.monotonic() < deadline, why
+        time.sleep(0.05)
+
+
+def _counting(kb: KnowledgeBase, role: str) -> list[str]:
+    """The calls the replicated store of ``kb`` makes to its ``role`` servers' stores from now
+    on: snapshots opened (reads), and writes and writers' reads (``apply``, ``unchanged``)."""
+    calls: list[str] = []
+    servers = [kb.store._primary] if role == "primary" else kb.store._replicas  # type: ignore[attr-defined]
+
+    def counted(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*a: object, **kw: object) -> Any:
+            calls.append(name)
+            return real(*a, **kw)
+        return call
+
+    for server in servers:
+        for name in ("_open_view", "apply", "unchanged"):
+            setattr(server.store, name, counted(name, getattr(server.store, name)))
+    return calls
 
 
 @pytest.fixture(scope="module")
@@ -133,13 +164,16 @@ def test_a_read_that_needs_a_generation_is_never_served_older(servers: tuple[PgS
             report = writer.ingest(_doc(0, "2", "omega supersedes zero"))
             gen = report.generation
             assert gen is not None
+            asked = _counting(kb, "replica")
             with kb.session() as s:
                 started = time.monotonic()
                 hits = kb.search(STAFF, "omega", at_least=gen, mode="keyword")
                 waited = time.monotonic() - started
             assert [h.document_id for h in hits] == ["d0"] and hits[0].version == "2"
             assert s.served[0].server.startswith("primary") and s.served[0].generation >= gen
-            assert FAST.wait_s <= waited < FAST.wait_s + 2
+            # Both replicas were asked, and asked again, before the primary served the read: it
+            # waited (``wait_s`` at least; how much longer is the machine's, not a decision).
+            assert asked.count("_open_view") >= 2 and waited >= FAST.wait_s, (asked, waited)
             with kb.session() as s:
                 assert kb.search(STAFF, "omega", mode="keyword") == []  # no need: a replica, before the write
             assert s.served[0].server.startswith("replica") and s.served[0].generation == gen - 1
@@ -162,20 +196,15 @@ def test_a_lagging_replica_is_skipped_until_it_catches_up(servers: tuple[PgServe
         r1.pause_replay()
         try:
             writer.ingest(_doc(1))
-            deadline = time.monotonic() + 10
-            while _state(kb, r1) != "lagging":
-                assert time.monotonic() < deadline, kb.servers()
-                time.sleep(0.05)
+            wait_replayed(p, r2)  # r2 has the write: once probed it is ok, however slow its replay was
+            _until(lambda: (_state(kb, r1), _state(kb, r2)) == ("lagging", "ok"), kb.servers())
             for _ in range(6):  # every read goes to the other replica
                 with kb.session() as s:
                     kb.search(STAFF, "alpha")
                 assert s.served[0].server.endswith(f":{r2.port}/postgres"), s.served
         finally:
             r1.resume_replay()
-        deadline = time.monotonic() + 10
-        while _state(kb, r1) != "ok":
-            assert time.monotonic() < deadline, kb.servers()
-            time.sleep(0.05)
+        _until(lambda: _state(kb, r1) == "ok", kb.servers())
 
 
 def _name(role: str, server: PgServer) -> str:
@@ -197,21 +226,15 @@ def test_all_replicas_down_reads_go_to_the_primary_logged_once(servers: tuple[Pg
         r1.pause_replay(), r2.pause_replay()
         try:
             writer.ingest(_doc(1))
-            deadline = time.monotonic() + 10
-            while {_state(kb, r1), _state(kb, r2)} != {"lagging"}:
-                assert time.monotonic() < deadline, kb.servers()
-                time.sleep(0.05)
+            _until(lambda: {_state(kb, r1), _state(kb, r2)} == {"lagging"}, kb.servers())
             for _ in range(5):
                 with kb.session() as s:
                     assert kb.search(STAFF, "alpha")
                 assert s.served[0].server.startswith("primary")
         finally:
             _resumed(r1, r2)
-        deadline = time.monotonic() + 10
-        while "ok" not in {_state(kb, r1), _state(kb, r2)}:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        time.sleep(0.3)
+        # The message is logged right after the state changes: wait for it, not for a while.
+        _until(lambda: any("serve reads again" in r.getMessage() for r in caplog.records), kb.servers())
     to_primary = [r for r in caplog.records if "they go to the primary" in r.getMessage()]
     back = [r for r in caplog.records if "serve reads again" in r.getMessage()]
     assert len(to_primary) == 1 and len(back) == 1, [r.getMessage() for r in caplog.records]
@@ -242,21 +265,20 @@ def test_a_killed_replica_fails_no_read_and_rejoins_after_restart(servers: tuple
         for t in threads:
             t.start()
         try:
-            time.sleep(0.3)
+            _until(lambda: reads[0] >= 8 or failures, failures)  # the readers are reading
             r1.kill()
-            time.sleep(0.7)
-            assert _state(kb, r1) == "down"
+            killed = reads[0]
+            _until(lambda: _state(kb, r1) == "down", kb.servers())
+            down = reads[0]
+            _until(lambda: reads[0] >= down + 8 or failures, failures)  # and go on reading
         finally:
             stop.set()
             for t in threads:
                 t.join()
             if not r1.running():
                 r1.start()
-        assert failures == [] and reads[0] > 20
-        deadline = time.monotonic() + 20
-        while _state(kb, r1) != "ok":
-            assert time.monotonic() < deadline, [(x["state"], x["error"]) for x in kb.servers()]
-            time.sleep(0.1)
+        assert failures == [] and reads[0] >= killed + 8
+        _until(lambda: _state(kb, r1) == "ok", [(x["state"], x["error"]) for x in kb.servers()])
         served = set()
         for _ in range(4):
             with kb.session() as s:
@@ -274,12 +296,15 @@ def test_the_primary_stopped_writes_fail_at_once_with_one_error_reads_continue(
         kb.ingest([_doc(i) for i in range(3)])
         wait_replayed(p, r1), wait_replayed(p, r2)
         p.stop()
+        asked = _counting(kb, "primary")
         try:
             for attempt in range(3):
-                started = time.monotonic()
+                before = len(asked)
                 with pytest.raises(ServerUnavailable) as err:
                     kb.ingest(_doc(9))
-                assert time.monotonic() - started < 5, attempt
+                # Fails at once: the first attempt (unless a probe came first) is what finds the
+                # primary gone; once it is known down, no write asks it again.
+                assert len(asked) - before <= (1 if attempt == 0 else 0), (attempt, asked)
                 message = str(err.value)
                 assert "\n" not in message and "writes are refused until it is back" in message
                 assert "reads continue on the replicas" in message
@@ -291,9 +316,13 @@ def test_the_primary_stopped_writes_fail_at_once_with_one_error_reads_continue(
         assert kb.search(STAFF, "alpha", at_least=kb.written_generation)
 
 
+def _primary(kb: KnowledgeBase) -> dict[str, object]:
+    return next(s for s in kb.servers() if s["role"] == "primary")
+
+
 def _writes_again(kb: KnowledgeBase) -> None:
     """Wait until the probe finds the primary again and a write goes through."""
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + GUARD_S
     while True:
         try:
             kb.ingest(_doc(9))
@@ -320,13 +349,13 @@ def test_a_hung_primary_is_down_within_the_timeout_and_the_replicas_go_on(
             proc.suspend()
         try:
             started = time.monotonic()
-            while next(s for s in kb.servers() if s["role"] == "primary")["state"] != "down":
-                assert time.monotonic() - started < FAST.timeout_s + FAST.probe_s + 1.5, kb.servers()
-                time.sleep(0.05)
-            t = time.monotonic()
+            _until(lambda: _primary(kb)["state"] == "down", kb.servers())
+            # Down by the timeout (no connection failed: it never answered), not by chance.
+            assert f"did not answer within {FAST.timeout_s:g} s" in str(_primary(kb)["error"])
+            asked = _counting(kb, "primary")
             with pytest.raises(ServerUnavailable, match="writes are refused until it is back"):
                 kb.ingest(_doc(9))
-            assert time.monotonic() - t < 0.5
+            assert asked == []  # at once: the hung primary is not asked (it would hold the write)
             for _ in range(4):
                 with kb.session() as s:
                     assert len(kb.search(STAFF, "number", mode="keyword")) == 3
@@ -660,4 +689,68 @@ def test_the_service_reads_each_keys_own_writes_on_any_replica(servers: tuple[Pg
         assert paused >= 3
     finally:
         _resumed(r1, r2)
+        server.stop()
+
+
+def test_health_and_metrics_show_each_tenant_its_own_generation(servers: tuple[PgServer, ...],
+                                                                tmp_path: Path) -> None:
+    """Issue 45: the store's generation counts every tenant's writes, so ``/v1/health`` and
+    ``/metrics`` show a tenant's admin its own (the newest of its writes each server holds).
+    ``evidex serve`` over a primary and two replicas shared by acme and globex: acme's writes
+    move what acme is shown, on every server once replayed; what globex is shown stays."""
+    p, r1, r2 = servers
+    schema = _schema()
+    with KnowledgeBase.open(p.url(schema), embedder="hash-test") as kb:
+        kb.ingest([_doc(i, tenant="acme", groups=("staff",)) for i in range(3)]
+                  + [_doc(i, tenant="globex", groups=("staff",)) for i in range(2)])
+        globex_written = kb.written_generation
+    wait_replayed(p, r1), wait_replayed(p, r2)
+    keys = {"acme-admin-key": "acme", "globex-admin-key": "globex"}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "store": {"default": {"url": p.url(schema), "replicas": [r1.url(schema), r2.url(schema)]}},
+        "server": {"api_keys": [{"key_sha256": sha(k), "name": k, "tenant": t, "groups": ["staff"],
+                                 "visibilities": ["public", "internal"], "admin": True}
+                                for k, t in keys.items()]},
+    }), encoding="utf-8")
+    server = Server([str(BIN / "evidex"), "--config", str(config), "serve", "--no-schedule"],
+                    {"EVIDEX_CACHE_DIR": str(tmp_path / "cache"), "EVIDEX_EMBEDDER": "hash-test"},
+                    tmp_path / "server.log")
+
+    def health(c: httpx.Client, key: str, gen: int) -> list[object]:
+        """The generations ``key`` is shown once every server is probed at ``gen`` or later (a
+        hang guard: the probes run each second)."""
+        deadline = time.monotonic() + GUARD_S
+        while True:
+            r = c.get("/v1/health", headers=auth(key))
+            assert r.status_code == 200, r.text
+            shown = r.json()["servers"]
+            if len(shown) == 3 and all(s["state"] == "ok" and (s["generation"] or 0) >= gen for s in shown):
+                return [s["generation"] for s in shown]
+            assert time.monotonic() < deadline, shown
+            time.sleep(0.2)
+
+    def metric(c: httpx.Client, key: str) -> float:
+        r = c.get("/metrics", headers=auth(key))
+        assert r.status_code == 200, r.text
+        [line] = [ln for ln in r.text.splitlines() if ln.startswith("evidex_store_generation{")]
+        return float(line.rsplit(" ", 1)[1])
+
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as c:
+            globex = health(c, "globex-admin-key", globex_written)
+            assert globex == [globex_written] * 3
+            assert metric(c, "globex-admin-key") == globex_written
+            written = []
+            for i in range(3):
+                r = c.delete(f"/v1/documents/d{i}", headers=auth("acme-admin-key"))
+                assert r.status_code == 200, r.text
+                written.append(int(r.headers["x-evidex-written-generation"]))
+            assert written[0] > globex_written
+            assert health(c, "acme-admin-key", written[-1]) == [written[-1]] * 3
+            assert metric(c, "acme-admin-key") == written[-1]
+            # Every server is past acme's writes now: globex is shown what it was shown before.
+            assert health(c, "globex-admin-key", globex_written) == globex
+            assert metric(c, "globex-admin-key") == globex_written
+    finally:
         server.stop()

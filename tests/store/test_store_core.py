@@ -226,6 +226,41 @@ def test_a_changed_source_stamp_is_a_change_on_both_backends(locate: Locator) ->
         assert kb.source_entries() == [changed]
 
 
+def test_each_tenant_has_the_generation_of_its_own_newest_write(locate: Locator) -> None:
+    """Issue 45: the store's generation counts every tenant's writes; each tenant's records the
+    generation of its own newest write (documents, removals, sync records, history, its move
+    mark), so what a tenant is shown never moves with another's writes. A merge writes no
+    tenant's data and moves none."""
+    location = locate("kb")
+
+    def gens() -> tuple[int | None, int | None]:
+        with kb.store.read() as view:
+            return view.tenant_generation("acme"), view.tenant_generation("globex")
+
+    def doc(i: int, tenant: str) -> Document:
+        return Document(f"d{i}", tenant, frozenset({"g"}), "1", f"alpha {i}")
+
+    with KnowledgeBase.open(location) as kb:
+        assert gens() == (None, None)
+        kb.ingest([doc(0, "globex")])
+        globex = _generation(location)
+        assert gens() == (None, globex)
+        steps = [lambda: kb.ingest([doc(i, "acme") for i in range(4)]),
+                 lambda: kb.store.remove("acme", "d0"),
+                 lambda: kb.store.remove_documents("acme", ["d1"]),
+                 lambda: kb.store.apply([], keep_history=True, sources=[
+                     SourceEntry("s", "acme", "d2", "d2.md", "stamp", doc(2, "acme").content_sha256)]),
+                 lambda: kb.store.mark_tenant("acme", "moving", "postgresql://elsewhere/kb"),
+                 lambda: kb.store.mark_tenant("acme", None)]
+        for step in steps:
+            step()
+            assert gens() == (_generation(location), globex)
+        kb.ingest([doc(i, "acme") for i in range(5, 9)])
+        acme = _generation(location)
+        kb.optimize()  # merges every segment: a write of nobody's data
+        assert _generation(location) > acme and gens() == (acme, globex)
+
+
 def test_a_batch_naming_a_document_twice_is_refused_whole(locate: Locator) -> None:
     with KnowledgeBase.open(locate("kb")) as kb:
         kb.ingest(Document("d", "t", frozenset({"g"}), "1", "alpha"))

@@ -278,7 +278,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[
     proc = subprocess.Popen([sys.executable, str(EXAMPLES / "tools_service.py"), "--port", str(port)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300  # a hang guard: start-up is slow on a busy machine
         while True:
             try:
                 httpx.get(f"http://127.0.0.1:{port}/", timeout=1)

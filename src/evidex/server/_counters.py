@@ -179,12 +179,13 @@ def _store_families(kb: Knowledge, tenant: str) -> Iterator[Metric]:
         ok.add_metric(labels, 1.0 if run.ok else 0.0)
     yield from (ended, took, ok)
     handle = kb.for_tenant(tenant)
+    # The tenant's own generation: the store's counts every tenant's writes (issue 45).
     generation = GaugeMetricFamily("evidex_store_generation", "the generation of the tenant's "
-                                   "store as this worker reads it (grows with every write)",
-                                   labels=["tenant"])
+                                   "newest write as this worker reads the store (other tenants' "
+                                   "writes never move it)", labels=["tenant"])
     with handle.store.read() as view:
-        gen = view.generation
-    if isinstance(gen, int):
+        gen = view.tenant_generation(tenant)
+    if gen is not None:
         generation.add_metric([tenant], float(gen))
     yield generation
     lag = GaugeMetricFamily("evidex_store_replica_lag_seconds", "how far each replica of the "

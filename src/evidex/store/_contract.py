@@ -225,6 +225,12 @@ class ReadView(Protocol):
         (None: it lives here); see ``_tenants``."""
         ...
 
+    def tenant_generation(self, tenant: str) -> int | None:
+        """The generation of ``tenant``'s newest write in this snapshot (None: none recorded):
+        what a tenant is shown instead of ``generation``, which moves with every tenant's
+        writes (see ``_tenants``)."""
+        ...
+
     def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
         """(passage ids, term frequencies) per live segment; may include dead passages."""
         ...

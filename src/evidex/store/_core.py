@@ -216,6 +216,7 @@ class SQLStore(WritePath, Rebuilds, Merging, Records):
                 c.execute("UPDATE signatures SET passages = passages + ?, total_length = total_length + ? "
                           "WHERE id = ?", (n, total, sig))
         gen = self.dialect.bump_generation(c)
+        _tenants.record_generation(c, tx.tenants, gen)
         if tx.dead:
             self.dialect.insert_many(c, "tombstones", ("gen", "pid"), [(gen, p) for p in tx.dead])
         tx.generation = gen
@@ -252,6 +253,7 @@ class SQLStore(WritePath, Rebuilds, Merging, Records):
         def run() -> None:
             with self._write(exclusive=True) as tx:
                 tx.changed = _tenants.set_mark(tx.cur, tenant, state, location, tuple(replicas))
+                tx.tenants.add(tenant)
 
         self._retrying(run)
 

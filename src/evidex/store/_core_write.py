@@ -105,6 +105,7 @@ class WritePath:
                     vectors.append(pw.vector)
                     total += pw.length
                 tx.add(sig, len(w.passages), total)
+                tx.tenants.add(d.tenant)
                 written += len(w.passages)
             if prows:
                 self.dialect.insert_many(c, "passages", columns("passages"), prows)
@@ -211,6 +212,7 @@ class WritePath:
             [(e.source, e.tenant, e.doc_id, e.item, e.stamp, e.content_sha256) for e in entries])
         if cur.rowcount:
             tx.changed = True
+            tx.tenants.update(e.tenant for e in entries)
 
     def source_entries(self, source: str | None = None) -> list[SourceEntry]:
         q = "SELECT source, tenant, doc_id, item, stamp, content_sha256 FROM source_documents"
@@ -249,6 +251,7 @@ class WritePath:
                 for table in ("history", "source_documents"):
                     c.execute(f"DELETE FROM {table} WHERE tenant = ? AND doc_id = ?", (tenant, doc_id))
                 tx.changed = True
+                tx.tenants.add(tenant)
                 return True
 
         removed: bool = self._retrying(run)
@@ -285,6 +288,7 @@ class WritePath:
                 for table in ("history", "source_documents"):
                     _tenants.delete_by_document(c, table, sorted(loose))
                 tx.changed = True
+                tx.tenants.add(tenant)
                 return len(rows)
 
         removed: int = self._retrying(run)
@@ -302,3 +306,4 @@ class WritePath:
             (t, d, e.version, e.content_sha256, e.meta, e.split, e.text, e.superseded_at)
             for t, d, e in entries])
         tx.changed = True
+        tx.tenants.update(t for t, _, _ in entries)

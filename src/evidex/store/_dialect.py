@@ -149,6 +149,9 @@ class Tx:
     segment: Any = None
     generation: int | None = None
     signatures: list[Any] | None = None
+    #: The tenants whose data the write changes: ``_finish`` records the new generation as
+    #: each one's (``tenant_generation``); a write of no tenant's data (a merge) records none.
+    tenants: set[str] = field(default_factory=set)
 
     def add(self, sig: int, passages: int, length: int) -> None:
         d = self.sig_delta.setdefault(sig, [0, 0])

@@ -114,6 +114,8 @@ class _Server:
         self.state = "starting"  # ok, lagging, down (or starting: not probed yet)
         self.error = ""
         self.generation: int | None = None
+        #: Each tenant's generation on this server (``_tenants.TENANT_GENERATION``), for its admin.
+        self.tenants: dict[str, int] | None = None
         self.lag_s: float | None = None
         self.since = time.time()
         #: The probe's own connection (never one of the store's pooled ones).
@@ -125,7 +127,7 @@ class _Server:
 
     def describe(self) -> dict[str, object]:
         return {"role": self.role, "server": self.name, "url": redacted(self.url), "state": self.state,
-                "generation": self.generation,
+                "generation": self.generation, "tenant_generations": dict(self.tenants or {}),
                 "lag_s": None if self.lag_s is None else round(self.lag_s, 3),
                 "error": self.error or None, "since": round(self.since, 3)}
 
@@ -337,12 +339,14 @@ class ReplicatedStore:
             logger.exception("probing %s failed", s.name)
 
     def _gen_query(self) -> sql.Composable:
-        return sql.SQL("SELECT (SELECT value FROM {}.meta WHERE key = 'generation')").format(
-            sql.Identifier(self._schema()))
+        """The store's generation and each tenant's (``_tenants.TENANT_GENERATION``) on a server."""
+        return sql.SQL("SELECT (SELECT value FROM {0}.meta WHERE key = 'generation'), (SELECT "
+                       "json_object_agg(substr(key, 12), value::bigint) FROM {0}.meta WHERE key LIKE "
+                       "'generation:%')").format(sql.Identifier(self._schema()))
 
     def _probe_primary(self, p: _Server) -> None:
         try:
-            (value,) = self._probe_query(p, self._gen_query())
+            value, p.tenants = self._probe_query(p, self._gen_query())
             p.generation = int(value)
             self._history.append((time.monotonic(), p.generation))
             if p.store is None:
@@ -355,14 +359,12 @@ class ReplicatedStore:
             self._set(p, "down", _first_line(exc))
 
     def _probe_replica(self, r: _Server) -> None:
-        replica_q = sql.SQL(
-            "SELECT (SELECT value FROM {}.meta WHERE key = 'generation'), pg_is_in_recovery(), "
-            "CASE WHEN pg_last_wal_receive_lsn() IS NULL "
-            "OR pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn() THEN 0 "
-            "ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END").format(
-                sql.Identifier(self._schema()))
+        replica_q = sql.SQL("{}, pg_is_in_recovery(), CASE WHEN pg_last_wal_receive_lsn() IS NULL "
+                            "OR pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn() THEN 0 ELSE "
+                            "extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END").format(
+                                self._gen_query())
         try:
-            value, standby, wal_lag = self._probe_query(r, replica_q)
+            value, tenants, standby, wal_lag = self._probe_query(r, replica_q)
         except (psycopg.Error, OSError) as exc:
             self._set(r, "down", _first_line(exc))
             return
@@ -372,7 +374,7 @@ class ReplicatedStore:
         if value is None:
             self._set(r, "down", "holds no evidex store yet (replaying its creation)")
             return
-        r.generation = int(value)
+        r.generation, r.tenants = int(value), tenants
         r.lag_s = max(float(wal_lag or 0.0), self._behind_for(r.generation))
         if r.store is None:
             self._open_replica(r)

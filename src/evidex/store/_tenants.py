@@ -22,9 +22,30 @@ from typing import Any
 
 from ._dialect import now
 
-__all__ = ["MOVE_STATES", "Mark", "delete_by_document", "marks", "set_mark"]
+__all__ = ["MOVE_STATES", "TENANT_GENERATION", "Mark", "delete_by_document", "generation", "marks",
+           "record_generation", "set_mark"]
 
 MOVE_STATES = ("moving", "moved")
+#: The meta key ``TENANT_GENERATION + tenant`` holds the generation of the newest write that
+#: changed the tenant's data (documents, history, sync records, its move mark). The store's own
+#: generation counts every tenant's writes, so it is shown to the operator only: a tenant's
+#: admin is shown this one, which another tenant's writes never move (issue 45, finding 6).
+TENANT_GENERATION = "generation:"
+
+
+def record_generation(c: Any, tenants: set[str], gen: int) -> None:
+    """Record ``gen`` as the generation of each of ``tenants`` (in the committing write, after
+    the generation row, whose lock orders commits: no two writers wait on each other here)."""
+    for tenant in sorted(tenants):
+        c.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE "
+                  "SET value = excluded.value", (TENANT_GENERATION + tenant, str(gen)))
+
+
+def generation(c: Any, tenant: str) -> int | None:
+    """The generation of ``tenant``'s newest write in this snapshot (None: none recorded, the
+    tenant was last written before generations were kept per tenant, or never)."""
+    row = c.execute("SELECT value FROM meta WHERE key = ?", (TENANT_GENERATION + tenant,)).fetchone()
+    return int(row[0]) if row else None
 
 
 @dataclass(frozen=True, slots=True)

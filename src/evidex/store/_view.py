@@ -18,6 +18,7 @@ from ._contract import HistoryEntry, Signature, StoredDocument, StoredPassage
 from ._dialect import Dialect, VectorStorage
 from ._segments import PID, TF, FlatPostings, SegmentArrays, SegmentCache, decode
 from ._tenants import Mark, marks
+from ._tenants import generation as tenant_generation
 
 __all__ = ["DOC_SELECT", "PASSAGE_SELECT", "SQLView", "read_signatures"]
 
@@ -93,6 +94,9 @@ class SQLView:
 
     def moved(self, tenant: str) -> Mark | None:
         return self._cache.moves.get(tenant)
+
+    def tenant_generation(self, tenant: str) -> int | None:
+        return tenant_generation(self._c, tenant)
 
     def postings(self, term: str) -> Sequence[tuple[np.ndarray, np.ndarray]]:
         return self._cache.postings(self, term)
