@@ -31,7 +31,16 @@ from .model import (
     check_unicode,
 )
 from .query import analyzer_for, get_analyzer
-from .store import DocumentWrite, MissingVectors, PassageWrite, RunRecord, SourceEntry, Store, StoredDocument
+from .store import (
+    DocumentWrite,
+    MissingVectors,
+    PassageWrite,
+    ReadSession,
+    RunRecord,
+    SourceEntry,
+    Store,
+    StoredDocument,
+)
 
 __all__ = ["Writer", "Writing", "passage_writes"]
 
@@ -59,6 +68,8 @@ class Writer:
     embed_passages: Callable[[list[str]], np.ndarray]
     cache: Callable[[], EmbeddingCache | None]
     detect_conflicts: bool
+    #: The caller's (``store.ReadSession``): told each generation a write commits.
+    session: ReadSession | None = None
 
     def ingest(self, docs: list[Document], split: str, max_section_chars: int, keep: bool,
                sources: Sequence[SourceEntry], batch_size: int | None,
@@ -90,16 +101,16 @@ class Writer:
         embed = self.store.embedder != "none"
         skip = self.store.unchanged(writes) if self.detect_conflicts or embed else set()
         if not embed:
-            report = self.store.apply(writes, keep_history=keep, sources=sources)
+            report = self.store.apply(writes, keep_history=keep, sources=sources, session=self.session)
         else:
             try:
                 report = self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
-                                          sources=sources)
+                                          sources=sources, session=self.session)
             except MissingVectors:
                 # Another writer changed a document we took for unchanged: embed everything.
                 skip = set()
                 report = self.store.apply(self._with_vectors(writes, skip), keep_history=keep,
-                                          sources=sources)
+                                          sources=sources, session=self.session)
         written = [(d.tenant, d.id) for d in docs if (d.tenant, d.id) not in skip]
         if not self.detect_conflicts or not written or not (report.added or report.superseded):
             return report
@@ -110,7 +121,7 @@ class Writer:
         (see ``conflicts.find_conflicts``); returns those not recorded before."""
         found: list[Conflict] = []
         terms = get_analyzer(self.store.analyzer).terms
-        with self.store.read(latest=True) as view:  # the write just made, on whichever server
+        with self.store.read(latest=True, session=self.session) as view:  # the write just made
             for tenant in sorted({t for t, _ in written}):
                 every = {d.id: d for d in view.tenant_documents(tenant)}
                 docs = [every.get(i) for t, i in written if t == tenant]
@@ -148,7 +159,7 @@ class Writer:
 
             vecs = cache.embed(e.model_id, e.dimension, [t for _, t in rows], e.embed_passages, progress=tick)
             done.update(zip((pid for pid, _ in rows), vecs, strict=True))
-            if self.store.switch_vectors(e.model_id, e.dimension, done):
+            if self.store.switch_vectors(e.model_id, e.dimension, done, self.session):
                 return len(done)
         raise StoreError("the store kept changing during reembed; try again when writes pause")
 
@@ -176,6 +187,7 @@ class Writing:
         batch_size: int | None = None,
         progress: Callable[[int, int], None] | None = None,
         identify_languages: bool = False,
+        session: ReadSession | None = None,
     ) -> IngestReport:
         """Add new documents, supersede changed ones, skip unchanged ones: all in one
         transaction. A batch with an invalid member is rejected whole.
@@ -189,27 +201,30 @@ class Writing:
         ``keep_history`` overrides the knowledge base's setting for this call.
         ``identify_languages``: a document that states no language gets the one identified from
         its text when the model is sure (``query.identify_document``; English or German), so the
-        ``auto`` analyzer stems it; loaded files rarely state one (the CLI and sources ask)."""
+        ``auto`` analyzer stems it; loaded files rarely state one (the CLI and sources ask).
+        ``session``: the caller's (``session()``), so its later reads include this write on
+        whichever server answers them; every write below takes one the same way."""
         if split not in SPLITS:
             raise DocumentError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
         docs = [documents] if isinstance(documents, Document) else list(documents)
         docs = checked_batch(docs, identify_languages)
         keep = self.keep_history if keep_history is None else keep_history
         size = None if batch_size is None else positive_int(batch_size, "batch_size", err=DocumentError)
-        return self._writer().ingest(docs, split, max_section_chars, keep, sources, size, progress)
+        return self._writer(session).ingest(docs, split, max_section_chars, keep, sources, size, progress)
 
-    def _writer(self) -> Writer:
+    def _writer(self, session: ReadSession | None) -> Writer:
         """The write path with this handle's store, model, cache and settings (``_writes``)."""
-        return Writer(self.store, self.embed_passages, self._write_cache, self.detect_conflicts)
+        return Writer(self.store, self.embed_passages, self._write_cache, self.detect_conflicts, session)
 
-    def conflicts(self, tenant: str | None = None, status: str | None = None) -> list[Conflict]:
+    def conflicts(self, tenant: str | None = None, status: str | None = None, *,
+                  session: ReadSession | None = None) -> list[Conflict]:
         """Recorded conflicts (of ``tenant``), newest first, with their status now: "open"
         while both passages are current, "closed" once either changed or was removed,
         "dismissed" when an admin dismissed it; ``status`` keeps only those."""
         if status not in (None, "open", "closed", "dismissed"):
             raise QueryError(f"status must be open, closed or dismissed, got {status!r}")
         recorded = self.store.conflicts(tenant)
-        with self.store.read(latest=True) as view:  # as new as the records
+        with self.store.read(latest=True, session=session) as view:  # as new as the records
             now = [conflicts.conflict_status(view, c) for c in recorded]
         return [c for c in now if status is None or c.status == status]
 
@@ -231,24 +246,26 @@ class Writing:
         """What sync recorded about the documents of ``source`` (every source when None)."""
         return self.store.source_entries(source)
 
-    def reembed(self, model: str, progress: Callable[[int, int], None] | None = None) -> int:
+    def reembed(self, model: str, progress: Callable[[int, int], None] | None = None, *,
+                session: ReadSession | None = None) -> int:
         """Rebuild every vector with ``model`` and switch to it atomically; search keeps using
         the old vectors until the switch commits. Returns the number of passages embedded."""
         check_model(model)
         if model == "none":
             raise StoreError("reembed needs an embedding model; 'none' would drop vector search")
-        return self._writer().reembed(model, self._embed_cache(), progress)
+        return self._writer(session).reembed(model, self._embed_cache(), progress)
 
-    def reindex(self, analyzer: str) -> int:
+    def reindex(self, analyzer: str, *, session: ReadSession | None = None) -> int:
         """Rebuild the keyword index with ``analyzer`` atomically (``store._reindex``); passages analysed."""
-        return self.store.reindex(get_analyzer(analyzer).name)  # caches stay exact: new sig versions
+        # The caches stay exact: the rebuild gives the signatures new versions.
+        return self.store.reindex(get_analyzer(analyzer).name, session)
 
-    def remove(self, tenant: str, document_id: str) -> bool:
+    def remove(self, tenant: str, document_id: str, *, session: ReadSession | None = None) -> bool:
         """Delete a document, its passages and its history. True if it existed."""
         if not isinstance(tenant, str) or not isinstance(document_id, str):
             raise DocumentError("tenant and document_id must be strings")
         check_unicode(document_id, "document_id", DocumentError)
-        return self.store.remove(check_unicode(tenant, "tenant", DocumentError), document_id)
+        return self.store.remove(check_unicode(tenant, "tenant", DocumentError), document_id, session)
 
     def optimize(self) -> None:
         self.store.optimize()

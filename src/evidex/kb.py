@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,10 +50,8 @@ from .store import (
     ReadView,
     Store,
     StoredDocument,
-    current_session,
     migrate_store,
     open_store,
-    read_session,
     redacted,
 )
 from .tools import LIVE_KIND, LiveSource, Toolbox, ToolConfig
@@ -196,6 +193,7 @@ class KnowledgeBase(Writing):
         rerank: bool = False,
         evidence: bool = False,
         at_least: int | None = None,
+        session: ReadSession | None = None,
     ) -> SearchResults:
         """Passages ``actor`` may read that match ``query``, best first (``limit`` is top_k).
 
@@ -211,6 +209,8 @@ class KnowledgeBase(Writing):
         second-stage ranker (answers always do; see ``decide._rerank``).
         ``at_least``: a store generation (``IngestReport.generation`` of a write) the search
         must see; with read replicas, one that has replayed it answers, else the primary.
+        ``session``: the caller's (``session()``): the search sees every write made with it and
+        records which server answered. Every read and write below takes both the same way.
         """
         _check_actor(actor)
         limit = _positive_int(limit, "limit", self.max_limit)
@@ -227,13 +227,13 @@ class KnowledgeBase(Writing):
                 raise QueryError(f"{name} must be a bool")
         fz = fusion if isinstance(fusion, Fusion) else Fusion(fusion, rrf_k, window, alpha)
         words = parse_query(query, limits or self.query_limits)
-        return self._ranked(actor, query, words, Filters.of(filters), at_least, mode=mode,
-                            limit=limit, match=match, max_per_document=max_per_document,
-                            explain=explain, fusion=fz, rerank=rerank,
-                            decided=evidence or explain or rerank)[0]
+        reads = self._reads(at_least, session)
+        return self._ranked(actor, query, words, Filters.of(filters), reads, mode=mode, limit=limit,
+                            match=match, max_per_document=max_per_document, explain=explain,
+                            fusion=fz, rerank=rerank, decided=evidence or explain or rerank)[0]
 
     def _ranked(self, actor: Actor, query: str, words: list[str], flt: Filters,
-                at_least: int | None, *, mode: str, limit: int, match: str,
+                reads: ReadSession | None, *, mode: str, limit: int, match: str,
                 max_per_document: int | None, explain: bool, fusion: Fusion, rerank: bool,
                 decided: bool) -> tuple[SearchResults, np.ndarray | None]:
         """The search of checked arguments (``words``: ``query`` parsed), in one snapshot, with
@@ -258,7 +258,7 @@ class KnowledgeBase(Writing):
             res = self._search(view, q)
             return res, (v if isinstance(v, np.ndarray) and res.fallback is None else None)
 
-        return self._read(run, actor.tenant, at_least)
+        return self._read(run, actor.tenant, reads)
 
     def _search(self, view: ReadView, q: retrieve.Query) -> SearchResults:
         """Rank ``q`` in ``view``, then (when ``q.evidence``) decide; sentence vectors that miss
@@ -274,14 +274,21 @@ class KnowledgeBase(Writing):
         res.question, res.shift = found.question, ranking.shift
         return res
 
-    def _read(self, fn: Callable[[ReadView], T], tenant: str | None = None, at_least: int | None = None,
-              latest: bool = False) -> T:
+    def _reads(self, at_least: int | None, session: ReadSession | None) -> ReadSession | None:
+        """The one value a call's reads take: the caller's session, needing ``at_least`` too."""
+        if at_least is None:
+            return session
+        return (session or ReadSession()).requiring(self.store.lineage, at_least)
+
+    def _read(self, fn: Callable[[ReadView], T], tenant: str | None = None,
+              reads: ReadSession | None = None, latest: bool = False) -> T:
         """``fn`` on one snapshot (of ``tenant``'s data: refused with ``TenantMoved`` once the
-        tenant has moved to another server). A read replica that fails during it is skipped
-        and ``fn`` runs once more, on another server: a crashed replica costs no failed read."""
+        tenant has moved to another server) that includes what ``reads`` needs. A read replica
+        that fails during it is skipped and ``fn`` runs once more, on another server: a crashed
+        replica costs no failed read."""
         for attempt in range(2):
             try:
-                with self.store.read(at_least=at_least, latest=latest) as view:
+                with self.store.read(latest=latest, session=reads) as view:
                     if tenant is not None and not self.serve_moved_tenants:
                         mark = view.moved(tenant)
                         if mark is not None and mark.state == "moved":
@@ -312,6 +319,7 @@ class KnowledgeBase(Writing):
         openai: OpenAIGenerator | OpenAIConfig | None = None,
         live: Sequence[LiveSource] | None = None,
         at_least: int | None = None,
+        session: ReadSession | None = None,
     ) -> Answer:
         """Answer from the passages ``actor`` may read and the live lookups (tools) it may
         make, citing every claim, or decline (``tool_unavailable`` when a lookup the question
@@ -322,7 +330,7 @@ class KnowledgeBase(Writing):
         OpenAI-compatible server, configured by ``openai`` or EVIDEX_OPENAI_* variables).
         ``live``: the lookups the question asks for, already made (a service starts them
         before it takes a store handle); None starts them here, overlapping the search.
-        ``at_least``: a generation its reads must see (see ``search``).
+        ``at_least``, ``session``: what its reads must see (see ``search``).
 
         The stages, in order: search (with the decision) -> gate (on topic) -> generate (the
         extractive generator also needs the answer-bearing decision) -> verify -> resolve the
@@ -346,20 +354,22 @@ class KnowledgeBase(Writing):
         limit = _positive_int(st.top_k, "limit", self.max_limit)
         request = answer.Request(actor, question, words, generator, st, limit, Filters.of(filters),
                                  gen, live)
-        return answer.respond(_AnswerReads(self, actor, at_least), self._toolbox, request)
+        reads = _AnswerReads(self, actor, self._reads(at_least, session))
+        return answer.respond(reads, self._toolbox, request)
 
-    def resolve(self, actor: Actor, citation: Mapping[str, Any], *,
-                at_least: int | None = None) -> Resolution:
+    def resolve(self, actor: Actor, citation: Mapping[str, Any], *, at_least: int | None = None,
+                session: ReadSession | None = None) -> Resolution:
         """Re-check a citation now: access, then version and fingerprint, then the quote. A
-        live citation (``kind: "live"``) is looked up again, as ``actor``. ``at_least``: a
-        generation the check must see (see ``search``)."""
+        live citation (``kind: "live"``) is looked up again, as ``actor``. ``at_least``,
+        ``session``: what the check must see (see ``search``)."""
         _check_actor(actor)
         kind = citation.get("kind", "passage") if isinstance(citation, Mapping) else "passage"
         if kind == LIVE_KIND:
             return self._toolbox.resolve(actor, citation)
         if kind != "passage":
             raise CitationError(f"this is not a citation: kind must be passage or live, got {kind!r}")
-        return self._read(lambda view: resolve_citation(view, actor, citation), actor.tenant, at_least)
+        return self._read(lambda view: resolve_citation(view, actor, citation), actor.tenant,
+                          self._reads(at_least, session))
 
     # -- live tools ---------------------------------------------------------------------------
     @property
@@ -389,7 +399,8 @@ class KnowledgeBase(Writing):
         _check_actor(actor)
         return self._toolbox.call(actor, tool_id, parameters, operator=operator)
 
-    def document(self, actor: Actor, document_id: str, *, at_least: int | None = None) -> DocumentView | None:
+    def document(self, actor: Actor, document_id: str, *, at_least: int | None = None,
+                 session: ReadSession | None = None) -> DocumentView | None:
         """Document ``document_id`` of the actor's tenant with its current passages, when
         ``actor`` may read it; None otherwise. Unknown and not readable are deliberately the
         same answer, so a caller cannot probe for documents it may not see."""
@@ -404,7 +415,7 @@ class KnowledgeBase(Writing):
                 return None
             return doc, view.document_passages(doc.dkey)
 
-        found = self._read(read, actor.tenant, at_least)
+        found = self._read(read, actor.tenant, self._reads(at_least, session))
         if found is None:
             return None
         doc, rows = found
@@ -422,24 +433,12 @@ class KnowledgeBase(Writing):
         read with ``at_least`` this generation sees every one of them."""
         return self.store.written
 
-    @contextmanager
-    def session(self, at_least: int | None = None) -> Iterator[ReadSession]:
-        """A block of calls that read their own writes: every read in it sees every write made
-        in it (and generation ``at_least``), on whichever server answers; the session records
-        which server answered each read, at which generation (``ReadSession.served``)."""
-        outer = current_session()
-        s = ReadSession(memory=outer.memory if outer else None, caller=outer.caller if outer else "")
-        if outer is not None:  # what the enclosing caller must read stays due
-            s.at_least.update(outer.at_least)
-            s.written.update(outer.written)
-        if at_least is not None:
-            s.at_least[self.store.lineage] = at_least
-        with read_session(s):
-            yield s
-        if outer is not None:
-            for lineage, gen in s.written.items():
-                outer.wrote(lineage, gen)
-            outer.served.extend(s.served)
+    def session(self, at_least: int | None = None) -> ReadSession:
+        """A new caller's record for reading its own writes: hand it (``session=``) to the
+        calls that belong together; every read given it sees every write made with it (and
+        generation ``at_least``), on whichever server answers, and it records which server
+        answered each read, at which generation (``ReadSession.served``)."""
+        return ReadSession(at_least={} if at_least is None else {self.store.lineage: at_least})
 
     def for_tenant(self, tenant: str) -> KnowledgeBase:
         """The handle that serves ``tenant``: this one (tenants on several servers: theirs)."""
@@ -488,11 +487,12 @@ class KnowledgeBase(Writing):
 
 
 class _AnswerReads:
-    """``answer.StoreReader`` over one handle, for one caller: the actor and the generation
-    its reads must see (``at_least``) are bound here once, so the pipeline passes neither."""
+    """``answer.StoreReader`` over one handle, for one caller: the actor and what its reads
+    must see (``reads``: the caller's session) are bound here once, so the pipeline passes
+    neither."""
 
-    def __init__(self, kb: KnowledgeBase, actor: Actor, at_least: int | None) -> None:
-        self._kb, self._actor, self._at_least = kb, actor, at_least
+    def __init__(self, kb: KnowledgeBase, actor: Actor, reads: ReadSession | None) -> None:
+        self._kb, self._actor, self._reads = kb, actor, reads
 
     @property
     def keyword_only(self) -> bool:
@@ -507,7 +507,7 @@ class _AnswerReads:
         """An answer's search: the second-stage ranker, so the decision, always; two passages
         per document at most."""
         res, vector = self._kb._ranked(
-            self._actor, question, words, filters, self._at_least, mode=mode, limit=limit,
+            self._actor, question, words, filters, self._reads, mode=mode, limit=limit,
             match="any", max_per_document=2, explain=False, fusion=fusion, rerank=True,
             decided=True)
         return answer.Searched(res, vector)
@@ -521,7 +521,7 @@ class _AnswerReads:
             return []
         actor = self._actor
         return self._kb._read(lambda view: [resolve_citation(view, actor, c) for c in citations],
-                              actor.tenant, self._at_least)
+                              actor.tenant, self._reads)
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         return self._kb.embed_passages(texts)

@@ -165,3 +165,35 @@ def test_a_plain_search_ranks_only(any_kb: KnowledgeBase, mode: str,
     assert (plain.evidence, plain.support, plain.topic, plain.signals) == (None, [], None, {})
     with pytest.raises(AssertionError, match="ran the decision"):
         any_kb.search(STAFF, "alpha beta", limit=4, mode=mode, explain=True)
+
+
+# -- read your writes: the session is a value the caller hands over -------------------------------
+def test_a_session_records_exactly_the_calls_it_is_handed(any_kb: KnowledgeBase) -> None:
+    """Read-your-writes travels as an explicit value (issue 46): the writes and reads handed a
+    session are recorded in it, in order; a call handed another session, or none, leaves it
+    untouched, even when the calls interleave in one thread."""
+    mine, other = any_kb.session(), any_kb.session()
+    lineage = any_kb.store.lineage
+    report = any_kb.ingest(doc("d", "alpha beta"), session=mine)
+    assert mine.written == {lineage: report.generation} and other.written == {}
+    any_kb.ingest(doc("e", "alpha gamma"))  # no session: recorded nowhere
+    assert mine.written == {lineage: report.generation}
+    before = len(mine.served)  # the write's own reads (conflict detection) are the session's too
+    assert len(any_kb.search(STAFF, "alpha", mode="keyword", session=other)) == 2
+    assert any_kb.document(STAFF, "d", session=mine) is not None
+    hit = any_kb.search(STAFF, "beta", mode="keyword")[0]  # no session
+    assert any_kb.resolve(STAFF, hit.citation(), session=mine).ok
+    assert len(mine.served) == before + 2 and len(other.served) == 1
+    assert [s.generation for s in mine.served[before:]] == [report.generation + 1] * 2
+    assert any_kb.remove("t", "e", session=other)
+    assert other.written[lineage] > report.generation + 1 and mine.written[lineage] == report.generation
+
+
+def test_a_session_that_needs_a_generation_never_committed_is_refused(any_kb: KnowledgeBase) -> None:
+    """A generation names one store's write: a session asking this store for one it never
+    committed is a mistake (a number from another store), said at the read."""
+    report = any_kb.ingest(doc("d", "alpha"))
+    assert report.generation is not None
+    with pytest.raises(EvidexError, match="never committed here"):
+        any_kb.search(STAFF, "alpha", session=any_kb.session(at_least=report.generation + 5))
+    assert any_kb.search(STAFF, "alpha", mode="keyword", session=any_kb.session(at_least=report.generation))

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, Document, KnowledgeBase, ServerUnavailable
-from evidex.store import ReadSession, RecentWrites, ReplicaSettings, read_session
+from evidex.store import ReadSession, RecentWrites, ReplicaSettings
 from pgcluster import Cluster, PgServer, wait_replayed
 from service_helpers import BIN, Server, auth, sha
 from strategies import Scenario, ref_bm25, results, scenarios, visible
@@ -138,8 +138,8 @@ def test_reads_go_to_replicas_writes_to_the_primary_and_say_where(servers: tuple
         assert report.generation is not None and kb.written_generation == report.generation
         seen = set()
         for _ in range(6):
-            with kb.session() as s:
-                hits = kb.search(STAFF, "alpha gamma")
+            s = kb.session()
+            hits = kb.search(STAFF, "alpha gamma", session=s)
             assert hits and len(s.served) == 1
             served = s.served[0]
             assert served.generation >= report.generation  # this handle's own write
@@ -165,26 +165,27 @@ def test_a_read_that_needs_a_generation_is_never_served_older(servers: tuple[PgS
             gen = report.generation
             assert gen is not None
             asked = _counting(kb, "replica")
-            with kb.session() as s:
-                started = time.monotonic()
-                hits = kb.search(STAFF, "omega", at_least=gen, mode="keyword")
-                waited = time.monotonic() - started
+            s = kb.session()
+            started = time.monotonic()
+            hits = kb.search(STAFF, "omega", at_least=gen, mode="keyword", session=s)
+            waited = time.monotonic() - started
             assert [h.document_id for h in hits] == ["d0"] and hits[0].version == "2"
             assert s.served[0].server.startswith("primary") and s.served[0].generation >= gen
             # Both replicas were asked, and asked again, before the primary served the read: it
             # waited (``wait_s`` at least; how much longer is the machine's, not a decision).
             assert asked.count("_open_view") >= 2 and waited >= FAST.wait_s, (asked, waited)
-            with kb.session() as s:
-                assert kb.search(STAFF, "omega", mode="keyword") == []  # no need: a replica, before the write
+            s = kb.session()
+            # No need: a replica, from before the write.
+            assert kb.search(STAFF, "omega", mode="keyword", session=s) == []
             assert s.served[0].server.startswith("replica") and s.served[0].generation == gen - 1
-            with kb.session(at_least=gen) as s:  # the same through a session
-                assert kb.document(STAFF, "d0").version == "2"  # type: ignore[union-attr]
+            s = kb.session(at_least=gen)  # the same through a session
+            assert kb.document(STAFF, "d0", session=s).version == "2"  # type: ignore[union-attr]
             assert s.served[0].server.startswith("primary")
         finally:
             _resumed(r1, r2)
         wait_replayed(p, r1), wait_replayed(p, r2)
-        with kb.session() as s:
-            assert kb.search(STAFF, "omega", at_least=gen, mode="keyword")[0].version == "2"
+        s = kb.session()
+        assert kb.search(STAFF, "omega", at_least=gen, mode="keyword", session=s)[0].version == "2"
         assert s.served[0].server.startswith("replica") and s.served[0].generation >= gen
 
 
@@ -199,8 +200,8 @@ def test_a_lagging_replica_is_skipped_until_it_catches_up(servers: tuple[PgServe
             wait_replayed(p, r2)  # r2 has the write: once probed it is ok, however slow its replay was
             _until(lambda: (_state(kb, r1), _state(kb, r2)) == ("lagging", "ok"), kb.servers())
             for _ in range(6):  # every read goes to the other replica
-                with kb.session() as s:
-                    kb.search(STAFF, "alpha")
+                s = kb.session()
+                kb.search(STAFF, "alpha", session=s)
                 assert s.served[0].server.endswith(f":{r2.port}/postgres"), s.served
         finally:
             r1.resume_replay()
@@ -228,8 +229,8 @@ def test_all_replicas_down_reads_go_to_the_primary_logged_once(servers: tuple[Pg
             writer.ingest(_doc(1))
             _until(lambda: {_state(kb, r1), _state(kb, r2)} == {"lagging"}, kb.servers())
             for _ in range(5):
-                with kb.session() as s:
-                    assert kb.search(STAFF, "alpha")
+                s = kb.session()
+                assert kb.search(STAFF, "alpha", session=s)
                 assert s.served[0].server.startswith("primary")
         finally:
             _resumed(r1, r2)
@@ -281,8 +282,8 @@ def test_a_killed_replica_fails_no_read_and_rejoins_after_restart(servers: tuple
         _until(lambda: _state(kb, r1) == "ok", [(x["state"], x["error"]) for x in kb.servers()])
         served = set()
         for _ in range(4):
-            with kb.session() as s:
-                kb.search(STAFF, "alpha")
+            s = kb.session()
+            kb.search(STAFF, "alpha", session=s)
             served.add(s.served[0].server)
         assert any(x.endswith(f":{r1.port}/postgres") for x in served), (
             served, [(x["server"], x["state"], x["error"]) for x in kb.servers()])
@@ -357,8 +358,8 @@ def test_a_hung_primary_is_down_within_the_timeout_and_the_replicas_go_on(
                 kb.ingest(_doc(9))
             assert asked == []  # at once: the hung primary is not asked (it would hold the write)
             for _ in range(4):
-                with kb.session() as s:
-                    assert len(kb.search(STAFF, "number", mode="keyword")) == 3
+                s = kb.session()
+                assert len(kb.search(STAFF, "number", mode="keyword", session=s)) == 3
                 assert s.served[0].server.startswith("replica")
             # The replicas are still looked at: a probe of each ends after the primary hung.
             assert all(r.probe_started > started for r in kb.store._replicas)  # type: ignore[attr-defined]
@@ -392,9 +393,9 @@ def _observe(kb: KnowledgeBase, tenant: str, **kw: object) -> tuple[int, list[ob
         who = Actor(tenant, actor.groups, visibilities=actor.visibilities)
         for q in QUERIES:
             for mode in ("keyword", "hybrid"):
-                with kb.session() as s:
-                    hits = kb.search(who, q, mode=mode, **kw)  # type: ignore[arg-type]
-                    resolved = [kb.resolve(who, h.citation(), **kw).as_dict() for h in hits]  # type: ignore[arg-type]
+                s = kb.session()
+                hits = kb.search(who, q, mode=mode, **kw, session=s)  # type: ignore[arg-type]
+                resolved = [kb.resolve(who, h.citation(), **kw, session=s).as_dict() for h in hits]  # type: ignore[arg-type]
                 gens.update(x.generation for x in s.served)
                 out.append([(h.document_id, h.version, h.passage, h.score, h.content_sha256) for h in hits])
                 out.append(resolved)
@@ -441,8 +442,8 @@ def test_replica_reads_equal_primary_reads_at_the_same_generation(servers: tuple
             if not paused:  # replaying: let it finish, so one look sees one generation
                 wait_replayed(p, r1)
             # The replica's read now (replay maybe paused): equal to the primary's at its gen.
-            with kb.session() as s:
-                kb.search(STAFF, "alpha")
+            s = kb.session()
+            kb.search(STAFF, "alpha", session=s)
             if s.served[0].server.startswith("replica"):
                 rgen, got = _observe(kb, tenant)
                 if (tenant, rgen) in expected:  # generations of this example's writes
@@ -503,9 +504,9 @@ def test_permission_exact_statistics_hold_on_a_replica(servers: tuple[PgServer, 
     with KnowledgeBase.open(p.url(schema), replicas=[r1.url(schema)],
                             replica_settings=ReplicaSettings(wait_s=0.0, probe_s=5)) as kb:
         for q in qs:
-            with kb.session() as s:
-                full = kb.search(actor, q.text, limit=50, match=q.match, filters=q.filters,
-                                 max_per_document=None, mode="keyword")
+            s = kb.session()
+            full = kb.search(actor, q.text, limit=50, match=q.match, filters=q.filters,
+                             max_per_document=None, mode="keyword", session=s)
             assert not s.served or s.served[0].server.startswith("replica")
             want = ref_bm25(readable, re.findall(r"[a-z]+", q.text.lower()), q.match)
             got = {(h.document_id, h.passage): h.score for h in full}
@@ -612,14 +613,14 @@ def test_one_callers_write_slows_no_other_caller(servers: tuple[PgServer, ...]) 
         kb.ingest([_doc(i, tenant="globex") for i in range(3)])
         wait_replayed(p, r1)
         r1.pause_replay()
-        with read_session(ReadSession(memory=memory, caller="acme-admin\x1facme")):
-            kb.ingest(_doc(50, tenant="acme"))
-        with read_session(ReadSession(memory=memory, caller="acme-admin\x1facme")) as mine:
-            acme = Actor("acme", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
-            assert len(kb.search(acme, "alpha", mode="keyword")) == 1
+        # Each request has its own session of its caller; the write's is remembered by caller.
+        kb.ingest(_doc(50, tenant="acme"), session=ReadSession(memory=memory, caller="acme-admin\x1facme"))
+        mine = ReadSession(memory=memory, caller="acme-admin\x1facme")
+        acme = Actor("acme", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
+        assert len(kb.search(acme, "alpha", mode="keyword", session=mine)) == 1
         assert mine.served[-1].server.startswith("primary")
-        with read_session(ReadSession(memory=memory, caller="globex-user\x1fglobex")) as other:
-            assert len(kb.search(globex, "alpha", mode="keyword")) == 3
+        other = ReadSession(memory=memory, caller="globex-user\x1fglobex")
+        assert len(kb.search(globex, "alpha", mode="keyword", session=other)) == 3
         assert [s.server.split()[0] for s in other.served] == ["replica"]  # not made to wait
     finally:
         _resumed(r1)

@@ -141,7 +141,7 @@ def record(op, **kw):
     with open(calls, "a") as f:
         f.write(json.dumps({"op": op, **kw}) + "\\n")
 
-def sync(*, tenant, source):
+def sync(*, tenant, source, session=None):
     if source == "boom":
         raise RuntimeError("confidential failure text")
     record("sync", tenant=tenant, source=source)

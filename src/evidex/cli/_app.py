@@ -15,7 +15,7 @@ import typer
 from .. import __version__
 from ..config import load_config
 from ..model import EvidexError
-from ..store import current_session, read_session
+from ..store import ReadSession
 from . import _documents, _eval, _feedback, _findings, _scale, _search, _service, _sources, _store
 from ._output import fail, safe
 from ._settings import command_session, state
@@ -112,17 +112,16 @@ def main_options(
             for line in str(exc).splitlines()[1:]:
                 typer.echo(f"  {safe(line)}", err=True)
             raise first from None
-    session = current_session()
-    if session is not None:  # main's session; the app called otherwise (tests) reads as it is
-        session.memory, session.caller = command_session()
+    memory, who = command_session() if state.remembering else (None, "")
+    state.session = ReadSession(memory=memory, caller=who)
 
 
 def main() -> None:
     """Run the app with click's own error printing replaced by one ``error:`` line, in one read
-    session (``_settings.command_session``)."""
+    session that remembers writes across commands (``_settings.command_session``)."""
+    state.remembering = True
     try:
-        with read_session():
-            code = app(standalone_mode=False, prog_name="evidex")
+        code = app(standalone_mode=False, prog_name="evidex")
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.TyperException as exc:  # usage errors: bad option values, missing options

@@ -11,7 +11,7 @@ import typer
 from ..ingest import DEFAULT_MAX_FILE_BYTES, FORMATS, load_paths
 from ..model import EvidexError
 from ._output import JsonOpt, emit, errors, fail, progress, safe
-from ._settings import AsOpt, TenantOpt, open_kb, server_note, split_csv, tenant_of
+from ._settings import AsOpt, TenantOpt, open_kb, server_note, split_csv, state, tenant_of
 
 __all__ = ["COMMANDS", "INGEST_BATCH"]
 
@@ -55,7 +55,7 @@ def ingest(
     with open_kb(create=True) as kb, progress("ingesting", show=not as_json) as step:
         # Large inputs go in batches, each atomic; the whole input is checked before any write.
         report = kb.ingest(loaded.documents, split=split, batch_size=INGEST_BATCH,
-                           identify_languages=True, progress=step)
+                           identify_languages=True, progress=step, session=state.session)
         notes = sorted({n for t in {d.tenant for d in loaded.documents} if (n := server_note(kb, t))})
     for note in notes:  # tenants on several servers, or replicas: which server was written
         typer.echo(f"{note}" + (f" (generation {report.generation})" if report.generation else ""), err=True)
@@ -81,7 +81,7 @@ def remove(
     """Delete a document with all its passages and history."""
     tenant = tenant_of(tenant, as_name)
     with open_kb() as kb:
-        existed = kb.remove(tenant, document_id)
+        existed = kb.remove(tenant, document_id, session=state.session)
         note = server_note(kb, tenant)
     if note:
         typer.echo(note, err=True)

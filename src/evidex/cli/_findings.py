@@ -10,7 +10,7 @@ import typer
 
 from ..model import EvidexError
 from ._output import JsonOpt, UsageError, emit, errors, safe
-from ._settings import open_kb
+from ._settings import open_kb, state
 
 __all__ = ["COMMANDS"]
 
@@ -35,7 +35,7 @@ def conflicts(status: Annotated[str, typer.Option(help="open, closed, dismissed 
             # On stderr: the listing that follows (open ones by default) no longer shows it.
             typer.echo(f"dismissed conflict {dismiss} of tenant {safe(tenant or '')} (by {safe(by)})",
                        err=True)
-        found = kb.conflicts(tenant, None if status == "all" else status)
+        found = kb.conflicts(tenant, None if status == "all" else status, session=state.session)
     emit({"conflicts": [c.as_dict() for c in found]}) if as_json else typer.echo(
         "".join(f"{safe(c.summary())}\n" for c in found) + f"{len(found)} conflict(s)")
 

@@ -12,15 +12,14 @@ import typer
 from ..kb import MATCHES, MODES
 from ..knowledge import Knowledge
 from ..model import EvidexError
-from ..store import current_session
 from ._output import JsonOpt, choice, citation_line, decision_lines, emit, errors, print_hits, safe
 from ._settings import AsOpt, ClaimOpt, GroupsOpt, TenantOpt, VisOpt, caller, open_kb, server_note, state
 
 
 def _served(kb: Knowledge, tenant: str) -> None:
     """Which server answered, at which generation (stderr), when there is more than one."""
-    session = current_session()
-    if server_note(kb, tenant) is not None and session is not None and session.served:
+    session = state.session
+    if server_note(kb, tenant) is not None and session.served:
         last = session.served[-1]
         typer.echo(f"served by {last.server} at generation {last.generation}", err=True)
 
@@ -57,7 +56,7 @@ def search(
                          mode=r.mode if mode is None else mode, explain=explain,
                          fusion=r.fuse if fusion is None else fusion, rrf_k=r.rrf_k,
                          window=r.window, alpha=r.alpha, max_per_document=r.max_per_document,
-                         evidence=True)  # the output shows the evidence level
+                         evidence=True, session=state.session)  # the output shows the evidence level
         _served(kb, who.tenant)
     if as_json:
         emit({"hits": [h.as_dict() for h in hits], "evidence": hits.evidence,
@@ -85,7 +84,7 @@ def ask(
     with open_kb() as kb:
         who = caller(tenant, groups, visibilities, as_name, claim)
         ans = kb.answer(who, question, generator=generator or state.cfg.answer.generator,
-                        settings=state.cfg.answer_settings(handoff))
+                        settings=state.cfg.answer_settings(handoff), session=state.session)
         _served(kb, who.tenant)
     if as_json:
         emit(ans.as_dict())
@@ -122,7 +121,7 @@ def resolve(
         raise EvidexError("no citation on standard input: pipe one hit of `evidex search --json` into it")
     citation = json.loads(text)
     with open_kb() as kb:
-        res = kb.resolve(who, citation)
+        res = kb.resolve(who, citation, session=state.session)
         _served(kb, who.tenant)
     if as_json:
         emit(res.as_dict())

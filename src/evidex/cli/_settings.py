@@ -3,9 +3,10 @@
 ``state`` holds what the global options set (--db, --replica, --analyzer, --embedder, --config),
 read by every command; ``open_kb`` opens the store they name: the configuration's ``store:``
 placement when it has one (tenants on several servers, replicas), else --db with its --replica
-servers. Every command runs in one read session (``command_session``): its reads include its
-own writes and, for a few seconds, those of the commands before it (remembered in the cache
-folder), on whichever server answers.
+servers. Every command has one read session (``state.session``, made by the callback), which
+it hands to every store call it makes: its reads include its own writes and, when run as
+``evidex`` (``main``), for a few seconds those of the commands before it (remembered in the
+cache folder, ``command_session``), on whichever server answers.
 
 The caller of a search, an answer or a resolve (``caller``) comes, in this order, from ``--as
 NAME`` (a caller the configuration names in ``server.api_keys``: its tenant, groups,
@@ -27,7 +28,7 @@ from ..embed import default_cache_path
 from ..knowledge import Knowledge
 from ..model import Actor, EvidexError
 from ..placement import Placement, open_configured
-from ..store import RecentWrites
+from ..store import ReadSession, RecentWrites
 from ._output import UsageError
 
 __all__ = ["AsOpt", "ClaimOpt", "GroupsOpt", "State", "TenantOpt", "VisOpt", "caller", "command_session",
@@ -64,6 +65,11 @@ class State:
     embedder: str | None = None
     config: Config | None = None
     config_path: str | None = None
+    #: The command's read session, handed to every store call (see the module docstring).
+    session: ReadSession = ReadSession()
+    #: Whether the session remembers writes across commands (``main`` sets it; a test calling
+    #: the app in-process reads its own writes only).
+    remembering: bool = False
 
     @property
     def cfg(self) -> Config:

@@ -15,7 +15,7 @@ import typer
 
 from ..model import EvidexError
 from ._output import JsonOpt, emit, errors, safe
-from ._settings import need_config, open_kb
+from ._settings import need_config, open_kb, state
 
 if TYPE_CHECKING:  # the sources layer loads lazily: a fast start for every command
     from ..config import Config
@@ -34,7 +34,6 @@ def _run_sources(kind: str, source: list[str] | None, show: bool) -> SyncReport:
     from ..sources import drift, sync
 
     config = need_config()
-    run = sync if kind == "sync" else drift
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), disable=not (show and sys.stderr.isatty()), transient=True)
     # The configuration names the store its sources fill: before the first sync, drift
@@ -47,7 +46,9 @@ def _run_sources(kind: str, source: list[str] | None, show: bool) -> SyncReport:
                 tasks[what] = bar.add_task(safe(what), total=total)
             bar.update(tasks[what], completed=done, total=total)
 
-        return run(kb, config, source or None, progress=progress)
+        if kind == "sync":
+            return sync(kb, config, source or None, progress=progress, session=state.session)
+        return drift(kb, config, source or None, progress=progress)
 
 
 def _show(report: SyncReport, as_json: bool, lines: Callable[[SourceReport], list[str]], total: str) -> None:

@@ -10,7 +10,7 @@ import typer
 from ..kb import migrate_store
 from ..knowledge import Knowledge
 from ._output import JsonOpt, emit, errors, fail, progress, safe
-from ._settings import open_kb
+from ._settings import open_kb, state
 
 ServerTenantOpt = Annotated[str | None, typer.Option(
     "--tenant", help="Only the store this tenant is placed on (default: every store).")]
@@ -88,7 +88,7 @@ def reindex(analyzer: Annotated[str, typer.Option("--analyzer", help="auto, exac
             tenant: ServerTenantOpt = None, as_json: JsonOpt = False) -> None:
     """Rebuild the keyword index with another analyzer and switch to it atomically."""
     with open_kb() as kb:
-        count = _chosen(kb, tenant).reindex(analyzer)
+        count = _chosen(kb, tenant).reindex(analyzer, session=state.session)
     emit({"analyzer": analyzer, "passages": count}) if as_json else typer.echo(f"reindexed {count} passages")
 
 
@@ -100,7 +100,7 @@ def reembed(
 ) -> None:
     """Rebuild every passage vector with another model and switch to it atomically."""
     with open_kb() as kb, progress(f"embedding with {model}", show=not as_json) as step:
-        count = _chosen(kb, tenant).reembed(model, progress=step)
+        count = _chosen(kb, tenant).reembed(model, progress=step, session=state.session)
     if as_json:
         emit({"model": model, "passages": count})
     else:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..answer import Answer, AnswerSettings
@@ -208,8 +207,8 @@ class PlacedKnowledge:
             out |= self._routed(tenant, skipped)
         return out
 
-    def remove(self, tenant: str, document_id: str) -> bool:
-        return self._routed(tenant, lambda kb: kb.remove(tenant, document_id))
+    def remove(self, tenant: str, document_id: str, *, session: ReadSession | None = None) -> bool:
+        return self._routed(tenant, lambda kb: kb.remove(tenant, document_id, session=session))
 
     def dismiss_conflict(self, tenant: str, conflict_id: int, by: str) -> bool:
         return self._routed(tenant, lambda kb: kb.dismiss_conflict(tenant, conflict_id, by))
@@ -219,11 +218,12 @@ class PlacedKnowledge:
             return self._at(self._placement.default).record_run(run)
         return self._routed(run.tenant, lambda kb: kb.record_run(run))
 
-    def reembed(self, model: str, progress: Callable[[int, int], None] | None = None) -> int:
-        return sum(kb.reembed(model, progress=progress) for _, kb in self._each())
+    def reembed(self, model: str, progress: Callable[[int, int], None] | None = None, *,
+                session: ReadSession | None = None) -> int:
+        return sum(kb.reembed(model, progress=progress, session=session) for _, kb in self._each())
 
-    def reindex(self, analyzer: str) -> int:
-        return sum(kb.reindex(analyzer) for _, kb in self._each())
+    def reindex(self, analyzer: str, *, session: ReadSession | None = None) -> int:
+        return sum(kb.reindex(analyzer, session=session) for _, kb in self._each())
 
     def optimize(self) -> None:
         for _, kb in self._each():
@@ -236,12 +236,11 @@ class PlacedKnowledge:
     def answer(self, actor: Actor, question: str, generator: str = "extractive", **options: Any) -> Answer:
         return self._routed(actor.tenant, lambda kb: kb.answer(actor, question, generator, **options))
 
-    def resolve(self, actor: Actor, citation: Mapping[str, Any], *,
-                at_least: int | None = None) -> Resolution:
-        return self._routed(actor.tenant, lambda kb: kb.resolve(actor, citation, at_least=at_least))
+    def resolve(self, actor: Actor, citation: Mapping[str, Any], **options: Any) -> Resolution:
+        return self._routed(actor.tenant, lambda kb: kb.resolve(actor, citation, **options))
 
-    def document(self, actor: Actor, document_id: str, *, at_least: int | None = None) -> DocumentView | None:
-        return self._routed(actor.tenant, lambda kb: kb.document(actor, document_id, at_least=at_least))
+    def document(self, actor: Actor, document_id: str, **options: Any) -> DocumentView | None:
+        return self._routed(actor.tenant, lambda kb: kb.document(actor, document_id, **options))
 
     def documents(self, tenant: str | None = None) -> list[StoredDocument]:
         if tenant is not None:
@@ -253,10 +252,11 @@ class PlacedKnowledge:
         return sorted((e for loc, kb in self._each() for e in kb.source_entries(source)
                        if self._lives_at(e.tenant, loc)), key=lambda e: (e.tenant, e.doc_id))
 
-    def conflicts(self, tenant: str | None = None, status: str | None = None) -> list[Conflict]:
+    def conflicts(self, tenant: str | None = None, status: str | None = None, *,
+                  session: ReadSession | None = None) -> list[Conflict]:
         if tenant is not None:
-            return self._routed(tenant, lambda kb: kb.conflicts(tenant, status))
-        found = [c for loc, kb in self._each() for c in kb.conflicts(None, status)
+            return self._routed(tenant, lambda kb: kb.conflicts(tenant, status, session=session))
+        found = [c for loc, kb in self._each() for c in kb.conflicts(None, status, session=session)
                  if self._lives_at(c.tenant, loc)]
         return sorted(found, key=lambda c: (c.detected_at, c.tenant, c.id), reverse=True)
 
@@ -277,13 +277,11 @@ class PlacedKnowledge:
     def written_generation(self) -> int:
         return max(kb.written_generation for kb in self._handles.values())
 
-    @contextmanager
-    def session(self, at_least: int | None = None) -> Iterator[ReadSession]:
+    def session(self, at_least: int | None = None) -> ReadSession:
         if at_least is not None:
             raise EvidexError("with tenants on several servers a generation names a write to one of them: "
                               "give at_least to the read (search, answer, resolve, document) instead")
-        with self._at(self._placement.default).session() as s:
-            yield s
+        return ReadSession()  # keyed by lineage, so one session serves every store
 
     def servers(self) -> list[dict[str, object]]:
         if (one := self._single()) is not None:

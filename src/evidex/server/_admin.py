@@ -7,19 +7,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from ._deps import ADMIN_ERRORS, Admin, Svc
+from ._deps import ADMIN_ERRORS, Admin, Reads, Svc
 from ._schemas import SyncRequest
 
 router = APIRouter(tags=["admin"])
 
 
 @router.post("/v1/sync", responses=ADMIN_ERRORS)
-def run_sync(body: SyncRequest, who: Admin, svc: Svc) -> dict[str, Any]:
+def run_sync(body: SyncRequest, who: Admin, svc: Svc, reads: Reads) -> dict[str, Any]:
     """Sync the admin key's tenant from its configured sources."""
     if svc.sync is None:
         raise HTTPException(501, "this server was started without sources configured; sync is "
                                  "not available")
-    return dict(svc.sync(tenant=who.actor.tenant, source=body.source))
+    return dict(svc.sync(tenant=who.actor.tenant, source=body.source, session=reads))
 
 
 @router.get("/v1/drift", responses=ADMIN_ERRORS)

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse, Response
 
 from ..tools import LiveSource
 from . import _operations
-from ._deps import ERRORS, Caller, Svc
+from ._deps import ERRORS, Caller, Reads, Svc
 from ._feedback import record_answer
 from ._handoff import issue_trace_id
 from ._logging import log_event
@@ -26,7 +26,7 @@ router = APIRouter(tags=["retrieval"])
 
 
 @router.post("/v1/answer", response_model=AnswerResponse, responses=ERRORS)
-async def answer(body: AnswerRequest, who: Caller, svc: Svc) -> Response:
+async def answer(body: AnswerRequest, who: Caller, svc: Svc, reads: Reads) -> Response:
     """An answer whose every sentence cites a passage the caller may read, or a decline
     with its reason and the handoff."""
     live: list[LiveSource] | None = None
@@ -43,7 +43,7 @@ async def answer(body: AnswerRequest, who: Caller, svc: Svc) -> Response:
     def run() -> dict[str, Any]:
         with svc.pool.handle() as kb:
             reply = _operations.answer(kb, who.actor, body, svc.answer_settings, svc.generator,
-                                       admin=who.admin, live=live)
+                                       admin=who.admin, live=live, session=reads)
             record_answer(kb, who, body.question, trace_id, reply)
             return reply
 

@@ -8,25 +8,26 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException
 from fastapi import Path as PathParam
 
-from ._deps import ADMIN_ERRORS, Admin, Svc
+from ._deps import ADMIN_ERRORS, Admin, Reads, Svc
 from ._schemas import Problem
 
 router = APIRouter(tags=["admin"])
 
 
 @router.get("/v1/conflicts", responses=ADMIN_ERRORS)
-def list_conflicts(who: Admin, svc: Svc,
+def list_conflicts(who: Admin, svc: Svc, reads: Reads,
                    status: Literal["open", "closed", "dismissed", "all"] = "open") -> dict[str, Any]:
     """Conflicts of the admin key's tenant, newest first: both citations and their values; a
     side's sentence only when the key may read its document (null otherwise, and the subject
     words are left out), as its GET /v1/documents would decide."""
     with svc.pool.handle() as kb:
-        found = kb.conflicts(who.actor.tenant, None if status == "all" else status)
+        found = kb.conflicts(who.actor.tenant, None if status == "all" else status, session=reads)
         readable: dict[str, bool] = {}
         for c in found:
             for side in (c.a, c.b):
                 if side.document_id not in readable:
-                    readable[side.document_id] = kb.document(who.actor, side.document_id) is not None
+                    seen = kb.document(who.actor, side.document_id, session=reads)
+                    readable[side.document_id] = seen is not None
     return {"conflicts": [_listed(c.as_dict(), readable) for c in found]}
 
 

@@ -1,18 +1,19 @@
 """Read your writes through the service, and which server answered.
 
-Every request runs in a read session (``store.ReadSession``) of its caller, the API key (or
-token subject) the guard authenticated: the session's reads include what that caller wrote in
-the last few seconds (``store.RecentWrites``, shared by the worker processes through a small
-file), so an admin key that synced or deleted a document reads the change back on its next
-request, whichever replica or worker serves it. The response says which server answered its
-last read (``X-Evidex-Server``), the generation a write committed
+Every request gets a read session (``store.ReadSession``) of its caller, the API key (or token
+subject) the guard authenticated, in its ASGI scope (``scope["state"]["reads"]``); routes take
+it as the ``_deps.Reads`` dependency and hand it to every store call they make. Its reads
+include what that caller wrote in the last few seconds (``store.RecentWrites``, shared by the
+worker processes through a small file), so an admin key that synced or deleted a document reads
+the change back on its next request, whichever replica or worker serves it. The response says
+which server answered its last read (``X-Evidex-Server``), the generation a write committed
 (``X-Evidex-Written-Generation``), and the newest of the caller's own recent writes that the
-read included (``X-Evidex-Generation``). The store's generation counts every tenant's writes
-on a server the tenants share, so its current value is never shown: another tenant would watch
-it move with each write of theirs (issue 45, finding 6). A caller only ever sees generations of
-its own writes, which it was told when it wrote them. A server is named by its role
-and a short digest of its address (``/v1/health`` maps digests to servers for admins): the
-addresses of the database servers are not for every caller.
+read included (``X-Evidex-Generation``). The store's generation counts every tenant's writes on
+a server the tenants share, so its current value is never shown: another tenant would watch it
+move with each write of theirs (issue 45, finding 6). A caller only ever sees generations of
+its own writes, which it was told when it wrote them. A server is named by its role and a short
+digest of its address (``/v1/health`` maps digests to servers for admins): the addresses of the
+database servers are not for every caller.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..store import ReadSession, RecentWrites, read_session
+from ..store import ReadSession, RecentWrites
 from ._identity import Principal
 
 __all__ = ["ReadYourWrites", "server_id"]
@@ -75,5 +76,5 @@ class ReadYourWrites:
                 message = {**message, "headers": headers}
             await send(message)
 
-        with read_session(session):
-            await self.app(scope, receive, send_with_servers)
+        scope.setdefault("state", {})["reads"] = session
+        await self.app(scope, receive, send_with_servers)

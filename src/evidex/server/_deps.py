@@ -18,20 +18,23 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..answer import AnswerSettings
 from ..retrieve import Fusion
+from ..store import ReadSession
 from ..tools import Toolbox
 from ._counters import ServiceMetrics
 from ._identity import Principal
 from ._pool import StorePool
 from ._schemas import Problem
 
-__all__ = ["ADMIN_ERRORS", "DENIAL_FLOOR_S", "ERRORS", "Admin", "Caller", "DriftFn", "Services", "SourcesFn",
-           "Svc", "SyncFn", "uniform_denial"]
+__all__ = ["ADMIN_ERRORS", "DENIAL_FLOOR_S", "ERRORS", "Admin", "Caller", "DriftFn", "Reads", "Services",
+           "SourcesFn", "Svc", "SyncFn", "uniform_denial"]
 
 
 class SyncFn(Protocol):
-    """Runs a sync of the caller's tenant (one source or all) and reports what changed."""
+    """Runs a sync of the caller's tenant (one source or all) and reports what changed; its
+    writes are told to ``session``, the request's (see ``_consistency``)."""
 
-    def __call__(self, *, tenant: str, source: str | None) -> Mapping[str, Any]: ...
+    def __call__(self, *, tenant: str, source: str | None,
+                 session: ReadSession | None = None) -> Mapping[str, Any]: ...
 
 
 class DriftFn(Protocol):
@@ -84,6 +87,15 @@ async def caller(request: Request,
     return who
 
 
+async def reads(request: Request) -> ReadSession:
+    """The request's read session: every store call of the route takes it (``session=``), so
+    the caller reads its own writes (``_consistency.ReadYourWrites`` made it)."""
+    session = request.scope.get("state", {}).get("reads")
+    if not isinstance(session, ReadSession):
+        raise RuntimeError("no read session: the ReadYourWrites middleware wraps every route")
+    return session
+
+
 async def admin(who: Annotated[Principal, Depends(caller)]) -> Principal:
     if not who.admin:
         raise HTTPException(403, "this operation needs an admin key")
@@ -113,6 +125,7 @@ async def uniform_denial(started: float) -> None:
 Caller = Annotated[Principal, Depends(caller)]
 Admin = Annotated[Principal, Depends(admin)]
 Svc = Annotated[Services, Depends(services)]
+Reads = Annotated[ReadSession, Depends(reads)]
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "missing or invalid credentials"},

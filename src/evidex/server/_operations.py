@@ -15,6 +15,7 @@ from ..answer import AnswerSettings
 from ..knowledge import Knowledge
 from ..model import Actor
 from ..retrieve import Fusion
+from ..store import ReadSession
 from ..tools import LiveSource
 from ._schemas import AnswerRequest, ResolveBody, SearchRequest
 
@@ -33,25 +34,27 @@ def without_server_paths(value: Any) -> Any:
 
 
 def search(kb: Knowledge, actor: Actor, body: SearchRequest, fusion: Fusion, *,
-           admin: bool = False) -> dict[str, Any]:
-    """``fusion`` is the configured one; the request's fusion fields override it."""
+           admin: bool = False, session: ReadSession | None = None) -> dict[str, Any]:
+    """``fusion`` is the configured one; the request's fusion fields override it. ``session``:
+    the request's (MCP has none: one caller, reading through its own handle)."""
     hits = kb.search(actor, body.query, limit=body.top_k, match=body.match, mode=body.mode,
                      filters=body.filters.model_dump() if body.filters else None,
                      max_per_document=body.max_per_document, explain=body.explain,
-                     fusion=body.fusion_over(fusion), evidence=body.evidence)
+                     fusion=body.fusion_over(fusion), evidence=body.evidence, session=session)
     out = {"hits": [h.as_dict() for h in hits], "evidence": hits.evidence, "fallback": hits.fallback}
     return out if admin else without_server_paths(out)  # type: ignore[no-any-return]
 
 
 def answer(kb: Knowledge, actor: Actor, body: AnswerRequest, settings: AnswerSettings | None,
            generator: str, *, admin: bool = False,
-           live: Sequence[LiveSource] | None = None) -> dict[str, Any]:
+           live: Sequence[LiveSource] | None = None, session: ReadSession | None = None) -> dict[str, Any]:
     """``live``: the question's lookups, made before the handle was taken (see ``_answer``)."""
     out = kb.answer(actor, body.question, generator=generator,
                     filters=body.filters.model_dump() if body.filters else None,
-                    settings=settings, live=live).as_dict()
+                    settings=settings, live=live, session=session).as_dict()
     return out if admin else without_server_paths(out)  # type: ignore[no-any-return]
 
 
-def resolve(kb: Knowledge, actor: Actor, body: ResolveBody) -> dict[str, Any]:
-    return kb.resolve(actor, body.root.model_dump()).as_dict()
+def resolve(kb: Knowledge, actor: Actor, body: ResolveBody, *,
+            session: ReadSession | None = None) -> dict[str, Any]:
+    return kb.resolve(actor, body.root.model_dump(), session=session).as_dict()

@@ -13,14 +13,14 @@ from fastapi.responses import JSONResponse, Response
 from ..model import Resolution
 from ..tools import compare
 from . import _operations
-from ._deps import ERRORS, Caller, Svc, uniform_denial
+from ._deps import ERRORS, Caller, Reads, Svc, uniform_denial
 from ._schemas import Citation, LiveCitation, ResolveBody, ResolveResponse
 
 router = APIRouter(tags=["retrieval"])
 
 
 @router.post("/v1/resolve", response_model=ResolveResponse, responses=ERRORS)
-async def resolve(body: ResolveBody, who: Caller, svc: Svc) -> Response:
+async def resolve(body: ResolveBody, who: Caller, svc: Svc, reads: Reads) -> Response:
     """Re-check a citation now: ``unavailable`` (unknown, or not readable by this caller: the
     same answer in the same time), ``source_changed`` or ``quote_mismatch``. A live citation is
     looked up again as this caller: ``ok`` when the value is unchanged, ``source_changed`` (the
@@ -34,7 +34,7 @@ async def resolve(body: ResolveBody, who: Caller, svc: Svc) -> Response:
 
     def check() -> dict[str, Any]:
         with svc.pool.handle() as kb:
-            return _operations.resolve(kb, who.actor, body)
+            return _operations.resolve(kb, who.actor, body, session=reads)
 
     started = time.perf_counter()
     if isinstance(cited, LiveCitation) and svc.tools is not None:

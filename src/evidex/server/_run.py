@@ -30,7 +30,7 @@ from ..model import ConfigError, EvidexError
 from ..notify import HandoffRoute
 from ..placement import SERVICE_MOVE_WAIT_S, Placement, open_configured, require_stores
 from ..sources import Scheduler, after_drift, drift, owners_hook, sync
-from ..store import RecentWrites, is_postgres_url, redacted
+from ..store import ReadSession, RecentWrites, is_postgres_url, redacted
 from ..tools import Toolbox
 from ._counters import MULTIPROC_ENV
 from ._handoff import TRACE_KEY_ENV
@@ -142,11 +142,11 @@ def source_operations(db: str, cfg: Config, replicas: Sequence[str] = ()) -> tup
 
     open_kb = opener(db, cfg, replicas)
 
-    def run_sync(*, tenant: str, source: str | None) -> dict[str, Any]:
+    def run_sync(*, tenant: str, source: str | None, session: ReadSession | None = None) -> dict[str, Any]:
         ids = chosen(tenant, source)
         try:
             with open_kb() as kb:
-                return sync(kb, cfg, ids).as_dict()
+                return sync(kb, cfg, ids, session=session).as_dict()
         finally:
             release_freed_memory()
 

@@ -27,7 +27,7 @@ from ..ingest import check_words
 from ..knowledge import Knowledge
 from ..model import Document, DocumentError, EvidexError
 from ..notify import owner_name
-from ..store import SourceEntry
+from ..store import ReadSession, SourceEntry
 from ._items import (
     Content,
     FetchError,
@@ -186,9 +186,11 @@ def _items(source: Source, skip: Callable[[str, str], None]) -> tuple[list[Item]
 class _Run:
     """One sync or drift run over some sources of one knowledge base."""
 
-    def __init__(self, kb: Knowledge, write: bool, progress: Progress | None) -> None:
+    def __init__(self, kb: Knowledge, write: bool, progress: Progress | None,
+                 session: ReadSession | None = None) -> None:
         self.kb = kb
         self.write = write
+        self.session = session  # the caller's: told what the run writes
         self.progress = progress
         # Ownership across the whole run, so two sources claiming one id are caught even when
         # neither owned it before.
@@ -297,7 +299,8 @@ class _Run:
                 rep.new.append(d.id)
         if self.write:
             written = self.kb.ingest(docs, source.split, max_section_chars=source.max_section_chars,
-                                     keep_history=source.supersede, sources=[e for _, e in batch])
+                                     keep_history=source.supersede, sources=[e for _, e in batch],
+                                     session=self.session)
             rep.conflicts += [c.id for c in written.conflicts]
             for d, e in batch:
                 self.stored[(d.tenant, d.id)] = d.content_sha256
@@ -310,7 +313,7 @@ class _Run:
     def _remove(self, e: SourceEntry, rep: SourceReport) -> None:
         rep.removed.append(e.doc_id)
         if self.write:
-            self.kb.remove(e.tenant, e.doc_id)
+            self.kb.remove(e.tenant, e.doc_id, session=self.session)
             self.stored.pop((e.tenant, e.doc_id), None)
             self.owners.pop((e.tenant, e.doc_id), None)
 
@@ -338,18 +341,20 @@ def _selected(config: Config, only: str | Sequence[str] | None) -> list[Source]:
 
 
 def _run(kind: Literal["sync", "drift"], kb: Knowledge, config: Config,
-         only: str | Sequence[str] | None, progress: Progress | None) -> SyncReport:
+         only: str | Sequence[str] | None, progress: Progress | None,
+         session: ReadSession | None = None) -> SyncReport:
     sources = _selected(config, only)
     t0 = time.perf_counter()
-    run = _Run(kb, kind == "sync", progress)
+    run = _Run(kb, kind == "sync", progress, session)
     reports = [run.source(s) for s in sources]
     return SyncReport(kind, reports, time.perf_counter() - t0)
 
 
 def sync(kb: Knowledge, config: Config, source: str | Sequence[str] | None = None, *,
-         progress: Progress | None = None) -> SyncReport:
-    """Bring the index in line with the configured sources (all, or the ones named)."""
-    return _run("sync", kb, config, source, progress)
+         progress: Progress | None = None, session: ReadSession | None = None) -> SyncReport:
+    """Bring the index in line with the configured sources (all, or the ones named).
+    ``session``: the caller's (``KnowledgeBase.session``), so its later reads include the sync."""
+    return _run("sync", kb, config, source, progress, session)
 
 
 def drift(kb: Knowledge, config: Config, source: str | Sequence[str] | None = None, *,

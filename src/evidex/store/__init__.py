@@ -39,7 +39,7 @@ from ._feedback import AnswerRecord, FeedbackRecord, HandoffRecord, since_stamp
 from ._location import is_postgres_url, redacted, scrubbed, store_exists, without_password
 from ._reports import EvalRecord, NoticeRecord
 from ._runs import RunRecord
-from ._session import ReadSession, RecentWrites, Served, current_session, read_session
+from ._session import ReadSession, RecentWrites, Served
 from ._sqlite import SQLiteStore
 from ._tenants import Mark
 
@@ -79,11 +79,9 @@ __all__ = [
     "compare_tenant",
     "copy_records",
     "copy_store",
-    "current_session",
     "is_postgres_url",
     "migrate_store",
     "open_store",
-    "read_session",
     "redacted",
     "scrubbed",
     "since_stamp",

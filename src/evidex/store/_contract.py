@@ -30,6 +30,7 @@ from ..model import Conflict, Document, IngestReport, Passage, StoreError
 from ._feedback import AnswerRecord, FeedbackRecord, HandoffRecord
 from ._reports import EvalRecord, NoticeRecord
 from ._runs import RunRecord
+from ._session import ReadSession
 from ._tenants import Mark
 
 __all__ = [
@@ -322,22 +323,26 @@ class Store(Protocol):
 
     def live_passages(self) -> list[tuple[int, str]]: ...
 
-    def switch_vectors(self, model: str, dimension: int, vectors: dict[int, np.ndarray]) -> bool: ...
+    def switch_vectors(self, model: str, dimension: int, vectors: dict[int, np.ndarray],
+                       session: ReadSession | None = None) -> bool: ...
 
-    def reindex(self, analyzer: str) -> int:
+    def reindex(self, analyzer: str, session: ReadSession | None = None) -> int:
         """Rebuild the keyword index with ``analyzer`` in one transaction (see ``_reindex``);
         the number of passages analysed."""
         ...
 
-    def read(self, at_least: int | None = None, latest: bool = False) -> AbstractContextManager[ReadView]:
-        """A consistent snapshot holding at least generation ``at_least`` (and what the
-        current ``ReadSession`` needs); ``latest``: every write committed before the call. A
-        single server always holds both; a store with replicas picks a server that does."""
+    def read(self, at_least: int | None = None, latest: bool = False,
+             session: ReadSession | None = None) -> AbstractContextManager[ReadView]:
+        """A consistent snapshot holding at least generation ``at_least`` and what ``session``
+        (the caller's: see ``_session``) needs; ``latest``: every write committed before the
+        call. A single server always holds all three; a store with replicas picks a server that
+        does. Without a session a read includes this handle's own writes."""
         ...
 
     def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool,
               sources: Sequence[SourceEntry] = (), moving: bool = False,
-              history: Sequence[tuple[str, str, HistoryEntry]] = ()) -> IngestReport:
+              history: Sequence[tuple[str, str, HistoryEntry]] = (),
+              session: ReadSession | None = None) -> IngestReport:
         """Write ``writes`` and upsert ``sources`` (keyed by tenant and doc_id; one entry per
         document of the batch) in one transaction. An entry equal to the stored one writes
         nothing, so an unchanged re-sync leaves the store untouched. A tenant marked as moving
@@ -357,8 +362,9 @@ class Store(Protocol):
 
     def tenant_marks(self) -> dict[str, Mark]: ...
 
-    def remove(self, tenant: str, doc_id: str) -> bool:
-        """Delete the document, its passages, its history and its source entry."""
+    def remove(self, tenant: str, doc_id: str, session: ReadSession | None = None) -> bool:
+        """Delete the document, its passages, its history and its source entry. Every write
+        takes the caller's ``session``, told the generation it committed."""
         ...
 
     def source_entries(self, source: str | None = None) -> list[SourceEntry]:

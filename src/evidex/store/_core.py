@@ -46,7 +46,7 @@ from ._records import Records
 from ._segments import (
     SegmentCache,
 )
-from ._session import current_session
+from ._session import ReadSession
 from ._view import DOC_SELECT, SQLView, read_signatures
 
 if TYPE_CHECKING:
@@ -156,16 +156,19 @@ class SQLStore(WritePath, Rebuilds, Merging, Records):
 
     # -- reading --------------------------------------------------------------------------------
     @contextmanager
-    def read(self, at_least: int | None = None, latest: bool = False) -> Iterator[SQLView]:
+    def read(self, at_least: int | None = None, latest: bool = False,
+             session: ReadSession | None = None) -> Iterator[SQLView]:
         """One consistent snapshot. It holds every committed write, so ``at_least`` (a
-        generation) and ``latest`` ask nothing more of a single server; a generation it has not
-        reached was never committed here (a number from another store) and is an error."""
+        generation), ``latest`` and ``session``'s writes ask nothing more of a single server; a
+        generation it has not reached was never committed here (a number from another store)
+        and is an error. ``session`` records which server answered."""
         with self._open_view() as view:
             gen = int(view.generation)  # type: ignore[call-overload]
-            if at_least is not None and gen < at_least:
-                raise StoreError(f"{self._where} is at generation {gen}; generation {at_least} was "
+            named = session.at_least.get(self.lineage) if session is not None else None
+            need = max((g for g in (at_least, named) if g is not None), default=None)
+            if need is not None and gen < need:
+                raise StoreError(f"{self._where} is at generation {gen}; generation {need} was "
                                  "never committed here (it names a write to another store)")
-            session = current_session()
             if session is not None:
                 session.read(self.label, gen)
             yield view
@@ -185,24 +188,25 @@ class SQLStore(WritePath, Rebuilds, Merging, Records):
 
     # -- writing --------------------------------------------------------------------------------
     @contextmanager
-    def _write(self, exclusive: bool = False, conn: Any = None) -> Iterator[Tx]:
+    def _write(self, exclusive: bool = False, conn: Any = None,
+               session: ReadSession | None = None) -> Iterator[Tx]:
         """One write transaction: committed, with the last step of ``_finish``, when the body
-        changed something; rolled back otherwise."""
+        changed something; rolled back otherwise. ``session``: the caller's, told the generation
+        committed."""
         with self._transaction(exclusive, conn) as c:
             tx = Tx(c)
             yield tx
             if tx.changed:
                 self._finish(tx)
                 c.execute("COMMIT")
-                self._committed(int(tx.generation or 0))
+                self._committed(int(tx.generation or 0), session)
             else:
                 c.execute("ROLLBACK")
 
-    def _committed(self, generation: int) -> None:
-        """A write committed ``generation``: this handle's newest, and the session's (so the
-        caller's next reads include it, on whichever server)."""
+    def _committed(self, generation: int, session: ReadSession | None) -> None:
+        """A write committed ``generation``: this handle's newest, and the caller's session's
+        (so the caller's next reads include it, on whichever server)."""
         self.written = max(self.written, generation)
-        session = current_session()
         if session is not None:
             session.wrote(self.lineage, generation)
 

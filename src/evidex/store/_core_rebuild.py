@@ -16,6 +16,7 @@ from ._schema import columns
 from ._segments import (
     segment_from_rows,
 )
+from ._session import ReadSession
 
 if TYPE_CHECKING:
     pass
@@ -29,13 +30,14 @@ class Rebuilds:
         with self._connection() as c:
             return [(int(r[0]), r[1]) for r in c.execute("SELECT pid, text FROM passages ORDER BY pid")]
 
-    def switch_vectors(self, model: str, dimension: int, vectors: dict[int, np.ndarray]) -> bool:
+    def switch_vectors(self, model: str, dimension: int, vectors: dict[int, np.ndarray],
+                       session: ReadSession | None = None) -> bool:
         """Atomically replace every stored vector by ``model``'s. ``vectors`` must cover every
         live passage; returns False (changing nothing) if passages were added meanwhile, so the
         caller embeds those and tries again. Readers keep the old vectors until this commits."""
         def run() -> bool:
             try:
-                with self._write(exclusive=True) as tx:
+                with self._write(exclusive=True, session=session) as tx:
                     live = [int(r[0]) for r in tx.cur.execute("SELECT pid FROM passages").fetchall()]
                     if not all(p in vectors for p in live):
                         raise Retry
@@ -52,7 +54,7 @@ class Rebuilds:
             self.embedder, self.dimension = model, dimension
         return done
 
-    def reindex(self, analyzer: str) -> int:
+    def reindex(self, analyzer: str, session: ReadSession | None = None) -> int:
         """Analyse every live passage with ``analyzer`` and switch to the new postings (see
         ``_reindex``); the number of passages analysed. Passages written meanwhile are read and
         analysed again (a few times, then it gives up)."""
@@ -63,18 +65,18 @@ class Rebuilds:
             if self.embedder != "none":
                 with self.read() as view:
                     vectors = view.passage_vectors(terms)
-            if self._switch_analyzer(analyzer, terms, vectors):
+            if self._switch_analyzer(analyzer, terms, vectors, session):
                 return len(terms)
         raise StoreError("the store kept changing during reindex; try again when writes pause")
 
     def _switch_analyzer(self, analyzer: str, terms: Mapping[int, Mapping[str, int]],
-                         vectors: Mapping[int, np.ndarray]) -> bool:
+                         vectors: Mapping[int, np.ndarray], session: ReadSession | None) -> bool:
         """Replace every live passage's postings by ``terms`` and record ``analyzer``,
         atomically; False, changing nothing, when passages were written or the model changed
         meanwhile, so the caller reads them again and retries."""
         def run() -> bool:
             try:
-                with self._write(exclusive=True) as tx:
+                with self._write(exclusive=True, session=session) as tx:
                     self._check_model(tx.cur)
                     rows = tx.cur.execute(_reindex.REWRITE_ROWS).fetchall()
                     if not _reindex.covered(rows, terms, vectors if self.embedder != "none" else None):

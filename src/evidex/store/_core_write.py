@@ -23,6 +23,7 @@ from ._segments import (
     encode,
     segment_from_rows,
 )
+from ._session import ReadSession
 
 if TYPE_CHECKING:
     pass
@@ -34,23 +35,26 @@ class WritePath:
 
     def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool = True,
               sources: Sequence[SourceEntry] = (), moving: bool = False,
-              history: Sequence[tuple[str, str, HistoryEntry]] = ()) -> IngestReport:
+              history: Sequence[tuple[str, str, HistoryEntry]] = (),
+              session: ReadSession | None = None) -> IngestReport:
         if not writes and not sources and not history:
             return IngestReport()
         keys = [(w.document.tenant, w.document.id) for w in writes]
         if len(set(keys)) != len(keys):
             raise StoreError("a document appears twice in the batch; nothing was written")
         self._merges.check()  # a failed background merge is reported before writing more
-        report: IngestReport = self._retrying(self._apply, writes, keep_history, sources, moving, history)
+        report: IngestReport = self._retrying(self._apply, writes, keep_history, sources, moving, history,
+                                              session)
         if report.passages_written:
             self._merges.request(merge_budget(report.passages_written, self._merge_policy))
         return report
 
     def _apply(self, writes: Sequence[DocumentWrite], keep_history: bool,
                sources: Sequence[SourceEntry], moving: bool,
-               history: Sequence[tuple[str, str, HistoryEntry]]) -> IngestReport:
+               history: Sequence[tuple[str, str, HistoryEntry]],
+               session: ReadSession | None) -> IngestReport:
         added = superseded = written = 0
-        with self._write() as tx:
+        with self._write(session=session) as tx:
             c = tx.cur
             self._check_model(c)
             keys = [(w.document.tenant, w.document.id) for w in writes]
@@ -235,9 +239,9 @@ class WritePath:
                 if have.get((w.document.tenant, w.document.id)) == w.index_key()}
 
 
-    def remove(self, tenant: str, doc_id: str) -> bool:
+    def remove(self, tenant: str, doc_id: str, session: ReadSession | None = None) -> bool:
         def run() -> bool:
-            with self._write() as tx:
+            with self._write(session=session) as tx:
                 c = tx.cur
                 self._refuse_moved(c, {tenant})
                 self.dialect.lock_documents(c, [(tenant, doc_id)])

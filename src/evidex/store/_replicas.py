@@ -10,12 +10,11 @@ only decides where each call goes:
   it is back; reads go on.
 * **Reads** (``read``: search, answer, resolve, document, stats, evaluation) go to a healthy
   replica, taken in turn. A read that must include a generation (``at_least``, what the
-  current ``ReadSession`` needs, or this handle's own last write: read your writes) takes a
-  replica whose snapshot has
-  replayed it, waiting up to ``wait_s`` for one, else the primary; it is never served an older
-  snapshot. A replica's snapshot is a consistent committed state of the primary: the same
-  pages, the same passage ids, the same generation numbers, so results and scores equal the
-  primary's at the same generation.
+  caller's ``ReadSession`` needs, or this handle's own last write: read your writes) takes a
+  replica whose snapshot has replayed it, waiting up to ``wait_s`` for one, else the primary;
+  it is never served an older snapshot. A replica's snapshot is a consistent committed state
+  of the primary: the same pages, the same passage ids, the same generation numbers, so
+  results and scores equal the primary's at the same generation.
 * **Health**: a background thread probes every server each ``probe_s``: the primary's
   generation, each replica's generation and replay lag. A replica lagging more than
   ``max_lag_s`` (or ``max_lag_generations``), failing a probe, or failing a read is skipped
@@ -56,7 +55,7 @@ from ..model import IngestReport, ReadFailed, ServerUnavailable, StoreError
 from ._contract import DocumentWrite, HistoryEntry, SourceEntry, StoredDocument
 from ._location import redacted, scrubbed, split_url
 from ._postgres import PostgresStore, lineage_of, server_name
-from ._session import current_session
+from ._session import ReadSession
 from ._tenants import Mark
 from ._view import SQLView
 
@@ -404,8 +403,8 @@ class ReplicatedStore:
 
     # -- reads ------------------------------------------------------------------------------------
     @contextmanager
-    def read(self, at_least: int | None = None, latest: bool = False) -> Iterator[SQLView]:
-        session = current_session()
+    def read(self, at_least: int | None = None, latest: bool = False,
+             session: ReadSession | None = None) -> Iterator[SQLView]:
         # Reads include the caller's writes: the session's, when it knows its caller (the
         # service: one key's write never makes another key, another tenant, wait for the
         # primary); else this handle's own (a script, a command).
@@ -536,12 +535,13 @@ class ReplicatedStore:
 
     def apply(self, writes: Sequence[DocumentWrite], *, keep_history: bool = True,
               sources: Sequence[SourceEntry] = (), moving: bool = False,
-              history: Sequence[tuple[str, str, HistoryEntry]] = ()) -> IngestReport:
+              history: Sequence[tuple[str, str, HistoryEntry]] = (),
+              session: ReadSession | None = None) -> IngestReport:
         return self._on_primary(lambda s: s.apply(writes, keep_history=keep_history, sources=sources,
-                                                  moving=moving, history=history))
+                                                  moving=moving, history=history, session=session))
 
-    def remove(self, tenant: str, doc_id: str) -> bool:
-        return self._on_primary(lambda s: s.remove(tenant, doc_id))
+    def remove(self, tenant: str, doc_id: str, session: ReadSession | None = None) -> bool:
+        return self._on_primary(lambda s: s.remove(tenant, doc_id, session))
 
     def remove_documents(self, tenant: str, doc_ids: Sequence[str], *, moving: bool = False) -> int:
         return self._on_primary(lambda s: s.remove_documents(tenant, doc_ids, moving=moving))
@@ -559,11 +559,12 @@ class ReplicatedStore:
     def live_passages(self) -> list[tuple[int, str]]:
         return self._on_primary(lambda s: s.live_passages())
 
-    def switch_vectors(self, model: str, dimension: int, vectors: dict[int, Any]) -> bool:
-        return self._on_primary(lambda s: s.switch_vectors(model, dimension, vectors))
+    def switch_vectors(self, model: str, dimension: int, vectors: dict[int, Any],
+                       session: ReadSession | None = None) -> bool:
+        return self._on_primary(lambda s: s.switch_vectors(model, dimension, vectors, session))
 
-    def reindex(self, analyzer: str) -> int:
-        return self._on_primary(lambda s: s.reindex(analyzer))
+    def reindex(self, analyzer: str, session: ReadSession | None = None) -> int:
+        return self._on_primary(lambda s: s.reindex(analyzer, session))
 
     def source_entries(self, source: str | None = None) -> list[SourceEntry]:
         return self._on_primary(lambda s: s.source_entries(source))

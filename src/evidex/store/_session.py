@@ -3,9 +3,12 @@
 A store with read replicas (``_replicas``) serves reads from servers that may lag its primary.
 A caller that has just written must still see its write: every write commits a store
 *generation*, and a read that names one (``at_least``) is served only by a server that has
-replayed it. The caller is whoever the ``ReadSession`` in the current context stands for: one
-request of the service (its API key), one ``evidex`` command, or a block of library calls
-(``KnowledgeBase.session``). The session
+replayed it. A ``ReadSession`` is one caller's record, an explicit value the caller hands to
+every read and write it makes (``Store.read(session=...)``, ``apply``, ``remove``, ...; above
+the store, ``KnowledgeBase``'s methods take ``session=``): one request of the service (its API
+key), one ``evidex`` command, or a block of library calls (``KnowledgeBase.session()``). There
+is no ambient session: a read that is handed none includes its store handle's own writes. The
+session
 
 * collects the generation of every write made in it (``wrote``), per *lineage* (the primary a
   store's servers copy: generations of different primaries are unrelated numbers);
@@ -19,8 +22,8 @@ lineage, in a small SQLite file, so that the service's worker processes (and suc
 ``evidex`` commands) share it: a write through one worker and a read through another still
 read the write.
 
-The session lives in a ``ContextVar``: it follows the request into the thread that runs it
-(the service's request threads copy the context; the session object is shared, not copied).
+A session is shared by the threads of one request (the service runs a request's store calls
+in worker threads); its records are appends and max-updates of small dicts under the GIL.
 """
 
 from __future__ import annotations
@@ -30,11 +33,10 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-__all__ = ["ReadSession", "RecentWrites", "Served", "current_session", "read_session"]
+__all__ = ["ReadSession", "RecentWrites", "Served"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +141,12 @@ class ReadSession:
                 found.append(remembered)
         return max(found) if found else None
 
+    def requiring(self, lineage: str, generation: int) -> ReadSession:
+        """This session needing ``generation`` of ``lineage`` as well, for one call: it shares
+        this session's records (writes, reads, memory), so what the call does is recorded here."""
+        need = max(generation, self.at_least.get(lineage, generation))
+        return replace(self, at_least={**self.at_least, lineage: need})
+
     def wrote(self, lineage: str, generation: int) -> None:
         if generation > self.written.get(lineage, -1):
             self.written[lineage] = generation
@@ -147,22 +155,3 @@ class ReadSession:
 
     def read(self, server: str, generation: int) -> None:
         self.served.append(Served(server, generation))
-
-
-_current: ContextVar[ReadSession | None] = ContextVar("evidex_read_session", default=None)
-
-
-def current_session() -> ReadSession | None:
-    return _current.get()
-
-
-@contextmanager
-def read_session(session: ReadSession | None = None) -> Iterator[ReadSession]:
-    """Make ``session`` (a new one by default) the current one for the block; a session
-    already current stays underneath, so nested blocks each get their own record."""
-    s = session if session is not None else ReadSession()
-    token = _current.set(s)
-    try:
-        yield s
-    finally:
-        _current.reset(token)
