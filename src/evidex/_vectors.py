@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .decide import Calibration, Probes, calibration, probe_texts
-from .embed import Embedder, EmbeddingCache, QueryVectorCache, get_embedder, query_vectors
+from .embed import Embedder, EmbeddingCache, QueryVectorCache, get_embedder, query_vectors, vectors_key
 from .retrieve import Deadline, Fallback, embed_within
 from .store import Store
 
@@ -52,12 +52,12 @@ class Vectors:
                        progress: Callable[[int], None] | None = None) -> np.ndarray:
         """Vectors of passage texts with the store's model, through the embedding cache."""
         e = self.embedder()
-        return self.cache().embed(e.model_id, e.dimension, texts, e.embed_passages, progress=progress)
+        return self.cache().embed(vectors_key(e), e.dimension, texts, e.embed_passages, progress=progress)
 
     def cached_passages(self, texts: list[str]) -> np.ndarray | None:
         """Passage vectors of ``texts`` when every one is in the embedding cache, else None."""
         e = self.embedder()
-        return self.cache().cached(e.model_id, e.dimension, texts)
+        return self.cache().cached(vectors_key(e), e.dimension, texts)
 
     def query_vector(self, query: str) -> np.ndarray:
         """The query's embedding, through the process-wide cache (see ``embed._queries``)."""

