@@ -28,9 +28,8 @@ from tokenizers import Tokenizer
 import evidex.embed
 from actors import PUBLIC_INTERNAL
 from evidex import Actor, AnswerSettings, Document, EvidexError, KnowledgeBase, SearchResults
-from evidex.answer import DECLINE_TEXT, SYSTEM_TEXT, token_counter
-from evidex.answer._answer import gate, number_sources
-from evidex.decide._support import passage_support, term_weights
+from evidex.answer import DECLINE_TEXT, SYSTEM_TEXT, Source, token_counter
+from evidex.decide import passage_support, term_weights
 from evidex.ingest import load_paths, scan
 from evidex.kb import QUESTION_LIMITS
 from evidex.query import get_analyzer, words
@@ -81,6 +80,11 @@ def hits_for(kb: KnowledgeBase, actor: Actor, question: str, settings: AnswerSet
     """What kb.answer retrieves for ``question`` (same limit, mode and query limits)."""
     return kb.search(actor, question, limit=settings.top_k, mode=settings.mode, limits=QUESTION_LIMITS,
                      rerank=True)
+
+
+def numbered(hits: SearchResults) -> list[Source]:
+    """The sources an answer's context holds for ``hits``: numbered from 1 in rank order."""
+    return [Source(n, h.citation(), h.flags) for n, h in enumerate(hits, start=1)]
 
 
 def assert_declined(ans: Any, reason: str | tuple[str, ...], settings: AnswerSettings = DEFAULT) -> None:
@@ -541,7 +545,7 @@ def test_configured_tokenizer_file_is_used_and_a_missing_one_is_an_error(tmp_pat
 
 def _sizes(kb: KnowledgeBase, actor: Actor, question: str, model: str
            ) -> tuple[list[Any], Callable[[str], int], list[int]]:
-    sources = number_sources(hits_for(kb, actor, question))
+    sources = numbered(hits_for(kb, actor, question))
     count = token_counter(model)
     sizes = [count(json.dumps(s.as_context(), ensure_ascii=False)) for s in sources]
     return sources, count, sizes
@@ -598,7 +602,7 @@ def test_a_smaller_lower_ranked_source_never_skips_ahead(example_kb: KnowledgeBa
 def test_other_model_budget_uses_its_own_tokenizer(example_kb: KnowledgeBase, customer: Actor,
                                                    llm: FakeLLM) -> None:
     """A non-OpenAI model is budgeted in its own (shipped tokenizers) tokens, not in cl100k."""
-    sources = number_sources(hits_for(example_kb, customer, WORN))
+    sources = numbered(hits_for(example_kb, customer, WORN))
     ref = _reference_tokenizer(SHIPPED_TOKENIZER)
 
     def count(text: str) -> int:
@@ -632,21 +636,6 @@ def test_budget_too_small_for_one_source_declines(example_kb: KnowledgeBase, cus
 
 
 # -- sources: numbered once, only what the actor may read ---------------------------------------
-
-
-def test_number_sources_numbers_in_rank_order_and_rejects_duplicates(
-        example_kb: KnowledgeBase, customer: Actor) -> None:
-    hits = hits_for(example_kb, customer, WORN)
-    assert len(hits) >= 2
-    sources = number_sources(hits)
-    assert [s.n for s in sources] == list(range(1, len(hits) + 1))
-    assert [s.citation for s in sources] == [h.citation() for h in hits]
-    dup = SearchResults([hits[0], hits[1], hits[0]], terms=hits.terms, evidence="strong")
-    with pytest.raises(EvidexError, match="duplicate"):
-        number_sources(dup)
-    # A duplicate handed to the answer pipeline is refused, never answered from.
-    with pytest.raises(EvidexError, match="duplicate"):
-        gate(WORN, dup, DEFAULT, "extractive")
 
 
 def test_only_passages_the_actor_may_read_reach_the_model(
@@ -932,8 +921,7 @@ def test_extractive_output_always_satisfies_the_output_contract(texts: list[str]
     """The extractive generator quotes whole contract sentences, so the validator never rejects
     it (abbreviations such as "e.g." or "P. chabaudi" once split a quote into an unmarked part)."""
     from answer_helpers import extract
-    from evidex.answer._contract import check_output
-    from evidex.answer._types import Source
+    from evidex.answer import check_output
 
     an = get_analyzer("english")
     sources = [Source(i, {"quote": t, "title": None, "heading_path": (), "version": "1"}, ())

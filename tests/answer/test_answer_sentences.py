@@ -7,9 +7,7 @@ import dataclasses
 
 from answer_helpers import extract
 from evidex.answer import Source, sentences
-from evidex.decide import PassageSupport
-from evidex.decide._support import passage_support, term_weights
-from evidex.decide._types import asked
+from evidex.decide import PassageSupport, asked, passage_support, term_weights
 from evidex.ingest import sentence_spans
 from evidex.query import get_analyzer
 

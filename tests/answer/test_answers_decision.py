@@ -14,9 +14,8 @@ from hypothesis import strategies as st
 from evidex import Actor, KnowledgeBase
 from evidex.answer import sentences, supporting_span
 from evidex.conflicts import disagree, values
-from evidex.decide import Calibration, PassageSupport, guess_language
+from evidex.decide import Calibration, PassageSupport, coverage, guess_language, passage_support, term_weights
 from evidex.decide._rerank import rank_score, rerank_order
-from evidex.decide._support import coverage, passage_support, term_weights
 from evidex.ingest import sentence_spans
 from evidex.query import get_analyzer, stem
 

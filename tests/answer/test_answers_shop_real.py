@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from evidex import Actor, KnowledgeBase
-from evidex.decide import in_context
-from evidex.decide._support import coverage
+from evidex.decide import coverage, in_context
 from evidex.embed import DEFAULT_EMBEDDER, default_cache_path
 from evidex.ingest import load_paths
 from evidex.kb import QUESTION_LIMITS

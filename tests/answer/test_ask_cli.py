@@ -25,7 +25,7 @@ import pytest
 from cli_runner import run_cli, run_parallel
 from evidex import Actor, EvidexError, KnowledgeBase
 from evidex.answer import DECLINE_TEXT, AnswerSettings
-from evidex.evaluation._beir import load_qa
+from evidex.evaluation import load_qa
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from evidex.answer._contract import check_output
+from evidex.answer import check_output
 
 ALLOWED = ("https://help.example.com",)
 

@@ -265,7 +265,7 @@ def test_evidex_drift_runs_the_one_list_after_a_check(kb: dict[str, Path], monke
     import evidex.sources
     from evidex.cli import main
     from evidex.config import load_config
-    from evidex.server._run import service_scheduler
+    from evidex.server import service_scheduler
     from evidex.sources import owners_hook
 
     folder = kb["tmp"] / "drift-docs"

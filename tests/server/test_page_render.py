@@ -10,7 +10,9 @@ import re
 import pytest
 
 from evidex.config import ServerSettings
-from evidex.server._page import DEMO_KEY_ENV, demo_hint, render_page
+from evidex.server import render_page
+
+DEMO_KEY_ENV = "EVIDEX_DEMO_KEY"  # the variable `make run` sets (server/_page.py reads it)
 
 SETTINGS = ServerSettings(api_keys=[{"key_sha256": hashlib.sha256(b"evidex-demo-customer").hexdigest(),
                                      "name": "demo-customer", "tenant": "acme"}])
@@ -29,5 +31,5 @@ def test_the_demo_key_is_suggested_only_when_named_and_known(monkeypatch: pytest
     assert config_of(render_page(SETTINGS))["demo"] == {"key": "evidex-demo-customer",
                                                          "name": "demo-customer", "tenant": "acme"}
     # A key the configuration does not know would be refused at sign-in: never suggested.
-    assert demo_hint(SETTINGS, "evidex-demo-typo") is None
-    assert demo_hint(SETTINGS, "") is None
+    assert config_of(render_page(SETTINGS, "evidex-demo-typo"))["demo"] is None
+    assert config_of(render_page(SETTINGS, ""))["demo"] is None

@@ -270,7 +270,7 @@ def test_the_run_log_on_every_backend(any_kb: KnowledgeBase) -> None:
 
 
 def test_serve_starts_the_scheduler_only_when_something_is_scheduled(tmp_path: Path, setup: Path) -> None:
-    from evidex.server._run import start_scheduler
+    from evidex.server import start_scheduler
     nothing = load_config(write(tmp_path / "none.yaml", "{}\n"))
     assert start_scheduler(str(tmp_path / "kb.db"), nothing) is None
     stop = start_scheduler(str(tmp_path / "kb.db"), load_config(setup))
@@ -285,7 +285,7 @@ def test_the_service_scheduler_calls_the_registered_drift_hooks(tmp_path: Path, 
     """README: after each drift check every hook in ``evidex.sources.DRIFT_HOOKS`` is called;
     the service's scheduler (and `evidex schedule`) call them besides telling the owners."""
     import evidex.sources
-    from evidex.server._run import service_scheduler
+    from evidex.server import service_scheduler
 
     seen: list[list[str]] = []
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evidex.answer import Source, extractive_answer
-from evidex.decide import Calibration, PassageSupport, Question, answer_bearing
-from evidex.decide._types import asked
+from evidex.decide import Calibration, PassageSupport, Question, answer_bearing, asked
 
 #: Every quotable span may answer: these helpers test the choice and the writing, not the bar.
 OPEN = Calibration(on_topic=-1.0, answer_bearing=-1.0, keyword_coverage=0.0)

@@ -3,9 +3,15 @@ facts, each text's support read by words, one calibration; shared by the decisio
 
 from __future__ import annotations
 
-from evidex.decide import AnswerBearing, Calibration, Question, answer_bearing
-from evidex.decide._support import passage_support, term_weights
-from evidex.decide._types import asked
+from evidex.decide import (
+    AnswerBearing,
+    Calibration,
+    Question,
+    answer_bearing,
+    asked,
+    passage_support,
+    term_weights,
+)
 from evidex.kb import QUESTION_LIMITS
 from evidex.query import get_analyzer, parse_query
 

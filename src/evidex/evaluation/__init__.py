@@ -1,6 +1,9 @@
 """Evaluation through the public API: BEIR retrieval sets, question sets, and case files that
 test answers as well as retrieval (``evaluate_cases``; the format is documented in
 ``examples/eval/README.md``).
+
+``load_qa`` reads a question set (JSON Lines; what ``evaluate_qa`` runs), raising
+``EvidexError`` with file:line for a malformed line, so a set can be checked before a run.
 """
 
 from __future__ import annotations
@@ -15,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from ..answer import AnswerSettings
-from ._beir import EVAL_LIMITS, corpus_documents, evaluate_beir, evaluate_qa, load_beir, metrics, run_queries
+from ._beir import (
+    EVAL_LIMITS,
+    corpus_documents,
+    evaluate_beir,
+    evaluate_qa,
+    load_beir,
+    load_qa,
+    metrics,
+    run_queries,
+)
 from ._casefile import TYPES, Case, CaseFile, load_cases
 from ._collection import Collection, build_store, lint
 from ._feedback import FeedbackDraft, feedback_cases
@@ -35,6 +47,7 @@ __all__ = [
     "lint_cases",
     "load_beir",
     "load_cases",
+    "load_qa",
     "metrics",
     "record_summary",
     "render_html",
