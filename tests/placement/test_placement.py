@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,7 @@ from evidex.config import StoreConfig, StoreLocation, load_config
 from evidex.placement import PlacedKnowledge, Placement, move_tenant, open_knowledge
 from evidex.placement import _move as placement_module  # the steps a crash is injected into
 from evidex.store import RunRecord, redacted
-from pgcluster import Cluster, PgServer
+from pgcluster import PgServer
 
 EVIDEX = Path(sys.executable).parent / "evidex"
 
@@ -42,15 +42,6 @@ def _actor(tenant: str) -> Actor:
 def _doc(tenant: str, i: int, version: str = "1", text: str = "") -> Document:
     return Document(f"d{i}", tenant, frozenset({"g"}), version,
                     text or f"alpha beta {tenant} number {i}\n\ngamma delta part {i % 7} of {tenant}")
-
-
-@pytest.fixture(scope="module")
-def two() -> Iterator[tuple[PgServer, PgServer]]:
-    c = Cluster()
-    try:
-        yield c.server("a"), c.server("b")
-    finally:
-        c.close()
 
 
 @pytest.fixture

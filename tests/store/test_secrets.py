@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -22,7 +21,7 @@ import yaml
 
 from backends import raw
 from evidex.store import redacted, scrubbed, without_password
-from pgcluster import Cluster, PgServer
+from pgcluster import PgServer
 from service_helpers import BIN, Server, auth, sha
 
 P1, P2, P3 = "Pw1-secret-acme", "Pw2-secret-globex", "Pw3-secret-target"
@@ -54,15 +53,6 @@ def test_error_text_quoting_a_connection_string_is_scrubbed() -> None:
     assert scrubbed("host=h password='a b c' dbname=d") == "host=h password=*** dbname=d"
     assert scrubbed("no connection to postgresql://u:hunter2@db/x: refused") == \
         "no connection to postgresql://u:***@db/x: refused"
-
-
-@pytest.fixture(scope="module")
-def two() -> Iterator[tuple[PgServer, PgServer]]:
-    c = Cluster()
-    try:
-        yield c.server("a"), c.server("b")
-    finally:
-        c.close()
 
 
 def _with_password(url: str, password: str) -> str:

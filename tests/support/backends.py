@@ -18,12 +18,12 @@ import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import psycopg
 from psycopg import sql
 
 from evidex.store import is_postgres_url
-from evidex.store._location import split_url
 
 BACKENDS = ("sqlite", "postgres")
 PG_URL_ENV = "EVIDEX_TEST_PG_URL"
@@ -31,6 +31,18 @@ PG_URL_ENV = "EVIDEX_TEST_PG_URL"
 
 def with_schema(base_url: str, schema: str) -> str:
     return f"{base_url}{'&' if '?' in base_url else '?'}schema={schema}"
+
+
+def conninfo_and_schema(url: str) -> tuple[str, str]:
+    """(libpq URL, schema) of a PostgreSQL store location: ``with_schema`` undone. ``schema``
+    and ``vector_search`` are evidex's own query parameters, which libpq would refuse; the
+    schema defaults to ``evidex``, as the store's. An empty authority is kept
+    (``postgresql:///db?host=/run`` names the server in the query)."""
+    parts = urlsplit(url)
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    schema = dict(params).get("schema", "evidex")
+    query = urlencode([(k, v) for k, v in params if k not in ("schema", "vector_search")])
+    return f"{parts.scheme}://{parts.netloc}{parts.path}" + (f"?{query}" if query else ""), schema
 
 
 class Locator:
@@ -58,7 +70,7 @@ class Locator:
         """Drop the schemas this locator handed out (an external server keeps nothing)."""
         if self.pg_url is None or not self.schemas:
             return
-        conninfo, _, _ = split_url(self.pg_url)
+        conninfo, _ = conninfo_and_schema(self.pg_url)
         with psycopg.connect(conninfo, autocommit=True) as c:
             for s in self.schemas:
                 c.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(s)))
@@ -71,7 +83,7 @@ def raw(location: str | Path, query: str, params: tuple[Any, ...] = ()) -> list[
     if not is_postgres_url(loc):
         with sqlite3.connect(loc) as c:
             return c.execute(query, params).fetchall()
-    conninfo, schema, _ = split_url(loc)
+    conninfo, schema = conninfo_and_schema(loc)
     with psycopg.connect(conninfo, autocommit=True) as c:
         c.execute(sql.SQL("SET search_path = {}, public").format(sql.Identifier(schema)))
         return [tuple(r) for r in c.execute(query.replace("?", "%s"), params).fetchall()]  # type: ignore[arg-type]
@@ -86,7 +98,7 @@ def execute(location: str | Path, *statements: str) -> None:
             for s in statements:
                 c.execute(s)
         return
-    conninfo, schema, _ = split_url(loc)
+    conninfo, schema = conninfo_and_schema(loc)
     with psycopg.connect(conninfo, autocommit=True) as c:
         c.execute(sql.SQL("SET search_path = {}, public").format(sql.Identifier(schema)))
         for s in statements:

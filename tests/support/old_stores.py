@@ -14,7 +14,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from evidex.store._location import split_url
+from backends import conninfo_and_schema
 
 SQLITE_V5 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -247,8 +247,8 @@ def sqlite_v5(current: Path, old: Path) -> None:
 def postgres_legacy(current_url: str, old_url: str, version: int) -> None:
     """A PostgreSQL store of schema ``version`` (1 to 3) at ``old_url`` holding the rows of the
     current store at ``current_url`` (both in one database)."""
-    conninfo, cur_schema, _ = split_url(current_url)
-    _, old_schema, _ = split_url(old_url)
+    conninfo, cur_schema = conninfo_and_schema(current_url)
+    _, old_schema = conninfo_and_schema(old_url)
     tables = {**_SHARED, "passages": (_PASSAGE_COLUMNS,) * 2,
               "tombstones": ("gen, pid",) * 2, "vectors": ("pid, sig, embedding",) * 2}
     if version < 3:

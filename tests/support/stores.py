@@ -6,7 +6,9 @@ every test runs in (``set_test_environment``, autouse).
 - ``any_kb``: a new store on each backend (SQLite and PostgreSQL: ``backend``, ``locate``,
   ``pg_url``), for the store-contract tests;
 - ``example_kb``: the bundled example collection (``example_db``, ingested once per session)
-  in the test's own copy.
+  in the test's own copy;
+- ``two``: two independent PostgreSQL servers (``pgcluster.Cluster``), started once per test
+  module, for the tests of stores placed on several servers.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 from backends import BACKENDS, PG_URL_ENV, Locator, pg_base_url
 from evidex import KnowledgeBase
 from evidex.ingest import load_paths
+from pgcluster import Cluster, PgServer
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -109,3 +112,14 @@ def any_kb(locate: Locator) -> Iterator[KnowledgeBase]:
     base = KnowledgeBase.open(locate("kb"))
     yield base
     base.close()
+
+
+@pytest.fixture(scope="module")
+def two() -> Iterator[tuple[PgServer, PgServer]]:
+    """Two independent PostgreSQL servers of one private cluster, stopped and deleted after the
+    test module."""
+    c = Cluster()
+    try:
+        yield c.server("a"), c.server("b")
+    finally:
+        c.close()
