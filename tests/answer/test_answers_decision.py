@@ -4,7 +4,6 @@ collection with the tiny test embedder."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 
 import pytest
@@ -15,7 +14,6 @@ from evidex import Actor, KnowledgeBase
 from evidex.answer import sentences, supporting_span
 from evidex.conflicts import disagree, values
 from evidex.decide import Calibration, PassageSupport, coverage, guess_language, passage_support, term_weights
-from evidex.decide._rerank import rank_score, rerank_order
 from evidex.ingest import sentence_spans
 from evidex.query import get_analyzer, stem
 
@@ -66,7 +64,6 @@ def test_heading_and_title_lines_are_never_sentences_to_quote() -> None:
     md = "## ERR-401: Please sign in again\n\nYour session has expired."
     p = passage_support(md, (), EXACT.terms, w, similarity=None, cross_language=False, keyword=0.0)
     assert [md[m.start:m.end] for m in p.sentences] == ["Your session has expired."]
-
 
 
 def test_a_sentence_that_asks_is_not_one_that_answers() -> None:
@@ -141,22 +138,6 @@ def test_an_ordinal_with_a_period_does_not_end_a_sentence(text: str, want: list[
 ])
 def test_language_hint(text: str, lang: str | None) -> None:
     assert guess_language(text) == lang
-
-
-# -- the ranker -------------------------------------------------------------------------------------
-@given(sim=unit, cov=unit, kw=unit, title=unit, more=st.floats(0.001, 0.5))
-def test_ranker_score_grows_with_every_feature(sim: float, cov: float, kw: float, title: float,
-                                               more: float) -> None:
-    base = rank_score(support(sim, cov, keyword=kw, title=title), T)
-    assert rank_score(support(sim + more, cov, keyword=kw, title=title), T) > base
-    assert rank_score(support(sim, cov + more, keyword=kw, title=title), T) > base
-    assert rank_score(support(sim, cov, keyword=kw + more, title=title), T) > base
-    assert rank_score(support(sim, cov, keyword=kw, title=title + more), T) > base
-
-
-def test_ranker_keeps_fused_order_on_ties() -> None:
-    tied = [dataclasses.replace(support(0.8, 0.1), score=1.0) for _ in range(4)]
-    assert rerank_order(tied) == [0, 1, 2, 3]
 
 
 def test_support_is_per_sentence_not_per_passage() -> None:

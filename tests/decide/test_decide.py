@@ -7,14 +7,11 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from decisions import CAL, decide_on, quoted
-from evidex.decide import Calibration, PassageSupport, Probes, on_topic, shown
-from evidex.decide._spans import identifier_only, record_label, spans
-from evidex.decide._topic import TOPIC_DEPTH, topic_score
+from evidex.decide import Calibration, PassageSupport, Probes, on_topic, shown, spans
 from evidex.ingest import sentence_spans
 
 
@@ -36,22 +33,6 @@ def test_on_topic_grows_with_similarity_and_coverage_and_falls_with_hubness(
         assert on_topic([support(sim, cov + more)], [hub], CAL).verdict
     if not on_topic([support(sim, cov)], [hub], CAL).verdict:
         assert not on_topic([support(sim, cov)], [hub + more], CAL).verdict
-
-
-def test_a_passage_close_to_every_question_needs_more_than_its_cosine() -> None:
-    """Two passages as close to the question: the one as close to questions in general
-    (hubness) is not on topic, the one that is close to this question in particular is."""
-    decided = on_topic([support(0.85), support(0.85)], [0.8, 0.6], CAL)
-    assert [d.on_topic for d in decided.passages] == [False, True] and decided.verdict
-    assert topic_score(support(0.85, 0.5), 0.6, CAL) == pytest.approx(0.85 - 0.3 + 0.05)
-    d = decided.passages[1]
-    assert d.thresholds == {"score": CAL.on_topic} and d.scores["hubness"] == 0.6
-
-
-def test_only_the_best_ranked_passages_are_read() -> None:
-    weak, strong = support(0.1), support(0.99, 1.0)
-    assert on_topic([weak] * (TOPIC_DEPTH - 1) + [strong], [0.0] * TOPIC_DEPTH, CAL).verdict
-    assert not on_topic([weak] * TOPIC_DEPTH + [strong], [0.0] * (TOPIC_DEPTH + 1), CAL).verdict
 
 
 def test_keyword_only_stores_decide_on_sentence_coverage() -> None:
@@ -111,13 +92,6 @@ def test_spans_are_contiguous_and_hold_their_focus(text: str, procedure: bool) -
     ss, ok = quotable(text)
     for sp in spans(text, ss, ok, procedure):
         assert 0 <= sp.start <= sp.focus[0] < sp.focus[1] <= sp.end <= len(text)
-
-
-def test_identifier_lines_and_record_labels() -> None:
-    assert identifier_only("SKU JK-1310.") and identifier_only("Art.-Nr. 4711")
-    assert not identifier_only("SKU JK-1310. Price: 329.00 €.")
-    assert record_label("Price: 329.00 €.") == "Price" and record_label("Sizes: S, M, L.") == "Sizes"
-    assert record_label("We ship them delivered duty paid: the price includes VAT.") is None
 
 
 def test_shown_text_drops_markdown_but_keeps_words() -> None:

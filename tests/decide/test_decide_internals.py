@@ -1,14 +1,40 @@
-"""What a question asks for and what a sentence states (decide._types), English and German."""
+"""decide's internals, each tested through the module that defines it: what a question asks
+for and what a sentence states (``_types``, English and German), the on-topic score and its
+depth (``_topic``), the spans the reader reads (``_bearing``), identifier lines and record
+labels (``_spans``), the second-stage ranker (``_rerank``), and the text paths of
+``_types``/``_spans`` in linear time (issue 45). The decisions themselves are tested through
+``evidex.decide``'s names in the other files here."""
 
 from __future__ import annotations
 
+import dataclasses
+import time
+from collections.abc import Callable
+
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from decisions import CAL, decide_on, quoted
+from evidex.answer import supporting_span
+from evidex.decide import (
+    Calibration,
+    PassageSupport,
+    Reading,
+    on_topic,
+    shown,
+)
+from evidex.decide._bearing import READ_DEPTH
+from evidex.decide._rerank import rank_score, rerank_order
+from evidex.decide._spans import _refers_back, identifier_only, record_label
+from evidex.decide._topic import TOPIC_DEPTH, topic_score
 from evidex.decide._types import STRICT, Asked, asked, matches, stated, stated_as
+from evidex.ingest import check_text, sentence_spans
+from evidex.model import DocumentError
 
 
+# -- what a question asks for and what a sentence states (_types) ----------------------------
 @pytest.mark.parametrize(("question", "kind", "dimension"), [
     ("How long do I have to return a jacket?", "duration", None),
     ("Once I reach Ranger, how long do I keep that status?", "duration", None),
@@ -120,3 +146,146 @@ def test_stated_as_is_matches_of_every_mention(question: str) -> None:
     a = asked(question)
     for s in sentences:
         assert stated_as(a, s) == matches(a, stated(s)), (question, s)
+
+
+# -- helpers of the tests below --------------------------------------------------------------
+UNITS = (". ", "x-", "**- ", "[1]", " ", "\t", "1.", "- ", "'", "A1", "a.", "3. ", "-", "*", "__ ", "A-1",
+         "aa-", "a/", "| ", "am 3. ")
+
+
+def _cpu(call: Callable[[str], object], text: str) -> float:
+    started = time.process_time()
+    call(text)
+    return time.process_time() - started
+
+
+def _answer_sentence(text: str) -> object:
+    return supporting_span(text, "Returns within 30 days.", str.split)
+
+
+class Scores:
+    """Scores each span by the first listed phrase it contains (0 otherwise); records calls."""
+
+    def __init__(self, by_phrase: dict[str, float]) -> None:
+        self.by_phrase = by_phrase
+        self.read: list[list[str]] = []
+
+    def __call__(self, question: str, texts: list[str]) -> np.ndarray:
+        self.read.append(texts)
+        return np.array([next((v for k, v in self.by_phrase.items() if k in t), 0.0) for t in texts])
+
+
+TEXTS = ["Returns are free of charge for members. You can return items within 30 days of delivery.",
+         "Our stores open at 9:00. Returns can be dropped at any store."]
+
+
+def support(sim: float | None, cov: float = 0.0, sentence_cov: float | None = None) -> PassageSupport:
+    return PassageSupport(similarity=sim, cross_language=False, coverage=cov,
+                          sentence_coverage=cov if sentence_cov is None else sentence_cov,
+                          title_coverage=0.0, keyword=0.0, sentences=())
+
+
+unit = st.floats(0.0, 1.0)
+
+
+T = Calibration(on_topic=0.9, answer_bearing=0.9, similarity_scale=0.05)
+
+
+def ranker_support(sim: float | None, cov: float, cross: bool = False, **kw: float) -> PassageSupport:
+    return PassageSupport(similarity=sim, cross_language=cross, coverage=cov, sentence_coverage=cov,
+                          title_coverage=kw.get("title", 0.0), keyword=kw.get("keyword", 0.0),
+                          sentences=())
+
+
+# -- on topic, the reader and spans ------------------------------------------------------------
+def test_a_passage_close_to_every_question_needs_more_than_its_cosine() -> None:
+    """Two passages as close to the question: the one as close to questions in general
+    (hubness) is not on topic, the one that is close to this question in particular is."""
+    decided = on_topic([support(0.85), support(0.85)], [0.8, 0.6], CAL)
+    assert [d.on_topic for d in decided.passages] == [False, True] and decided.verdict
+    assert topic_score(support(0.85, 0.5), 0.6, CAL) == pytest.approx(0.85 - 0.3 + 0.05)
+    d = decided.passages[1]
+    assert d.thresholds == {"score": CAL.on_topic} and d.scores["hubness"] == 0.6
+
+
+def test_only_the_best_ranked_passages_are_read() -> None:
+    weak, strong = support(0.1), support(0.99, 1.0)
+    assert on_topic([weak] * (TOPIC_DEPTH - 1) + [strong], [0.0] * TOPIC_DEPTH, CAL).verdict
+    assert not on_topic([weak] * TOPIC_DEPTH + [strong], [0.0] * (TOPIC_DEPTH + 1), CAL).verdict
+
+
+def test_identifier_lines_and_record_labels() -> None:
+    assert identifier_only("SKU JK-1310.") and identifier_only("Art.-Nr. 4711")
+    assert not identifier_only("SKU JK-1310. Price: 329.00 €.")
+    assert record_label("Price: 329.00 €.") == "Price" and record_label("Sizes: S, M, L.") == "Sizes"
+    assert record_label("We ship them delivered duty paid: the price includes VAT.") is None
+
+
+def test_the_reader_picks_the_span_it_reads_as_the_answer_not_the_scorers_first() -> None:
+    read = Scores({"within 30 days": 2.0, "free of charge": 1.0})
+    got = decide_on("How long do I have to return an item?", TEXTS, reading=Reading(read, 0.5))
+    assert got.verdict and quoted(got, TEXTS) == ["You can return items within 30 days of delivery."]
+    assert got.score == 2.0 and got.threshold == 0.5
+    assert len(read.read) == 1 and 1 < len(read.read[0]) <= READ_DEPTH
+    # Each span is read as the reader was trained: "passage: " then the span.
+    assert all(t.startswith("passage: ") for t in read.read[0])
+
+
+# -- the ranker -------------------------------------------------------------------------------------
+@given(sim=unit, cov=unit, kw=unit, title=unit, more=st.floats(0.001, 0.5))
+def test_ranker_score_grows_with_every_feature(sim: float, cov: float, kw: float, title: float,
+                                               more: float) -> None:
+    base = rank_score(ranker_support(sim, cov, keyword=kw, title=title), T)
+    assert rank_score(ranker_support(sim + more, cov, keyword=kw, title=title), T) > base
+    assert rank_score(ranker_support(sim, cov + more, keyword=kw, title=title), T) > base
+    assert rank_score(ranker_support(sim, cov, keyword=kw + more, title=title), T) > base
+    assert rank_score(ranker_support(sim, cov, keyword=kw, title=title + more), T) > base
+
+
+def test_ranker_keeps_fused_order_on_ties() -> None:
+    tied = [dataclasses.replace(ranker_support(0.8, 0.1), score=1.0) for _ in range(4)]
+    assert rerank_order(tied) == [0, 1, 2, 3]
+
+
+PATHS: dict[str, Callable[[str], object]] = {
+    "sentences": sentence_spans, "types": stated, "asked": asked, "refers_back": _refers_back,
+    "identifier": identifier_only, "shown": shown, "grounding": _answer_sentence,
+    "check_text": check_text,
+}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_every_text_path_takes_linear_cpu_time_on_pathological_text(path: str) -> None:
+    """60,000 characters of each unit (and a tail that makes a pattern fail late): quadratic
+    work here is minutes of CPU, linear work well under a second. The bound is 10 s of this
+    process's CPU time per call, whatever else the machine runs."""
+    call = PATHS[path]
+    for unit in UNITS:
+        for tail in ("", "!", "a", "\n"):
+            text = unit * (60_000 // len(unit)) + tail
+            try:
+                spent = _cpu(call, text)
+            except DocumentError:
+                continue  # refused by a bound: that is linear too
+            assert spent < 10, f"{path} on {unit!r} * n + {tail!r}: {spent:.1f} s of CPU"
+
+
+@pytest.mark.parametrize(("pattern", "text", "kind"), [
+    ("url", "see shop.example.com/returns now", "url"),
+    ("email", "write to help@shop.example.com today", "email"),
+    ("code", "order AB-1234X arrived", "code"),
+    ("place", "at Hauptstraße 5 in Berlin", "place"),
+])
+def test_the_linear_patterns_still_find_their_values(pattern: str, text: str, kind: str) -> None:
+    assert kind in {m.kind for m in stated(text)}
+
+
+def test_emphasis_and_early_pronouns_read_as_before() -> None:
+    assert shown("**Returns** are *free* within `30` days, __always__.") == \
+        "Returns are free within 30 days, always."
+    assert _refers_back("- We ship them duty paid.") and not _refers_back("We ship parcels daily.")
+    assert identifier_only("SKU: AB-12/3.") and not identifier_only("SKU: AB-12 is sold out.")
+    assert asked("Hello. How much does it cost?").kind == "price"
+
+
+#: Pathological units: repeated punctuation, long runs, nested marks.

@@ -12,9 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from decisions import CAL, decide_on, quoted
-from evidex.decide import Reading, shown, table_header
-from evidex.decide._bearing import READ_DEPTH
-from evidex.decide._spans import spans
+from evidex.decide import Reading, shown, spans, table_header
 from evidex.ingest import sentence_spans
 
 
@@ -32,16 +30,6 @@ class Scores:
 
 TEXTS = ["Returns are free of charge for members. You can return items within 30 days of delivery.",
          "Our stores open at 9:00. Returns can be dropped at any store."]
-
-
-def test_the_reader_picks_the_span_it_reads_as_the_answer_not_the_scorers_first() -> None:
-    read = Scores({"within 30 days": 2.0, "free of charge": 1.0})
-    got = decide_on("How long do I have to return an item?", TEXTS, reading=Reading(read, 0.5))
-    assert got.verdict and quoted(got, TEXTS) == ["You can return items within 30 days of delivery."]
-    assert got.score == 2.0 and got.threshold == 0.5
-    assert len(read.read) == 1 and 1 < len(read.read[0]) <= READ_DEPTH
-    # Each span is read as the reader was trained: "passage: " then the span.
-    assert all(t.startswith("passage: ") for t in read.read[0])
 
 
 def test_below_the_readers_threshold_the_question_is_declined_as_not_stated() -> None:
