@@ -12,8 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import evidex.embed
 from evidex.embed import E5Reader, ReaderUnavailableError, get_reader, span_text
-from evidex.embed._e5_reader import MANIFEST, WEIGHTS
+
+#: The reader's weights and their manifest, as the package ships them (get_reader() loads these).
+READER_DATA = Path(evidex.embed.__file__).parent / "data" / "reader"
+WEIGHTS, MANIFEST = READER_DATA / "reader.npz", READER_DATA / "manifest.json"
 
 pytestmark = pytest.mark.slow
 

@@ -28,7 +28,7 @@ def test_both_implement_the_protocol_and_a_router_lacking_a_method_does_not(tmp_
     broken = tmp_path / "broken_router.py"
     broken.write_text(source.replace("    def optimize(self) -> None:", "    def optimise(self) -> None:")
                       .replace("from ..", "from evidex.")
-                      .replace("from ._value", "from evidex.placement._value"),
+                      .replace("from .", "from evidex.placement."),
                       encoding="utf-8")
     # A cache of this run's own: a shared one replays an earlier run's findings for a file of
     # the same content under that run's path (and two workers would write it at once).

@@ -1,4 +1,9 @@
-"""The injection scanner: families, normalisation steps, evasions, and the corpus rates.
+"""ingest's internals: the injection scanner (``_scan``, ``_scan_views``, ``_confusables``),
+the Word reader's streaming bound (``_docx``), the per-file time bound's clock (``_limits``) and
+the sentence boundaries' bounded searches (``_sentences``). What the package does with them is
+tested through ``evidex.ingest``'s names in the other files here.
+
+The injection scanner: families, normalisation steps, evasions, and the corpus rates.
 
 The corpus under tests/data/injection has a development split (the rules were tuned on it) and a
 held-out split (written before the rules, never tuned on); both must meet the issue's rates.
@@ -12,15 +17,26 @@ import re
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from evidex.ingest import FLAGS, scan
+import evidex.ingest._docx as docx_module
+import evidex.ingest._limits as limits_module
+import fuzz_inputs as fz
+from evidex.ingest import (
+    FLAGS,
+    _sentences,
+    load_document,
+    scan,
+    sentence_spans,
+)
 from evidex.ingest._confusables import FOLD
 from evidex.ingest._scan import FAMILIES, _scan
 from evidex.ingest._scan_views import _FOLDABLE, Rule, normalise
+from evidex.model import DocumentError
 
 CORPUS = Path(__file__).parents[1] / "data" / "injection"
 SPLITS = ("dev", "heldout")
@@ -363,3 +379,75 @@ def test_corpus_shape() -> None:
     assert all(set(r) == {"text", "lang", "family", "note"} for r in hostile + benign)
     dev_texts = {r["text"] for r in _load("dev", "hostile") + _load("dev", "benign")}
     assert not dev_texts & {r["text"] for r in _load("heldout", "hostile") + _load("heldout", "benign")}
+
+
+# -- the bounds of reading one file ---------------------------------------------------------
+DEFAULTS = {"tenant": "acme", "groups": ["staff"]}
+
+
+def test_a_word_file_of_millions_of_paragraphs_is_refused_in_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 4: 2 million paragraphs (about 370 KB) took over 1.4 GB and more than two
+    minutes; 200,000 (70 KB) took 26 s. Both are refused by the element bound at once."""
+    opened: list[object] = []
+    monkeypatch.setattr(docx_module, "open_docx", lambda *a: opened.append(a))
+    for n in (2_000_000, 200_000):
+        data = fz.docx_paragraphs(n)
+        with pytest.raises(DocumentError) as err:
+            load_document(data, "docx", DEFAULTS, doc_id="bomb")
+        assert opened == []  # refused by the streaming count, before the document is built
+        assert str(err.value) == ("the Word file holds more than 100,000 paragraphs, runs and table cells "
+                                  "(EVIDEX_MAX_ELEMENTS raises the limit); not read")
+
+
+def test_reading_one_file_has_a_time_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Walking a page of 200,000 paragraphs takes seconds; with a bound of 1 s it is refused."""
+    monkeypatch.setenv("EVIDEX_MAX_ELEMENTS", "1000000")
+    monkeypatch.setenv("EVIDEX_MAX_SECONDS_PER_FILE", "1")
+    page = b"<main>" + b"<p>word text here</p>" * 200_000 + b"</main>"
+
+    class Clock:  # the reading clock, moving 1 ms per look: the walk's length, not the machine's
+        looks = 0
+
+        def monotonic(self) -> float:
+            self.looks += 1
+            return self.looks / 1000
+
+    clock = Clock()
+    monkeypatch.setattr(limits_module, "time", clock)
+    with pytest.raises(DocumentError, match=r"reading the file took more than 1 s "
+                                            r"\(EVIDEX_MAX_SECONDS_PER_FILE raises the limit\)"):
+        load_document(page, "html", DEFAULTS, doc_id="p")
+    assert 1000 <= clock.looks <= 1002  # refused at the first look past the second, not at the end
+
+
+class _Counting:
+    """A compiled pattern whose ``search`` adds the characters it was given to search."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.searched = 0
+
+    def search(self, text: str, pos: int = 0, endpos: int | None = None) -> Any:
+        end = len(text) if endpos is None else endpos
+        self.searched += max(0, end - pos)
+        return self.pattern.search(text, pos, end)
+
+    def match(self, text: str, pos: int = 0, endpos: int | None = None) -> Any:
+        return self.pattern.match(text, pos, len(text) if endpos is None else endpos)
+
+
+@pytest.mark.parametrize("unit", [". ", "3. ", "am 3. ", "1. Januar. "])
+def test_sentence_boundaries_search_a_bounded_window(monkeypatch: pytest.MonkeyPatch, unit: str) -> None:
+    """Each boundary's ordinal checks search a few characters back, never the text before it:
+    the characters searched grow with the text, by at most a constant per character."""
+    day, ordinal = _Counting(_sentences._DAY), _Counting(_sentences._ORDINAL)
+    monkeypatch.setattr(_sentences, "_DAY", day)
+    monkeypatch.setattr(_sentences, "_ORDINAL", ordinal)
+    searched = []
+    for n in (20_000, 40_000):
+        day.searched = ordinal.searched = 0
+        text = unit * (n // len(unit))
+        sentence_spans(text)
+        searched.append(day.searched + ordinal.searched)
+        assert searched[-1] <= 30 * n
+    assert searched[1] <= 2.1 * searched[0]
