@@ -16,12 +16,14 @@ import yaml
 from cli_runner import run_cli
 from evidex import KnowledgeBase
 from evidex.evaluation import load_cases
-from evidex.server._feedback import MAX_NOTE_CHARS, PER_KEY_PER_HOUR
 from evidex.store import HandoffRecord
 from service_helpers import BIN, EXAMPLES, Server, auth, build_store, write_config
 
 ANSWERED = "Can I return a worn jacket?"
 DECLINED = "What is the boiling point of mercury on Mars?"
+#: The limits docs/operating.md states: a note of at most 1,000 characters, 120 ratings an hour per key.
+MAX_NOTE_CHARS = 1000
+PER_KEY_PER_HOUR = 120
 
 
 @pytest.fixture(scope="module")

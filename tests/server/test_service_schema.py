@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
@@ -66,26 +65,3 @@ def test_no_server_errors_on_generated_requests(live: str) -> None:
     assert 200 in seen["POST /v1/search"] and 422 in seen["POST /v1/search"]
 
 
-@settings(max_examples=200, deadline=None, database=None)
-@given(tag=st.text(max_size=12) | st.sampled_from(["", " a", "a ", "a b", "\u00a0x", "x\u2028", "é"]),
-       language=st.from_regex(r"[a-zA-Z-]{0,8}", fullmatch=True) | st.sampled_from(["de", "de-CH", "EN"]))
-def test_schema_filters_accept_exactly_what_the_library_accepts(tag: str, language: str) -> None:
-    """The wire schema's patterns for filter tags and languages are the library's rules, so a
-    body the OpenAPI document calls valid is never refused by the library (and vice versa)."""
-    from pydantic import ValidationError
-
-    from evidex.model import Filters as LibraryFilters
-    from evidex.model import QueryError
-    from evidex.server._schemas import Filters as WireFilters
-
-    def accepted(make: Any) -> bool:
-        try:
-            make()
-        except (ValidationError, QueryError):
-            return False
-        return True
-
-    assert accepted(lambda: WireFilters(tags=[tag])) == accepted(
-        lambda: LibraryFilters(tags=frozenset({tag})))
-    assert accepted(lambda: WireFilters(language=language)) == accepted(
-        lambda: LibraryFilters(language=language))

@@ -1,4 +1,9 @@
-"""`evidex serve` caps glibc's malloc arenas (benchmarks/RESULTS.md, Hardening: the soak's
+"""The service's internals: the memory ``_run`` caps and hands back, the denial floor of
+``_deps`` (its clock and wait patched where ``_documents`` and ``_resolve`` call it) and the
+wire schema's filters (``_schemas``) against the library's. The service itself is tested
+over HTTP and through ``evidex.server``'s names in the other files here.
+
+`evidex serve` caps glibc's malloc arenas (benchmarks/RESULTS.md, Hardening: the soak's
 resident size crept up with one arena per request thread), unless the operator chose a value."""
 
 from __future__ import annotations
@@ -8,12 +13,16 @@ import platform
 import random
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evidex import Actor, Document, KnowledgeBase
 from evidex.config import Config, load_config
@@ -23,6 +32,11 @@ from evidex.model import EvidexError
 from evidex.query import _text
 from evidex.server import _run
 from evidex.server._run import MALLOC_ARENAS, limit_malloc_arenas
+from service_helpers import (
+    auth,
+    build_store,
+    write_config,
+)
 
 
 def test_serve_sets_the_arena_cap_for_itself_and_its_workers(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,3 +154,72 @@ def test_memos_that_questions_fill_stay_within_their_bounds(tmp_path: Path,
         info = memo.cache_info()
         assert info.currsize <= info.maxsize, name
     assert len(query_vectors) <= query_vectors.capacity
+
+
+def test_denials_take_one_floor_of_time_whether_the_document_exists_or_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe timed GET /v1/documents/{id}: an existing unreadable document took measurably
+    longer than an unknown id. Every denial (404 there, ``unavailable`` from resolve) now waits
+    for one floor from the start of its lookup (raised here to 0.3 s to see it plainly);
+    readable documents are not held."""
+    from fastapi.testclient import TestClient
+
+    import evidex.server._deps as deps
+    import evidex.server._documents as documents_module
+    import evidex.server._resolve as resolve_module
+    from evidex.config import load_config
+    from evidex.server import create_app
+
+    monkeypatch.setattr(deps, "DENIAL_FLOOR_S", 0.3)
+    held: list[float] = []  # every denial held to the floor, counted (not timed: a busy machine)
+
+    async def floor(started: float) -> None:
+        held.append(started)
+        await deps.uniform_denial(started)
+
+    monkeypatch.setattr(documents_module, "uniform_denial", floor)
+    monkeypatch.setattr(resolve_module, "uniform_denial", floor)
+    db = tmp_path / "kb.db"
+    build_store(db, tmp_path / "cache")
+    app = create_app(db, load_config(write_config(tmp_path / "config.yaml")).server)
+    h = auth("acme-customer-key")
+    citation = {"version": "1", "content_sha256": "0" * 64, "passage": 1, "quote": "q"}
+    with TestClient(app) as c:
+        def timed(method: str, path: str, **kw: Any) -> tuple[float, httpx.Response]:
+            t0 = time.perf_counter()
+            r = c.request(method, path, headers=h, **kw)
+            return time.perf_counter() - t0, r
+
+        for doc_id in ("onboarding-checklist", "no-such-document"):  # internal / unknown
+            took, r = timed("GET", f"/v1/documents/{doc_id}")
+            assert r.status_code == 404 and took >= 0.3, (doc_id, took)
+            took, r = timed("POST", "/v1/resolve", json={**citation, "document_id": doc_id})
+            assert r.json()["reason"] == "unavailable" and took >= 0.3, (doc_id, took)
+        assert len(held) == 4
+        _, r = timed("GET", "/v1/documents/returns-faq")  # public: readable by customers
+        assert r.status_code == 200 and len(held) == 4  # not held to the floor
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(tag=st.text(max_size=12) | st.sampled_from(["", " a", "a ", "a b", "\u00a0x", "x\u2028", "é"]),
+       language=st.from_regex(r"[a-zA-Z-]{0,8}", fullmatch=True) | st.sampled_from(["de", "de-CH", "EN"]))
+def test_schema_filters_accept_exactly_what_the_library_accepts(tag: str, language: str) -> None:
+    """The wire schema's patterns for filter tags and languages are the library's rules, so a
+    body the OpenAPI document calls valid is never refused by the library (and vice versa)."""
+    from pydantic import ValidationError
+
+    from evidex.model import Filters as LibraryFilters
+    from evidex.model import QueryError
+    from evidex.server._schemas import Filters as WireFilters
+
+    def accepted(make: Any) -> bool:
+        try:
+            make()
+        except (ValidationError, QueryError):
+            return False
+        return True
+
+    assert accepted(lambda: WireFilters(tags=[tag])) == accepted(
+        lambda: LibraryFilters(tags=frozenset({tag})))
+    assert accepted(lambda: WireFilters(language=language)) == accepted(
+        lambda: LibraryFilters(language=language))
