@@ -11,6 +11,7 @@ import signal
 import subprocess
 import threading
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,6 @@ from typing import Any
 import httpx
 import pytest
 
-import evidex.sources._items as items_module
 from cli_runner import EVIDEX, run_cli
 from evidex import KnowledgeBase
 from evidex.config import load_config
@@ -37,8 +37,7 @@ def write(path: Path, text: str) -> Path:
 
 
 @pytest.fixture
-def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(items_module, "RACY_SECONDS", 0.0)
+def setup(tmp_path: Path, trusted_stamps: None) -> Path:
     write(tmp_path / "faq" / "returns.md", "# Returns\n\nBoots can be returned within 30 days.\n")
     write(tmp_path / "faq" / "shipping.md", "# Shipping\n\nParcels take three days.\n")
     write(tmp_path / "wiki" / "Ops" / "escalation.md", "# Escalation\n\nCall the shift lead.\n")
@@ -162,23 +161,21 @@ def test_a_failing_store_loses_its_due_runs_and_stops_nothing(tmp_path: Path, se
 
 
 def test_an_overrun_skips_its_own_missed_minutes_and_others_catch_up_once(
-        tmp_path: Path, setup: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, setup: Path,
+        scheduled_sync: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     """The faq sync (hourly) takes 90 minutes: its 02:00 is skipped (next: 03:00, the first due
     minute after it ended). The catalogue's half-hourly sync due at 01:00 waits for it and runs
     at 02:30; its 01:30, 02:00 and 02:30, which passed meanwhile, are not run one by one."""
-    import evidex.sources._schedule as schedule_module
-
     setup.write_text(setup.read_text(encoding="utf-8").replace(
         "schedule: daily}", 'schedule: "*/30 * * * *"}'), encoding="utf-8")
     now = [START]
-    real = schedule_module.sync
 
     def slow_faq(kb: KnowledgeBase, config: Any, source: str) -> SyncReport:
         if source == "faq":
             now[0] += timedelta(minutes=90)
         return real(kb, config, source)
 
-    monkeypatch.setattr(schedule_module, "sync", slow_faq)
+    real = scheduled_sync(slow_faq)
     cfg = load_config(setup)
     scheduler = Scheduler(lambda: KnowledgeBase.open(tmp_path / "kb.db"), cfg, clock=lambda: now[0],
                           after_drift=[])

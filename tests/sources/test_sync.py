@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -22,7 +22,6 @@ import docx
 import pytest
 from fpdf import FPDF
 
-import evidex.sources._items as items_module
 from actors import PUBLIC_INTERNAL
 from backends import Locator, raw
 from cli_runner import run_cli
@@ -32,27 +31,6 @@ from evidex.sources import SyncReport, drift, sync
 
 CUSTOMER = Actor("acme", frozenset({"customers"}), visibilities=frozenset({"public"}))
 STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
-
-
-@pytest.fixture
-def trusted_stamps(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Files written by a test are seconds old; the racy-file rule would re-read them all. Tests
-    of the stamp skip switch that rule off (its own test keeps it on)."""
-    monkeypatch.setattr(items_module, "RACY_SECONDS", 0.0)
-
-
-@pytest.fixture
-def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Document ids parsed by file sources, in order."""
-    seen: list[str] = []
-    real = items_module.load_document
-
-    def counting(*args, **kwargs):
-        seen.append(kwargs["doc_id"])
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(items_module, "load_document", counting)
-    return seen
 
 
 def write(path: Path, text: str) -> Path:
@@ -211,10 +189,10 @@ def test_an_edit_that_keeps_size_and_mtime_is_still_noticed(
 
 
 def test_a_file_written_just_before_a_sync_is_read_again_next_time(
-        tmp_path: Path, kb: KnowledgeBase, reads: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, kb: KnowledgeBase, reads: list[str], racy_seconds: Callable[[float], None]) -> None:
     # A window wider than the test's run time, so both syncs see the file as just written
     # however slow the machine is.
-    monkeypatch.setattr(items_module, "RACY_SECONDS", 3600.0)
+    racy_seconds(3600.0)
     write(tmp_path / "help" / "a.md", "fresh\n")
     cfg = help_config(tmp_path)
     sync(kb, cfg)
@@ -226,11 +204,11 @@ def test_a_file_written_just_before_a_sync_is_read_again_next_time(
 
 
 def test_a_reread_file_whose_language_was_identified_is_unchanged(
-        tmp_path: Path, kb: KnowledgeBase, reads: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, kb: KnowledgeBase, reads: list[str], racy_seconds: Callable[[float], None]) -> None:
     """A file that states no language gets the identified one when written; read again (its
     stamp not trusted, as after a `touch`), it is the same document: drift reports no change
     (owners would be told of a drift that is none) and sync writes nothing."""
-    monkeypatch.setattr(items_module, "RACY_SECONDS", 3600.0)
+    racy_seconds(3600.0)
     write(tmp_path / "help" / "returns.md",
           "# Returns\n\nYou can return unworn items within 30 days of delivery for a full refund.\n")
     cfg = help_config(tmp_path)
