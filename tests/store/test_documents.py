@@ -15,7 +15,6 @@ from backends import Locator, raw
 from documents import doc
 from evidex import Actor, Document, DocumentError, EvidexError, KnowledgeBase, StoreError
 from evidex.model import sha256_text
-from evidex.store._segments import FlatPostings
 
 A = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
 
@@ -98,32 +97,6 @@ def test_content_sha256_is_sha256_of_utf8_text(any_kb: KnowledgeBase) -> None:
     import hashlib
 
     assert hit.content_sha256 == hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def test_remove_deletes_passages_and_history(locate: Locator) -> None:
-    path = locate("kb")
-    kb = KnowledgeBase.open(path)
-    kb.ingest([doc(text="alpha one")])
-    kb.ingest([doc(version="2", text="alpha two")])
-    kb.ingest([doc("other", text="alpha three")])
-    assert kb.stats()["history_versions"] == 1
-    assert kb.remove("t", "d1") is True
-    assert kb.remove("t", "d1") is False
-    assert [h.document_id for h in kb.search(A, "alpha", mode="keyword")] == ["other"]
-    assert raw(path, "SELECT count(*) FROM history WHERE doc_id = 'd1'")[0][0] == 0
-    assert raw(path, "SELECT count(*) FROM passages p JOIN documents d USING (dkey) "
-                     "WHERE d.doc_id = 'd1'")[0][0] == 0
-    assert raw(path, "SELECT count(*) FROM documents WHERE doc_id = 'd1'")[0][0] == 0
-    kb.optimize()
-    assert kb.stats()["segments"] == 1 and kb.stats()["tombstones"] == 0
-    # After a merge the removed passages are gone from the keyword index too.
-    row = raw(path, "SELECT terms, term_ends, term_pids, term_tfs FROM segments")[0]
-    stored = FlatPostings.from_stored(*(bytes(v) if isinstance(v, memoryview) else v for v in row))
-    alpha = stored.get("alpha")
-    assert alpha is not None
-    alpha_pids, _ = alpha
-    assert len(alpha_pids) == 1
-    kb.close()
 
 
 def test_history_can_be_turned_off(locate: Locator) -> None:
@@ -271,29 +244,3 @@ def test_a_closed_handle_drops_its_caches_and_says_it_is_closed(any_kb: Knowledg
     any_kb.close()  # twice is harmless
 
 
-@pytest.mark.parametrize("secure", [True, False])
-def test_removed_text_is_gone_from_the_sqlite_file(tmp_path: Path, secure: bool) -> None:
-    """``remove`` erases, not hides: after it and a merge of the index segments (``optimize``),
-    neither the text nor its words are anywhere in the file. SQLite leaves deleted bytes in free
-    pages unless secure_delete is on, which evidex sets on every connection (SQLite builds
-    differ in the default); with it off the same steps leave the text behind."""
-    from evidex.store import _sqlite
-
-    path = tmp_path / "erase.db"
-    secret = "zqxsalaryzqx " * 600  # about 8 KB: the full text spills into overflow pages
-    kb = KnowledgeBase.open(path)
-    if not secure:
-        kb.store._conn.execute("PRAGMA secure_delete = OFF")
-        kb.store._merge_connection = lambda: _off(_sqlite.SQLiteStore._merge_connection(kb.store))
-    kb.ingest([Document("keep", "t", frozenset({"g"}), "1", "public words " * 50),
-               Document("gone", "t", frozenset({"g"}), "1", "intro\n\n" + secret)])
-    kb.remove("t", "gone")
-    kb.optimize()
-    kb.close()
-    found = b"zqxsalaryzqx" in path.read_bytes()
-    assert found is not secure
-
-
-def _off(c: sqlite3.Connection) -> sqlite3.Connection:
-    c.execute("PRAGMA secure_delete = OFF")
-    return c

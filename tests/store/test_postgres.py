@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-import struct
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -26,9 +25,7 @@ from cli_runner import run_cli
 from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.ingest import load_paths
 from evidex.kb import migrate_store
-from evidex.store import PostgresStore, SourceEntry, _pgvector, open_store
-from evidex.store._location import split_url
-from evidex.store._migrations import MIGRATIONS, SCHEMA_VERSION
+from evidex.store import PostgresStore, SourceEntry, open_store
 from old_stores import postgres_legacy
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -42,75 +39,9 @@ def pg(tmp_path: Path, pg_url: str) -> Iterator[Locator]:
     loc.cleanup()
 
 
-def test_url_parameters_of_evidex_are_not_passed_to_libpq() -> None:
-    conninfo, schema, mode = split_url(
-        "postgresql://u:pw@h:5/db?sslmode=require&schema=kb_1&vector_search=hnsw")
-    assert (conninfo, schema, mode) == ("postgresql://u:pw@h:5/db?sslmode=require", "kb_1", "hnsw")
-    assert split_url("postgresql://h/db")[1:] == ("evidex", "exact")
-    for bad in ("postgresql://h/db?schema=Drop;Table", "postgresql://h/db?vector_search=ivf"):
-        with pytest.raises(StoreError):  # a ValueError subclass
-            split_url(bad)
-
-
 def test_unreachable_server_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="cannot connect"):
         PostgresStore(f"postgresql://nobody@/db?host={tmp_path}", connect_timeout=2)
-
-
-def test_a_schema_with_other_tables_is_not_taken_over(pg: Locator) -> None:
-    url = pg("foreign")
-    conninfo, schema, _ = split_url(url)
-    import psycopg
-
-    with psycopg.connect(conninfo, autocommit=True) as c:
-        c.execute(f"CREATE SCHEMA {schema}")
-        c.execute(f"CREATE TABLE {schema}.documents (x int)")
-    with pytest.raises(StoreError, match="holds tables but no evidex store"):
-        KnowledgeBase.open(url)
-
-
-def _in_schema(url: str, what: str, name: str) -> bool:
-    table = {"table": "pg_tables WHERE tablename", "index": "pg_indexes WHERE indexname"}[what]
-    return bool(raw(url, f"SELECT 1 FROM {table} = ? AND schemaname = current_schema()", (name,)))
-
-
-@pytest.mark.parametrize("version", [1, 3])
-def test_a_numbered_schema_upgrades_on_open(pg: Locator, version: int) -> None:
-    """A store in the layout of schema version 1 or 3 (the earlier evidex's DDL verbatim, see
-    old_stores) opens with the current code: the missing migrations run once, the data is
-    untouched, and searches and writes equal a fresh store's."""
-    docs = [Document(f"d{i}", "t", frozenset({"g"}), "1", f"alpha beta {i}\n\ngamma {i % 3}")
-            for i in range(20)]
-    fresh_url, url = pg("fresh"), pg("old")
-    with KnowledgeBase.open(fresh_url) as fresh:
-        fresh.ingest(docs)
-        fresh.ingest(Document("d0", "t", frozenset({"g"}), "2", "alpha again"))
-    postgres_legacy(fresh_url, url, version)
-    assert raw(url, "SELECT max(version) FROM schema_version")[0][0] == version
-    assert _in_schema(url, "index", "vectors_sig") is (version >= 2)
-    assert _in_schema(url, "table", "source_documents") is (version >= 3)
-    with KnowledgeBase.open(url) as kb, KnowledgeBase.open(fresh_url) as fresh:
-        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 14
-        assert sorted(r[0] for r in raw(url, "SELECT name FROM migrations")) == sorted(MIGRATIONS.names)
-        assert not _in_schema(url, "table", "schema_version")
-        assert _in_schema(url, "index", "vectors_sig") and _in_schema(url, "index", "history_doc")
-        assert raw(url, "SELECT count(*) FROM source_documents") == [(0,)]
-        assert kb.stats()["documents"] == 20 and kb.stats()["history_versions"] == 1
-
-        def same(step: str) -> None:
-            for mode in ("keyword", "vector", "hybrid"):
-                a = [(h.document_id, h.passage, h.score) for h in kb.search(A, "alpha gamma", mode=mode)]
-                b = [(h.document_id, h.passage, h.score) for h in fresh.search(A, "alpha gamma", mode=mode)]
-                assert a == b and a, (step, mode)
-
-        same("opened")
-        for k in (kb, fresh):
-            k.ingest(Document("d1", "t", frozenset({"g"}), "2", "alpha gamma changed"))
-            k.remove("t", "d2")
-            k.optimize()
-        same("written")
-    with KnowledgeBase.open(url):  # opening again applies nothing more
-        assert len(raw(url, "SELECT name FROM migrations")) == SCHEMA_VERSION
 
 
 def test_newer_schema_is_refused(pg: Locator) -> None:
@@ -136,47 +67,6 @@ def _random_docs(rng: random.Random, n: int, groups: tuple[str, ...]) -> list[Do
         text = "\n\n".join(" ".join(rng.choice(words) for _ in range(5)) for _ in range(3))
         out.append(Document(f"{g}{i:05d}", "t", frozenset({g}), "1", text))
     return out
-
-
-def test_hnsw_mode_recall_and_filtering(pg: Locator, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Opt-in HNSW: the index is built, searches use it (not the exact fallback), return full
-    lists of only readable passages, and recall@10 against the exact mode is at least 0.99."""
-    monkeypatch.setattr(_pgvector, "HNSW_EXACT_BELOW", 0)  # small data: force the index path
-    exact_scans: list[int] = []
-    real = _pgvector.RowVectors._sql_exact
-
-    def counted(self, *args):  # type: ignore[no-untyped-def]
-        exact_scans.append(1)
-        return real(self, *args)
-
-    monkeypatch.setattr(_pgvector.RowVectors, "_sql_exact", counted)
-    url = pg("hnsw")
-    rng = random.Random(5)
-    with KnowledgeBase.open(url) as kb:
-        kb.ingest(_random_docs(rng, 1200, ("g", "h")))
-    exact = KnowledgeBase.open(url)
-    approx = KnowledgeBase.open(f"{url}&vector_search=hnsw")
-    try:
-        assert approx.stats()["hnsw_index"] is True
-        plan = raw(url, "EXPLAIN SELECT pid FROM vectors ORDER BY (embedding::vector(64)) <#> "
-                        "(array_fill(0.1, ARRAY[64])::vector(64)) LIMIT 5")
-        assert any("vectors_hnsw" in r[0] for r in plan), plan
-        recalls = []
-        for i in range(40):
-            q = " ".join(f"w{rng.randrange(300)}" for _ in range(3))
-            want = [(h.document_id, h.passage) for h in
-                    exact.search(A, q, mode="vector", limit=10, max_per_document=None)]
-            hits = approx.search(A, q, mode="vector", limit=10, max_per_document=None)
-            assert len(hits) == 10 and all(h.document_id.startswith("g") for h in hits), i
-            recalls.append(len(set(want) & {(h.document_id, h.passage) for h in hits}) / 10)
-        assert exact_scans == []  # every search ran on the index, none fell back to a scan
-        assert sum(recalls) / len(recalls) >= 0.99, recalls
-        # Writes after the build are indexed too (the index is maintained, not rebuilt).
-        approx.ingest(Document("g-new", "t", frozenset({"g"}), "1", "w1 w2 w3 w4"))
-        assert approx.search(A, "w1 w2 w3 w4", mode="vector", limit=1)[0].document_id == "g-new"
-    finally:
-        exact.close()
-        approx.close()
 
 
 def _hits(kb: KnowledgeBase, q: str, mode: str) -> list[tuple[str, int, float]]:
@@ -286,16 +176,6 @@ def test_keyword_searches_load_no_vectors(pg: Locator) -> None:
         assert kb.store._vectors.blocks is None  # type: ignore[attr-defined]
         kb.search(A, "w1 w2", mode="vector")
         assert kb.store._vectors.blocks.rows() == 29 * 3  # type: ignore[attr-defined]
-
-
-def test_vector_copy_parser_rejects_other_dimensions() -> None:
-    row = (struct.pack(">hii", 2, 4, 7) + struct.pack(">ihh", 4 + 4 * 3, 3, 0)
-           + np.ones(3, dtype=">f4").tobytes())
-    buf = _pgvector._COPY_SIGNATURE + b"\0" * 8 + row + b"\xff\xff"
-    pids, vecs = _pgvector._parse_vector_copy(buf, 3)
-    assert pids.tolist() == [7] and vecs.tolist() == [[1.0, 1.0, 1.0]]
-    with pytest.raises(StoreError, match="dimensions"):
-        _pgvector._parse_vector_copy(buf, 2)
 
 
 def _history_store(location: str) -> dict[str, object]:

@@ -8,75 +8,17 @@ rows of a store written by the current code, then opened: what an existing store
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from backends import Locator, raw
-from evidex import Actor, Document, Hit, KnowledgeBase, StoreError
+from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.store import DocumentWrite, SourceEntry
-from evidex.store._contract import CITED
-from evidex.store._merge_policy import MergePolicy, merge_budget, next_merge
-from evidex.store._migrations import MIGRATIONS, SCHEMA_VERSION
-from evidex.store._schema import TABLES
 from old_stores import sqlite_v5
 
 A = Actor("t", frozenset({"g"}))
-POLICY = MergePolicy(factor=4, inline_limit=100, max_segments=6)
-
-
-# -- the merge plan: a pure function of segment sizes and the budget ------------------------------
-def test_a_full_tier_within_the_budget_merges() -> None:
-    sizes = {1: 50, 2: 3, 3: 3, 4: 2, 5: 3}  # tier 0 (1-3 passages) holds four segments
-    assert next_merge(sizes, 100, POLICY) == [2, 3, 4, 5]
-    assert next_merge({1: 50, 2: 3, 3: 3, 4: 2}, 100, POLICY) is None  # three are not a tier yet
-
-
-def test_a_tier_over_the_budget_waits() -> None:
-    sizes = {i: 30 for i in range(1, 5)}  # four of tier 2 (16-63 passages): 120 in all
-    assert next_merge(sizes, 100, POLICY) is None
-    assert next_merge(sizes, merge_budget(15, POLICY), POLICY) is None  # max(100, 4 x 15)
-    assert next_merge(sizes, merge_budget(30, POLICY), POLICY) == [1, 2, 3, 4]  # 4 x 30 = 120
-
-
-def test_too_many_segments_merge_the_smallest() -> None:
-    sizes = {1: 1, 2: 5, 3: 20, 4: 70, 5: 300, 6: 2, 7: 6}  # seven segments, no full tier
-    assert next_merge(sizes, 100, POLICY) == [1, 6, 2, 7]
-    assert next_merge(sizes, 10, POLICY) is None  # their 14 passages exceed the budget
-    del sizes[7]
-    assert next_merge(sizes, 100, POLICY) is None  # six segments are allowed
-
-
-def test_the_budget_grows_with_the_write() -> None:
-    assert merge_budget(1, POLICY) == 100 and merge_budget(1000, POLICY) == 4000
-
-
-@settings(max_examples=200, deadline=None)
-@given(writes=st.lists(st.integers(1, 400), min_size=1, max_size=60))
-def test_applying_the_plan_after_every_write_keeps_the_tiers_small(writes: list[int]) -> None:
-    """What a store does: after each write, merge while the plan says so. Each merge stays
-    within the write's budget and folds segments that exist; the passages are all kept; and a
-    write whose budget covers the whole store leaves at most ``max_segments`` segments."""
-    sizes: dict[int, int] = {}
-    next_id = 0
-    for n in writes:
-        next_id += 1
-        sizes[next_id] = n
-        budget = merge_budget(n, POLICY)
-        while (ids := next_merge(sizes, budget, POLICY)) is not None:
-            assert len(ids) == len(set(ids)) >= 2 and set(ids) <= set(sizes)
-            assert sum(sizes[i] for i in ids) <= budget
-            next_id += 1
-            sizes[next_id] = sum(sizes.pop(i) for i in ids)
-        assert next_merge(sizes, budget, POLICY) is None
-        if budget >= sum(sizes.values()):  # everything affordable was folded
-            assert len(sizes) <= POLICY.max_segments
-    assert sum(sizes.values()) == sum(writes)
 
 
 # -- the schema description and the named migrations ---------------------------------------------
@@ -91,71 +33,6 @@ def _layout(path: Path) -> dict[str, object]:
                 if not ix[1].startswith("sqlite_autoindex"):
                     out[f"{t}.{ix[1]}"] = (ix[2], [r[2] for r in c.execute(f"PRAGMA index_info({ix[1]})")])
     return out
-
-
-def _store_with_history(path: Path) -> list[Document]:
-    """A store with vectors, superseded and removed documents (so tombstones) and a sync record."""
-    docs = [Document(f"d{i}", "t", frozenset({"g"}), "1", f"alpha beta {i}\n\ngamma {i % 3}\n\ndelta")
-            for i in range(12)]
-    with KnowledgeBase.open(path) as kb:
-        kb.ingest(docs[:6])
-        kb.ingest(docs[6:])
-        kb.ingest(Document("d0", "t", frozenset({"g"}), "2", "alpha again\n\ngamma"))
-        kb.remove("t", "d3")
-        kb.store.apply([], keep_history=True, sources=[SourceEntry("s", "t", "d1", "d1.md", "7", "x")])
-        assert kb.stats()["tombstones"] > 0
-    return docs
-
-
-def _results(kb: KnowledgeBase) -> list[object]:
-    return [[(h.document_id, h.version, h.passage, h.score) for h in kb.search(A, q, mode=mode)]
-            for q in ("alpha gamma", "delta beta 4") for mode in ("keyword", "vector", "hybrid")]
-
-
-def test_a_fresh_store_has_the_described_tables(tmp_path: Path) -> None:
-    KnowledgeBase.open(tmp_path / "kb.db").close()
-    layout = _layout(tmp_path / "kb.db")
-    described = {t.name for t in TABLES if "sqlite" in t.dialects} | {"sqlite_sequence"}
-    assert {k for k in layout if "." not in k} == described
-    with sqlite3.connect(tmp_path / "kb.db") as c:
-        assert sorted(r[0] for r in c.execute("SELECT name FROM migrations")) == sorted(MIGRATIONS.names)
-        version = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        assert version == (str(SCHEMA_VERSION),)
-
-
-def test_a_schema_5_store_upgrades_to_the_fresh_layout_and_keeps_its_data(tmp_path: Path) -> None:
-    """The last numbered SQLite schema (5): opening runs the missing migrations once (the offsets
-    renamed, tombstones keyed by generation); the layout then equals a fresh store's, every
-    search and write gives what the store it was copied from gives, and an evidex that still
-    numbered its schemas would refuse the file (its number is past 5)."""
-    current, old = tmp_path / "current.db", tmp_path / "old.db"
-    _store_with_history(current)
-    sqlite_v5(current, old)
-    with sqlite3.connect(old) as c:
-        columns = [r[1] for r in c.execute("PRAGMA table_info(passages)")]
-        assert "start" in columns and "start_off" not in columns
-        assert c.execute("SELECT count(*) FROM tombstones").fetchone()[0] > 0
-    with KnowledgeBase.open(old) as kb, KnowledgeBase.open(current) as ref:
-        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 14
-        assert kb.stats()["tombstones"] == ref.stats()["tombstones"]
-        assert _results(kb) == _results(ref)
-        assert kb.source_entries() == ref.source_entries()
-        for k in (kb, ref):
-            k.ingest(Document("d1", "t", frozenset({"g"}), "2", "alpha changed\n\nbeta"))
-            k.ingest(Document("new", "t", frozenset({"g"}), "1", "gamma new"))
-        assert _results(kb) == _results(ref)
-        kb.optimize()
-        ref.optimize()
-        assert _results(kb) == _results(ref) and kb.stats()["tombstones"] == 0
-    KnowledgeBase.open(tmp_path / "fresh.db").close()
-    assert _layout(old) == _layout(tmp_path / "fresh.db")
-    with sqlite3.connect(old) as c:
-        applied = c.execute("SELECT name, applied_at FROM migrations ORDER BY name").fetchall()
-        assert [r[0] for r in applied] == sorted(MIGRATIONS.names)
-        assert int(c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]) > 5
-    KnowledgeBase.open(old).close()  # opening again applies nothing
-    with sqlite3.connect(old) as c:
-        assert c.execute("SELECT name, applied_at FROM migrations ORDER BY name").fetchall() == applied
 
 
 def test_a_run_log_made_on_first_use_is_kept_by_its_migration(tmp_path: Path) -> None:
@@ -287,38 +164,6 @@ def test_passages_a_write_leaves_for_readers_read_as_the_database_returns_them(l
     with KnowledgeBase.open(location, embedder="none") as fresh, fresh.store.read() as view:
         assert not fresh.store._cache.passage_rows
         assert view.passages(pids) == cached and len(cached) == len(pids) > len(ODD_IDS)
-
-
-def test_what_a_hit_cites_is_read_from_the_passage_and_its_document(locate: Locator) -> None:
-    """``cited`` gives the passage's and its document's fields a hit cites, in ``CITED`` order
-    (``Hit``'s fields around its score and rank), as the row objects hold them, on a fresh
-    handle too. Kept by passage id across writes: a supersede (here of the title alone) ends
-    the passage ids, so the next search cites the new version."""
-    assert [f.name for f in fields(Hit) if f.name not in ("score", "rank", "explain", "pid")] == list(CITED)
-    location = locate("kb")
-    reader = Actor("t", ODD_GROUPS, visibilities=frozenset({"public", "internal"}))
-
-    def expected(view: Any, pids: list[int]) -> list[tuple[Any, ...]]:
-        ps = view.passages(pids)
-        ds = view.documents({p.dkey for p in ps.values()})
-        return [(ds[p.dkey].id, ds[p.dkey].version, ds[p.dkey].content_sha256, p.number, p.text, p.start,
-                 p.end, p.heading_path, p.anchor, ds[p.dkey].title, ds[p.dkey].source_url,
-                 ds[p.dkey].language, p.page, p.flags) for p in (ps[i] for i in pids)]
-
-    with KnowledgeBase.open(location, embedder="none") as kb:
-        kb.ingest([_odd_document(i, d) for i, d in enumerate(ODD_IDS)], split="heading")
-        with kb.store.read() as view:
-            pids = np.flatnonzero(view.sig >= 0).tolist()[::-1]
-            cited = view.cited(pids)
-            assert cited == expected(view, pids) and len({c[0] for c in cited}) == len(ODD_IDS)
-        before = kb.search(reader, "alpha", mode="keyword", limit=20)
-        assert {h.title for h in before if h.document_id == "B"} == {"Titel 0 ✓"}
-        kb.ingest(replace(_odd_document(0, "B"), title="Neu"), split="heading")
-        after = kb.search(reader, "alpha", mode="keyword", limit=20)
-        assert {h.title for h in after if h.document_id == "B"} == {"Neu"}
-    with KnowledgeBase.open(location, embedder="none") as fresh, fresh.store.read() as view:
-        pids = np.flatnonzero(view.sig >= 0).tolist()
-        assert view.cited(pids) == expected(view, pids)
 
 
 def test_a_passage_matrix_is_the_passage_vectors_in_the_given_order(locate: Locator) -> None:

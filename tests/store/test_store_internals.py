@@ -1,4 +1,10 @@
-"""The keyword index as immutable segments: tiered merges, tombstones, optimize and cache refresh.
+"""store's internals: segments, merges, migrations, the schema, the citation columns and the
+PostgreSQL URL and COPY parsers, each tested through the module that defines it (``_segments``,
+``_merge_policy``, ``_merge_runner``/``_core_merge``, ``_sqlite``, ``_migrations``, ``_schema``,
+``_contract``, ``_location``, ``_pgvector``). The store contract itself is tested through the
+public names in the other files here.
+
+The keyword index as immutable segments: tiered merges, tombstones, optimize and cache refresh.
 
 Every check compares a store that went through a long history of small writes (each one a
 segment, merged in tiers of MERGE_FACTOR, superseded and removed passages tombstoned) with a
@@ -6,6 +12,9 @@ store freshly built from only the final documents: hits, versions, quotes and sc
 identical, for several actors, after every single step. A second handle on the same file,
 opened before the writes, must agree as well (its in-memory segment cache refreshes through the
 generation counter).
+
+Segment merges after the write returns: what a write must not wait for, and what the merge must
+still get right while other writes and readers go on meanwhile.
 """
 
 from __future__ import annotations
@@ -13,20 +22,34 @@ from __future__ import annotations
 import math
 import random
 import sqlite3
+import struct
 import tempfile
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import evidex.store._core_merge as merge_module
+import evidex.store._core_write as write_module
+import evidex.store._sqlite as sqlite_module
 from actors import PUBLIC_INTERNAL
-from evidex import Actor, Document, KnowledgeBase
-from evidex.store._merge_policy import MERGE_FACTOR, MergePolicy
-from evidex.store._migrations import SCHEMA_VERSION
-from evidex.store._segments import PACK_LIMIT
-from old_stores import sqlite_v5
+from backends import Locator, locator, raw
+from documents import doc
+from evidex import Actor, Document, Hit, KnowledgeBase, StoreError
+from evidex.store import SourceEntry, _pgvector
+from evidex.store._contract import CITED
+from evidex.store._location import split_url
+from evidex.store._merge_policy import MERGE_FACTOR, MergePolicy, merge_budget, merge_postings, next_merge
+from evidex.store._migrations import MIGRATIONS, SCHEMA_VERSION
+from evidex.store._schema import TABLES
+from evidex.store._segments import PACK_LIMIT, FlatPostings
+from old_stores import postgres_legacy, sqlite_v5
 
 VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta", "eta", "theta")
 ACTORS = (
@@ -726,3 +749,579 @@ def test_a_cached_row_evicted_by_another_reader_meanwhile_is_still_returned() ->
 
     got = cache._cached(cache.document_rows, [1, 2], fetch, tuple, lambda row: row)
     assert got == {1: ("cached",), 2: (2, "fetched")}
+
+
+# -- helpers of the tests below that came from test_documents, test_postgres and test_store_core --
+A = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
+
+
+def _off(c: sqlite3.Connection) -> sqlite3.Connection:
+    c.execute("PRAGMA secure_delete = OFF")
+    return c
+
+
+@pytest.fixture
+def pg(tmp_path: Path, pg_url: str) -> Iterator[Locator]:
+    loc = locator("postgres", tmp_path)
+    yield loc
+    loc.cleanup()
+
+
+def _in_schema(url: str, what: str, name: str) -> bool:
+    table = {"table": "pg_tables WHERE tablename", "index": "pg_indexes WHERE indexname"}[what]
+    return bool(raw(url, f"SELECT 1 FROM {table} = ? AND schemaname = current_schema()", (name,)))
+
+
+def _random_docs(rng: random.Random, n: int, groups: tuple[str, ...]) -> list[Document]:
+    words = [f"w{i}" for i in range(300)]
+    out = []
+    for i in range(n):
+        g = groups[i % len(groups)]
+        text = "\n\n".join(" ".join(rng.choice(words) for _ in range(5)) for _ in range(3))
+        out.append(Document(f"{g}{i:05d}", "t", frozenset({g}), "1", text))
+    return out
+
+
+def _layout(path: Path) -> dict[str, object]:
+    """Tables with their columns (name, type, not null, key) and indexes with their columns."""
+    with sqlite3.connect(path) as c:
+        tables = [r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        out: dict[str, object] = {}
+        for t in sorted(tables):
+            out[t] = [(*r[1:4], r[5]) for r in c.execute(f"PRAGMA table_info({t})")]
+            for ix in c.execute(f"PRAGMA index_list({t})").fetchall():
+                if not ix[1].startswith("sqlite_autoindex"):
+                    out[f"{t}.{ix[1]}"] = (ix[2], [r[2] for r in c.execute(f"PRAGMA index_info({ix[1]})")])
+    return out
+
+
+def _store_with_history(path: Path) -> list[Document]:
+    """A store with vectors, superseded and removed documents (so tombstones) and a sync record."""
+    docs = [Document(f"d{i}", "t", frozenset({"g"}), "1", f"alpha beta {i}\n\ngamma {i % 3}\n\ndelta")
+            for i in range(12)]
+    with KnowledgeBase.open(path) as kb:
+        kb.ingest(docs[:6])
+        kb.ingest(docs[6:])
+        kb.ingest(Document("d0", "t", frozenset({"g"}), "2", "alpha again\n\ngamma"))
+        kb.remove("t", "d3")
+        kb.store.apply([], keep_history=True, sources=[SourceEntry("s", "t", "d1", "d1.md", "7", "x")])
+        assert kb.stats()["tombstones"] > 0
+    return docs
+
+
+def _results(kb: KnowledgeBase) -> list[object]:
+    return [[(h.document_id, h.version, h.passage, h.score) for h in kb.search(A, q, mode=mode)]
+            for q in ("alpha gamma", "delta beta 4") for mode in ("keyword", "vector", "hybrid")]
+
+
+#: Fields the dialects store differently (bound parameters and per-key lookups in SQLite, binary
+#: COPY, ``= ANY`` arrays and ``unnest`` in PostgreSQL): non-ASCII and astral text, quotes,
+#: commas, backslashes, tabs, ids whose order depends on case and collation.
+ODD_IDS = ("B", "a", "Ä", "a_b", "a-b", "Z9", "z10", "ß", "é")
+
+
+ODD_GROUPS = frozenset({"g", "Ärzte, \"Leitung\"", "a\\b"})
+
+
+def _odd_document(i: int, doc_id: str, version: str = "1") -> Document:
+    return Document(doc_id, "t", ODD_GROUPS, version,
+                    f"# Überblick {i}\n\nalpha 🙂 {doc_id} \\n\ttab 'quote' \"dq\" {i % 7}\n\n"
+                    f"## Teil {i}\n\nbeta gamma {i % 3} 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+                    title=None if i % 2 else f"Titel {i} ✓", source_url=f"https://x.test/{i}?a=1&b='2'",
+                    language=("de", "en", None)[i % 3], visibility=("internal", "public")[i % 2],
+                    tags=("t1", "Tag, zwei") if i % 4 == 0 else ())
+
+
+# -- merges after the write returns (store._merge_runner) -----------------------------------------
+ACTOR = Actor("t", frozenset({"a"}), visibilities=PUBLIC_INTERNAL)
+
+
+def small(i: int, version: str = "1", text: str | None = None) -> Document:
+    return Document(f"d{i}", "t", {"a"}, version, text or f"alpha w{i}x\n\nbeta common")
+
+
+def segment_count(path: Path) -> int:
+    with sqlite3.connect(path) as c:
+        return int(c.execute("SELECT count(*) FROM segments").fetchone()[0])
+
+
+def found(kb: KnowledgeBase, query: str) -> list[tuple[str, str, int]]:
+    return [(h.document_id, h.version, h.passage)
+            for h in kb.search(ACTOR, query, mode="keyword", limit=50, max_per_document=None)]
+
+
+def test_a_write_returns_before_its_merge_and_the_merge_lands_later(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The write that completes a tier returns while the merge is held back; searches are
+    complete meanwhile; once released the tier is one segment."""
+    path = tmp_path / "kb.db"
+    release = threading.Event()
+    real = sqlite_module.SQLiteStore._plan_merge
+
+    def held(self, c, ids):  # type: ignore[no-untyped-def]
+        assert release.wait(30)
+        return real(self, c, ids)
+
+    monkeypatch.setattr(sqlite_module.SQLiteStore, "_plan_merge", held)
+    kb = KnowledgeBase.open(path, embedder="none")
+    try:
+        for i in range(MERGE_FACTOR):
+            kb.ingest(small(i))  # the last one asks for a merge, which waits for `release`
+        assert segment_count(path) == MERGE_FACTOR
+        assert len(found(kb, "alpha")) == MERGE_FACTOR
+        release.set()
+        kb.store.settle()
+        assert segment_count(path) == 1
+        assert len(found(kb, "alpha")) == MERGE_FACTOR
+    finally:
+        release.set()
+        kb.close()
+
+
+def test_a_passage_superseded_during_a_merge_stays_gone(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A supersede that commits between the merge's read and its commit tombstones a passage
+    the merge was computed with. A reader that applied that tombstone before the merged segment
+    appeared must not see the old passage again (it would, if the merged segment kept it)."""
+    path = tmp_path / "kb.db"
+    kb = KnowledgeBase.open(path, embedder="none")
+    other = KnowledgeBase.open(path, embedder="none")
+    reader = KnowledgeBase.open(path, embedder="none")
+    real = sqlite_module.SQLiteStore._plan_merge
+    interleaved: list[str] = []
+
+    def interleave(self, c, ids):  # type: ignore[no-untyped-def]
+        plan = real(self, c, ids)
+        if not interleaved:
+            interleaved.append("done")
+            other.ingest(small(0, "2", "renamed zeta"))  # another handle supersedes d0
+            assert found(reader, "w0x") == []  # the reader applies the tombstone now
+        return plan
+
+    monkeypatch.setattr(sqlite_module.SQLiteStore, "_plan_merge", interleave)
+    try:
+        assert found(reader, "alpha") == []
+        for i in range(MERGE_FACTOR):
+            kb.ingest(small(i))
+        kb.store.settle()
+        assert interleaved == ["done"]
+        assert found(reader, "w0x") == []
+        assert found(reader, "zeta") == [("d0", "2", 1)]
+        assert len(found(reader, "alpha")) == MERGE_FACTOR - 1
+        with sqlite3.connect(path) as c:  # the late tombstone went with its passages
+            assert c.execute("SELECT count(*) FROM tombstones").fetchone()[0] == 0
+    finally:
+        for h in (kb, other, reader):
+            h.close()
+
+
+def test_a_failed_background_merge_is_reported_and_loses_nothing(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "kb.db"
+    real = sqlite_module.SQLiteStore._plan_merge
+    broken = [True]
+
+    def failing(self, c, ids):  # type: ignore[no-untyped-def]
+        if broken[0]:
+            raise OSError("disk on fire")
+        return real(self, c, ids)
+
+    monkeypatch.setattr(sqlite_module.SQLiteStore, "_plan_merge", failing)
+    kb = KnowledgeBase.open(path, embedder="none")
+    try:
+        for i in range(MERGE_FACTOR):
+            kb.ingest(small(i))
+        with pytest.raises(StoreError, match="background segment merge failed: disk on fire"):
+            kb.store.settle()
+        kb.store.settle()  # reported once
+        assert segment_count(path) == MERGE_FACTOR and len(found(kb, "alpha")) == MERGE_FACTOR
+        broken[0] = False
+        kb.ingest(small(MERGE_FACTOR))  # the policy asks for the merge again
+        kb.store.settle()
+        assert segment_count(path) == 1 and len(found(kb, "alpha")) == MERGE_FACTOR + 1
+    finally:
+        kb.close()
+
+
+def test_close_finishes_the_requested_merges(tmp_path: Path) -> None:
+    path = tmp_path / "kb.db"
+    kb = KnowledgeBase.open(path, embedder="none")
+    for i in range(MERGE_FACTOR):
+        kb.ingest(small(i))
+    kb.close()
+    assert segment_count(path) == 1
+    with KnowledgeBase.open(path, embedder="none") as again:
+        assert len(found(again, "alpha")) == MERGE_FACTOR
+
+
+@pytest.mark.parametrize("pack_limit", [8192, 1])
+def test_small_merges_commit_on_the_handles_connection(tmp_path: Path, monkeypatch, pack_limit: int) -> None:  # type: ignore[no-untyped-def]
+    """A change made by another connection makes SQLite unmap the handle connection's whole
+    memory map at its next transaction (20-25 ms at 1M, inside the next supersede or search),
+    so a small merge commits on the handle's connection; a large one (a row per term) on the
+    merge thread's, so that searches do not wait for it. Either way the result is the same."""
+    for module in (merge_module, write_module):  # where a segment is written: merges and writes
+        monkeypatch.setattr(module, "PACK_LIMIT", pack_limit)
+    real = sqlite_module.SQLiteStore._commit_merge
+    on_handle: list[bool] = []
+
+    def spy(self, tx, plan):  # type: ignore[no-untyped-def]
+        on_handle.append(tx.cur is self._conn)
+        return real(self, tx, plan)
+
+    monkeypatch.setattr(sqlite_module.SQLiteStore, "_commit_merge", spy)
+    kb = KnowledgeBase.open(tmp_path / "kb.db", embedder="none")
+    try:
+        for i in range(MERGE_FACTOR):
+            kb.ingest(small(i))
+        kb.store.settle()
+        assert on_handle == [pack_limit > 1]
+        assert segment_count(tmp_path / "kb.db") == 1
+        assert len(found(kb, "alpha")) == MERGE_FACTOR
+    finally:
+        kb.close()
+
+
+def _plan_while_the_handle_is_busy(tmp_path: Path, monkeypatch, seconds: float,  # type: ignore[no-untyped-def]
+                                   hold: float) -> tuple[bool, bool]:
+    """A search holds the handle while a background merge plans: (did the plan finish while
+    the search was under way, did it finish after)."""
+    monkeypatch.setattr(sqlite_module, "_YIELD_SECONDS", seconds)
+    real = sqlite_module.SQLiteStore._plan_merge
+    go, planned = threading.Event(), threading.Event()
+
+    def gated(self, c, ids):  # type: ignore[no-untyped-def]
+        assert go.wait(30)
+        plan = real(self, c, ids)
+        planned.set()
+        return plan
+
+    monkeypatch.setattr(sqlite_module.SQLiteStore, "_plan_merge", gated)
+    kb = KnowledgeBase.open(tmp_path / "kb.db", embedder="none")
+    try:
+        for i in range(MERGE_FACTOR):
+            kb.ingest(small(i))  # the last asks for a merge, whose plan waits for `go`
+        with kb.store.read():  # what a search holds while it runs
+            go.set()
+            during = planned.wait(hold)
+        after = planned.wait(30)
+        kb.store.settle()
+        assert segment_count(tmp_path / "kb.db") == 1 and len(found(kb, "alpha")) == MERGE_FACTOR
+        return during, after
+    finally:
+        go.set()
+        kb.close()
+
+
+def test_a_merge_plan_waits_for_a_search_under_way(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The merge thread shares the interpreter lock with searches and writes; between its steps
+    it waits while the handle is in use, so that the search under way runs undisturbed."""
+    assert _plan_while_the_handle_is_busy(tmp_path, monkeypatch, seconds=30, hold=0.5) == (False, True)
+
+
+def test_a_merge_plan_does_not_starve_under_unbroken_use(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The wait at each step is bounded, so a plan finishes even while the handle never idles."""
+    assert _plan_while_the_handle_is_busy(tmp_path, monkeypatch, seconds=0.001, hold=20) == (True, True)
+
+
+def test_merge_postings_pauses_between_its_steps() -> None:
+    """The pause points merge_postings offers: after the term union, per part and per chunk."""
+    parts = [FlatPostings.from_dict({"a": (np.array([i]), np.array([1])),
+                                     f"t{i}": (np.array([i]), np.array([2]))}) for i in range(3)]
+    calls: list[int] = []
+    merged = merge_postings(parts, np.array([1]), lambda: calls.append(1))
+    assert merged.terms == ["a", "t0", "t2"] and merged.pids.tolist() == [0, 2, 0, 2]
+    assert len(calls) >= 1 + len(parts) + 1
+    plain = merge_postings(parts, np.array([1]))  # the default pauses nowhere
+    assert plain.terms == merged.terms and plain.pids.tolist() == merged.pids.tolist()
+
+
+# -- remove erases (the SQLite file, the history) --------------------------------------------------
+def test_remove_deletes_passages_and_history(locate: Locator) -> None:
+    path = locate("kb")
+    kb = KnowledgeBase.open(path)
+    kb.ingest([doc(text="alpha one")])
+    kb.ingest([doc(version="2", text="alpha two")])
+    kb.ingest([doc("other", text="alpha three")])
+    assert kb.stats()["history_versions"] == 1
+    assert kb.remove("t", "d1") is True
+    assert kb.remove("t", "d1") is False
+    assert [h.document_id for h in kb.search(A, "alpha", mode="keyword")] == ["other"]
+    assert raw(path, "SELECT count(*) FROM history WHERE doc_id = 'd1'")[0][0] == 0
+    assert raw(path, "SELECT count(*) FROM passages p JOIN documents d USING (dkey) "
+                     "WHERE d.doc_id = 'd1'")[0][0] == 0
+    assert raw(path, "SELECT count(*) FROM documents WHERE doc_id = 'd1'")[0][0] == 0
+    kb.optimize()
+    assert kb.stats()["segments"] == 1 and kb.stats()["tombstones"] == 0
+    # After a merge the removed passages are gone from the keyword index too.
+    row = raw(path, "SELECT terms, term_ends, term_pids, term_tfs FROM segments")[0]
+    stored = FlatPostings.from_stored(*(bytes(v) if isinstance(v, memoryview) else v for v in row))
+    alpha = stored.get("alpha")
+    assert alpha is not None
+    alpha_pids, _ = alpha
+    assert len(alpha_pids) == 1
+    kb.close()
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_removed_text_is_gone_from_the_sqlite_file(tmp_path: Path, secure: bool) -> None:
+    """``remove`` erases, not hides: after it and a merge of the index segments (``optimize``),
+    neither the text nor its words are anywhere in the file. SQLite leaves deleted bytes in free
+    pages unless secure_delete is on, which evidex sets on every connection (SQLite builds
+    differ in the default); with it off the same steps leave the text behind."""
+    from evidex.store import _sqlite
+
+    path = tmp_path / "erase.db"
+    secret = "zqxsalaryzqx " * 600  # about 8 KB: the full text spills into overflow pages
+    kb = KnowledgeBase.open(path)
+    if not secure:
+        kb.store._conn.execute("PRAGMA secure_delete = OFF")
+        kb.store._merge_connection = lambda: _off(_sqlite.SQLiteStore._merge_connection(kb.store))
+    kb.ingest([Document("keep", "t", frozenset({"g"}), "1", "public words " * 50),
+               Document("gone", "t", frozenset({"g"}), "1", "intro\n\n" + secret)])
+    kb.remove("t", "gone")
+    kb.optimize()
+    kb.close()
+    found = b"zqxsalaryzqx" in path.read_bytes()
+    assert found is not secure
+
+
+# -- PostgreSQL: URL parameters, schemas, migrations, HNSW, the COPY parser ------------------------
+def test_url_parameters_of_evidex_are_not_passed_to_libpq() -> None:
+    conninfo, schema, mode = split_url(
+        "postgresql://u:pw@h:5/db?sslmode=require&schema=kb_1&vector_search=hnsw")
+    assert (conninfo, schema, mode) == ("postgresql://u:pw@h:5/db?sslmode=require", "kb_1", "hnsw")
+    assert split_url("postgresql://h/db")[1:] == ("evidex", "exact")
+    for bad in ("postgresql://h/db?schema=Drop;Table", "postgresql://h/db?vector_search=ivf"):
+        with pytest.raises(StoreError):  # a ValueError subclass
+            split_url(bad)
+
+
+def test_a_schema_with_other_tables_is_not_taken_over(pg: Locator) -> None:
+    url = pg("foreign")
+    conninfo, schema, _ = split_url(url)
+    import psycopg
+
+    with psycopg.connect(conninfo, autocommit=True) as c:
+        c.execute(f"CREATE SCHEMA {schema}")
+        c.execute(f"CREATE TABLE {schema}.documents (x int)")
+    with pytest.raises(StoreError, match="holds tables but no evidex store"):
+        KnowledgeBase.open(url)
+
+
+@pytest.mark.parametrize("version", [1, 3])
+def test_a_numbered_schema_upgrades_on_open(pg: Locator, version: int) -> None:
+    """A store in the layout of schema version 1 or 3 (the earlier evidex's DDL verbatim, see
+    old_stores) opens with the current code: the missing migrations run once, the data is
+    untouched, and searches and writes equal a fresh store's."""
+    docs = [Document(f"d{i}", "t", frozenset({"g"}), "1", f"alpha beta {i}\n\ngamma {i % 3}")
+            for i in range(20)]
+    fresh_url, url = pg("fresh"), pg("old")
+    with KnowledgeBase.open(fresh_url) as fresh:
+        fresh.ingest(docs)
+        fresh.ingest(Document("d0", "t", frozenset({"g"}), "2", "alpha again"))
+    postgres_legacy(fresh_url, url, version)
+    assert raw(url, "SELECT max(version) FROM schema_version")[0][0] == version
+    assert _in_schema(url, "index", "vectors_sig") is (version >= 2)
+    assert _in_schema(url, "table", "source_documents") is (version >= 3)
+    with KnowledgeBase.open(url) as kb, KnowledgeBase.open(fresh_url) as fresh:
+        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 14
+        assert sorted(r[0] for r in raw(url, "SELECT name FROM migrations")) == sorted(MIGRATIONS.names)
+        assert not _in_schema(url, "table", "schema_version")
+        assert _in_schema(url, "index", "vectors_sig") and _in_schema(url, "index", "history_doc")
+        assert raw(url, "SELECT count(*) FROM source_documents") == [(0,)]
+        assert kb.stats()["documents"] == 20 and kb.stats()["history_versions"] == 1
+
+        def same(step: str) -> None:
+            for mode in ("keyword", "vector", "hybrid"):
+                a = [(h.document_id, h.passage, h.score) for h in kb.search(A, "alpha gamma", mode=mode)]
+                b = [(h.document_id, h.passage, h.score) for h in fresh.search(A, "alpha gamma", mode=mode)]
+                assert a == b and a, (step, mode)
+
+        same("opened")
+        for k in (kb, fresh):
+            k.ingest(Document("d1", "t", frozenset({"g"}), "2", "alpha gamma changed"))
+            k.remove("t", "d2")
+            k.optimize()
+        same("written")
+    with KnowledgeBase.open(url):  # opening again applies nothing more
+        assert len(raw(url, "SELECT name FROM migrations")) == SCHEMA_VERSION
+
+
+def test_hnsw_mode_recall_and_filtering(pg: Locator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opt-in HNSW: the index is built, searches use it (not the exact fallback), return full
+    lists of only readable passages, and recall@10 against the exact mode is at least 0.99."""
+    monkeypatch.setattr(_pgvector, "HNSW_EXACT_BELOW", 0)  # small data: force the index path
+    exact_scans: list[int] = []
+    real = _pgvector.RowVectors._sql_exact
+
+    def counted(self, *args):  # type: ignore[no-untyped-def]
+        exact_scans.append(1)
+        return real(self, *args)
+
+    monkeypatch.setattr(_pgvector.RowVectors, "_sql_exact", counted)
+    url = pg("hnsw")
+    rng = random.Random(5)
+    with KnowledgeBase.open(url) as kb:
+        kb.ingest(_random_docs(rng, 1200, ("g", "h")))
+    exact = KnowledgeBase.open(url)
+    approx = KnowledgeBase.open(f"{url}&vector_search=hnsw")
+    try:
+        assert approx.stats()["hnsw_index"] is True
+        plan = raw(url, "EXPLAIN SELECT pid FROM vectors ORDER BY (embedding::vector(64)) <#> "
+                        "(array_fill(0.1, ARRAY[64])::vector(64)) LIMIT 5")
+        assert any("vectors_hnsw" in r[0] for r in plan), plan
+        recalls = []
+        for i in range(40):
+            q = " ".join(f"w{rng.randrange(300)}" for _ in range(3))
+            want = [(h.document_id, h.passage) for h in
+                    exact.search(A, q, mode="vector", limit=10, max_per_document=None)]
+            hits = approx.search(A, q, mode="vector", limit=10, max_per_document=None)
+            assert len(hits) == 10 and all(h.document_id.startswith("g") for h in hits), i
+            recalls.append(len(set(want) & {(h.document_id, h.passage) for h in hits}) / 10)
+        assert exact_scans == []  # every search ran on the index, none fell back to a scan
+        assert sum(recalls) / len(recalls) >= 0.99, recalls
+        # Writes after the build are indexed too (the index is maintained, not rebuilt).
+        approx.ingest(Document("g-new", "t", frozenset({"g"}), "1", "w1 w2 w3 w4"))
+        assert approx.search(A, "w1 w2 w3 w4", mode="vector", limit=1)[0].document_id == "g-new"
+    finally:
+        exact.close()
+        approx.close()
+
+
+def test_vector_copy_parser_rejects_other_dimensions() -> None:
+    row = (struct.pack(">hii", 2, 4, 7) + struct.pack(">ihh", 4 + 4 * 3, 3, 0)
+           + np.ones(3, dtype=">f4").tobytes())
+    buf = _pgvector._COPY_SIGNATURE + b"\0" * 8 + row + b"\xff\xff"
+    pids, vecs = _pgvector._parse_vector_copy(buf, 3)
+    assert pids.tolist() == [7] and vecs.tolist() == [[1.0, 1.0, 1.0]]
+    with pytest.raises(StoreError, match="dimensions"):
+        _pgvector._parse_vector_copy(buf, 2)
+
+
+# -- the merge plan, the schema description and the named migrations, the citation columns -------
+POLICY = MergePolicy(factor=4, inline_limit=100, max_segments=6)
+
+
+# -- the merge plan: a pure function of segment sizes and the budget ------------------------------
+def test_a_full_tier_within_the_budget_merges() -> None:
+    sizes = {1: 50, 2: 3, 3: 3, 4: 2, 5: 3}  # tier 0 (1-3 passages) holds four segments
+    assert next_merge(sizes, 100, POLICY) == [2, 3, 4, 5]
+    assert next_merge({1: 50, 2: 3, 3: 3, 4: 2}, 100, POLICY) is None  # three are not a tier yet
+
+
+def test_a_tier_over_the_budget_waits() -> None:
+    sizes = {i: 30 for i in range(1, 5)}  # four of tier 2 (16-63 passages): 120 in all
+    assert next_merge(sizes, 100, POLICY) is None
+    assert next_merge(sizes, merge_budget(15, POLICY), POLICY) is None  # max(100, 4 x 15)
+    assert next_merge(sizes, merge_budget(30, POLICY), POLICY) == [1, 2, 3, 4]  # 4 x 30 = 120
+
+
+def test_too_many_segments_merge_the_smallest() -> None:
+    sizes = {1: 1, 2: 5, 3: 20, 4: 70, 5: 300, 6: 2, 7: 6}  # seven segments, no full tier
+    assert next_merge(sizes, 100, POLICY) == [1, 6, 2, 7]
+    assert next_merge(sizes, 10, POLICY) is None  # their 14 passages exceed the budget
+    del sizes[7]
+    assert next_merge(sizes, 100, POLICY) is None  # six segments are allowed
+
+
+def test_the_budget_grows_with_the_write() -> None:
+    assert merge_budget(1, POLICY) == 100 and merge_budget(1000, POLICY) == 4000
+
+
+@settings(max_examples=200, deadline=None)
+@given(writes=st.lists(st.integers(1, 400), min_size=1, max_size=60))
+def test_applying_the_plan_after_every_write_keeps_the_tiers_small(writes: list[int]) -> None:
+    """What a store does: after each write, merge while the plan says so. Each merge stays
+    within the write's budget and folds segments that exist; the passages are all kept; and a
+    write whose budget covers the whole store leaves at most ``max_segments`` segments."""
+    sizes: dict[int, int] = {}
+    next_id = 0
+    for n in writes:
+        next_id += 1
+        sizes[next_id] = n
+        budget = merge_budget(n, POLICY)
+        while (ids := next_merge(sizes, budget, POLICY)) is not None:
+            assert len(ids) == len(set(ids)) >= 2 and set(ids) <= set(sizes)
+            assert sum(sizes[i] for i in ids) <= budget
+            next_id += 1
+            sizes[next_id] = sum(sizes.pop(i) for i in ids)
+        assert next_merge(sizes, budget, POLICY) is None
+        if budget >= sum(sizes.values()):  # everything affordable was folded
+            assert len(sizes) <= POLICY.max_segments
+    assert sum(sizes.values()) == sum(writes)
+
+
+def test_a_fresh_store_has_the_described_tables(tmp_path: Path) -> None:
+    KnowledgeBase.open(tmp_path / "kb.db").close()
+    layout = _layout(tmp_path / "kb.db")
+    described = {t.name for t in TABLES if "sqlite" in t.dialects} | {"sqlite_sequence"}
+    assert {k for k in layout if "." not in k} == described
+    with sqlite3.connect(tmp_path / "kb.db") as c:
+        assert sorted(r[0] for r in c.execute("SELECT name FROM migrations")) == sorted(MIGRATIONS.names)
+        version = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        assert version == (str(SCHEMA_VERSION),)
+
+
+def test_a_schema_5_store_upgrades_to_the_fresh_layout_and_keeps_its_data(tmp_path: Path) -> None:
+    """The last numbered SQLite schema (5): opening runs the missing migrations once (the offsets
+    renamed, tombstones keyed by generation); the layout then equals a fresh store's, every
+    search and write gives what the store it was copied from gives, and an evidex that still
+    numbered its schemas would refuse the file (its number is past 5)."""
+    current, old = tmp_path / "current.db", tmp_path / "old.db"
+    _store_with_history(current)
+    sqlite_v5(current, old)
+    with sqlite3.connect(old) as c:
+        columns = [r[1] for r in c.execute("PRAGMA table_info(passages)")]
+        assert "start" in columns and "start_off" not in columns
+        assert c.execute("SELECT count(*) FROM tombstones").fetchone()[0] > 0
+    with KnowledgeBase.open(old) as kb, KnowledgeBase.open(current) as ref:
+        assert kb.stats()["schema_version"] == SCHEMA_VERSION == 14
+        assert kb.stats()["tombstones"] == ref.stats()["tombstones"]
+        assert _results(kb) == _results(ref)
+        assert kb.source_entries() == ref.source_entries()
+        for k in (kb, ref):
+            k.ingest(Document("d1", "t", frozenset({"g"}), "2", "alpha changed\n\nbeta"))
+            k.ingest(Document("new", "t", frozenset({"g"}), "1", "gamma new"))
+        assert _results(kb) == _results(ref)
+        kb.optimize()
+        ref.optimize()
+        assert _results(kb) == _results(ref) and kb.stats()["tombstones"] == 0
+    KnowledgeBase.open(tmp_path / "fresh.db").close()
+    assert _layout(old) == _layout(tmp_path / "fresh.db")
+    with sqlite3.connect(old) as c:
+        applied = c.execute("SELECT name, applied_at FROM migrations ORDER BY name").fetchall()
+        assert [r[0] for r in applied] == sorted(MIGRATIONS.names)
+        assert int(c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]) > 5
+    KnowledgeBase.open(old).close()  # opening again applies nothing
+    with sqlite3.connect(old) as c:
+        assert c.execute("SELECT name, applied_at FROM migrations ORDER BY name").fetchall() == applied
+
+
+def test_what_a_hit_cites_is_read_from_the_passage_and_its_document(locate: Locator) -> None:
+    """``cited`` gives the passage's and its document's fields a hit cites, in ``CITED`` order
+    (``Hit``'s fields around its score and rank), as the row objects hold them, on a fresh
+    handle too. Kept by passage id across writes: a supersede (here of the title alone) ends
+    the passage ids, so the next search cites the new version."""
+    assert [f.name for f in fields(Hit) if f.name not in ("score", "rank", "explain", "pid")] == list(CITED)
+    location = locate("kb")
+    reader = Actor("t", ODD_GROUPS, visibilities=frozenset({"public", "internal"}))
+
+    def expected(view: Any, pids: list[int]) -> list[tuple[Any, ...]]:
+        ps = view.passages(pids)
+        ds = view.documents({p.dkey for p in ps.values()})
+        return [(ds[p.dkey].id, ds[p.dkey].version, ds[p.dkey].content_sha256, p.number, p.text, p.start,
+                 p.end, p.heading_path, p.anchor, ds[p.dkey].title, ds[p.dkey].source_url,
+                 ds[p.dkey].language, p.page, p.flags) for p in (ps[i] for i in pids)]
+
+    with KnowledgeBase.open(location, embedder="none") as kb:
+        kb.ingest([_odd_document(i, d) for i, d in enumerate(ODD_IDS)], split="heading")
+        with kb.store.read() as view:
+            pids = np.flatnonzero(view.sig >= 0).tolist()[::-1]
+            cited = view.cited(pids)
+            assert cited == expected(view, pids) and len({c[0] for c in cited}) == len(ODD_IDS)
+        before = kb.search(reader, "alpha", mode="keyword", limit=20)
+        assert {h.title for h in before if h.document_id == "B"} == {"Titel 0 ✓"}
+        kb.ingest(replace(_odd_document(0, "B"), title="Neu"), split="heading")
+        after = kb.search(reader, "alpha", mode="keyword", limit=20)
+        assert {h.title for h in after if h.document_id == "B"} == {"Neu"}
+    with KnowledgeBase.open(location, embedder="none") as fresh, fresh.store.read() as view:
+        pids = np.flatnonzero(view.sig >= 0).tolist()
+        assert view.cited(pids) == expected(view, pids)
