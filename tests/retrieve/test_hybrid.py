@@ -19,13 +19,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-import evidex._vectors as kb_module
 from actors import PUBLIC_INTERNAL
 from cli_runner import run_cli
 from documents import doc
 from evidex import Actor, KnowledgeBase, QueryError, StoreError
 from evidex.embed import get_embedder
-from evidex.retrieve._vector import CENTRING
+from evidex.retrieve import CENTRING
 
 A = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 NOBODY = Actor("acme", frozenset({"interns"}), visibilities=PUBLIC_INTERNAL)
@@ -65,33 +64,31 @@ def full(hits: Sequence[Any]) -> list[tuple[str, str, int, float, int]]:
 
 
 class CountingEmbedder:
-    """Wraps a real embedder and records every passage text it is asked to embed."""
+    """Records every passage text the process-wide ``model_id`` embedder (the one
+    ``get_embedder`` hands every store) is asked to embed, once ``install``ed on it."""
 
     def __init__(self, model_id: str, fail_on: str | None = None) -> None:
         self.inner = get_embedder(model_id)
-        self.model_id = self.inner.model_id
-        self.dimension = self.inner.dimension
+        self.embed = self.inner.embed_passages  # the model's own, bound before it is replaced
         self.passages: list[str] = []
         self.fail_on = fail_on
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self.inner.embed_queries(texts)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if self.fail_on is not None and any(self.fail_on in t for t in texts):
             raise RuntimeError("embedding failed")
         self.passages.extend(texts)
-        return self.inner.embed_passages(texts)
+        return self.embed(texts)
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> CountingEmbedder:
+        """For this test the embedder's passages go through ``embed_passages``."""
+        monkeypatch.setattr(self.inner, "embed_passages", self.embed_passages)
+        return self
 
 
 @pytest.fixture
 def counting(monkeypatch: pytest.MonkeyPatch) -> CountingEmbedder:
     """Every KnowledgeBase in the test embeds hash-test passages through a counting wrapper."""
-    wrapper = CountingEmbedder("hash-test")
-    real = kb_module.get_embedder
-    monkeypatch.setattr(kb_module, "get_embedder",
-                        lambda model: wrapper if model == "hash-test" else real(model))
-    return wrapper
+    return CountingEmbedder("hash-test").install(monkeypatch)
 
 
 # -- modes and explanation -------------------------------------------------------------------------
@@ -289,8 +286,7 @@ def test_a_failed_embedding_writes_nothing(tmp_path: Path, monkeypatch: pytest.M
     kb = KnowledgeBase.open(path)
     kb.ingest(DOCS)
     before = (kb.stats()["passages"], keys(kb.search(A, "plan users support", limit=20)))
-    wrapper = CountingEmbedder("hash-test", fail_on="poison")
-    monkeypatch.setattr(kb_module, "get_embedder", lambda model: wrapper)
+    CountingEmbedder("hash-test", fail_on="poison").install(monkeypatch)  # the store's model
     with pytest.raises(RuntimeError):
         kb.ingest([_doc("fresh", "fine words"), _doc("plans", "poison pill", version="2")])
     assert (kb.stats()["passages"], keys(kb.search(A, "plan users support", limit=20))) == before

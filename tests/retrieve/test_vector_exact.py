@@ -42,7 +42,7 @@ from documents import doc
 from evidex import Actor, Document, Filters, KnowledgeBase
 from evidex.embed import get_embedder
 from evidex.query import language_key
-from evidex.retrieve._vector import CENTRING
+from evidex.retrieve import CENTRING
 from evidex.store import _vectors
 from strategies import (
     ABSENT,

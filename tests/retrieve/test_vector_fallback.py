@@ -9,14 +9,11 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import Future, wait
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-import evidex.retrieve._deadline as deadline_module
-import evidex.retrieve._search as hybrid_module
 from actors import PUBLIC_INTERNAL
 from cli_runner import run_cli
 from evidex import Actor, Document, KnowledgeBase
@@ -116,81 +113,6 @@ def test_a_slow_query_embedding_falls_back_to_the_keyword_ranking(
     assert all(set(h.explain or {}) <= {"fused_score", "keyword"} for h in res)
 
 
-def test_a_vector_search_past_the_deadline_falls_back(
-        store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = hybrid_module.vector_candidates
-
-    def slow_search(*args, **kwargs):  # type: ignore[no-untyped-def]
-        time.sleep(0.3)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(hybrid_module, "vector_candidates", slow_search)
-    store.vector_timeout_ms = 50
-    res = store.search(STAFF, fresh("parcels austria"))
-    assert res.fallback is not None and res.fallback["reason"] == "vector_timeout"
-    assert "the vector search did not finish" in res.fallback["detail"]
-    assert res[0].document_id == "shipping"
-    store.vector_timeout_ms = 30_000
-    assert store.search(STAFF, fresh("parcels austria")).fallback is None
-
-
-def test_quote_vectors_past_the_deadline_decline_and_finish_into_the_cache(
-        store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The answer-bearing decision's quote vectors (first meeting of a sentence) have a deadline
-    of their own: past it the answer is declined with ``timeout`` (never decided by the quotes'
-    words alone: an answer must not depend on how busy the machine is) and its trace says so,
-    and the late embedding still fills the cache, so the same answer next time reads them by
-    meaning. A search (plain or with the on-topic decision) embeds no sentence at all, so it
-    is never late for one."""
-    tag = uuid.uuid4().hex[:8]
-    store.ingest([Document(id="gift", tenant="acme", groups=frozenset({"staff"}), version="1",
-                           text=f"# Gift cards\n\nGift cards {tag} never expire and work online.")],
-                 split="heading")
-    embedder = get_embedder("hash-test")
-    real, asked, done, go = embedder.embed_passages, [], [], threading.Event()
-
-    def slow(texts):  # type: ignore[no-untyped-def]
-        asked.extend(texts)
-        go.wait(60)  # held until the answer has returned: late whatever the machine's speed
-        out = real(texts)
-        done.append(len(texts))
-        return out
-
-    submitted: list[Future[object]] = []
-    pool = deadline_module._POOL
-
-    class Recording:  # the deadline pool, recording its work so the test can wait for it
-        def submit(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
-            future = pool.submit(fn, *args, **kwargs)
-            submitted.append(future)
-            return future
-
-    monkeypatch.setattr(embedder, "embed_passages", slow)
-    monkeypatch.setattr(deadline_module, "_POOL", Recording())
-    store.vector_timeout_ms = 100
-    question = f"Do gift cards {tag} expire?"
-    for evidence in (False, True):
-        res = store.search(STAFF, question, evidence=evidence)
-        assert asked == [] and res.fallback is None and res[0].document_id == "gift"
-    ans = store.answer(STAFF, question)
-    assert done == [], "the answer waited for the slow quote embedding"
-    assert any(tag in t for t in asked), "the quotes were not embedded for the decision"
-    assert ans.trace is not None and ans.trace["fallback"] == {
-        "fallback": "keyword", "reason": "vector_timeout",
-        "detail": "the quotes' embedding did not finish within retrieval.vector.timeout_ms (100 ms)"}
-    assert ans.status == "declined" and ans.reason == "timeout"
-    assert ans.trace["decision"]["answer_bearing"]["why"] == "timeout"
-    go.set()  # the late call finishes in the background, and writes its vectors to the cache
-    finished, _ = wait(submitted, timeout=120)
-    assert len(finished) == len(submitted) and done
-    asked.clear()
-    store.vector_timeout_ms = 30_000  # what is checked is the cache, not the machine's speed
-    again = store.answer(STAFF, question)
-    assert again.trace is not None and again.trace["fallback"] is None
-    assert again.trace["decision"]["answer_bearing"]["threshold"] == store._calibration_now().answer_bearing
-    assert not any(tag in t for t in asked), "the late quote vectors did not reach the cache"
-
-
 def test_an_answer_past_the_deadline_says_so_in_its_trace(
         store: KnowledgeBase, slow_embedder: list[float]) -> None:
     """The answer's trace (``ask --json``, ``POST /v1/answer``) says the keyword fallback and
@@ -254,25 +176,3 @@ def test_a_timeout_is_not_a_silent_change_of_results_when_fast(store: KnowledgeB
     assert np.isclose(bounded.signals["similarity"], unbounded.signals["similarity"])
 
 
-def test_a_cached_query_vector_needs_no_embedding_thread(
-        store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A question embedded before (asked again, or searched by an answer) is not handed to the
-    embedding thread; the vector search still has its deadline."""
-    import evidex.retrieve._deadline as deadline_module
-
-    store.vector_timeout_ms = 30_000
-    query = fresh("return boots refund")
-    first = store.search(STAFF, query)
-    calls: list[object] = []
-    real = deadline_module._POOL.submit
-
-    def counted(*a: object, **kw: object) -> object:
-        calls.append(a)
-        return real(*a, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(deadline_module._POOL, "submit", counted)
-    again = store.search(STAFF, query)
-    assert calls == [] and again.fallback is None
-    assert [h.as_dict() for h in again] == [h.as_dict() for h in first]
-    store.search(STAFF, fresh("return boots refund"))
-    assert len(calls) == 1  # a new question is embedded on the thread, within the deadline

@@ -18,39 +18,11 @@ from actors import PUBLIC_INTERNAL
 from evidex import Actor
 from evidex.config import load_config
 from evidex.retrieve import Fusion, Leg, fuse
-from evidex.retrieve._adaptive import LegWeights
-from evidex.retrieve._fusion import rrf_contributions
 from small_stores import two_language_store
 
 A = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)
 KW = Leg("keyword", np.array([1, 2, 3]), np.array([9.0, 5.0, 1.0]))
 VEC = Leg("vector", np.array([3, 2, 4]), np.array([0.9, 0.8, 0.7]))
-
-
-def _scores(fusion: Fusion, weights: LegWeights | None = None) -> dict[int, float]:
-    pids, scores, _ = fuse([KW, VEC], fusion, weights)
-    return dict(zip(pids.tolist(), scores.tolist(), strict=True))
-
-
-def test_equal_weights_are_plain_rrf_bit_for_bit() -> None:
-    even = LegWeights(0.5, 0.5, ("even",))
-    assert _scores(Fusion("weighted_rrf"), even) == _scores(Fusion("rrf"))
-    assert _scores(Fusion("weighted_rrf", rrf_k=10), even) == _scores(Fusion("rrf", rrf_k=10))
-    assert rrf_contributions(3, 60) == [1 / 61, 1 / 62, 1 / 63]
-
-
-def test_each_leg_counts_by_its_weight() -> None:
-    w = LegWeights(0.15, 0.85, ("cross-language",))
-    got = _scores(Fusion("weighted_rrf"), w)
-    assert got[1] == pytest.approx(2 * 0.15 / 61)  # keyword #1 only
-    assert got[4] == pytest.approx(2 * 0.85 / 63)  # vector #3 only
-    assert got[3] == pytest.approx(2 * 0.15 / 63 + 2 * 0.85 / 61)
-    # Plain RRF puts the keyword leg's first (1/61) above the vector leg's third (1/63); with the
-    # keyword leg near the floor the vector leg's passage wins, with it heavy the keyword one.
-    plain = _scores(Fusion("rrf"))
-    assert plain[1] > plain[4] and got[1] < got[4]
-    keyword_heavy = _scores(Fusion("weighted_rrf"), LegWeights(0.8, 0.2, ("exact code",)))
-    assert keyword_heavy[1] > keyword_heavy[4]
 
 
 def test_weighted_rrf_needs_the_query_weights() -> None:

@@ -2,7 +2,10 @@
 
 ``search(view, bm25, query)`` ranks one ``Query`` (built once per search by ``make_query``)
 inside a read view and returns a ``Ranking``; whether the passages answer the question is
-``evidex.decide``'s. The other names are the parts other packages use.
+``evidex.decide``'s. The other names are the parts other packages use, and ``CENTRING``: the
+weight of the language centring in a vector score, ``cos(q, p) + CENTRING * (max_M q . mean_M -
+q . mean_L)`` for a passage in language L (ARCHITECTURE.md), for a caller that works a vector
+score out or explains one.
 """
 
 from ._access import access, allowed_signatures
@@ -13,9 +16,11 @@ from ._keyword_leg import Candidates, hits_from, keyword_candidates
 from ._query import Query, make_query
 from ._search import MODES, Ranking, search
 from ._select import select_top
+from ._vector import CENTRING
 
 __all__ = [
     "BM25",
+    "CENTRING",
     "DEFAULT_FUSION",
     "MODES",
     "BM25Params",
