@@ -4,23 +4,32 @@ real ``evidex`` command.
 ``--write-config --to-replica`` wrote a flow mapping with plain URLs its own reader could not
 read back; a move killed after the configuration was written failed on re-run with "already
 on ..."; ``move-tenant nosuchtenant`` "succeeded" and left a permanent moved mark; a frozen
-tenant's write held its store handle for 120 s."""
+tenant's write held its store handle for 120 s.
+
+It is also placement's internals file: the tests that patch the router's move wait and its clock
+(``placement._router``) or crash a move in each of its steps (``placement._move``, the store's
+mark in ``store._core``) are here; the other placement tests use public names."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 
 import evidex.placement._router as placement_router  # the router owns the move wait and its clock
 from actors import PUBLIC_INTERNAL
 from backends import raw
-from evidex import Actor, Document, KnowledgeBase, TenantMoved
+from evidex import Actor, Document, KnowledgeBase, StoreError, TenantMoved
 from evidex.config import StoreConfig, StoreLocation, load_config, write_placement
 from evidex.placement import SERVICE_MOVE_WAIT_S, Placement, move_tenant, open_knowledge
+from evidex.placement import _move as placement_module
+from evidex.store import RunRecord
+from pgcluster import PgServer
 
 EVIDEX = Path(sys.executable).parent / "evidex"
 URLS = [
@@ -135,3 +144,138 @@ def test_a_frozen_tenants_writes_fail_fast_in_the_service(tmp_path: Path,
         hits = kb.search(Actor("globex", frozenset({"g"}), visibilities=PUBLIC_INTERNAL), "alpha",
                          mode="keyword")
         assert len(hits) == 2
+
+
+# -- a move's steps crashed into and a copy that differs (placement._move, store._core patched) ----
+def _actor(tenant: str) -> Actor:
+    return Actor(tenant, frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
+
+
+def _doc(tenant: str, i: int, version: str = "1", text: str = "") -> Document:
+    return Document(f"d{i}", tenant, frozenset({"g"}), version,
+                    text or f"alpha beta {tenant} number {i}\n\ngamma delta part {i % 7} of {tenant}")
+
+
+@pytest.fixture
+def urls(two: tuple[PgServer, PgServer], pg_url: str) -> tuple[str, str]:
+    """A fresh schema on each server."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    return two[0].url(schema), two[1].url(schema)
+
+
+def _placement(default: str, **tenants: str) -> Placement:
+    return Placement.of(StoreConfig.model_validate({"default": default, "tenants": tenants}), None)
+
+
+#: Every step of a move, in order, and where the tenant is when the process dies in it: while
+#: copying (still served and written on the source), frozen on the source (writes wait), or
+#: switched to the target (the source not yet cleared).
+STEPS = {"copy": "copying", "records": "copying", "freeze": "copying", "catch_up": "moving",
+         "verify": "moving", "samples": "moving", "switch": "moving", "config": "moved", "remove": "moved"}
+
+
+@pytest.mark.parametrize("crash", list(STEPS))
+def test_an_interrupted_move_finishes_when_run_again(urls: tuple[str, str], crash: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process dies in each step of the move in turn (an exception where the step's work
+    is done, half done for the first copy); the same command run again finishes the move, with
+    every document once on the target, none left on the source, and a write made between the
+    two runs kept."""
+    a, b = urls
+    with KnowledgeBase.open(a) as kb:
+        kb.ingest([_doc("acme", i) for i in range(30)])
+        kb.ingest([_doc("acme", i, "2") for i in range(5)])
+        kb.record_run(RunRecord("sync", "s", "acme", "2024-01-01T00:00:00+00:00", "2024-01-01T00:00:01+00:00",
+                                True))
+    source, target = StoreLocation(url=a), StoreLocation(url=b)
+    names = {"copy": "sync_tenant", "catch_up": "sync_tenant", "records": "copy_records",
+             "verify": "compare_tenant", "samples": "_same_answers", "remove": "clear_tenant"}
+
+    class Crash(Exception):
+        pass
+
+    switched = None
+    if crash in names:
+        real = getattr(placement_module, names[crash])
+
+        def run(*args, **kw):  # type: ignore[no-untyped-def]
+            if crash == "copy":  # part of the first pass written, then the process dies
+                kw["batch"] = 7
+                kw["progress"] = lambda done, total: (_ for _ in ()).throw(Crash()) if done >= 14 else None
+                return real(*args, **kw)
+            if crash == "catch_up" and args[0].tenant_marks().get("acme") is None:
+                return real(*args, **kw)  # the passes before the freeze run; the last one dies
+            raise Crash()
+
+        monkeypatch.setattr(placement_module, names[crash], run)
+    elif crash in ("freeze", "switch"):
+        state = "moving" if crash == "freeze" else "moved"
+        from evidex.store import _core
+
+        original = _core.SQLStore.mark_tenant
+
+        def mark(self, tenant, st, *rest):  # type: ignore[no-untyped-def]
+            if st == state:
+                raise Crash()
+            return original(self, tenant, st, *rest)
+
+        monkeypatch.setattr(_core.SQLStore, "mark_tenant", mark)
+    else:  # config: the configuration could not be written once the tenant was switched
+        def switched(report):  # type: ignore[no-untyped-def]
+            raise Crash()
+    with pytest.raises(Crash):
+        move_tenant("acme", source, target, switched=switched)
+    monkeypatch.undo()
+    marks = dict(raw(a, "SELECT tenant, state FROM tenant_moves"))
+    assert marks.get("acme", "copying") == STEPS[crash]
+    # A write the interruption let through is not lost either (a frozen tenant's writes wait
+    # for the move to finish, so only a copying one takes them).
+    late = STEPS[crash] == "copying"
+    with open_knowledge(_placement(a)) as kb:
+        if late:
+            kb.ingest(_doc("acme", 99, "1", "written after the interruption"))
+        written: list[str] = []
+        report = move_tenant("acme", source, target, switched=lambda r: written.append(r.config_line))
+    assert report.state == "done" and [yaml.safe_load(line) for line in written] == [{"acme": b}]
+    n = 31 if late else 30
+    assert raw(b, "SELECT count(*), count(DISTINCT doc_id) FROM documents WHERE tenant = 'acme'") == [(n, n)]
+    assert raw(b, "SELECT count(*) FROM history WHERE tenant = 'acme'") == [(5,)]
+    assert raw(b, "SELECT count(*) FROM runs WHERE tenant = 'acme'") == [(1,)]
+    assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(0,)]
+    assert raw(a, "SELECT count(*) FROM runs WHERE tenant = 'acme'") == [(0,)]
+    with KnowledgeBase.open(b) as kb:
+        assert kb.check().ok
+
+
+def test_a_copy_that_differs_is_never_switched_to_nor_the_source_cleared(
+        urls: tuple[str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A passage changed on the target between the last catch-up and the verification (a
+    copy gone wrong): the move stops with the difference named, the tenant stays frozen on the
+    source with all its data, and once the copy is right again the move finishes."""
+    a, b = urls
+    with KnowledgeBase.open(a) as kb:
+        kb.ingest([_doc("acme", i) for i in range(10)])
+    real = placement_module.compare_tenant
+
+    def corrupted(*args, **kw):  # type: ignore[no-untyped-def]
+        raw(b, "UPDATE passages SET text = 'tampered' WHERE pid = (SELECT min(pid) FROM passages) "
+            "RETURNING pid")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(placement_module, "compare_tenant", corrupted)
+    with pytest.raises(StoreError, match=r"differs from the source \(acme/d\d+: passages differ"):
+        move_tenant("acme", StoreLocation(url=a), StoreLocation(url=b))
+    monkeypatch.undo()
+    assert raw(a, "SELECT tenant, state FROM tenant_moves") == [("acme", "moving")]
+    assert raw(a, "SELECT count(*) FROM documents WHERE tenant = 'acme'") == [(10,)]
+    with open_knowledge(_placement(a)) as kb:  # still served from the source meanwhile
+        assert len(kb.search(_actor("acme"), "alpha", limit=20, mode="keyword")) == 10
+    # Mended (here: the tampered document removed from the target, so the catch-up copies it
+    # again), the move finishes.
+    bad = raw(b, "SELECT d.doc_id FROM documents d JOIN passages p USING (dkey) WHERE p.text = 'tampered'")
+    with KnowledgeBase.open(b) as kb:
+        kb.remove("acme", bad[0][0])
+    report = move_tenant("acme", StoreLocation(url=a), StoreLocation(url=b))
+    assert report.state == "done" and report.counts is not None and report.counts.documents == 10
+    assert report.counts.mismatches == []
