@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sqlite3
-import subprocess
 from functools import partial
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import evidex.conflicts
 from cli_runner import run_cli
 from evidex import KnowledgeBase
 from evidex.ingest import load_paths
-from service_helpers import BIN, EXAMPLES
+from service_helpers import EXAMPLES
 
 STAFF = frozenset({"staff"})
 
@@ -175,41 +173,6 @@ def test_keyword_only_store_finds_conflicts_by_shared_terms(tmp_path: Path) -> N
     with KnowledgeBase.open(tmp_path / "kw.db", embedder="none") as kb:
         kb.ingest([CARE], split="heading")
         assert len(kb.ingest([SHELL], split="heading").conflicts) == 1
-
-
-#: Detection on the shop collection in a keyword-only store with loose rules (many candidate
-#: documents chosen by their rarest words, many pairs compared), printing what it finds.
-_KEYWORD_RUN = """
-import dataclasses, json, sys, tempfile
-from pathlib import Path
-from evidex import KnowledgeBase
-from evidex.ingest import load_paths
-from evidex.conflicts import _detect as _conflicts
-for k, v in {"SUBJECT_MIN": 0.3, "MIN_SHARED": 2, "PASSAGE_MIN": 0.8, "PASSAGE_SHARED": 1,
-             "PASSAGE_RATIO": 1000.0}.items():
-    setattr(_conflicts, k, v)
-base = {"tenant": "acme", "groups": ["staff"], "visibility": None, "language": "en", "version": None}
-with tempfile.TemporaryDirectory() as tmp, KnowledgeBase.open(Path(tmp) / "k.db", embedder="none") as kb:
-    found = []
-    for folder in ("site", "staff"):
-        docs = load_paths([Path(sys.argv[1]) / folder], base).documents
-        found += kb.ingest(docs, split="heading").conflicts
-print(json.dumps([[c.kind, c.subject, dataclasses.astuple(c.a), dataclasses.astuple(c.b)] for c in found]))
-"""
-
-
-@pytest.mark.slow
-def test_keyword_only_detection_is_the_same_in_every_process() -> None:
-    """Candidate documents come from the rarest words; ties between equally rare words must not
-    follow string hashing, which Python seeds anew in each process."""
-    runs = []
-    for seed in ("0", "1", "2"):
-        out = subprocess.run([str(BIN / "python"), "-c", _KEYWORD_RUN, str(EXAMPLES / "shop")],
-                             capture_output=True, text=True, check=True, timeout=300,
-                             env={**os.environ, "PYTHONHASHSEED": seed})
-        runs.append(json.loads(out.stdout))
-    assert len(runs[0]) >= 10  # the loose rules compare many pairs
-    assert runs[0] == runs[1] == runs[2]
 
 
 def test_cli_lists_conflicts_as_json(tmp_path: Path) -> None:

@@ -1,4 +1,8 @@
-"""Conflict detection reads a passage text's claims (its sentences stating values) once: kept in
+"""conflicts' internals (``conflicts._detect``): its claims cache and scanner kind, and its
+thresholds set in a fresh process; detection itself is tested through public names in
+test_conflicts.py.
+
+Conflict detection reads a passage text's claims (its sentences stating values) once: kept in
 this process and in the embedding cache file, so a new store built from known texts scans none
 of them again, finding exactly the same conflicts; what the file keeps is numbers and offsets,
 never text, under a kind that changes with the scanner's code."""
@@ -9,7 +13,9 @@ import ast
 import dataclasses
 import inspect
 import json
+import os
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +25,7 @@ from evidex import Document, KnowledgeBase
 from evidex.conflicts import _detect as _conflicts
 from evidex.embed import EmbeddingCache
 from evidex.model import Conflict
+from service_helpers import BIN, EXAMPLES
 
 STAFF = frozenset({"staff"})
 CARE = Document("care", "acme", STAFF, "1",
@@ -142,3 +149,38 @@ def test_the_cache_kind_covers_all_the_scanner_code() -> None:
         imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         assert not [m for m in imported if m.startswith("evidex") or not m], (f.__module__, imported)
     assert _conflicts._scanner().startswith("conflict-values:")
+
+
+#: Detection on the shop collection in a keyword-only store with loose rules (many candidate
+#: documents chosen by their rarest words, many pairs compared), printing what it finds.
+_KEYWORD_RUN = """
+import dataclasses, json, sys, tempfile
+from pathlib import Path
+from evidex import KnowledgeBase
+from evidex.ingest import load_paths
+from evidex.conflicts import _detect as _conflicts
+for k, v in {"SUBJECT_MIN": 0.3, "MIN_SHARED": 2, "PASSAGE_MIN": 0.8, "PASSAGE_SHARED": 1,
+             "PASSAGE_RATIO": 1000.0}.items():
+    setattr(_conflicts, k, v)
+base = {"tenant": "acme", "groups": ["staff"], "visibility": None, "language": "en", "version": None}
+with tempfile.TemporaryDirectory() as tmp, KnowledgeBase.open(Path(tmp) / "k.db", embedder="none") as kb:
+    found = []
+    for folder in ("site", "staff"):
+        docs = load_paths([Path(sys.argv[1]) / folder], base).documents
+        found += kb.ingest(docs, split="heading").conflicts
+print(json.dumps([[c.kind, c.subject, dataclasses.astuple(c.a), dataclasses.astuple(c.b)] for c in found]))
+"""
+
+
+@pytest.mark.slow
+def test_keyword_only_detection_is_the_same_in_every_process() -> None:
+    """Candidate documents come from the rarest words; ties between equally rare words must not
+    follow string hashing, which Python seeds anew in each process."""
+    runs = []
+    for seed in ("0", "1", "2"):
+        out = subprocess.run([str(BIN / "python"), "-c", _KEYWORD_RUN, str(EXAMPLES / "shop")],
+                             capture_output=True, text=True, check=True, timeout=300,
+                             env={**os.environ, "PYTHONHASHSEED": seed})
+        runs.append(json.loads(out.stdout))
+    assert len(runs[0]) >= 10  # the loose rules compare many pairs
+    assert runs[0] == runs[1] == runs[2]
