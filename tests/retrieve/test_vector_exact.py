@@ -43,7 +43,6 @@ from evidex import Actor, Document, Filters, KnowledgeBase
 from evidex.embed import get_embedder
 from evidex.query import language_key
 from evidex.retrieve import CENTRING
-from evidex.store import _vectors
 from strategies import (
     ABSENT,
     VOCAB,
@@ -513,77 +512,3 @@ def test_example_vector_mode_per_document_cap_never_under_fills(locate: Locator)
     kb.close()
 
 
-# -- large blocks (quantised first pass, exact re-scoring) -------------------------------------------
-#: Blocks of at least this many rows take the approximate int8 path (if the store has one).
-LARGE = int(getattr(_vectors, "QUANT_MIN_ROWS", 2048))
-SYLLABLES = ("alpha", "beta", "gamma", "delta", "omega", "zeta", "eta", "theta", "iota", "kappa",
-             "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi")
-
-
-def _random_text(rng: random.Random, words: int) -> str:
-    return " ".join(f"{rng.choice(SYLLABLES)}{rng.randrange(40)}" for _ in range(words))
-
-
-def test_large_block_matches_brute_force_and_ignores_other_tenants(locate: Locator) -> None:
-    """A readable block big enough for the quantised first pass: recall@10 against exact brute
-    force is at least 0.99 over 30 queries, scores are the exact cosines, and a store that
-    also holds large unreadable blocks (another tenant, another group) gives identical results,
-    bit for bit, in vector and hybrid mode: nothing is fitted across actors."""
-    rng = random.Random(7)
-    n = LARGE + 300
-    mine = [Document(f"m{i:05d}", "t", frozenset({"g"}), "1",
-                     "\n\n".join(_random_text(rng, 6) for _ in range(10)))
-            for i in range(n // 10)]
-    theirs = [Document(f"m{i:05d}", "other", frozenset({"g"}), "1",
-                       "\n\n".join(_random_text(rng, 3) for _ in range(10))) for i in range(n // 10)]
-    hr = [Document(f"h{i:05d}", "t", frozenset({"hr"}), "1", _random_text(rng, 2)) for i in range(300)]
-    reader = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
-    only = KnowledgeBase.open(locate("only"))
-    only.ingest(mine)
-    both = KnowledgeBase.open(locate("both"))
-    both.ingest(theirs[: len(theirs) // 2] + mine[: len(mine) // 2] + hr)
-    both.ingest(mine[len(mine) // 2 :] + theirs[len(theirs) // 2 :])
-    emb = get_embedder("hash-test")
-    keys = [(d.id, k) for d in mine for k, _ in ref_passages(d)]
-    assert len(keys) >= LARGE  # one readable block past the threshold
-    mat = emb.embed_passages([t for d in mine for _, t in ref_passages(d)]).astype(np.float64)
-    recalls = []
-    for _ in range(30):
-        q = _random_text(rng, 3)
-        cos = mat @ emb.embed_queries([q])[0].astype(np.float64)
-        best = sorted(range(len(keys)), key=lambda i: (-cos[i], keys[i]))[:10]
-        hits = only.search(reader, q, mode="vector", limit=10, max_per_document=None)
-        assert len(hits) == 10
-        got = {(h.document_id, h.passage): h.score for h in hits}
-        recalls.append(len(set(got) & {keys[i] for i in best}) / 10)
-        for (d, p), score in got.items():
-            assert abs(score - cos[keys.index((d, p))]) <= NEAR
-        for mode in MODES:
-            a = only.search(reader, q, mode=mode, limit=10, explain=True)
-            b = both.search(reader, q, mode=mode, limit=10, explain=True)
-            assert [(h.document_id, h.passage, h.score, h.explain) for h in a] == [
-                (h.document_id, h.passage, h.score, h.explain) for h in b], (mode, q)
-    assert sum(recalls) / len(recalls) >= 0.99, recalls
-    only.close()
-    both.close()
-
-
-def test_large_block_exact_ties_still_order_by_document_id(locate: Locator) -> None:
-    """700 documents with the same paragraph (say, a footer) in a block that takes the
-    quantised path, ingested in shuffled order: the query equal to that paragraph ties them all
-    at cosine 1, and the tie rule (document id, then passage) picks the first ids, whatever the
-    order the rows sit in."""
-    rng = random.Random(3)
-    same = [Document(f"s{i:04d}", "t", frozenset({"g"}), "1", "alpha beta gamma") for i in range(700)]
-    rest = [Document(f"o{i:05d}", "t", frozenset({"g"}), "1", _random_text(rng, 6))
-            for i in range(LARGE + 300 - len(same))]
-    docs = same + rest
-    rng.shuffle(docs)
-    kb = KnowledgeBase.open(locate("kb"))
-    kb.ingest(docs)
-    reader = Actor("t", frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
-    for mode in MODES:
-        hits = kb.search(reader, "alpha beta gamma", mode=mode, limit=5, max_per_document=None)
-        assert [h.document_id for h in hits] == [f"s{i:04d}" for i in range(5)], (
-            mode, [(h.document_id, h.score) for h in hits])
-    kb.close()
