@@ -1,6 +1,10 @@
 """The answer stages' own internals (``evidex.answer._answer``): how the sources of an answer's
 context are numbered, and the gate refusing a duplicate. Everything else about answers is tested
-through the public names (test_answer.py and the other files here)."""
+through the public names (test_answer.py and the other files here).
+
+A ``slow`` mark on a test that starts no process keeps it where it was: it came from a
+module whose imports mark all its tests slow (tests/conftest.py), and ``make test-fast`` runs
+what it ran."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ def hits_for(kb: KnowledgeBase, actor: Actor, question: str, settings: AnswerSet
                      rerank=True)
 
 
+@pytest.mark.slow
 def test_number_sources_numbers_in_rank_order_and_rejects_duplicates(
         example_kb: KnowledgeBase, customer: Actor) -> None:
     hits = hits_for(example_kb, customer, WORN)

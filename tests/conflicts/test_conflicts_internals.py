@@ -15,7 +15,6 @@ import inspect
 import json
 import os
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,7 +24,6 @@ from evidex import Document, KnowledgeBase
 from evidex.conflicts import _detect as _conflicts
 from evidex.embed import EmbeddingCache
 from evidex.model import Conflict
-from service_helpers import BIN, EXAMPLES
 
 STAFF = frozenset({"staff"})
 CARE = Document("care", "acme", STAFF, "1",
@@ -176,6 +174,11 @@ print(json.dumps([[c.kind, c.subject, dataclasses.astuple(c.a), dataclasses.astu
 def test_keyword_only_detection_is_the_same_in_every_process() -> None:
     """Candidate documents come from the rarest words; ties between equally rare words must not
     follow string hashing, which Python seeds anew in each process."""
+    # Imported here: a module that imports them has every test marked slow (tests/conftest.py).
+    import subprocess
+
+    from service_helpers import BIN, EXAMPLES
+
     runs = []
     for seed in ("0", "1", "2"):
         out = subprocess.run([str(BIN / "python"), "-c", _KEYWORD_RUN, str(EXAMPLES / "shop")],

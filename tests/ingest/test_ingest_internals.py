@@ -7,6 +7,10 @@ The injection scanner: families, normalisation steps, evasions, and the corpus r
 
 The corpus under tests/data/injection has a development split (the rules were tuned on it) and a
 held-out split (written before the rules, never tuned on); both must meet the issue's rates.
+
+A ``slow`` mark on a test that starts no process keeps it where it was: it came from a
+module whose imports mark all its tests slow (tests/conftest.py), and ``make test-fast`` runs
+what it ran.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from hypothesis import strategies as st
 
 import evidex.ingest._docx as docx_module
 import evidex.ingest._limits as limits_module
-import fuzz_inputs as fz
 from evidex.ingest import (
     FLAGS,
     _sentences,
@@ -385,9 +388,13 @@ def test_corpus_shape() -> None:
 DEFAULTS = {"tenant": "acme", "groups": ["staff"]}
 
 
+@pytest.mark.slow
 def test_a_word_file_of_millions_of_paragraphs_is_refused_in_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Finding 4: 2 million paragraphs (about 370 KB) took over 1.4 GB and more than two
     minutes; 200,000 (70 KB) took 26 s. Both are refused by the element bound at once."""
+    # Imported here: a module that imports it has every test marked slow (tests/conftest.py).
+    import fuzz_inputs as fz
+
     opened: list[object] = []
     monkeypatch.setattr(docx_module, "open_docx", lambda *a: opened.append(a))
     for n in (2_000_000, 200_000):
@@ -399,6 +406,7 @@ def test_a_word_file_of_millions_of_paragraphs_is_refused_in_seconds(monkeypatch
                                   "(EVIDEX_MAX_ELEMENTS raises the limit); not read")
 
 
+@pytest.mark.slow
 def test_reading_one_file_has_a_time_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """Walking a page of 200,000 paragraphs takes seconds; with a bound of 1 s it is refused."""
     monkeypatch.setenv("EVIDEX_MAX_ELEMENTS", "1000000")

@@ -7,6 +7,10 @@ byte budget and the tuning. Then the end-to-end checks of the same parts (pruned
 exhaustive ones through a real store, BM25's weighted postings across writes), adaptive fusion's
 rule and signals, weighted RRF's contributions, the vector leg's deadline, and the selection
 (``select_top``) on each of ``_select``'s prefix paths.
+
+A ``slow`` mark on a test that starts no process keeps it where it was: it came from a
+module whose imports mark all its tests slow (tests/conftest.py), and ``make test-fast`` runs
+what it ran.
 """
 
 from __future__ import annotations
@@ -887,6 +891,7 @@ RULE = AdaptiveRule()
 
 
 # -- the rule ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_weights_sum_to_one_and_stay_in_range() -> None:
     for cov in np.linspace(0, 1, 11):
         for foreign in (0.0, 0.5, 1.0):
@@ -897,6 +902,7 @@ def test_weights_sum_to_one_and_stay_in_range() -> None:
                 assert w.why and all(isinstance(r, str) for r in w.why)
 
 
+@pytest.mark.slow
 def test_keyword_weight_grows_with_coverage_and_peak_and_falls_with_foreign_passages() -> None:
     def kw(cov: float, foreign: float = 0.0, peak: float = 0.5) -> float:
         return leg_weights(QuerySignals(cov, foreign, peak, "de")).keyword
@@ -907,6 +913,7 @@ def test_keyword_weight_grows_with_coverage_and_peak_and_falls_with_foreign_pass
     assert kw(0.3, foreign=1.0) < kw(0.3, foreign=0.0)
 
 
+@pytest.mark.slow
 def test_nothing_useful_from_the_keyword_leg_gives_about_the_vector_ranking() -> None:
     w = leg_weights(QuerySignals(0.0, 0.0, 0.0))
     assert w.keyword == pytest.approx(RULE.floor) and w.keyword <= 0.2
@@ -917,16 +924,19 @@ def test_nothing_useful_from_the_keyword_leg_gives_about_the_vector_ranking() ->
     assert any("cover 15% of the query" in r for r in cross.why)
 
 
+@pytest.mark.slow
 def test_an_exact_code_covered_and_peaked_gets_more_than_equal_keyword_weight() -> None:
     w = leg_weights(QuerySignals(1.0, 0.0, 1.0, None))
     assert w.keyword > 0.5 and any("stands out" in r for r in w.why)
 
 
+@pytest.mark.slow
 def test_rule_is_pure() -> None:
     s = QuerySignals(0.42, 0.3, 0.7, "en")
     assert leg_weights(s) == leg_weights(s)
 
 
+@pytest.mark.slow
 def test_adaptive_fuse_needs_weights_and_uses_them() -> None:
     kw = Leg("keyword", np.array([1, 2]), np.array([3.0, 1.0]))
     vec = Leg("vector", np.array([2, 1]), np.array([0.9, 0.1]))
@@ -938,6 +948,7 @@ def test_adaptive_fuse_needs_weights_and_uses_them() -> None:
 
 
 # -- the signals --------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_coverage_is_idf_weighted_and_unknown_words_count_against_it() -> None:
     kw = Leg("keyword", np.array([7, 8]), np.array([5.0, 1.0]))
     vec = Leg("vector", np.array([8, 7]), np.array([0.9, 0.8]))
@@ -1019,6 +1030,7 @@ def store(tmp_path: Path) -> KnowledgeBase:
     return kb
 
 
+@pytest.mark.slow
 def test_a_vector_search_past_the_deadline_falls_back(
         store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     real = hybrid_module.vector_candidates
@@ -1037,6 +1049,7 @@ def test_a_vector_search_past_the_deadline_falls_back(
     assert store.search(STAFF, fresh("parcels austria")).fallback is None
 
 
+@pytest.mark.slow
 def test_quote_vectors_past_the_deadline_decline_and_finish_into_the_cache(
         store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """The answer-bearing decision's quote vectors (first meeting of a sentence) have a deadline
@@ -1094,6 +1107,7 @@ def test_quote_vectors_past_the_deadline_decline_and_finish_into_the_cache(
     assert not any(tag in t for t in asked), "the late quote vectors did not reach the cache"
 
 
+@pytest.mark.slow
 def test_a_cached_query_vector_needs_no_embedding_thread(
         store: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     """A question embedded before (asked again, or searched by an answer) is not handed to the

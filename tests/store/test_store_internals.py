@@ -16,6 +16,10 @@ generation counter).
 
 Segment merges after the write returns: what a write must not wait for, and what the merge must
 still get right while other writes and readers go on meanwhile.
+
+A ``slow`` mark on a test that starts no process keeps it where it was: it came from a
+module whose imports mark all its tests slow (tests/conftest.py), and ``make test-fast`` runs
+what it ran.
 """
 
 from __future__ import annotations
@@ -51,7 +55,6 @@ from evidex.store._merge_policy import MERGE_FACTOR, MergePolicy, merge_budget, 
 from evidex.store._migrations import MIGRATIONS, SCHEMA_VERSION
 from evidex.store._schema import TABLES
 from evidex.store._segments import PACK_LIMIT, FlatPostings
-from old_stores import postgres_legacy, sqlite_v5
 
 VOCAB = ("alpha", "beta", "gamma", "delta", "omega", "zeta", "eta", "theta")
 ACTORS = (
@@ -136,6 +139,7 @@ def check_tiers(sizes: Sequence[int]) -> None:
     assert all(c < MERGE_FACTOR for c in tiers.values()), sizes
 
 
+@pytest.mark.slow
 def test_long_history_of_small_writes_equals_a_fresh_build(tmp_path: Path) -> None:
     """~100 single-document ingests, supersedes, removals, unchanged re-ingests and small
     batches, written alternately through two handles; after every step both writers and a
@@ -217,6 +221,7 @@ def test_long_history_of_small_writes_equals_a_fresh_build(tmp_path: Path) -> No
             kb.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(["put", "put", "put", "remove", "optimize"]),
                           st.integers(0, 9), st.integers(0, 2**32 - 1)),
@@ -254,6 +259,7 @@ def test_random_histories_equal_a_fresh_build(ops: list[tuple[str, int, int]]) -
             reader.close()
 
 
+@pytest.mark.slow
 def test_optimize_leaves_one_segment_and_no_tombstones(tmp_path: Path) -> None:
     rng = random.Random(7)
     kb = KnowledgeBase.open(tmp_path / "kb.db")
@@ -281,6 +287,7 @@ def test_optimize_leaves_one_segment_and_no_tombstones(tmp_path: Path) -> None:
     kb.close()
 
 
+@pytest.mark.slow
 def test_optimize_after_removing_everything(tmp_path: Path) -> None:
     kb = KnowledgeBase.open(tmp_path / "kb.db")
     kb.optimize()  # an empty store: nothing to do, no error
@@ -297,6 +304,7 @@ def test_optimize_after_removing_everything(tmp_path: Path) -> None:
     kb.close()
 
 
+@pytest.mark.slow
 def test_second_handle_sees_writes_including_merges(tmp_path: Path) -> None:
     """A handle whose cache was filled earlier sees every later write of another handle:
     additions (through several tier merges), supersedes (old words gone, new words found) and
@@ -334,6 +342,7 @@ def test_second_handle_sees_writes_including_merges(tmp_path: Path) -> None:
         b.close()
 
 
+@pytest.mark.slow
 def test_readers_see_columns_cut_to_the_id_space(tmp_path: Path) -> None:
     """The per-id columns a reader ranks with span exactly the ids in use (one past the largest),
     however much room the arrays have: ranking sizes its id-space work by them (the visible-id
@@ -374,6 +383,7 @@ def big_doc(rng: random.Random, i: int, version: str = "1") -> Document:
                     "\n\n".join(paragraphs), visibility="public" if i % 2 else "internal")
 
 
+@pytest.mark.slow
 def test_large_segment_with_small_writes_on_top(tmp_path: Path) -> None:
     """One batch larger than PACK_LIMIT passages (a large segment, whose postings are stored
     per term rather than packed), then supersedes and removals of its documents and new small
@@ -429,6 +439,7 @@ def test_large_segment_with_small_writes_on_top(tmp_path: Path) -> None:
         reader.close()
 
 
+@pytest.mark.slow
 def test_large_segment_postings_are_fetched_again_only_when_large_segments_change(
         tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A reader keeps the large segments' postings rows across small writes (they add packed
@@ -477,6 +488,7 @@ def test_large_segment_postings_are_fetched_again_only_when_large_segments_chang
         assert sorted(fetched) == ["alpha", "alpha", "the", "the"]
 
 
+@pytest.mark.slow
 def test_a_common_word_keeps_its_allowed_postings_per_large_segment_across_writes(
         tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """After a write the reader can see, a common word's weights are computed again (N, the
@@ -519,6 +531,7 @@ def test_a_common_word_keeps_its_allowed_postings_per_large_segment_across_write
         check("remove")
 
 
+@pytest.mark.slow
 def test_a_small_write_never_pays_for_a_large_merge(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The merge budget of an ingest call grows with its own size: one-document supersedes stay
     fast however many large segments exist; a large batch folds them (scaled-down limits)."""
@@ -553,11 +566,14 @@ def test_a_small_write_never_pays_for_a_large_merge(tmp_path: Path, monkeypatch)
     kb.close()
 
 
+@pytest.mark.slow
 def test_segment_vectors_are_stored_in_parts_and_old_stores_upgrade(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A segment's vectors live in parts of consecutive rows (SQLite refuses blobs over 1e9 bytes;
     one optimized segment of 1M x 384 float32 is 1.5 GB). Parts join back in order, survive
     merges and optimize, and a version-2 store (one blob per segment) is upgraded on open."""
+    # Imported here: a module that imports it has every test marked slow (tests/conftest.py).
     import evidex.store._sqlite as sqlite_module
+    from old_stores import sqlite_v5
 
     monkeypatch.setattr(sqlite_module, "VECTOR_PART_BYTES", 3 * 64 * 4)  # 3 rows of the 64-d test vectors
     path = tmp_path / "kb.db"
@@ -599,11 +615,15 @@ def test_segment_vectors_are_stored_in_parts_and_old_stores_upgrade(tmp_path: Pa
         assert [h.document_id for h in again.search(actor, "again", mode="keyword")] == ["d0"]
 
 
+@pytest.mark.slow
 def test_version_3_blob_tables_are_rebuilt_with_their_keys_out_of_the_rows(tmp_path: Path) -> None:
     """Version 3 kept postings and vector parts in WITHOUT ROWID tables, where SQLite compares
     keys by reading whole overflowing rows (every lookup read megabytes at 1M passages). Opening
     such a store rebuilds both as rowid tables with a key index, keeping every row; searches,
     writes and optimize work on the result exactly as before."""
+    # Imported here: a module that imports it has every test marked slow (tests/conftest.py).
+    from old_stores import sqlite_v5
+
     path = tmp_path / "kb.db"
     actor = Actor("t", {"g"}, visibilities=PUBLIC_INTERNAL)
     big = [Document(f"b{i}", "t", {"g"}, "1",
@@ -652,10 +672,14 @@ def test_version_3_blob_tables_are_rebuilt_with_their_keys_out_of_the_rows(tmp_p
         assert not any(n.endswith("_v3") for (n,) in c.execute("SELECT name FROM sqlite_master"))
 
 
+@pytest.mark.slow
 def test_version_4_gains_the_tombstone_index_and_merges_drop_tombstones_through_it(tmp_path: Path) -> None:
     """Version 5 indexes tombstones by passage id (a merge deletes the tombstones of the
     passages it drops; without the index each delete scanned the table). Opening a version-4
     store adds the index; results are unchanged and a merge still clears the tombstones."""
+    # Imported here: a module that imports it has every test marked slow (tests/conftest.py).
+    from old_stores import sqlite_v5
+
     path = tmp_path / "kb.db"
     actor = Actor("t", {"g"}, visibilities=PUBLIC_INTERNAL)
     kb = KnowledgeBase.open(path)
@@ -694,6 +718,7 @@ def _reference_merge(parts: list[Entries], dead: set[int]) -> Entries:
     return {t: sorted(v) for t, v in sorted(out.items()) if v}
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), chunk=st.sampled_from([1, 3, 50, 4_000_000]))
 def test_merge_postings_equals_a_per_term_merge(data: Any, chunk: int) -> None:
@@ -736,6 +761,7 @@ def test_merge_postings_equals_a_per_term_merge(data: Any, chunk: int) -> None:
     assert back.get("\x00absent") is None and back.get("zzzz-absent") is None
 
 
+@pytest.mark.slow
 def test_a_cached_row_evicted_by_another_reader_meanwhile_is_still_returned() -> None:
     """Readers share the row cache without a lock: while one fetches the rows it lacks, another
     may evict the rows it found cached. What it found stays in its answer (a lookup after the
@@ -1086,6 +1112,7 @@ def test_removed_text_is_gone_from_the_sqlite_file(tmp_path: Path, secure: bool)
 
 
 # -- PostgreSQL: URL parameters, schemas, migrations, HNSW, the COPY parser ------------------------
+@pytest.mark.slow
 def test_url_parameters_of_evidex_are_not_passed_to_libpq() -> None:
     conninfo, schema, mode = split_url(
         "postgresql://u:pw@h:5/db?sslmode=require&schema=kb_1&vector_search=hnsw")
@@ -1113,6 +1140,9 @@ def test_a_numbered_schema_upgrades_on_open(pg: Locator, version: int) -> None:
     """A store in the layout of schema version 1 or 3 (the earlier evidex's DDL verbatim, see
     old_stores) opens with the current code: the missing migrations run once, the data is
     untouched, and searches and writes equal a fresh store's."""
+    # Imported here: a module that imports it has every test marked slow (tests/conftest.py).
+    from old_stores import postgres_legacy
+
     docs = [Document(f"d{i}", "t", frozenset({"g"}), "1", f"alpha beta {i}\n\ngamma {i % 3}")
             for i in range(20)]
     fresh_url, url = pg("fresh"), pg("old")
@@ -1188,6 +1218,7 @@ def test_hnsw_mode_recall_and_filtering(pg: Locator, monkeypatch: pytest.MonkeyP
         approx.close()
 
 
+@pytest.mark.slow
 def test_vector_copy_parser_rejects_other_dimensions() -> None:
     row = (struct.pack(">hii", 2, 4, 7) + struct.pack(">ihh", 4 + 4 * 3, 3, 0)
            + np.ones(3, dtype=">f4").tobytes())
@@ -1203,12 +1234,14 @@ POLICY = MergePolicy(factor=4, inline_limit=100, max_segments=6)
 
 
 # -- the merge plan: a pure function of segment sizes and the budget ------------------------------
+@pytest.mark.slow
 def test_a_full_tier_within_the_budget_merges() -> None:
     sizes = {1: 50, 2: 3, 3: 3, 4: 2, 5: 3}  # tier 0 (1-3 passages) holds four segments
     assert next_merge(sizes, 100, POLICY) == [2, 3, 4, 5]
     assert next_merge({1: 50, 2: 3, 3: 3, 4: 2}, 100, POLICY) is None  # three are not a tier yet
 
 
+@pytest.mark.slow
 def test_a_tier_over_the_budget_waits() -> None:
     sizes = {i: 30 for i in range(1, 5)}  # four of tier 2 (16-63 passages): 120 in all
     assert next_merge(sizes, 100, POLICY) is None
@@ -1216,6 +1249,7 @@ def test_a_tier_over_the_budget_waits() -> None:
     assert next_merge(sizes, merge_budget(30, POLICY), POLICY) == [1, 2, 3, 4]  # 4 x 30 = 120
 
 
+@pytest.mark.slow
 def test_too_many_segments_merge_the_smallest() -> None:
     sizes = {1: 1, 2: 5, 3: 20, 4: 70, 5: 300, 6: 2, 7: 6}  # seven segments, no full tier
     assert next_merge(sizes, 100, POLICY) == [1, 6, 2, 7]
@@ -1224,10 +1258,12 @@ def test_too_many_segments_merge_the_smallest() -> None:
     assert next_merge(sizes, 100, POLICY) is None  # six segments are allowed
 
 
+@pytest.mark.slow
 def test_the_budget_grows_with_the_write() -> None:
     assert merge_budget(1, POLICY) == 100 and merge_budget(1000, POLICY) == 4000
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(writes=st.lists(st.integers(1, 400), min_size=1, max_size=60))
 def test_applying_the_plan_after_every_write_keeps_the_tiers_small(writes: list[int]) -> None:
@@ -1251,6 +1287,7 @@ def test_applying_the_plan_after_every_write_keeps_the_tiers_small(writes: list[
     assert sum(sizes.values()) == sum(writes)
 
 
+@pytest.mark.slow
 def test_a_fresh_store_has_the_described_tables(tmp_path: Path) -> None:
     KnowledgeBase.open(tmp_path / "kb.db").close()
     layout = _layout(tmp_path / "kb.db")
@@ -1262,11 +1299,15 @@ def test_a_fresh_store_has_the_described_tables(tmp_path: Path) -> None:
         assert version == (str(SCHEMA_VERSION),)
 
 
+@pytest.mark.slow
 def test_a_schema_5_store_upgrades_to_the_fresh_layout_and_keeps_its_data(tmp_path: Path) -> None:
     """The last numbered SQLite schema (5): opening runs the missing migrations once (the offsets
     renamed, tombstones keyed by generation); the layout then equals a fresh store's, every
     search and write gives what the store it was copied from gives, and an evidex that still
     numbered its schemas would refuse the file (its number is past 5)."""
+    # Imported here: a module that imports it has every test marked slow (tests/conftest.py).
+    from old_stores import sqlite_v5
+
     current, old = tmp_path / "current.db", tmp_path / "old.db"
     _store_with_history(current)
     sqlite_v5(current, old)
@@ -1297,6 +1338,7 @@ def test_a_schema_5_store_upgrades_to_the_fresh_layout_and_keeps_its_data(tmp_pa
         assert c.execute("SELECT name, applied_at FROM migrations ORDER BY name").fetchall() == applied
 
 
+@pytest.mark.slow
 def test_what_a_hit_cites_is_read_from_the_passage_and_its_document(locate: Locator) -> None:
     """``cited`` gives the passage's and its document's fields a hit cites, in ``CITED`` order
     (``Hit``'s fields around its score and rank), as the row objects hold them, on a fresh
