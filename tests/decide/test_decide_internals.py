@@ -8,8 +8,10 @@ labels (``_spans``), the second-stage ranker (``_rerank``), and the text paths o
 from __future__ import annotations
 
 import dataclasses
+import random
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,11 +19,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from decisions import CAL, decide_on, quoted
+from evidex import Actor, Document, KnowledgeBase
 from evidex.answer import supporting_span
 from evidex.decide import (
     Calibration,
     PassageSupport,
     Reading,
+    _support,
     on_topic,
     shown,
 )
@@ -30,8 +34,10 @@ from evidex.decide._rerank import rank_score, rerank_order
 from evidex.decide._spans import _refers_back, identifier_only, record_label
 from evidex.decide._topic import TOPIC_DEPTH, topic_score
 from evidex.decide._types import STRICT, Asked, asked, matches, stated, stated_as
+from evidex.embed import query_vectors
 from evidex.ingest import check_text, sentence_spans
 from evidex.model import DocumentError
+from evidex.query import stem
 
 
 # -- what a question asks for and what a sentence states (_types) ----------------------------
@@ -289,3 +295,28 @@ def test_emphasis_and_early_pronouns_read_as_before() -> None:
 
 
 #: Pathological units: repeated punctuation, long runs, nested marks.
+
+
+def test_memos_that_questions_fill_stay_within_their_bounds(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-running service sees endless new questions and new passage versions: every
+    process-wide memo they fill must have a bound (an unbounded one is a leak by design)."""
+    monkeypatch.setenv("EVIDEX_EMBEDDER", "hash-test")
+    rng = random.Random(27)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)) for _ in range(3000)]
+    kb = KnowledgeBase.open(tmp_path / "kb.db")
+    actor = Actor("acme", frozenset({"staff"}), visibilities=frozenset({"public"}))
+    memos = {"stem": stem, "passage analyses": _support._analysed,
+             "function stems": _support._function_stems}
+    for name, memo in memos.items():
+        assert memo.cache_info().maxsize is not None, f"{name} is unbounded"
+    for v in range(40):  # new passage versions: each one's text is analysed afresh
+        kb.ingest([Document("d", "acme", frozenset({"staff"}), str(v),
+                            " ".join(words[v * 50:(v + 1) * 50]) + ". Returns take 30 days.")])
+        for q in range(10):  # questions never asked before, of words never seen before
+            kb.answer(actor, " ".join(words[2000 + v * 25 + q * 2:2000 + v * 25 + q * 2 + 3]))
+    kb.close()
+    for name, memo in memos.items():
+        info = memo.cache_info()
+        assert info.currsize <= info.maxsize, name
+    assert len(query_vectors) <= query_vectors.capacity

@@ -210,16 +210,16 @@ def test_an_interrupted_move_finishes_when_run_again(urls: tuple[str, str], cras
         monkeypatch.setattr(placement_module, names[crash], run)
     elif crash in ("freeze", "switch"):
         state = "moving" if crash == "freeze" else "moved"
-        from evidex.store import _core
+        from evidex.store import PostgresStore
 
-        original = _core.SQLStore.mark_tenant
+        original = PostgresStore.mark_tenant
 
         def mark(self, tenant, st, *rest):  # type: ignore[no-untyped-def]
             if st == state:
                 raise Crash()
             return original(self, tenant, st, *rest)
 
-        monkeypatch.setattr(_core.SQLStore, "mark_tenant", mark)
+        monkeypatch.setattr(PostgresStore, "mark_tenant", mark)
     else:  # config: the configuration could not be written once the tenant was switched
         def switched(report):  # type: ignore[no-untyped-def]
             raise Crash()

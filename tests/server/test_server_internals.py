@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import platform
-import random
 import subprocess
 import sys
 import time
@@ -24,12 +23,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evidex import Actor, Document, KnowledgeBase
 from evidex.config import Config, load_config
-from evidex.decide import _support
-from evidex.embed import query_vectors
 from evidex.model import EvidexError
-from evidex.query import _text
 from evidex.server import _run
 from evidex.server._run import MALLOC_ARENAS, limit_malloc_arenas
 from service_helpers import (
@@ -129,31 +124,6 @@ def test_each_scheduled_run_releases_freed_memory(tmp_path: Path,
     assert sorted(r.kind for r in records) == ["drift", "sync"]
     assert all(r.ok for r in records)
     assert len(calls) == len(records)  # once after each run, the drift check's included
-
-
-def test_memos_that_questions_fill_stay_within_their_bounds(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    """A long-running service sees endless new questions and new passage versions: every
-    process-wide memo they fill must have a bound (an unbounded one is a leak by design)."""
-    monkeypatch.setenv("EVIDEX_EMBEDDER", "hash-test")
-    rng = random.Random(27)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(7)) for _ in range(3000)]
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
-    actor = Actor("acme", frozenset({"staff"}), visibilities=frozenset({"public"}))
-    memos = {"stem": _text.stem, "passage analyses": _support._analysed,
-             "function stems": _support._function_stems}
-    for name, memo in memos.items():
-        assert memo.cache_info().maxsize is not None, f"{name} is unbounded"
-    for v in range(40):  # new passage versions: each one's text is analysed afresh
-        kb.ingest([Document("d", "acme", frozenset({"staff"}), str(v),
-                            " ".join(words[v * 50:(v + 1) * 50]) + ". Returns take 30 days.")])
-        for q in range(10):  # questions never asked before, of words never seen before
-            kb.answer(actor, " ".join(words[2000 + v * 25 + q * 2:2000 + v * 25 + q * 2 + 3]))
-    kb.close()
-    for name, memo in memos.items():
-        info = memo.cache_info()
-        assert info.currsize <= info.maxsize, name
-    assert len(query_vectors) <= query_vectors.capacity
 
 
 def test_denials_take_one_floor_of_time_whether_the_document_exists_or_not(
