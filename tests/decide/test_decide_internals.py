@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from decisions import CAL, decide_on, quoted
+from decisions import CAL, Scores, decide_on, quoted
+from decisions import READER_TEXTS as TEXTS
 from evidex import Actor, Document, KnowledgeBase
 from evidex.answer import supporting_span
 from evidex.decide import (
@@ -169,20 +169,6 @@ def _answer_sentence(text: str) -> object:
     return supporting_span(text, "Returns within 30 days.", str.split)
 
 
-class Scores:
-    """Scores each span by the first listed phrase it contains (0 otherwise); records calls."""
-
-    def __init__(self, by_phrase: dict[str, float]) -> None:
-        self.by_phrase = by_phrase
-        self.read: list[list[str]] = []
-
-    def __call__(self, question: str, texts: list[str]) -> np.ndarray:
-        self.read.append(texts)
-        return np.array([next((v for k, v in self.by_phrase.items() if k in t), 0.0) for t in texts])
-
-
-TEXTS = ["Returns are free of charge for members. You can return items within 30 days of delivery.",
-         "Our stores open at 9:00. Returns can be dropped at any store."]
 
 
 def support(sim: float | None, cov: float = 0.0, sentence_cov: float | None = None) -> PassageSupport:

@@ -11,25 +11,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from decisions import CAL, decide_on, quoted
+from decisions import CAL, Scores, decide_on, quoted
+from decisions import READER_TEXTS as TEXTS
 from evidex.decide import Reading, shown, spans, table_header
 from evidex.ingest import sentence_spans
-
-
-class Scores:
-    """Scores each span by the first listed phrase it contains (0 otherwise); records calls."""
-
-    def __init__(self, by_phrase: dict[str, float]) -> None:
-        self.by_phrase = by_phrase
-        self.read: list[list[str]] = []
-
-    def __call__(self, question: str, texts: list[str]) -> np.ndarray:
-        self.read.append(texts)
-        return np.array([next((v for k, v in self.by_phrase.items() if k in t), 0.0) for t in texts])
-
-
-TEXTS = ["Returns are free of charge for members. You can return items within 30 days of delivery.",
-         "Our stores open at 9:00. Returns can be dropped at any store."]
 
 
 def test_below_the_readers_threshold_the_question_is_declined_as_not_stated() -> None:

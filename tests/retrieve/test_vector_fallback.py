@@ -7,43 +7,21 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from actors import PUBLIC_INTERNAL
 from cli_runner import run_cli
-from evidex import Actor, Document, KnowledgeBase
+from deadline_store import STAFF, TEXTS, docs, fresh, warm_store
+from evidex import KnowledgeBase
 from evidex.embed import get_embedder
-
-STAFF = Actor("acme", frozenset({"staff"}), visibilities=PUBLIC_INTERNAL)  # the documents are internal
-TEXTS = {
-    "returns": "# Returns\n\nUnworn boots can be returned within 30 days for a full refund.",
-    "shipping": "# Shipping\n\nParcels to Austria take three working days; express takes one.",
-    "repairs": "# Repairs\n\nZips and seams of jackets are repaired free for two years.",
-    "club": "# Club\n\nMembers collect points on every order and redeem them at checkout.",
-}
-
-
-def docs() -> list[Document]:
-    return [Document(id=k, tenant="acme", groups=frozenset({"staff"}), version="1", text=v)
-            for k, v in TEXTS.items()]
-
-
-def fresh(words: str) -> str:
-    """A query text no earlier search embedded (query vectors are cached per process)."""
-    return f"{words} {uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> KnowledgeBase:
-    kb = KnowledgeBase.open(tmp_path / "kb.db")
-    kb.ingest(docs(), split="heading")
-    kb.search(STAFF, fresh("warm up"))  # the model's first query is never under a deadline
-    return kb
+    return warm_store(tmp_path / "kb.db")
 
 
 @pytest.fixture

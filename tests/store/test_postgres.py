@@ -22,6 +22,7 @@ import documents
 from actors import PUBLIC_INTERNAL
 from backends import Locator, locator, raw
 from cli_runner import run_cli
+from documents import random_docs as _random_docs
 from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.ingest import load_paths
 from evidex.kb import migrate_store
@@ -59,14 +60,6 @@ def test_newer_schema_is_refused(pg: Locator) -> None:
         KnowledgeBase.open(old)
 
 
-def _random_docs(rng: random.Random, n: int, groups: tuple[str, ...]) -> list[Document]:
-    words = [f"w{i}" for i in range(300)]
-    out = []
-    for i in range(n):
-        g = groups[i % len(groups)]
-        text = "\n\n".join(" ".join(rng.choice(words) for _ in range(5)) for _ in range(3))
-        out.append(Document(f"{g}{i:05d}", "t", frozenset({g}), "1", text))
-    return out
 
 
 def _hits(kb: KnowledgeBase, q: str, mode: str) -> list[tuple[str, int, float]]:

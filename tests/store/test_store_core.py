@@ -14,6 +14,9 @@ import numpy as np
 import pytest
 
 from backends import Locator, raw
+from backends import sqlite_layout as _layout
+from documents import ODD_GROUPS, ODD_IDS
+from documents import odd_document as _odd_document
 from evidex import Actor, Document, KnowledgeBase, StoreError
 from evidex.store import DocumentWrite, SourceEntry
 from old_stores import sqlite_v5
@@ -22,17 +25,6 @@ A = Actor("t", frozenset({"g"}))
 
 
 # -- the schema description and the named migrations ---------------------------------------------
-def _layout(path: Path) -> dict[str, object]:
-    """Tables with their columns (name, type, not null, key) and indexes with their columns."""
-    with sqlite3.connect(path) as c:
-        tables = [r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        out: dict[str, object] = {}
-        for t in sorted(tables):
-            out[t] = [(*r[1:4], r[5]) for r in c.execute(f"PRAGMA table_info({t})")]
-            for ix in c.execute(f"PRAGMA index_list({t})").fetchall():
-                if not ix[1].startswith("sqlite_autoindex"):
-                    out[f"{t}.{ix[1]}"] = (ix[2], [r[2] for r in c.execute(f"PRAGMA index_info({ix[1]})")])
-    return out
 
 
 def test_a_run_log_made_on_first_use_is_kept_by_its_migration(tmp_path: Path) -> None:
@@ -186,20 +178,6 @@ def test_a_passage_matrix_is_the_passage_vectors_in_the_given_order(locate: Loca
 
 
 # -- the two dialects agree: the same writes read back the same ---------------------------------
-#: Fields the dialects store differently (bound parameters and per-key lookups in SQLite, binary
-#: COPY, ``= ANY`` arrays and ``unnest`` in PostgreSQL): non-ASCII and astral text, quotes,
-#: commas, backslashes, tabs, ids whose order depends on case and collation.
-ODD_IDS = ("B", "a", "Ä", "a_b", "a-b", "Z9", "z10", "ß", "é")
-ODD_GROUPS = frozenset({"g", "Ärzte, \"Leitung\"", "a\\b"})
-
-
-def _odd_document(i: int, doc_id: str, version: str = "1") -> Document:
-    return Document(doc_id, "t", ODD_GROUPS, version,
-                    f"# Überblick {i}\n\nalpha 🙂 {doc_id} \\n\ttab 'quote' \"dq\" {i % 7}\n\n"
-                    f"## Teil {i}\n\nbeta gamma {i % 3} 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
-                    title=None if i % 2 else f"Titel {i} ✓", source_url=f"https://x.test/{i}?a=1&b='2'",
-                    language=("de", "en", None)[i % 3], visibility=("internal", "public")[i % 2],
-                    tags=("t1", "Tag, zwei") if i % 4 == 0 else ())
 
 
 def _observed(kb: KnowledgeBase) -> dict[str, object]:

@@ -45,7 +45,10 @@ import evidex.store._core_write as write_module
 import evidex.store._sqlite as sqlite_module
 from actors import PUBLIC_INTERNAL
 from backends import Locator, locator, raw
-from documents import doc
+from backends import sqlite_layout as _layout
+from documents import ODD_GROUPS, ODD_IDS, doc
+from documents import odd_document as _odd_document
+from documents import random_docs as _random_docs
 from evidex import Actor, Document, Hit, KnowledgeBase, StoreError
 from evidex.embed import get_embedder
 from evidex.store import SourceEntry, _pgvector, _vectors
@@ -800,27 +803,8 @@ def _in_schema(url: str, what: str, name: str) -> bool:
     return bool(raw(url, f"SELECT 1 FROM {table} = ? AND schemaname = current_schema()", (name,)))
 
 
-def _random_docs(rng: random.Random, n: int, groups: tuple[str, ...]) -> list[Document]:
-    words = [f"w{i}" for i in range(300)]
-    out = []
-    for i in range(n):
-        g = groups[i % len(groups)]
-        text = "\n\n".join(" ".join(rng.choice(words) for _ in range(5)) for _ in range(3))
-        out.append(Document(f"{g}{i:05d}", "t", frozenset({g}), "1", text))
-    return out
 
 
-def _layout(path: Path) -> dict[str, object]:
-    """Tables with their columns (name, type, not null, key) and indexes with their columns."""
-    with sqlite3.connect(path) as c:
-        tables = [r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        out: dict[str, object] = {}
-        for t in sorted(tables):
-            out[t] = [(*r[1:4], r[5]) for r in c.execute(f"PRAGMA table_info({t})")]
-            for ix in c.execute(f"PRAGMA index_list({t})").fetchall():
-                if not ix[1].startswith("sqlite_autoindex"):
-                    out[f"{t}.{ix[1]}"] = (ix[2], [r[2] for r in c.execute(f"PRAGMA index_info({ix[1]})")])
-    return out
 
 
 def _store_with_history(path: Path) -> list[Document]:
@@ -842,22 +826,6 @@ def _results(kb: KnowledgeBase) -> list[object]:
             for q in ("alpha gamma", "delta beta 4") for mode in ("keyword", "vector", "hybrid")]
 
 
-#: Fields the dialects store differently (bound parameters and per-key lookups in SQLite, binary
-#: COPY, ``= ANY`` arrays and ``unnest`` in PostgreSQL): non-ASCII and astral text, quotes,
-#: commas, backslashes, tabs, ids whose order depends on case and collation.
-ODD_IDS = ("B", "a", "Ä", "a_b", "a-b", "Z9", "z10", "ß", "é")
-
-
-ODD_GROUPS = frozenset({"g", "Ärzte, \"Leitung\"", "a\\b"})
-
-
-def _odd_document(i: int, doc_id: str, version: str = "1") -> Document:
-    return Document(doc_id, "t", ODD_GROUPS, version,
-                    f"# Überblick {i}\n\nalpha 🙂 {doc_id} \\n\ttab 'quote' \"dq\" {i % 7}\n\n"
-                    f"## Teil {i}\n\nbeta gamma {i % 3} 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
-                    title=None if i % 2 else f"Titel {i} ✓", source_url=f"https://x.test/{i}?a=1&b='2'",
-                    language=("de", "en", None)[i % 3], visibility=("internal", "public")[i % 2],
-                    tags=("t1", "Tag, zwei") if i % 4 == 0 else ())
 
 
 # -- merges after the write returns (store._merge_runner) -----------------------------------------

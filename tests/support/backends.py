@@ -133,3 +133,16 @@ def pg_base_url() -> str:
 
 def locator(backend: str, folder: Path) -> Locator:
     return Locator(backend, folder, pg_base_url() if backend == "postgres" else None)
+
+
+def sqlite_layout(path: Path) -> dict[str, object]:
+    """Tables with their columns (name, type, not null, key) and indexes with their columns."""
+    with sqlite3.connect(path) as c:
+        tables = [r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        out: dict[str, object] = {}
+        for t in sorted(tables):
+            out[t] = [(*r[1:4], r[5]) for r in c.execute(f"PRAGMA table_info({t})")]
+            for ix in c.execute(f"PRAGMA index_list({t})").fetchall():
+                if not ix[1].startswith("sqlite_autoindex"):
+                    out[f"{t}.{ix[1]}"] = (ix[2], [r[2] for r in c.execute(f"PRAGMA index_info({ix[1]})")])
+    return out

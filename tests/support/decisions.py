@@ -3,6 +3,8 @@ facts, each text's support read by words, one calibration; shared by the decisio
 
 from __future__ import annotations
 
+import numpy as np
+
 from evidex.decide import (
     AnswerBearing,
     Calibration,
@@ -35,3 +37,20 @@ def decide_on(question: str, texts: list[str], cal: Calibration = CAL, **kw: obj
 
 def quoted(bearing: AnswerBearing, texts: list[str]) -> list[str]:
     return [texts[q.source][q.start:q.end] for q in bearing.quotes]
+
+
+class Scores:
+    """Scores each span by the first listed phrase it contains (0 otherwise); records calls."""
+
+    def __init__(self, by_phrase: dict[str, float]) -> None:
+        self.by_phrase = by_phrase
+        self.read: list[list[str]] = []
+
+    def __call__(self, question: str, texts: list[str]) -> np.ndarray:
+        self.read.append(texts)
+        return np.array([next((v for k, v in self.by_phrase.items() if k in t), 0.0) for t in texts])
+
+
+#: Two passages for the reader's tests: the answer's sentence beside one that merely shares words.
+READER_TEXTS = ["Returns are free of charge for members. You can return items within 30 days of delivery.",
+                "Our stores open at 9:00. Returns can be dropped at any store."]
