@@ -202,9 +202,11 @@ def _vnni() -> bool:
 
 
 # The demo blocks were printed on a CPU with VNNI. Without it the embedder's vectors still move
-# by ~0.001 of cosine (the int8 products are exact on every CPU since graph v2; the cause of the
-# rest is not located: benchmarks/RESULTS.md, issue 25's row), which reorders the third passage
-# of one --explain block. Strict: once the vectors agree, this xfail fails and must go.
+# by ~0.001 of cosine: the int8 products are exact on every CPU since graph v2, but each layer
+# re-quantizes its activations, which turns the CPUs' last-bit float differences into code flips
+# (1e-7 of input noise moves the output by 4e-4 of cosine: benchmarks/RESULTS.md, issue 25's
+# row). That reorders the third passage of one --explain block. Strict: once the vectors agree,
+# this xfail fails and must go.
 @pytest.mark.xfail(not _vnni(), strict=True,
                    reason="the embedder's vectors differ by ~0.001 on CPUs without VNNI (RESULTS, issue 25)")
 @pytest.mark.slow
