@@ -16,7 +16,7 @@ import pytest
 
 from cli_runner import run_cli
 from evidex import KnowledgeBase
-from evidex.config import load_config
+from evidex.config import Config, load_config
 from evidex.model import ConfigError, EvidexError
 from evidex.notify import (
     SIGNATURE_HEADER,
@@ -35,6 +35,25 @@ from notify_helpers import smtp_server, webhook_receiver
 from service_helpers import free_port
 
 MESSAGE = Message("subject", "body text\n", {"type": "test", "n": 1})
+
+
+def _owners_config(tmp_path: Path, url: str, smtp: str) -> Config:
+    """The care team (mail, through ``smtp``) and the product team (a signed webhook at ``url``)
+    own one source each in ``tmp_path``."""
+    config = tmp_path / "knowledge.config.yaml"
+    config.write_text(
+        f"""
+sources:
+  - {{id: care, type: files, path: care, tenant: acme, groups: [staff],
+     owner: {{name: Care team, email: care@example.com}}}}
+  - {{id: products, type: files, path: products, tenant: acme, groups: [staff],
+     owner: {{name: Product team, webhook: "{url}/products", secret_env: HOOK_SECRET}}}}
+server:
+  smtp: {{host: 127.0.0.1, {smtp}, starttls: false, sender: evidex@example.com}}
+""",
+        encoding="utf-8",
+    )
+    return load_config(config)
 
 
 def test_webhook_is_signed_over_the_exact_body() -> None:
@@ -125,20 +144,7 @@ def test_drift_and_conflicts_reach_each_owner_once_on_their_routes(tmp_path: Pat
         "# Shell jacket\n\nRe-proof your waterproof shell jacket every 6 months with the spray-on product.\n",
     )
     with smtp_server() as (inbox, port, _), webhook_receiver() as (hooks, url):
-        config = tmp_path / "knowledge.config.yaml"
-        config.write_text(
-            f"""
-sources:
-  - {{id: care, type: files, path: care, tenant: acme, groups: [staff],
-     owner: {{name: Care team, email: care@example.com}}}}
-  - {{id: products, type: files, path: products, tenant: acme, groups: [staff],
-     owner: {{name: Product team, webhook: "{url}/products", secret_env: HOOK_SECRET}}}}
-server:
-  smtp: {{host: 127.0.0.1, port: {port}, starttls: false, sender: evidex@example.com}}
-""",
-            encoding="utf-8",
-        )
-        cfg = load_config(config)
+        cfg = _owners_config(tmp_path, url, f"port: {port}")
         with KnowledgeBase.open(tmp_path / "kb.db") as kb:
             report = sync(kb, cfg)
             [conflict] = kb.conflicts(status="open")
@@ -362,20 +368,7 @@ def test_who_was_told_is_recorded_per_source_delivered_or_not(tmp_path: Path) ->
     _write(product, "shell.md", "# Shell jacket\n\nRe-proof your waterproof shell jacket every 6 months.\n")
     dead = free_port()  # the care team's mail server does not answer
     with webhook_receiver() as (hooks, url):
-        config = tmp_path / "knowledge.config.yaml"
-        config.write_text(
-            f"""
-sources:
-  - {{id: care, type: files, path: care, tenant: acme, groups: [staff],
-     owner: {{name: Care team, email: care@example.com}}}}
-  - {{id: products, type: files, path: products, tenant: acme, groups: [staff],
-     owner: {{name: Product team, webhook: "{url}/products", secret_env: HOOK_SECRET}}}}
-server:
-  smtp: {{host: 127.0.0.1, port: {dead}, starttls: false, sender: evidex@example.com, timeout_seconds: 2}}
-""",
-            encoding="utf-8",
-        )
-        cfg = load_config(config)
+        cfg = _owners_config(tmp_path, url, f"port: {dead}, timeout_seconds: 2")
         with KnowledgeBase.open(tmp_path / "kb.db") as kb:
             sync(kb, cfg)
             _write(product, "gloves.md", "# Gloves\n\nTouch gloves.\n")
